@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The only contract between the BPF programs and user space.
+ *
+ * Plain C that compiles as C (clang -target bpf) and C++ (g++).
+ * Fixed-width fields only, explicit padding, sizes checked on both sides.
+ * User space decodes these records in exactly one place
+ * (loader/event_decoder.cc); nothing else reads raw bytes.
+ */
+#ifndef LOOPTRACE_EVENTS_H
+#define LOOPTRACE_EVENTS_H
+
+#ifdef __cplusplus
+#include <cstddef>
+#include <linux/types.h>
+#elif !defined(__VMLINUX_H__)
+#include <linux/types.h>
+#endif
+
+#define LT_ABI_VERSION 1
+#define LT_MAX_ARGS 4
+#define LT_TASK_COMM_LEN 16
+
+/* Record types: every record starts with struct lt_record_header. */
+#define LT_RECORD_PROBE 1 /* a profile probe point fired (a role event) */
+#define LT_RECORD_RESERVED_SCHED 2 /* reserved: thread state changes */
+#define LT_RECORD_RESERVED_SIGNAL 3 /* reserved: signal sent to the target */
+#define LT_RECORD_RESERVED_PROCESS 4 /* reserved: exec / exit */
+
+/*
+ * Roles (ARCHITECTURE.md section 4). Numbers are part of the ABI and of
+ * saved recordings: append only, never renumber.
+ */
+#define LT_ROLE_DISPATCH_BEGIN 1
+#define LT_ROLE_DISPATCH_END 2
+#define LT_ROLE_FRAME_BEGIN 3
+#define LT_ROLE_FRAME_END 4
+#define LT_ROLE_PHASE_BEGIN 5
+#define LT_ROLE_PHASE_END 6
+#define LT_ROLE_VSYNC 7
+#define LT_ROLE_METHOD_ENTER 8
+#define LT_ROLE_METHOD_EXIT 9
+#define LT_ROLE_IDLE_BEGIN 10
+#define LT_ROLE_IDLE_END 11
+#define LT_ROLE_INPUT_RECEIVE 12
+#define LT_ROLE_INPUT_FINISH 13
+#define LT_ROLE_APP_CREATE_BEGIN 14
+#define LT_ROLE_APP_CREATE_END 15
+#define LT_ROLE_ACTIVITY_LAUNCH 16
+#define LT_ROLE_ACTIVITY_FOCUS 17
+#define LT_ROLE_FULLY_DRAWN 18
+#define LT_ROLE_POLL_BEGIN 19
+#define LT_ROLE_POLL_END 20
+#define LT_ROLE_MAX 21
+
+/*
+ * Attach cookie: everything the BPF program needs to know about a probe
+ * point travels in its 64-bit cookie, so the hot path does no map lookup.
+ *   bits  0..15  probe id (index into the loader's attach plan)
+ *   bits 16..23  role (LT_ROLE_*)
+ *   bits 24..26  number of arguments to capture (0..LT_MAX_ARGS)
+ *   bits 32..63  one 8-bit source per argument slot:
+ *                0..5 = function parameter 1..6 (uprobe),
+ *                       USDT argument 1..6 (usdt),
+ *                LT_ARG_SOURCE_RETVAL = return value (uretprobe)
+ */
+#define LT_ARG_SOURCE_RETVAL 0xFE
+#define LT_COOKIE_PROBE_ID(c) ((__u32)((c) & 0xFFFF))
+#define LT_COOKIE_ROLE(c) ((__u32)(((c) >> 16) & 0xFF))
+#define LT_COOKIE_NARGS(c) ((__u32)(((c) >> 24) & 0x7))
+#define LT_COOKIE_ARG_SOURCE(c, i) ((__u32)(((c) >> (32 + 8 * (i))) & 0xFF))
+
+/* Thread filter modes (rodata). */
+#define LT_THREADS_MAIN 0 /* only tid == tgid */
+#define LT_THREADS_ALL 1
+
+/* Per-CPU counters of things the BPF side lost or skipped. */
+#define LT_STAT_RINGBUF_FULL 0 /* record dropped: ring buffer had no room */
+#define LT_STAT_OTHER_PROCESS 1 /* hit from a process that is not the target */
+#define LT_STAT_OTHER_THREAD 2 /* hit from a thread the filter excludes */
+#define LT_STAT_ARG_READ_FAILED 3 /* an argument could not be read */
+#define LT_STAT_PROBE_HITS 4 /* hits that produced a record */
+#define LT_STAT_MAX 8
+
+struct lt_record_header {
+	__u32 type; /* LT_RECORD_* */
+	__u32 size; /* bytes of the whole record */
+};
+
+struct lt_probe_record {
+	struct lt_record_header header;
+	__u64 ts_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u32 tgid;
+	__u32 tid;
+	__u16 probe_id;
+	__u16 role;
+	__u16 nargs;
+	__u16 cpu;
+	__u64 args[LT_MAX_ARGS]; /* raw values; strings are pointers read later */
+};
+
+#ifdef __cplusplus
+#define LT_STATIC_ASSERT static_assert
+#else
+#define LT_STATIC_ASSERT _Static_assert
+#endif
+
+LT_STATIC_ASSERT(sizeof(struct lt_record_header) == 8, "header size");
+LT_STATIC_ASSERT(sizeof(struct lt_probe_record) == 64, "probe record size");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, ts_ns) == 8, "ts offset");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, tgid) == 16, "tgid offset");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, probe_id) == 24, "probe_id offset");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, args) == 32, "args offset");
+
+#endif /* LOOPTRACE_EVENTS_H */

@@ -1,0 +1,30 @@
+// The one place where raw BPF records (events.h) become C++ events.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/string_reader.h"
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/stats.h"
+
+namespace looptrace::loader {
+
+class EventDecoder {
+ public:
+  // `strings` may be null (strings are then left unread and counted).
+  EventDecoder(const AttachPlan* plan, StringReader* strings, Stats* stats)
+      : plan_(plan), strings_(strings), stats_(stats) {}
+
+  // Returns nothing for a malformed record (counted in stats).
+  std::optional<Event> Decode(std::span<const uint8_t> raw);
+
+ private:
+  const AttachPlan* plan_;
+  StringReader* strings_;
+  Stats* stats_;
+};
+
+}  // namespace looptrace::loader

@@ -1,0 +1,50 @@
+// A live tracing session: prepare (profile, plan, BPF), attach, stream events to a
+// sink until the duration ends, a signal arrives or the target exits, then detach.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/profile.h"
+#include "looptrace/tracers/event.h"
+#include "looptrace/util/result.h"
+
+namespace looptrace::loader {
+
+struct SessionOptions {
+  std::string profile;          // built-in name or file; empty = detect from the target
+  bool all_threads = false;     // --threads all
+  double duration_s = 0;        // 0 = until Ctrl-C / target exit
+  size_t ringbuf_bytes = 8u << 20;
+  std::string btf_path;
+  int poll_interval_ms = 50;    // ring buffer is drained at least this often
+};
+
+// Blocks SIGINT/SIGTERM and returns a signalfd for them: signals are then handled in
+// the event loop (and during attach) instead of killing the process mid-way.
+Result<int> BlockTerminationSignals();
+
+// Picks the profile: the explicit one, or the first built-in that resolves for the target.
+Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requested,
+                                                     const TargetBinaries& target);
+
+// record -p PID
+Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd,
+                           EventSink& sink);
+
+struct RunResult {
+  pid_t pid = 0;
+  std::optional<int> exit_status;  // set when the child exited during the session
+  std::optional<int> exit_signal;
+};
+
+// run -- CMD ARGS: starts the command with probes attached before it executes.
+Result<RunResult> RunCommand(const std::vector<std::string>& argv, const SessionOptions& options,
+                             int signal_fd, EventSink& sink);
+
+}  // namespace looptrace::loader

@@ -1,0 +1,29 @@
+// Reads string arguments from the target lazily: BPF records only the pointer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace looptrace::loader {
+
+class StringReader {
+ public:
+  virtual ~StringReader() = default;
+  virtual std::optional<std::string> Read(uint32_t pid, uint64_t address) = 0;
+};
+
+// process_vm_readv with a cache keyed by (pid, address): role strings such as message
+// and method names are static, so each is read once.
+class ProcessStringReader : public StringReader {
+ public:
+  static constexpr size_t kMaxLength = 256;
+  std::optional<std::string> Read(uint32_t pid, uint64_t address) override;
+
+ private:
+  std::unordered_map<uint64_t, std::string> cache_;
+  uint32_t cached_pid_ = 0;
+};
+
+}  // namespace looptrace::loader

@@ -1,0 +1,152 @@
+#include "looptrace/loader/attach_plan.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+#include "looptrace/symbols/elf_file.h"
+#include "looptrace/symbols/proc_maps.h"
+
+namespace looptrace::loader {
+
+uint64_t MakeCookie(const ResolvedProbe& probe) {
+  uint64_t cookie = probe.probe_id;
+  cookie |= static_cast<uint64_t>(static_cast<uint16_t>(probe.spec.role) & 0xFF) << 16;
+  cookie |= static_cast<uint64_t>(probe.spec.args.size() & 0x7) << 24;
+  for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i)
+    cookie |= static_cast<uint64_t>(probe.spec.args[i].source) << (32 + 8 * i);
+  return cookie;
+}
+
+Result<std::string> ResolveBinary(const std::string& binary, const TargetBinaries& target) {
+  if (binary == "exe") {
+    if (!target.exe_path.empty()) return target.exe_path;
+    return MakeError("no executable known for the target", ExitCode::kTarget);
+  }
+  if (target.pid > 0) {
+    auto maps = symbols::ReadProcMaps(target.pid);
+    if (!maps) return std::unexpected(maps.error());
+    if (auto path = symbols::FindMappedFile(*maps, binary)) return *path;
+    if (binary.starts_with("/")) {
+      if (access(binary.c_str(), R_OK) == 0) return binary;
+      return MakeError(fmt::format("binary {} does not exist", binary), ExitCode::kProfile);
+    }
+    return MakeError(fmt::format("pid {} has no library '{}' mapped", target.pid, binary),
+                     ExitCode::kProfile,
+                     "check /proc/" + std::to_string(target.pid) +
+                         "/maps, or give the library's absolute path in the profile");
+  }
+  if (binary.starts_with("/")) {
+    if (access(binary.c_str(), R_OK) == 0) return binary;
+    return MakeError(fmt::format("binary {} does not exist", binary), ExitCode::kProfile);
+  }
+  if (auto path = symbols::SearchLibrary(binary, target.ld_library_path, target.exe_path))
+    return *path;
+  return MakeError(fmt::format("library '{}' not found in the library search path", binary),
+                   ExitCode::kProfile, "give the library's absolute path in the profile");
+}
+
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target) {
+  AttachPlan plan;
+  plan.profile_name = profile.name;
+  std::map<std::string, symbols::ElfFile> elf_cache;  // one pass per ELF file
+
+  for (const ProbeSpec& spec : profile.probes) {
+    auto where = fmt::format("{} line {}", profile.source, spec.line);
+    auto resolved = ResolveBinary(spec.binary, target);
+    if (!resolved) {
+      Error e = resolved.error();
+      e.message = where + ": " + e.message;
+      return std::unexpected(e);
+    }
+    const std::string path = *resolved;
+    auto it = elf_cache.find(path);
+    if (it == elf_cache.end()) {
+      auto elf = symbols::ElfFile::Open(path);
+      if (!elf) {
+        Error e = elf.error();
+        e.message = where + ": " + e.message;
+        e.code = ExitCode::kProfile;
+        return std::unexpected(e);
+      }
+      it = elf_cache.emplace(path, std::move(*elf)).first;
+    }
+    const symbols::ElfFile& elf = it->second;
+
+    auto add = [&](ResolvedProbe probe) -> Result<void> {
+      if (plan.probes.size() >= 0xFFFF)
+        return MakeError(fmt::format("{}: too many probe points", where), ExitCode::kProfile);
+      probe.probe_id = static_cast<uint16_t>(plan.probes.size());
+      plan.probes.push_back(std::move(probe));
+      return {};
+    };
+
+    if (spec.kind == ProbeKind::kUsdt) {
+      size_t colon = spec.point.find(':');
+      std::string provider = spec.point.substr(0, colon);
+      std::string name = spec.point.substr(colon + 1);
+      auto sites = elf.FindUsdt(provider, name);
+      if (sites.empty()) {
+        std::vector<std::string> known;
+        for (const auto& p : elf.usdt_probes()) {
+          std::string full = p.provider + ":" + p.name;
+          if (std::find(known.begin(), known.end(), full) == known.end()) known.push_back(full);
+          if (known.size() == 8) break;
+        }
+        return MakeError(fmt::format("{}: usdt probe {} not found in {}", where, spec.point, path),
+                         ExitCode::kProfile,
+                         known.empty() ? "the binary has no USDT probes (readelf -n shows .note.stapsdt)"
+                                       : "probes in this binary include: " + JoinNames(known));
+      }
+      ResolvedProbe probe;
+      probe.spec = spec;
+      probe.binary_path = path;
+      probe.symbol = spec.point;
+      probe.address = sites.front()->address;
+      probe.file_offset = sites.front()->file_offset;
+      probe.usdt_sites = sites.size();
+      if (auto bytes = elf.ReadAtAddress(probe.address, 16))
+        probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
+      RETURN_IF_ERROR(add(std::move(probe)));
+      continue;
+    }
+
+    auto functions = elf.FindFunctions(spec.point);
+    if (functions.empty()) {
+      auto closest = elf.ClosestNames(spec.point, 5);
+      return MakeError(fmt::format("{}: symbol '{}' not found in {}", where, spec.point, path),
+                       ExitCode::kProfile,
+                       closest.empty() ? "the binary has no function symbols (stripped?)"
+                                       : "closest names: " + JoinNames(closest));
+    }
+    for (const symbols::Symbol* fn : functions) {
+      ResolvedProbe probe;
+      probe.spec = spec;
+      probe.binary_path = path;
+      probe.symbol = fn->demangled;
+      probe.address = fn->address;
+      probe.file_offset = fn->file_offset;
+      if (auto bytes = elf.ReadAtAddress(fn->address, 16))
+        probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
+      RETURN_IF_ERROR(add(std::move(probe)));
+    }
+  }
+  return plan;
+}
+
+}  // namespace looptrace::loader

@@ -1,0 +1,188 @@
+#include "looptrace/loader/bpf_session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <fstream>
+#include <string>
+
+#include "lt_probes.skel.h"
+#include "looptrace/events.h"
+#include "looptrace/util/log.h"
+
+namespace looptrace::loader {
+namespace {
+
+int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  log::Level ours = level == LIBBPF_DEBUG ? log::Level::kV2 : log::Level::kV1;
+  if (!log::Enabled(ours)) return 0;
+  va_list copy;
+  va_copy(copy, args);
+  int length = vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  if (length < 0) return 0;
+  std::string text(static_cast<size_t>(length) + 1, '\0');
+  vsnprintf(text.data(), text.size(), format, args);
+  text.resize(length);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  log::Write(ours, "libbpf: " + text);
+  return 0;
+}
+
+bool HasCapability(uint64_t caps, int bit) { return (caps >> bit) & 1; }
+
+uint64_t EffectiveCapabilities() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("CapEff:")) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<void> CheckBpfPrerequisites(const std::string& btf_path) {
+  libbpf_set_print(LibbpfPrint);
+  constexpr int kCapSysAdmin = 21, kCapPerfmon = 38, kCapBpf = 39;
+  uint64_t caps = EffectiveCapabilities();
+  bool privileged = HasCapability(caps, kCapSysAdmin) ||
+                    (HasCapability(caps, kCapBpf) && HasCapability(caps, kCapPerfmon));
+  if (!privileged)
+    return MakeError("permission denied: attaching BPF probes needs CAP_BPF and CAP_PERFMON "
+                     "(or CAP_SYS_ADMIN)",
+                     ExitCode::kPermission, "run looptrace as root (sudo looptrace ...)");
+  const std::string btf = btf_path.empty() ? "/sys/kernel/btf/vmlinux" : btf_path;
+  struct stat st;
+  if (stat(btf.c_str(), &st) != 0)
+    return SystemError(fmt::format("kernel BTF {} is not available", btf), errno,
+                       ExitCode::kUnsupported,
+                       btf_path.empty() ? "this kernel lacks CONFIG_DEBUG_INFO_BTF; pass --btf FILE "
+                                          "with a BTF file for it"
+                                        : "check the --btf path");
+  if (!btf_path.empty()) {
+    struct btf* parsed = btf__parse(btf.c_str(), nullptr);
+    if (!parsed)
+      return SystemError(fmt::format("cannot parse BTF file {}", btf), errno,
+                         ExitCode::kUnsupported, "--btf needs a raw BTF or ELF file with .BTF");
+    btf__free(parsed);
+  }
+  if (stat("/sys/bus/event_source/devices/uprobe/type", &st) != 0)
+    return MakeError("this kernel has no uprobe perf events "
+                     "(/sys/bus/event_source/devices/uprobe missing)",
+                     ExitCode::kUnsupported, "looptrace needs CONFIG_UPROBE_EVENTS");
+  return {};
+}
+
+AttachedLink::~AttachedLink() {
+  if (link_) bpf_link__destroy(link_);
+}
+
+Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& options,
+                                                     RecordCallback on_record) {
+  std::unique_ptr<BpfSession> session(new BpfSession());
+  session->on_record_ = std::move(on_record);
+
+  LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+  if (!options.btf_path.empty()) open_opts.btf_custom_path = options.btf_path.c_str();
+  session->skel_ = lt_probes__open_opts(&open_opts);
+  if (!session->skel_) return SystemError("cannot open the BPF object", errno, ExitCode::kUnsupported);
+
+  auto* skel = session->skel_;
+  skel->rodata->target_tgid = options.target_tgid;
+  skel->rodata->thread_filter = options.all_threads ? LT_THREADS_ALL : LT_THREADS_MAIN;
+  skel->rodata->wakeup_bytes = options.ringbuf_bytes / 4;
+  if (int err = bpf_map__set_max_entries(skel->maps.events, options.ringbuf_bytes))
+    return SystemError("cannot size the ring buffer", err);
+
+  if (int err = lt_probes__load(skel)) {
+    ExitCode code = (err == -EPERM || err == -EACCES) ? ExitCode::kPermission : ExitCode::kUnsupported;
+    return SystemError("cannot load the BPF programs into the kernel", err, code,
+                       code == ExitCode::kPermission ? "run looptrace as root"
+                                                     : "rerun with -vv to see the verifier log");
+  }
+
+  session->ring_ = ring_buffer__new(
+      bpf_map__fd(skel->maps.events),
+      [](void* ctx, void* data, size_t size) -> int {
+        auto* self = static_cast<BpfSession*>(ctx);
+        self->on_record_(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
+        return 0;
+      },
+      session.get(), nullptr);
+  if (!session->ring_) return SystemError("cannot create the ring buffer reader", errno);
+  return session;
+}
+
+BpfSession::~BpfSession() {
+  Detach();
+  if (ring_) ring_buffer__free(ring_);
+  if (skel_) lt_probes__destroy(skel_);
+}
+
+void BpfSession::Detach() { links_.clear(); }
+
+Result<void> BpfSession::Attach(const ResolvedProbe& probe, int pid) {
+  const uint64_t cookie = MakeCookie(probe);
+  bpf_link* link = nullptr;
+  std::string what;
+  if (probe.spec.kind == ProbeKind::kUsdt) {
+    size_t colon = probe.spec.point.find(':');
+    std::string provider = probe.spec.point.substr(0, colon);
+    std::string name = probe.spec.point.substr(colon + 1);
+    LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = cookie);
+    link = bpf_program__attach_usdt(skel_->progs.lt_usdt, pid, probe.binary_path.c_str(),
+                                    provider.c_str(), name.c_str(), &opts);
+    what = fmt::format("usdt {}:{}", probe.binary_path, probe.spec.point);
+  } else {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie,
+                .retprobe = probe.spec.kind == ProbeKind::kUretprobe);
+    link = bpf_program__attach_uprobe_opts(skel_->progs.lt_uprobe, pid, probe.binary_path.c_str(),
+                                           probe.file_offset, &opts);
+    what = fmt::format("{} {}:{}", ProbeKindName(probe.spec.kind), probe.binary_path, probe.symbol);
+  }
+  if (!link) {
+    int err = errno;
+    if (err == ESRCH)
+      return SystemError("failed to attach " + what + ": the target process is gone", err,
+                         ExitCode::kTarget);
+    return SystemError("failed to attach " + what, err,
+                       err == EPERM || err == EACCES ? ExitCode::kPermission : ExitCode::kRuntime);
+  }
+  links_.emplace_back(link);
+  return {};
+}
+
+int BpfSession::ring_epoll_fd() const { return ring_buffer__epoll_fd(ring_); }
+
+Result<size_t> BpfSession::Consume() {
+  int n = ring_buffer__consume(ring_);
+  if (n < 0) return SystemError("cannot read the ring buffer", n);
+  return static_cast<size_t>(n);
+}
+
+Stats BpfSession::ReadCounters() const {
+  Stats stats;
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return stats;
+  std::vector<uint64_t> values(ncpu);
+  auto sum = [&](uint32_t key) {
+    uint64_t total = 0;
+    if (bpf_map__lookup_elem(skel_->maps.stats, &key, sizeof(key), values.data(),
+                             values.size() * sizeof(uint64_t), 0) == 0)
+      for (uint64_t v : values) total += v;
+    return total;
+  };
+  stats.Set(StatId::ringbuf_full, sum(LT_STAT_RINGBUF_FULL));
+  stats.Set(StatId::other_thread_hits, sum(LT_STAT_OTHER_THREAD));
+  stats.Set(StatId::arg_read_failed, sum(LT_STAT_ARG_READ_FAILED));
+  return stats;
+}
+
+}  // namespace looptrace::loader

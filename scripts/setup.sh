@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian packages (bookworm).
+# Idempotent: skips apt when everything is already present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  clang llvm                 # clang -target bpf for the BPF objects
+  libbpf-dev bpftool         # libbpf 1.1.2 + skeleton generation
+  libelf-dev libdw-dev elfutils zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev         # JSON reading/writing
+  libcli11-dev               # command-line parsing
+  libfmt-dev                 # string formatting (g++ 12 has no <format>)
+  systemtap-sdt-dev          # sys/sdt.h for USDT probes in the sample target
+  util-linux procps          # setpriv, ps: used by integration tests
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

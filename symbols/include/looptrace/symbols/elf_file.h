@@ -1,0 +1,150 @@
+// One ELF file (executable, shared library or object): its functions, USDT probes,
+// build id and address-to-file-offset mapping, read in one pass with libelf.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "looptrace/util/result.h"
+
+struct Elf;  // libelf's handle (<libelf.h> declares `typedef struct Elf Elf;`)
+
+namespace looptrace::symbols {
+
+struct Symbol {
+  std::string name;          // raw (mangled) name, without @version suffix
+  std::string demangled;     // abi::__cxa_demangle result, or == name if not mangled
+  std::string version;       // from .gnu.version/.gnu.version_d (or a name@VERSION suffix)
+  bool is_default_version = true;  // false for a hidden version (name@VERSION, not @@)
+  uint64_t address = 0;      // st_value (virtual address in the ELF)
+  uint64_t size = 0;
+  uint64_t file_offset = 0;  // file offset of `address`; 0 if no PT_LOAD segment holds it
+  bool is_ifunc = false;
+  uint8_t binding = 0;       // STB_LOCAL (0), STB_GLOBAL (1), STB_WEAK (2), ...
+};
+
+struct UsdtProbe {
+  std::string provider;
+  std::string name;
+  uint64_t address = 0;      // note pc, adjusted for prelink via .stapsdt.base like libbpf
+  uint64_t file_offset = 0;  // what the kernel's uprobe wants
+  uint64_t semaphore_address = 0;      // 0 if none
+  uint64_t semaphore_file_offset = 0;  // ref_ctr_offset for the kernel; 0 if none
+  std::string arguments;     // the note's argument string, e.g. "8@%rdi -8@%rax"
+};
+
+// The parts of the dynamic section a library search needs.
+struct DynamicInfo {
+  std::string soname;                // DT_SONAME
+  std::vector<std::string> needed;   // DT_NEEDED, in order
+  std::string rpath;                 // DT_RPATH, unexpanded ("$ORIGIN/../lib")
+  std::string runpath;               // DT_RUNPATH, unexpanded
+};
+
+class ElfFile {
+ public:
+  // Reads .symtab and .dynsym, the USDT notes, the GNU build-id note and the dynamic
+  // section in one pass. Errors name the file: "cannot open /x: No such file or
+  // directory", "cannot read /x: not an ELF file", ...
+  static Result<ElfFile> Open(const std::string& path);
+
+  ElfFile(ElfFile&& other) noexcept = default;
+  ElfFile& operator=(ElfFile&& other) noexcept = default;
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+  ~ElfFile() = default;
+
+  const std::string& path() const { return path_; }
+  const std::string& build_id() const { return build_id_; }  // lower-case hex, "" if none
+  bool is_pie_or_shared() const { return is_dyn_; }         // ET_DYN
+  const DynamicInfo& dynamic() const { return dynamic_; }
+  // Symbols and notes skipped because they were malformed (bad string offsets, short
+  // USDT notes, probes outside every segment).
+  size_t malformed_entries() const { return malformed_entries_; }
+
+  // STT_FUNC and STT_GNU_IFUNC symbols with st_shndx != SHN_UNDEF from both symbol
+  // tables, one entry per (name, address), sorted by address (then global before weak
+  // before local, then name). When one address carries several versions of a name
+  // (dlopen@GLIBC_2.2.5, dlopen@@GLIBC_2.34), the entry keeps the default version.
+  const std::vector<Symbol>& functions() const { return functions_; }
+
+  // Exact match on the raw name, the demangled name, or the demangled name without its
+  // parameter list ("ns::Foo::bar" finds "ns::Foo::bar(int) const"). If the pattern
+  // contains '*', '?' or '[', an fnmatch(3) glob on the raw and demangled names instead.
+  // Sorted by address, unique.
+  std::vector<const Symbol*> FindFunctions(std::string_view name_or_glob) const;
+
+  // The nearest preceding function that contains `address` (address < start + size;
+  // size-0 symbols match only their exact address); nullptr if none.
+  const Symbol* FindFunctionByAddress(uint64_t address) const;
+
+  // Up to `max_count` function names close to `name` (edit distance, ignoring case, with
+  // a bonus for substring matches), best first, ties by name. Returns the raw name for C
+  // symbols and the demangled name without parameters for C++ ones. Names too far from
+  // `name` are left out, so the result may be empty.
+  std::vector<std::string> ClosestNames(std::string_view name, size_t max_count) const;
+
+  // File offset of a virtual address, through the PT_LOAD segment containing it
+  // (section headers for files without program headers, e.g. relocatable objects).
+  Result<uint64_t> AddressToFileOffset(uint64_t address) const;
+
+  // Up to `length` bytes of the file at virtual address `address`. The result is shorter
+  // when the segment's file contents end earlier; an error if no byte is available.
+  Result<std::vector<uint8_t>> ReadAtAddress(uint64_t address, size_t length) const;
+
+  const std::vector<UsdtProbe>& usdt_probes() const { return usdt_probes_; }
+  // Probes with this provider and name (empty provider: any provider), by address.
+  std::vector<const UsdtProbe*> FindUsdt(std::string_view provider, std::string_view name) const;
+
+  // The libelf handle, owned by this object (for DWARF readers layered on top).
+  ::Elf* elf() const { return handle_.elf; }
+
+ private:
+  // Owns the file descriptor and the libelf handle.
+  struct Handle {
+    int fd = -1;
+    ::Elf* elf = nullptr;
+    Handle() = default;
+    Handle(Handle&& other) noexcept;
+    Handle& operator=(Handle&& other) noexcept;
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    ~Handle();
+  };
+  struct Segment {
+    uint64_t vaddr = 0;
+    uint64_t memsz = 0;
+    uint64_t offset = 0;
+    uint64_t filesz = 0;
+    bool executable = false;
+  };
+
+  ElfFile() = default;
+  Result<void> Load();
+  void AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap, uint64_t stapsdt_base);
+  const Segment* SegmentFor(uint64_t address) const;
+
+  std::string path_;
+  Handle handle_;
+  uint64_t file_size_ = 0;
+  bool is_dyn_ = false;
+  std::string build_id_;
+  DynamicInfo dynamic_;
+  std::vector<Segment> segments_;        // PT_LOAD, or SHF_ALLOC sections as a fallback
+  std::vector<Symbol> functions_;
+  std::vector<uint64_t> max_end_;        // max(address + size) over functions_[0..i]
+  // raw, demangled and parameter-less names -> index into functions_. The keys view
+  // strings owned by functions_, whose heap buffer survives moves of this object.
+  std::unordered_multimap<std::string_view, uint32_t> by_name_;
+  std::vector<UsdtProbe> usdt_probes_;
+  size_t malformed_entries_ = 0;
+};
+
+// Reads only the dynamic section of `path` (cheaper than ElfFile::Open).
+Result<DynamicInfo> ReadDynamicInfo(const std::string& path);
+
+}  // namespace looptrace::symbols

@@ -1,0 +1,748 @@
+#include "looptrace/symbols/elf_file.h"
+
+#include <cxxabi.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
+#include <utility>
+
+#include "looptrace/symbols/demangle.h"
+#include "looptrace/util/log.h"
+
+namespace looptrace::symbols {
+namespace {
+
+constexpr uint32_t kNtStapsdt = 3;
+constexpr std::string_view kStapsdtOwner = "stapsdt";
+constexpr std::string_view kGnuOwner = "GNU";
+constexpr std::string_view kStapsdtBaseSection = ".stapsdt.base";
+
+void EnsureLibelfInitialized() {
+  static const bool initialized = [] { return elf_version(EV_CURRENT) != EV_NONE; }();
+  (void)initialized;
+}
+
+std::string ElfErrorMessage() {
+  const char* message = elf_errmsg(-1);
+  return message != nullptr ? message : "unknown libelf error";
+}
+
+std::string Hex(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+ExitCode CodeForErrno(int err) {
+  return (err == EACCES || err == EPERM) ? ExitCode::kPermission : ExitCode::kProfile;
+}
+
+// A note's owner without the trailing NUL(s).
+std::string_view NoteOwner(const Elf_Data* data, const GElf_Nhdr& nhdr, size_t name_offset) {
+  if (nhdr.n_namesz == 0) return {};
+  const char* name = static_cast<const char*>(data->d_buf) + name_offset;
+  return std::string_view(name, strnlen(name, nhdr.n_namesz));
+}
+
+bool IsSymbolGlob(std::string_view pattern) {
+  return pattern.find_first_of("*?[") != std::string_view::npos;
+}
+
+// Binding order for symbols sharing an address: global, weak, then local and others.
+int BindingRank(uint8_t binding) {
+  switch (binding) {
+    case STB_GLOBAL: return 0;
+    case STB_WEAK: return 1;
+    default: return 2;
+  }
+}
+
+// Version names by version index, from .gnu.version_d; the base (file) entry is left
+// empty since it does not version a symbol.
+std::vector<std::string> ReadVersionDefinitions(Elf* elf, Elf_Scn* scn, size_t* malformed) {
+  std::vector<std::string> names;
+  GElf_Shdr shdr;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (gelf_getshdr(scn, &shdr) == nullptr || data == nullptr) {
+    ++*malformed;
+    return names;
+  }
+  size_t offset = 0;
+  for (size_t n = 0; n < 0x10000; ++n) {
+    GElf_Verdef verdef;
+    GElf_Verdaux aux;
+    if (gelf_getverdef(data, static_cast<int>(offset), &verdef) == nullptr ||
+        gelf_getverdaux(data, static_cast<int>(offset + verdef.vd_aux), &aux) == nullptr) {
+      ++*malformed;
+      break;
+    }
+    const char* name = elf_strptr(elf, shdr.sh_link, aux.vda_name);
+    if (verdef.vd_ndx >= names.size()) names.resize(verdef.vd_ndx + 1u);
+    if (name != nullptr && (verdef.vd_flags & VER_FLG_BASE) == 0) names[verdef.vd_ndx] = name;
+    if (verdef.vd_next == 0) break;
+    offset += verdef.vd_next;
+  }
+  return names;
+}
+
+// Appends the defined functions of one symbol table to `out`.
+Result<void> ReadFunctionSymbols(Elf* elf, Elf_Scn* scn, Elf_Data* versym,
+                                 const std::vector<std::string>& version_names,
+                                 const std::string& path, std::vector<Symbol>* out,
+                                 size_t* malformed) {
+  GElf_Shdr shdr;
+  if (gelf_getshdr(scn, &shdr) == nullptr) {
+    return MakeError("cannot read symbol table header of " + path + ": " + ElfErrorMessage(),
+                     ExitCode::kProfile);
+  }
+  const char* table = shdr.sh_type == SHT_DYNSYM ? ".dynsym" : ".symtab";
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr) {
+    return MakeError(std::string("cannot read ") + table + " of " + path + ": " + ElfErrorMessage(),
+                     ExitCode::kProfile);
+  }
+  const size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+  const size_t count = entry_size == 0 ? 0 : data->d_size / entry_size;
+  size_t versym_count = 0;
+  if (versym != nullptr) {
+    const size_t half = gelf_fsize(elf, ELF_T_HALF, 1, EV_CURRENT);
+    versym_count = half == 0 ? 0 : versym->d_size / half;
+  }
+  for (size_t i = 1; i < count; ++i) {
+    GElf_Sym sym;
+    if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) {
+      ++*malformed;
+      continue;
+    }
+    const int type = GELF_ST_TYPE(sym.st_info);
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF) continue;
+    const char* raw = elf_strptr(elf, shdr.sh_link, sym.st_name);
+    if (raw == nullptr) {
+      ++*malformed;
+      continue;
+    }
+    std::string_view full(raw);
+    if (full.empty()) continue;
+
+    Symbol symbol;
+    // "memcpy@GLIBC_2.2.5" / "foo@@VERS_2" in static symbol tables of versioned libraries.
+    if (size_t at = full.find('@'); at != std::string_view::npos && at > 0) {
+      symbol.name = std::string(full.substr(0, at));
+      std::string_view version = full.substr(at + 1);
+      symbol.is_default_version = version.starts_with('@');
+      if (symbol.is_default_version) version.remove_prefix(1);
+      symbol.version = std::string(version);
+    } else {
+      symbol.name = std::string(full);
+    }
+    if (symbol.version.empty() && i < versym_count) {
+      GElf_Versym index;
+      if (gelf_getversym(versym, static_cast<int>(i), &index) != nullptr) {
+        const size_t ndx = index & 0x7fff;
+        if (ndx >= 2 && ndx < version_names.size()) {
+          symbol.version = version_names[ndx];
+          symbol.is_default_version = (index & 0x8000) == 0;  // high bit: hidden
+        }
+      }
+    }
+    symbol.address = sym.st_value;
+    symbol.size = sym.st_size;
+    symbol.is_ifunc = type == STT_GNU_IFUNC;
+    symbol.binding = static_cast<uint8_t>(GELF_ST_BIND(sym.st_info));
+    out->push_back(std::move(symbol));
+  }
+  return {};
+}
+
+Result<void> ReadDynamicSection(Elf* elf, Elf_Scn* scn, const std::string& path,
+                                DynamicInfo* out) {
+  GElf_Shdr shdr;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (gelf_getshdr(scn, &shdr) == nullptr || data == nullptr) {
+    return MakeError("cannot read .dynamic of " + path + ": " + ElfErrorMessage(),
+                     ExitCode::kProfile);
+  }
+  const size_t entry_size = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
+  const size_t count = entry_size == 0 ? 0 : data->d_size / entry_size;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Dyn dyn;
+    if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL) break;
+    if (dyn.d_tag != DT_SONAME && dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH &&
+        dyn.d_tag != DT_RUNPATH) {
+      continue;
+    }
+    const char* value = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
+    if (value == nullptr) continue;
+    switch (dyn.d_tag) {
+      case DT_SONAME: out->soname = value; break;
+      case DT_NEEDED: out->needed.emplace_back(value); break;
+      case DT_RPATH: out->rpath = value; break;
+      case DT_RUNPATH: out->runpath = value; break;
+      default: break;
+    }
+  }
+  return {};
+}
+
+uint64_t ReadAddress(const uint8_t* p, bool is64, bool swap) {
+  if (is64) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return swap ? __builtin_bswap64(v) : v;
+  }
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return swap ? __builtin_bswap32(v) : v;
+}
+
+// Levenshtein distance with adjacent transpositions (optimal string alignment).
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      }
+    }
+    std::swap(prev2, prev);
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// Open file descriptor + ELF handle with errors naming the path.
+Result<std::pair<int, Elf*>> OpenElf(const std::string& path, uint64_t* file_size) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return SystemError("cannot open " + path, err, CodeForErrno(err));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return SystemError("cannot stat " + path, err, CodeForErrno(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return MakeError("cannot open " + path + ": not a regular file", ExitCode::kProfile);
+  }
+  if (file_size != nullptr) *file_size = static_cast<uint64_t>(st.st_size);
+  EnsureLibelfInitialized();
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (elf == nullptr) {
+    std::string message = "cannot read " + path + ": " + ElfErrorMessage();
+    close(fd);
+    return MakeError(std::move(message), ExitCode::kProfile);
+  }
+  if (elf_kind(elf) != ELF_K_ELF) {
+    const bool archive = elf_kind(elf) == ELF_K_AR;
+    elf_end(elf);
+    close(fd);
+    return MakeError("cannot read " + path + (archive ? ": an ar archive, not an ELF file"
+                                                     : ": not an ELF file"),
+                     ExitCode::kProfile);
+  }
+  return std::make_pair(fd, elf);
+}
+
+}  // namespace
+
+ElfFile::Handle::Handle(Handle&& other) noexcept
+    : fd(std::exchange(other.fd, -1)), elf(std::exchange(other.elf, nullptr)) {}
+
+ElfFile::Handle& ElfFile::Handle::operator=(Handle&& other) noexcept {
+  if (this != &other) {
+    if (elf != nullptr) elf_end(elf);
+    if (fd >= 0) close(fd);
+    fd = std::exchange(other.fd, -1);
+    elf = std::exchange(other.elf, nullptr);
+  }
+  return *this;
+}
+
+ElfFile::Handle::~Handle() {
+  if (elf != nullptr) elf_end(elf);
+  if (fd >= 0) close(fd);
+}
+
+Result<ElfFile> ElfFile::Open(const std::string& path) {
+  ElfFile file;
+  file.path_ = path;
+  ASSIGN_OR_RETURN(auto opened, OpenElf(path, &file.file_size_));
+  file.handle_.fd = opened.first;
+  file.handle_.elf = opened.second;
+  RETURN_IF_ERROR(file.Load());
+  return file;
+}
+
+Result<void> ElfFile::Load() {
+  Elf* elf = handle_.elf;
+  GElf_Ehdr ehdr;
+  if (gelf_getehdr(elf, &ehdr) == nullptr) {
+    return MakeError("cannot read ELF header of " + path_ + ": " + ElfErrorMessage(),
+                     ExitCode::kProfile);
+  }
+  // libelf quietly drops header tables that extend past the end of the file; a
+  // truncated file must be an error, not an ELF without symbols.
+  auto table_fits = [&](uint64_t offset, uint64_t count, uint64_t entry_size) {
+    return offset <= file_size_ && count * entry_size <= file_size_ - offset;
+  };
+  if (ehdr.e_shoff != 0 &&
+      !table_fits(ehdr.e_shoff, std::max<uint64_t>(ehdr.e_shnum, 1), ehdr.e_shentsize)) {
+    return MakeError("cannot read " + path_ + ": section headers extend past the end of the file",
+                     ExitCode::kProfile, "the file may be truncated");
+  }
+  if (ehdr.e_phoff != 0 && ehdr.e_phnum != PN_XNUM &&
+      !table_fits(ehdr.e_phoff, ehdr.e_phnum, ehdr.e_phentsize)) {
+    return MakeError("cannot read " + path_ + ": program headers extend past the end of the file",
+                     ExitCode::kProfile, "the file may be truncated");
+  }
+  is_dyn_ = ehdr.e_type == ET_DYN;
+  const bool is64 = ehdr.e_ident[EI_CLASS] == ELFCLASS64;
+  const bool swap = (ehdr.e_ident[EI_DATA] == ELFDATA2MSB) != (std::endian::native == std::endian::big);
+
+  // Program headers: loadable segments (address -> file offset) and notes.
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) != 0) {
+    return MakeError("cannot read program headers of " + path_ + ": " + ElfErrorMessage(),
+                     ExitCode::kProfile);
+  }
+  std::vector<GElf_Phdr> note_segments;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr) {
+      return MakeError("cannot read program header " + std::to_string(i) + " of " + path_ + ": " +
+                           ElfErrorMessage(),
+                       ExitCode::kProfile);
+    }
+    if (phdr.p_type == PT_LOAD) {
+      segments_.push_back(Segment{phdr.p_vaddr, phdr.p_memsz, phdr.p_offset, phdr.p_filesz,
+                                  (phdr.p_flags & PF_X) != 0});
+    } else if (phdr.p_type == PT_NOTE) {
+      note_segments.push_back(phdr);
+    }
+  }
+  const bool have_segments = !segments_.empty();
+
+  // One pass over the section headers.
+  size_t shstrndx = 0;
+  const bool have_shstrndx = elf_getshdrstrndx(elf, &shstrndx) == 0;
+  Elf_Scn* symtab = nullptr;
+  Elf_Scn* dynsym = nullptr;
+  Elf_Scn* versym = nullptr;
+  Elf_Scn* verdef = nullptr;
+  Elf_Scn* dynamic = nullptr;
+  std::vector<Elf_Scn*> notes;
+  uint64_t stapsdt_base = 0;
+  size_t section_count = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    ++section_count;
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) {
+      return MakeError("cannot read section header of " + path_ + ": " + ElfErrorMessage(),
+                       ExitCode::kProfile);
+    }
+    switch (shdr.sh_type) {
+      case SHT_SYMTAB: symtab = scn; break;
+      case SHT_DYNSYM: dynsym = scn; break;
+      case SHT_GNU_versym: versym = scn; break;
+      case SHT_GNU_verdef: verdef = scn; break;
+      case SHT_DYNAMIC: dynamic = scn; break;
+      case SHT_NOTE: notes.push_back(scn); break;
+      case SHT_PROGBITS:
+        if (have_shstrndx) {
+          const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+          if (name != nullptr && kStapsdtBaseSection == name) stapsdt_base = shdr.sh_addr;
+        }
+        break;
+      default: break;
+    }
+    if (!have_segments && (shdr.sh_flags & SHF_ALLOC) != 0 && shdr.sh_type != SHT_NOBITS) {
+      segments_.push_back(Segment{shdr.sh_addr, shdr.sh_size, shdr.sh_offset, shdr.sh_size,
+                                  (shdr.sh_flags & SHF_EXECINSTR) != 0});
+    }
+  }
+
+  // Notes: GNU build id and USDT probes. Sections if there are any, else PT_NOTE.
+  auto scan_notes = [&](Elf_Data* data) {
+    GElf_Nhdr nhdr;
+    size_t name_offset = 0;
+    size_t desc_offset = 0;
+    size_t offset = 0;
+    while (offset < data->d_size) {
+      const size_t next = gelf_getnote(data, offset, &nhdr, &name_offset, &desc_offset);
+      if (next == 0) break;
+      offset = next;
+      const std::string_view owner = NoteOwner(data, nhdr, name_offset);
+      const auto* desc = static_cast<const uint8_t*>(data->d_buf) + desc_offset;
+      if (owner == kGnuOwner && nhdr.n_type == NT_GNU_BUILD_ID && build_id_.empty()) {
+        static constexpr char kDigits[] = "0123456789abcdef";
+        build_id_.reserve(nhdr.n_descsz * 2);
+        for (size_t i = 0; i < nhdr.n_descsz; ++i) {
+          build_id_.push_back(kDigits[desc[i] >> 4]);
+          build_id_.push_back(kDigits[desc[i] & 0xf]);
+        }
+      } else if (owner == kStapsdtOwner && nhdr.n_type == kNtStapsdt) {
+        AddUsdtNote(desc, nhdr.n_descsz, is64, swap, stapsdt_base);
+      }
+    }
+  };
+  for (Elf_Scn* scn : notes) {
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr) {
+      return MakeError("cannot read note section of " + path_ + ": " + ElfErrorMessage(),
+                       ExitCode::kProfile);
+    }
+    scan_notes(data);
+  }
+  if (section_count == 0) {
+    for (const GElf_Phdr& phdr : note_segments) {
+      Elf_Data* data = elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz,
+                                            phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+      if (data == nullptr) {
+        ++malformed_entries_;
+        continue;
+      }
+      scan_notes(data);
+    }
+  }
+
+  if (dynamic != nullptr) RETURN_IF_ERROR(ReadDynamicSection(elf, dynamic, path_, &dynamic_));
+
+  // Symbols from both tables.
+  std::vector<Symbol> symbols;
+  if (symtab != nullptr) {
+    RETURN_IF_ERROR(
+        ReadFunctionSymbols(elf, symtab, nullptr, {}, path_, &symbols, &malformed_entries_));
+  }
+  if (dynsym != nullptr) {
+    std::vector<std::string> version_names;
+    if (verdef != nullptr) version_names = ReadVersionDefinitions(elf, verdef, &malformed_entries_);
+    Elf_Data* versym_data = versym != nullptr ? elf_getdata(versym, nullptr) : nullptr;
+    RETURN_IF_ERROR(ReadFunctionSymbols(elf, dynsym, versym_data, version_names, path_, &symbols,
+                                        &malformed_entries_));
+  }
+
+  // One entry per (address, name); the .dynsym copy contributes the version.
+  std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
+    return std::tie(a.address, a.name) < std::tie(b.address, b.name);
+  });
+  functions_.reserve(symbols.size());
+  for (Symbol& symbol : symbols) {
+    if (!functions_.empty() && functions_.back().address == symbol.address &&
+        functions_.back().name == symbol.name) {
+      Symbol& kept = functions_.back();
+      if (kept.version.empty() ||
+          (!kept.is_default_version && symbol.is_default_version && !symbol.version.empty())) {
+        kept.version = std::move(symbol.version);
+        kept.is_default_version = symbol.is_default_version;
+      }
+      kept.size = std::max(kept.size, symbol.size);
+      if (BindingRank(symbol.binding) < BindingRank(kept.binding)) kept.binding = symbol.binding;
+      kept.is_ifunc = kept.is_ifunc || symbol.is_ifunc;
+      continue;
+    }
+    functions_.push_back(std::move(symbol));
+  }
+  std::sort(functions_.begin(), functions_.end(), [](const Symbol& a, const Symbol& b) {
+    const int rank_a = BindingRank(a.binding);
+    const int rank_b = BindingRank(b.binding);
+    return std::tie(a.address, rank_a, a.name) < std::tie(b.address, rank_b, b.name);
+  });
+
+  // Demangle (reusing one buffer), file offsets, indexes.
+  char* buffer = nullptr;
+  size_t buffer_size = 0;
+  const Segment* segment = nullptr;
+  max_end_.reserve(functions_.size());
+  by_name_.reserve(functions_.size() + functions_.size() / 4);
+  uint64_t max_end = 0;
+  for (uint32_t i = 0; i < functions_.size(); ++i) {
+    Symbol& symbol = functions_[i];
+    if (IsMangled(symbol.name)) {
+      int status = 0;
+      char* out = abi::__cxa_demangle(symbol.name.c_str(), buffer, &buffer_size, &status);
+      if (status == 0 && out != nullptr) {
+        buffer = out;
+        symbol.demangled = out;
+      } else {
+        symbol.demangled = symbol.name;
+      }
+    } else {
+      symbol.demangled = symbol.name;
+    }
+    if (segment == nullptr || symbol.address < segment->vaddr ||
+        symbol.address - segment->vaddr >= segment->memsz) {
+      segment = SegmentFor(symbol.address);
+    }
+    symbol.file_offset = segment != nullptr ? symbol.address - segment->vaddr + segment->offset : 0;
+    max_end = std::max(max_end, symbol.address + symbol.size);
+    max_end_.push_back(max_end);
+  }
+  std::free(buffer);
+  for (uint32_t i = 0; i < functions_.size(); ++i) {
+    const Symbol& symbol = functions_[i];
+    by_name_.emplace(symbol.name, i);
+    if (symbol.demangled != symbol.name) {
+      by_name_.emplace(symbol.demangled, i);
+      const std::string_view stripped = StripParameters(symbol.demangled);
+      if (stripped != symbol.demangled && stripped != symbol.name) by_name_.emplace(stripped, i);
+    }
+  }
+  std::sort(usdt_probes_.begin(), usdt_probes_.end(), [](const UsdtProbe& a, const UsdtProbe& b) {
+    return std::tie(a.address, a.provider, a.name) < std::tie(b.address, b.provider, b.name);
+  });
+  if (malformed_entries_ > 0) {
+    log::V1("{}: skipped {} malformed symbol or note entries", path_, malformed_entries_);
+  }
+  return {};
+}
+
+void ElfFile::AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap,
+                          uint64_t stapsdt_base) {
+  const size_t address_size = is64 ? 8 : 4;
+  if (size < 3 * address_size + 2) {
+    ++malformed_entries_;
+    return;
+  }
+  UsdtProbe probe;
+  const uint64_t pc = ReadAddress(desc, is64, swap);
+  const uint64_t base = ReadAddress(desc + address_size, is64, swap);
+  probe.semaphore_address = ReadAddress(desc + 2 * address_size, is64, swap);
+  // Three NUL-terminated strings follow: provider, name, arguments (may be missing).
+  const char* cursor = reinterpret_cast<const char*>(desc + 3 * address_size);
+  const char* end = reinterpret_cast<const char*>(desc + size);
+  std::string* fields[] = {&probe.provider, &probe.name, &probe.arguments};
+  for (std::string* field : fields) {
+    if (cursor >= end) break;
+    const size_t length = strnlen(cursor, static_cast<size_t>(end - cursor));
+    field->assign(cursor, length);
+    cursor += length + 1;
+  }
+  if (probe.provider.empty() || probe.name.empty()) {
+    ++malformed_entries_;
+    return;
+  }
+  // Prelink moves .stapsdt.base; the note keeps the link-time base (libbpf does the same).
+  probe.address = pc;
+  if (stapsdt_base != 0 && base != 0) probe.address += stapsdt_base - base;
+  const Segment* segment = SegmentFor(probe.address);
+  if (segment == nullptr) {
+    ++malformed_entries_;
+    log::V1("{}: USDT probe {}:{} at {} is outside every loadable segment", path_, probe.provider,
+            probe.name, Hex(probe.address));
+    return;
+  }
+  probe.file_offset = probe.address - segment->vaddr + segment->offset;
+  if (probe.semaphore_address != 0) {
+    if (const Segment* sema = SegmentFor(probe.semaphore_address); sema != nullptr) {
+      probe.semaphore_file_offset = probe.semaphore_address - sema->vaddr + sema->offset;
+    }
+  }
+  usdt_probes_.push_back(std::move(probe));
+}
+
+const ElfFile::Segment* ElfFile::SegmentFor(uint64_t address) const {
+  for (const Segment& segment : segments_) {
+    if (address >= segment.vaddr && address - segment.vaddr < segment.memsz) return &segment;
+  }
+  return nullptr;
+}
+
+std::vector<const Symbol*> ElfFile::FindFunctions(std::string_view name_or_glob) const {
+  std::vector<const Symbol*> result;
+  if (IsSymbolGlob(name_or_glob)) {
+    const std::string pattern(name_or_glob);
+    for (const Symbol& symbol : functions_) {
+      if (fnmatch(pattern.c_str(), symbol.name.c_str(), 0) == 0 ||
+          (symbol.demangled != symbol.name &&
+           fnmatch(pattern.c_str(), symbol.demangled.c_str(), 0) == 0)) {
+        result.push_back(&symbol);
+      }
+    }
+    return result;  // already in address order, each symbol once
+  }
+  auto [begin, end] = by_name_.equal_range(name_or_glob);
+  for (auto it = begin; it != end; ++it) result.push_back(&functions_[it->second]);
+  // functions_ is sorted by address, so pointer order is address order.
+  std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
+}
+
+const Symbol* ElfFile::FindFunctionByAddress(uint64_t address) const {
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), address,
+                             [](uint64_t a, const Symbol& s) { return a < s.address; });
+  // Walk back from the last symbol starting at or before `address` while some earlier
+  // symbol may still reach it (max_end_ is a running maximum of the ends).
+  size_t i = static_cast<size_t>(it - functions_.begin());
+  const Symbol* exact_zero_size = nullptr;
+  while (i > 0) {
+    --i;
+    if (max_end_[i] <= address && functions_[i].address != address) break;
+    const Symbol& symbol = functions_[i];
+    if (symbol.size == 0) {
+      if (symbol.address == address && exact_zero_size == nullptr) exact_zero_size = &symbol;
+      continue;
+    }
+    if (address - symbol.address < symbol.size) {
+      // Prefer the first symbol of the nearest start address (global before local).
+      size_t first = i;
+      while (first > 0 && functions_[first - 1].address == symbol.address &&
+             functions_[first - 1].size > 0 &&
+             address - functions_[first - 1].address < functions_[first - 1].size) {
+        --first;
+      }
+      const Symbol* found = &functions_[first];
+      if (exact_zero_size != nullptr && exact_zero_size->address > found->address) {
+        return exact_zero_size;
+      }
+      return found;
+    }
+  }
+  return exact_zero_size;
+}
+
+std::vector<std::string> ElfFile::ClosestNames(std::string_view name, size_t max_count) const {
+  std::vector<std::string> result;
+  if (max_count == 0 || name.empty()) return result;
+  std::vector<std::string_view> candidates;
+  candidates.reserve(functions_.size());
+  for (const Symbol& symbol : functions_) {
+    candidates.push_back(symbol.demangled != symbol.name ? StripParameters(symbol.demangled)
+                                                         : std::string_view(symbol.name));
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+
+  const std::string query = ToLower(name);
+  const size_t max_distance = std::max<size_t>(2, query.size() / 3);
+  struct Scored {
+    size_t score;
+    std::string_view name;
+  };
+  std::vector<Scored> scored;
+  for (std::string_view candidate : candidates) {
+    const std::string lower = ToLower(candidate);
+    size_t score;
+    if (lower == query) {
+      score = 0;
+    } else if (lower.find(query) != std::string::npos) {
+      score = 1;  // substring bonus: "compute" suggests "ns::compute_frame"
+    } else {
+      const size_t length_gap =
+          lower.size() > query.size() ? lower.size() - query.size() : query.size() - lower.size();
+      if (length_gap > max_distance) continue;
+      score = EditDistance(query, lower);
+      if (score > max_distance) continue;
+    }
+    scored.push_back({score, candidate});
+  }
+  std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+    return std::make_tuple(a.score, a.name.size(), a.name) <
+           std::make_tuple(b.score, b.name.size(), b.name);
+  });
+  for (size_t i = 0; i < scored.size() && result.size() < max_count; ++i) {
+    result.emplace_back(scored[i].name);
+  }
+  return result;
+}
+
+Result<uint64_t> ElfFile::AddressToFileOffset(uint64_t address) const {
+  const Segment* segment = SegmentFor(address);
+  if (segment == nullptr) {
+    return MakeError("address " + Hex(address) + " is outside the loadable segments of " + path_,
+                     ExitCode::kProfile);
+  }
+  return address - segment->vaddr + segment->offset;
+}
+
+Result<std::vector<uint8_t>> ElfFile::ReadAtAddress(uint64_t address, size_t length) const {
+  const Segment* segment = SegmentFor(address);
+  if (segment == nullptr) {
+    return MakeError("address " + Hex(address) + " is outside the loadable segments of " + path_,
+                     ExitCode::kProfile);
+  }
+  const uint64_t delta = address - segment->vaddr;
+  if (delta >= segment->filesz) {
+    return MakeError("address " + Hex(address) + " of " + path_ + " has no file contents",
+                     ExitCode::kProfile);
+  }
+  const uint64_t offset = segment->offset + delta;
+  uint64_t available = std::min<uint64_t>(length, segment->filesz - delta);
+  available = offset < file_size_ ? std::min(available, file_size_ - offset) : 0;
+  std::vector<uint8_t> bytes(available);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = pread(handle_.fd, bytes.data() + done, bytes.size() - done,
+                            static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SystemError("cannot read " + path_ + " at offset " + Hex(offset + done), errno);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
+  if (bytes.empty() && length > 0) {
+    return MakeError("cannot read " + path_ + " at address " + Hex(address) + ": file is truncated",
+                     ExitCode::kProfile);
+  }
+  return bytes;
+}
+
+std::vector<const UsdtProbe*> ElfFile::FindUsdt(std::string_view provider,
+                                                std::string_view name) const {
+  auto matches = [](std::string_view pattern, const std::string& value) {
+    if (pattern.empty()) return true;
+    if (!IsSymbolGlob(pattern)) return pattern == value;
+    return fnmatch(std::string(pattern).c_str(), value.c_str(), 0) == 0;
+  };
+  std::vector<const UsdtProbe*> result;
+  for (const UsdtProbe& probe : usdt_probes_) {
+    if (matches(provider, probe.provider) && matches(name, probe.name)) result.push_back(&probe);
+  }
+  return result;
+}
+
+Result<DynamicInfo> ReadDynamicInfo(const std::string& path) {
+  ASSIGN_OR_RETURN(auto opened, OpenElf(path, nullptr));
+  auto [fd, elf] = opened;
+  DynamicInfo info;
+  Result<void> status;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) != nullptr && shdr.sh_type == SHT_DYNAMIC) {
+      status = ReadDynamicSection(elf, scn, path, &info);
+      break;
+    }
+  }
+  elf_end(elf);
+  close(fd);
+  if (!status) return std::unexpected(status.error());
+  return info;
+}
+
+}  // namespace looptrace::symbols

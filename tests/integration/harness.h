@@ -1,0 +1,192 @@
+// Helpers for end-to-end tests: run the real looptrace against the real sample target.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace looptrace::testing {
+
+inline std::string Looptrace() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace"; }
+inline std::string SampleApp() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app"; }
+
+struct CommandResult {
+  int exit_code = -1;  // 128+signal when killed
+  std::string out;
+  std::string err;
+};
+
+// A child process with captured stdout/stderr.
+class Process {
+ public:
+  explicit Process(const std::vector<std::string>& argv) {
+    int out_pipe[2], err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) std::abort();
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out_pipe[1], 1);
+      dup2(err_pipe[1], 2);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execvp(args[0], args.data());
+      _exit(127);
+    }
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    out_fd_ = out_pipe[0];
+    err_fd_ = err_pipe[0];
+  }
+  ~Process() {
+    if (!waited_) {
+      kill(pid_, SIGKILL);
+      Wait(10);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+  }
+  pid_t pid() const { return pid_; }
+  void Signal(int sig) { kill(pid_, sig); }
+
+  // Reads output until the process exits or the timeout passes (then SIGKILL).
+  CommandResult Wait(int timeout_s) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    bool out_open = out_fd_ >= 0, err_open = err_fd_ >= 0;
+    while (out_open || err_open) {
+      pollfd fds[2] = {{out_open ? out_fd_ : -1, POLLIN, 0}, {err_open ? err_fd_ : -1, POLLIN, 0}};
+      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      deadline - std::chrono::steady_clock::now())
+                                      .count());
+      if (left <= 0) {
+        kill(pid_, SIGKILL);
+        ADD_FAILURE() << "process " << pid_ << " timed out after " << timeout_s << " s";
+        left = 1000;
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      }
+      if (poll(fds, 2, left) < 0) break;
+      char buf[65536];
+      if (out_open && (fds[0].revents & (POLLIN | POLLHUP))) {
+        ssize_t n = read(out_fd_, buf, sizeof(buf));
+        if (n <= 0) out_open = false;
+        else result_.out.append(buf, n);
+      }
+      if (err_open && (fds[1].revents & (POLLIN | POLLHUP))) {
+        ssize_t n = read(err_fd_, buf, sizeof(buf));
+        if (n <= 0) err_open = false;
+        else result_.err.append(buf, n);
+      }
+    }
+    int status = 0;
+    if (!waited_) {
+      waitpid(pid_, &status, 0);
+      waited_ = true;
+      result_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return result_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  bool waited_ = false;
+  CommandResult result_;
+};
+
+inline CommandResult RunCommand(const std::vector<std::string>& argv, int timeout_s = 120) {
+  Process p(argv);
+  return p.Wait(timeout_s);
+}
+
+inline std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+  }
+  return lines;
+}
+
+inline std::vector<nlohmann::json> ParseJsonLines(const std::string& text) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+inline std::vector<nlohmann::json> OfType(const std::vector<nlohmann::json>& lines,
+                                          const std::string& type) {
+  std::vector<nlohmann::json> out;
+  for (const auto& l : lines)
+    if (l.value("type", "") == type) out.push_back(l);
+  return out;
+}
+
+// A scratch directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    char templ[] = "/tmp/looptrace-test-XXXXXX";
+    path_ = mkdtemp(templ);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Names of BPF programs that are attached anywhere on the system through links or perf
+// events (bpftool), so tests can prove that looptrace left nothing behind.
+inline std::vector<std::string> AttachedLooptracePrograms() {
+  std::vector<std::string> found;
+  for (const char* what : {"link", "perf"}) {
+    CommandResult r = RunCommand({"bpftool", "-j", what, "show"}, 30);
+    if (r.exit_code != 0 || r.out.empty()) continue;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (!j.is_array()) continue;
+    for (const auto& entry : j) {
+      int prog_id = entry.value("prog_id", 0);
+      if (!prog_id) continue;
+      CommandResult prog = RunCommand({"bpftool", "-j", "prog", "show", "id", std::to_string(prog_id)}, 30);
+      auto pj = nlohmann::json::parse(prog.out, nullptr, false);
+      std::string name = pj.is_object() ? pj.value("name", "") : "";
+      if (name.starts_with("lt_")) found.push_back(std::string(what) + ":" + name);
+    }
+  }
+  return found;
+}
+
+// Fails loudly when the environment cannot run BPF tests, unless skipping is allowed.
+inline void RequireRootOrSkip() {
+  if (geteuid() == 0) return;
+  if (const char* allow = std::getenv("LOOPTRACE_ALLOW_SKIP"); allow && std::string(allow) == "1")
+    GTEST_SKIP() << "integration tests need root (LOOPTRACE_ALLOW_SKIP=1 set)";
+  FAIL() << "integration tests need root and BPF; run as root or set LOOPTRACE_ALLOW_SKIP=1";
+}
+
+inline void WaitForFile(const std::string& path, int timeout_ms) {
+  for (int i = 0; i < timeout_ms / 10 && !std::filesystem::exists(path); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+}  // namespace looptrace::testing

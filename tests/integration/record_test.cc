@@ -1,0 +1,220 @@
+// End-to-end: looptrace attaches to the real sample target with real BPF programs and
+// must report exactly the messages the target's own truth file lists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <zlib.h>
+
+#include "harness.h"
+
+namespace looptrace::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kToleranceNs = 200'000;  // 0.2 ms (issue #2)
+
+struct Accuracy {
+  size_t matched = 0;
+  int64_t max_error_ns = 0;
+};
+
+// Every truth message must be reported once with begin/end within tolerance, and
+// nothing else may be reported.
+Accuracy ExpectMatchesTruth(const std::vector<json>& measured, const std::vector<json>& truth) {
+  Accuracy acc;
+  std::map<std::pair<uint64_t, uint64_t>, json> by_key;
+  for (const auto& m : measured) {
+    auto key = std::pair{m["tid"].get<uint64_t>(), m["msg_id"].get<uint64_t>()};
+    EXPECT_TRUE(by_key.emplace(key, m).second) << "message reported twice: " << m.dump();
+  }
+  for (const auto& t : truth) {
+    auto key = std::pair{t["tid"].get<uint64_t>(), t["msg_id"].get<uint64_t>()};
+    auto it = by_key.find(key);
+    if (it == by_key.end()) {
+      ADD_FAILURE() << "missing message: " << t.dump();
+      continue;
+    }
+    int64_t begin_err = std::llabs(it->second["begin_ns"].get<int64_t>() - t["begin_ns"].get<int64_t>());
+    int64_t end_err = std::llabs(it->second["end_ns"].get<int64_t>() - t["end_ns"].get<int64_t>());
+    EXPECT_LE(begin_err, kToleranceNs) << t.dump();
+    EXPECT_LE(end_err, kToleranceNs) << t.dump();
+    if (t.contains("name") && it->second["name"].is_string()) {
+      EXPECT_EQ(it->second["name"], t["name"]);
+    }
+    acc.max_error_ns = std::max({acc.max_error_ns, begin_err, end_err});
+    ++acc.matched;
+    by_key.erase(it);
+  }
+  for (const auto& [key, m] : by_key) ADD_FAILURE() << "invented message: " << m.dump();
+  EXPECT_EQ(acc.matched, truth.size());
+  return acc;
+}
+
+uint64_t Counter(const std::vector<json>& lines, const std::string& name) {
+  auto stats = OfType(lines, "stats");
+  if (stats.empty()) return ~0ull;
+  return stats.back()["counters"].value(name, ~0ull);
+}
+
+class RecordTest : public ::testing::Test {
+ protected:
+  void SetUp() override { RequireRootOrSkip(); }
+  void TearDown() override {
+    if (!IsSkipped()) {
+      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
+    }
+  }
+  TempDir dir_;
+};
+
+TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", SampleApp(),
+                "--scenario", "messages", "--truth", dir_ / "truth.jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto truth = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message");
+  ASSERT_GE(truth.size(), 200u);
+  Accuracy acc = ExpectMatchesTruth(OfType(lines, "message"), truth);
+  std::cout << "matched " << acc.matched << " messages, max error " << acc.max_error_ns << " ns\n";
+  EXPECT_EQ(Counter(lines, "ringbuf_full"), 0u);
+  EXPECT_EQ(Counter(lines, "unmatched_dispatch_end"), 0u);
+  EXPECT_EQ(Counter(lines, "string_read_failed"), 0u);
+  auto session = OfType(lines, "session");
+  ASSERT_EQ(session.size(), 1u);
+  EXPECT_EQ(session[0]["end_reason"], "target-exited");
+  EXPECT_EQ(session[0]["profile"], "sample");
+}
+
+TEST_F(RecordTest, RecordAttachesToARunningProcessAndEndsWhenItExits) {
+  Process app({SampleApp(), "--scenario", "messages", "--count", "150", "--start-delay-ms", "1500",
+               "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json", "-o",
+                dir_ / "out.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("exited"), std::string::npos) << r.err;
+  EXPECT_EQ(app.Wait(30).exit_code, 0);
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  ExpectMatchesTruth(OfType(lines, "message"), OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message"));
+}
+
+TEST_F(RecordTest, UsdtProfileSeesTheSameMessages) {
+  auto r = RunCommand({Looptrace(), "run", "--profile", "sample-usdt", "-f", "json", "-o", dir_ / "out.json",
+                "--", SampleApp(), "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  EXPECT_EQ(OfType(lines, "session")[0]["profile"], "sample-usdt");
+  ExpectMatchesTruth(OfType(lines, "message"), OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message"));
+}
+
+TEST_F(RecordTest, ThreadFilterMainOrAll) {
+  auto all = RunCommand({Looptrace(), "run", "--threads", "all", "-f", "json", "-o", dir_ / "all.json", "--",
+                  SampleApp(), "--scenario", "two-loopers", "--truth", dir_ / "truth_all.jsonl"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  auto truth_all = OfType(ReadJsonLines(dir_ / "truth_all.jsonl"), "message");
+  auto lines_all = ReadJsonLines(dir_ / "all.json");
+  ExpectMatchesTruth(OfType(lines_all, "message"), truth_all);
+  EXPECT_EQ(OfType(lines_all, "message_summary").size(), 2u);
+
+  auto main_only = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "main.json", "--",
+                        SampleApp(), "--scenario", "two-loopers", "--truth", dir_ / "truth_main.jsonl"});
+  ASSERT_EQ(main_only.exit_code, 0) << main_only.err;
+  auto process = OfType(ReadJsonLines(dir_ / "truth_main.jsonl"), "process");
+  ASSERT_EQ(process.size(), 1u);
+  std::vector<json> truth_main;
+  for (const auto& m : OfType(ReadJsonLines(dir_ / "truth_main.jsonl"), "message"))
+    if (m["tid"] == process[0]["pid"]) truth_main.push_back(m);
+  auto lines_main = ReadJsonLines(dir_ / "main.json");
+  ExpectMatchesTruth(OfType(lines_main, "message"), truth_main);
+  EXPECT_GT(Counter(lines_main, "other_thread_hits"), 0u);
+}
+
+TEST_F(RecordTest, SavedRecordingReplaysToTheSameReport) {
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "live.json", "--save",
+                dir_ / "rec.jsonl.gz", "--", SampleApp(), "--scenario", "quick"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto replay = RunCommand({Looptrace(), "report", dir_ / "rec.jsonl.gz", "-f", "json"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  std::ifstream live(dir_ / "live.json");
+  std::stringstream live_text;
+  live_text << live.rdbuf();
+  EXPECT_EQ(replay.out, live_text.str());
+  // The saved file really is gzip.
+  std::ifstream raw(dir_ / "rec.jsonl.gz", std::ios::binary);
+  unsigned char magic[2] = {0, 0};
+  raw.read(reinterpret_cast<char*>(magic), 2);
+  EXPECT_EQ(magic[0], 0x1f);
+  EXPECT_EQ(magic[1], 0x8b);
+}
+
+TEST_F(RecordTest, TextReportHasSummaryAndGzOutputDecompresses) {
+  auto text = RunCommand({Looptrace(), "run", "--", SampleApp(), "--scenario", "quick"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* needle : {"messages on thread", "p50", "p99", "slowest messages", "msg.",
+                             "data quality"}) {
+    EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
+  }
+
+  auto gz = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json.gz", "--", SampleApp(),
+                 "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
+  ASSERT_EQ(gz.exit_code, 0) << gz.err;
+  gzFile f = gzopen((dir_ / "out.json.gz").c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string content;
+  char buf[4096];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) content.append(buf, n);
+  gzclose(f);
+  ExpectMatchesTruth(OfType(ParseJsonLines(content), "message"),
+                     OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message"));
+}
+
+TEST_F(RecordTest, DurationStopsTheSessionAndLeavesTheTargetRunning) {
+  Process app({SampleApp(), "--scenario", "idle", "--count", "4000"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-d", "1", "-f", "json"});
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(took, 3.5);
+  auto lines = ParseJsonLines(r.out);
+  EXPECT_EQ(OfType(lines, "session")[0]["end_reason"], "duration");
+  EXPECT_EQ(kill(app.pid(), 0), 0) << "target must keep running";
+  EXPECT_EQ(app.Wait(30).exit_code, 0);
+}
+
+TEST_F(RecordTest, SigtermEndsTheSessionWithAReport) {
+  Process app({SampleApp(), "--scenario", "idle", "--count", "4000"});
+  Process tracer({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  tracer.Signal(SIGTERM);
+  auto r = tracer.Wait(30);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(OfType(ParseJsonLines(r.out), "session")[0]["end_reason"], "interrupted");
+  EXPECT_EQ(app.Wait(30).exit_code, 0);
+}
+
+TEST_F(RecordTest, KillNineMidSessionLeavesTargetRunningAndNoProbes) {
+  Process app({SampleApp(), "--scenario", "messages", "--start-delay-ms", "500", "--truth",
+               dir_ / "truth.jsonl"});
+  Process tracer({Looptrace(), "record", "-p", std::to_string(app.pid())});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  tracer.Signal(SIGKILL);
+  EXPECT_EQ(tracer.Wait(30).exit_code, 128 + SIGKILL);
+  EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
+  EXPECT_EQ(app.Wait(60).exit_code, 0);
+  EXPECT_GE(OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message").size(), 200u);
+}
+
+TEST_F(RecordTest, ProbesListsResolvedPointsWithTheirCost) {
+  auto r = RunCommand({Looptrace(), "probes", "--exe", SampleApp(), "--profile", "sample"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* needle : {"dispatch.begin", "sample_looper_dispatch_begin", "emulated (nop5)",
+                             "dispatch.end", "looptrace-sample-app"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+  EXPECT_EQ(r.err.find("single-step"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace looptrace::testing

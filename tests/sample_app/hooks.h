@@ -1,0 +1,43 @@
+// Probe points of the looptrace sample target.
+//
+// Each hook is a global function whose body is exactly a 5-byte nop
+// (0f 1f 44 00 00) followed by `ret`, defined in assembly in hooks.cc. A uprobe
+// on a nop5 is emulated by the kernel instead of single-stepped, so attaching
+// to these costs about 0.7 us per hit (see perf-facts.md). Arguments travel in
+// the normal SysV registers (rdi, rsi), where a probe reads them.
+//
+// The names are a contract: looptrace's built-in sample profile attaches to
+// them by symbol. String arguments always point at static storage (string
+// literals), so a profiler may read them from the target's memory later.
+
+#ifndef LOOPTRACE_TESTS_SAMPLE_APP_HOOKS_H_
+#define LOOPTRACE_TESTS_SAMPLE_APP_HOOKS_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Right before a message's callback/handler runs; msg_id is unique per
+// dispatched message within the process and increases.
+void sample_looper_dispatch_begin(uint64_t msg_id, const char* name);
+// Right after the message's callback/handler returned.
+void sample_looper_dispatch_end(uint64_t msg_id);
+
+// Around the looper's idle wait (Android's nativePollOnce). timeout_ms is -1
+// for an unbounded wait, 0 for a non-blocking check, otherwise the time to
+// the next due message rounded up to whole milliseconds.
+void sample_looper_poll_begin(int64_t timeout_ms);
+void sample_looper_poll_end(void);
+
+// Around one run of an IdleHandler; idle_id is unique per run within the
+// process and increases.
+void sample_looper_idle_begin(uint64_t idle_id, const char* name);
+void sample_looper_idle_end(uint64_t idle_id);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // LOOPTRACE_TESTS_SAMPLE_APP_HOOKS_H_

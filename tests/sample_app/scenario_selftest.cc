@@ -1,0 +1,155 @@
+// `selftest`: checks the looper's semantics (FIFO among equal times, sync
+// barriers and async messages, IdleHandlers, cross-thread wake, QuitSafely)
+// and the hooks' machine code. Exits 1 with a reason on stderr on failure.
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hooks.h"
+#include "looper.h"
+#include "scenario.h"
+#include "sys_util.h"
+#include "work.h"
+
+namespace looptrace::sample {
+namespace {
+
+constexpr int32_t kWatchdogWhat = 0x5743;
+constexpr uint64_t kRemoteDelayNs = 20 * kNsPerMs;
+constexpr uint64_t kMaxWakeLatencyNs = 10 * kNsPerMs;
+
+class SelftestScenario : public Scenario {
+ public:
+  void Start(const ScenarioContext& ctx) override {
+    looper_ = ctx.main_looper;
+    handler_ = ctx.main_handler;
+    looper_->queue().AddIdleHandler({"st.idle", [this] {
+                                       ++idle_runs_;
+                                       return true;
+                                     }});
+    // Phase 1: FIFO among equal times; an earlier time posted later goes first.
+    const uint64_t t = ctx.start_ns + 5 * kNsPerMs;
+    handler_->PostAtTime("st.fifo", [this] { Record(1); }, t);
+    handler_->PostAtTime("st.fifo", [this] { Record(2); }, t);
+    handler_->PostAtTime("st.fifo", [this] { Record(3); }, t);
+    handler_->PostAtTime("st.early", [this] { Record(0); }, t - kNsPerMs);
+    handler_->PostAtTime("st.phase2", [this] { Phase2(); }, t + kNsPerMs);
+  }
+
+  int Finish() override {
+    if (poster_.joinable()) poster_.join();
+    const std::vector<int> expected = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (order_ != expected) {
+      std::string got;
+      for (int v : order_) got += std::to_string(v) + " ";
+      Fail("dispatch order is " + got + "instead of 0 1 2 3 4 5 6 7");
+    }
+    if (idle_runs_ == 0) Fail("the IdleHandler never ran");
+    CheckHook("sample_looper_dispatch_begin",
+              reinterpret_cast<const void*>(&sample_looper_dispatch_begin));
+    CheckHook("sample_looper_dispatch_end",
+              reinterpret_cast<const void*>(&sample_looper_dispatch_end));
+    CheckHook("sample_looper_poll_begin",
+              reinterpret_cast<const void*>(&sample_looper_poll_begin));
+    CheckHook("sample_looper_poll_end",
+              reinterpret_cast<const void*>(&sample_looper_poll_end));
+    CheckHook("sample_looper_idle_begin",
+              reinterpret_cast<const void*>(&sample_looper_idle_begin));
+    CheckHook("sample_looper_idle_end",
+              reinterpret_cast<const void*>(&sample_looper_idle_end));
+    if (failures_ > 0) return 1;
+    std::printf("selftest: ok (%d idle handler runs)\n", idle_runs_);
+    return 0;
+  }
+
+ private:
+  void Record(int value) { order_.push_back(value); }
+
+  void Fail(const std::string& what) {
+    std::fprintf(stderr, "looptrace-sample-app: selftest: %s\n", what.c_str());
+    ++failures_;
+  }
+
+  void CheckHook(const char* name, const void* fn) {
+    static const unsigned char kExpected[] = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+    if (std::memcmp(fn, kExpected, sizeof(kExpected)) != 0) {
+      Fail(std::string(name) + " does not start with nop5; ret");
+    }
+  }
+
+  // Phase 2: a barrier holds a due synchronous message until an asynchronous
+  // message (due later) removes it; no IdleHandler runs meanwhile.
+  void Phase2() {
+    MessageQueue& queue = looper_->queue();
+    const int token = queue.PostSyncBarrier();
+    handler_->Post("st.sync", [this] {
+      Record(5);
+      Phase3();
+    });
+    Message async = handler_->Obtain("st.async", [this, token] {
+      if (idle_runs_ != idle_runs_at_barrier_) {
+        Fail("an IdleHandler ran while a barrier blocked the queue");
+      }
+      Record(4);
+      if (!looper_->queue().RemoveSyncBarrier(token)) Fail("barrier not found");
+    });
+    async.asynchronous = true;
+    idle_runs_at_barrier_ = idle_runs_;
+    handler_->SendMessageDelayed(std::move(async), 3 * kNsPerMs);
+  }
+
+  // Phase 3: a message posted from another thread wakes the blocked looper.
+  void Phase3() {
+    Message watchdog = handler_->Obtain("st.watchdog", [this] {
+      Fail("the looper was not woken by a cross-thread post");
+      looper_->Quit();
+    });
+    watchdog.what = kWatchdogWhat;
+    handler_->SendMessageDelayed(std::move(watchdog), 2 * kNsPerSec);
+    poster_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "sample-selftest");
+      SleepFor(kRemoteDelayNs);
+      posted_ns_.store(NowNs());
+      handler_->Post("st.remote", [this] { Phase4(); });
+    });
+  }
+
+  // Phase 4: QuitSafely delivers due messages and drops future ones.
+  void Phase4() {
+    const uint64_t latency_ns = NowNs() - posted_ns_.load();
+    if (latency_ns > kMaxWakeLatencyNs) {
+      Fail("cross-thread wake took " + std::to_string(latency_ns) + " ns");
+    }
+    Record(6);
+    handler_->RemoveMessages(kWatchdogWhat);
+    handler_->Post("st.last", [this] { Record(7); });
+    handler_->PostDelayed("st.future", [this] { Record(99); }, kNsPerSec);
+    looper_->QuitSafely();
+  }
+
+  Looper* looper_ = nullptr;
+  Handler* handler_ = nullptr;
+  std::vector<int> order_;
+  int idle_runs_ = 0;
+  int idle_runs_at_barrier_ = 0;
+  int failures_ = 0;
+  std::atomic<uint64_t> posted_ns_{0};
+  std::thread poster_;
+};
+
+}  // namespace
+
+LOOPTRACE_SAMPLE_SCENARIO(
+    SelftestScenario, "selftest",
+    "checks queue ordering, sync barriers, async messages, IdleHandlers, "
+    "cross-thread wake, quitSafely and the hooks' nop5 entries; exit 1 on failure",
+    1);
+
+}  // namespace looptrace::sample

@@ -1,0 +1,63 @@
+// Ground truth: what the sample target really did, timed with the same clock
+// and at the same instants as the hooks, so tests can compare looptrace's
+// measurements with it. Records are buffered in memory (no I/O while a
+// message runs) and written as JSON lines when the program exits.
+
+#ifndef LOOPTRACE_TESTS_SAMPLE_APP_TRUTH_H_
+#define LOOPTRACE_TESTS_SAMPLE_APP_TRUTH_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace looptrace::sample {
+
+struct TruthRecord {
+  enum class Type { kMessage, kIdle };
+  Type type = Type::kMessage;
+  pid_t tid = 0;
+  uint64_t id = 0;           // msg_id or idle_id
+  const char* name = "";     // static storage
+  uint64_t begin_ns = 0;     // read right before the *_begin hook
+  uint64_t end_ns = 0;       // read right before the *_end hook
+};
+
+class TruthRecorder {
+ public:
+  // The process-wide recorder the loopers write to.
+  static TruthRecorder& Global();
+
+  TruthRecorder();
+
+  void RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
+                     uint64_t begin_ns, uint64_t end_ns);
+  void RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
+                  uint64_t begin_ns, uint64_t end_ns);
+
+  std::vector<TruthRecord> Snapshot() const;
+
+  // Writes the truth file:
+  //   {"type":"process","pid":N,"start_ns":N}
+  //   {"type":"message","tid":N,"msg_id":N,"name":"...","begin_ns":N,"end_ns":N}
+  //   {"type":"idle","tid":N,"idle_id":N,"name":"...","begin_ns":N,"end_ns":N}
+  //   {"type":"end","end_ns":N}
+  // Message and idle records appear in completion order. Closes `out` in
+  // every case. Returns false with the reason (strerror) in *error on
+  // failure.
+  bool WriteJsonLines(std::FILE* out, pid_t pid, uint64_t process_start_ns,
+                      std::string* error) const;
+
+ private:
+  void Add(const TruthRecord& record);
+
+  mutable std::mutex mu_;
+  std::vector<TruthRecord> records_;
+};
+
+}  // namespace looptrace::sample
+
+#endif  // LOOPTRACE_TESTS_SAMPLE_APP_TRUTH_H_

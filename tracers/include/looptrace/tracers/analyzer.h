@@ -1,0 +1,30 @@
+// Feeds one event stream to every tracer and assembles the report.
+#pragma once
+
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/looper_monitor.h"
+#include "looptrace/tracers/report.h"
+
+namespace looptrace {
+
+struct AnalysisOptions {
+  LooperMonitorOptions looper;
+};
+
+class Analyzer : public EventSink {
+ public:
+  explicit Analyzer(AnalysisOptions options);
+  void OnEvent(const Event& event) override;
+  // Call once after the last event; a stream without SessionEnd ends at its last event.
+  Report TakeReport();
+
+ private:
+  AnalysisOptions options_;
+  Report report_;
+  LooperMonitor looper_;
+  uint64_t last_ts_ns_ = 0;
+  bool ended_ = false;
+  bool started_ = false;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,108 @@
+// Decoded events: what every tracer consumes, live or replayed.
+// Produced from raw BPF records in exactly one place (loader/event_decoder.cc).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "looptrace/events.h"
+#include "looptrace/tracers/stats.h"
+
+namespace looptrace {
+
+enum class Role : uint16_t {
+  kDispatchBegin = LT_ROLE_DISPATCH_BEGIN,
+  kDispatchEnd = LT_ROLE_DISPATCH_END,
+  kFrameBegin = LT_ROLE_FRAME_BEGIN,
+  kFrameEnd = LT_ROLE_FRAME_END,
+  kPhaseBegin = LT_ROLE_PHASE_BEGIN,
+  kPhaseEnd = LT_ROLE_PHASE_END,
+  kVsync = LT_ROLE_VSYNC,
+  kMethodEnter = LT_ROLE_METHOD_ENTER,
+  kMethodExit = LT_ROLE_METHOD_EXIT,
+  kIdleBegin = LT_ROLE_IDLE_BEGIN,
+  kIdleEnd = LT_ROLE_IDLE_END,
+  kInputReceive = LT_ROLE_INPUT_RECEIVE,
+  kInputFinish = LT_ROLE_INPUT_FINISH,
+  kAppCreateBegin = LT_ROLE_APP_CREATE_BEGIN,
+  kAppCreateEnd = LT_ROLE_APP_CREATE_END,
+  kActivityLaunch = LT_ROLE_ACTIVITY_LAUNCH,
+  kActivityFocus = LT_ROLE_ACTIVITY_FOCUS,
+  kFullyDrawn = LT_ROLE_FULLY_DRAWN,
+  kPollBegin = LT_ROLE_POLL_BEGIN,
+  kPollEnd = LT_ROLE_POLL_END,
+};
+
+// "dispatch.begin" etc. (ARCHITECTURE.md section 4).
+std::string_view RoleName(Role role);
+std::optional<Role> RoleFromName(std::string_view name);
+std::vector<std::string_view> AllRoleNames();
+
+// Argument names a tracer understands for a role ("id", "name", ...); a profile may only
+// bind these, so a typo is caught when the profile is read.
+std::vector<std::string_view> KnownArgNames(Role role);
+
+struct EventArg {
+  std::string name;                 // as bound by the profile ("id", "name", ...)
+  uint64_t value = 0;               // raw value (a pointer for string arguments)
+  std::optional<std::string> text;  // string arguments, read from the target
+  bool is_string = false;           // bound as :str (text may still be missing)
+};
+
+// One hit of a profile probe point.
+struct ProbeEvent {
+  uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  Role role = Role::kDispatchBegin;
+  uint16_t probe_id = 0;
+  std::vector<EventArg> args;
+
+  const EventArg* Arg(std::string_view name) const;
+};
+
+// Describes one resolved probe point of the session (kept in recordings).
+struct ProbeDescription {
+  uint16_t probe_id = 0;
+  Role role = Role::kDispatchBegin;
+  std::string kind;    // uprobe | uretprobe | usdt
+  std::string binary;  // path
+  std::string point;   // symbol or provider:name
+  uint64_t file_offset = 0;
+};
+
+struct SessionStart {
+  uint64_t ts_ns = 0;        // CLOCK_MONOTONIC when probes were live
+  uint64_t wall_time_ns = 0; // CLOCK_REALTIME at the same moment (for "time" fields)
+  uint32_t pid = 0;
+  std::string command;       // target's comm / argv[0]
+  std::string profile;
+  std::string thread_filter; // main | all
+  std::vector<ProbeDescription> probes;
+};
+
+// Totals of losses counted outside the tracers (BPF side, decoder), sent once before
+// SessionEnd so a replayed recording shows the same data-quality footer.
+struct LossCounters {
+  Stats stats;
+};
+
+struct SessionEnd {
+  uint64_t ts_ns = 0;
+  std::string reason;  // duration | interrupted | target-exited | end-of-recording
+};
+
+using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd>;
+
+// Anything that consumes an event stream: tracers, the recording writer.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void OnEvent(const Event& event) = 0;
+};
+
+}  // namespace looptrace

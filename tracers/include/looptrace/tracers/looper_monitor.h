@@ -1,0 +1,43 @@
+// LooperMonitor: pairs dispatch.begin/end per thread into messages (Matrix's
+// LooperMonitor, from outside): cost distribution, slowest messages, by-name table.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/stats.h"
+
+namespace looptrace {
+
+struct LooperMonitorOptions {
+  size_t top_n = 10;  // slowest messages kept in the report
+};
+
+class LooperMonitor {
+ public:
+  explicit LooperMonitor(LooperMonitorOptions options, Stats* stats);
+
+  void OnProbe(const ProbeEvent& event);
+  // Closes the session: open messages become "unfinished" (cost up to end_ns).
+  void Finish(uint64_t end_ns);
+  void Contribute(MessagesReport* report) const;
+
+ private:
+  struct Open {
+    Message message;
+  };
+  LooperMonitorOptions options_;
+  Stats* stats_;
+  std::map<uint32_t, std::vector<Open>> open_by_tid_;
+  std::map<uint32_t, uint64_t> last_ts_by_tid_;
+  std::set<uint32_t> began_tids_;
+  std::vector<Message> completed_;
+  std::vector<Message> unfinished_;
+  bool saw_dispatch_ = false;
+};
+
+}  // namespace looptrace

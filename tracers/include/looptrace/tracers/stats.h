@@ -1,0 +1,61 @@
+// Every loss and degradation has a named counter here; reports always carry them
+// (text shows the non-zero ones, JSON shows all). Nothing is dropped silently.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <cstdint>
+#include <string_view>
+
+namespace looptrace {
+
+enum class StatSeverity { kInfo, kError, kDataLoss };
+
+// X(name, severity, description)
+#define LOOPTRACE_STATS(X)                                                                       \
+  X(ringbuf_full, kDataLoss, "records dropped in BPF because the ring buffer was full")         \
+  X(malformed_records, kDataLoss, "ring buffer records with an unknown type or a bad size")     \
+  X(unknown_probe_id, kDataLoss, "records naming a probe the session did not attach")           \
+  X(messages_running_at_start, kInfo, "dispatch.end of messages already running when tracing began") \
+  X(unmatched_dispatch_end, kDataLoss, "dispatch.end with no open dispatch.begin on its thread") \
+  X(dispatch_id_mismatch, kError, "dispatch.end whose id differs from the open message's id")   \
+  X(unfinished_messages, kInfo, "messages still running when the session ended")               \
+  X(string_read_failed, kError, "string arguments that could not be read from the target")     \
+  X(arg_read_failed, kError, "USDT arguments BPF could not read")                              \
+  X(other_thread_hits, kInfo, "probe hits on threads the thread filter excludes")             \
+  X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")           \
+  X(events_out_of_order, kError, "events older than the previous event of the same thread")
+
+enum class StatId : int {
+#define LOOPTRACE_STAT_ENUM(name, severity, description) name,
+  LOOPTRACE_STATS(LOOPTRACE_STAT_ENUM)
+#undef LOOPTRACE_STAT_ENUM
+  kCount
+};
+
+constexpr int kStatCount = static_cast<int>(StatId::kCount);
+
+std::string_view StatName(StatId id);
+std::optional<StatId> StatFromName(std::string_view name);
+std::string_view StatDescription(StatId id);
+StatSeverity StatSeverityOf(StatId id);
+std::string_view SeverityName(StatSeverity severity);
+
+class Stats {
+ public:
+  void Add(StatId id, uint64_t n = 1) { values_[static_cast<int>(id)] += n; }
+  void Set(StatId id, uint64_t n) { values_[static_cast<int>(id)] = n; }
+  uint64_t Get(StatId id) const { return values_[static_cast<int>(id)]; }
+  void Merge(const Stats& other) {
+    for (int i = 0; i < kStatCount; ++i) values_[i] += other.values_[i];
+  }
+  bool AnyNonZero() const {
+    for (uint64_t v : values_) if (v) return true;
+    return false;
+  }
+
+ private:
+  std::array<uint64_t, kStatCount> values_{};
+};
+
+}  // namespace looptrace

@@ -1,0 +1,184 @@
+#include "looptrace/tracers/event_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace looptrace {
+namespace {
+
+using nlohmann::json;
+
+json ProbeToJson(const ProbeEvent& e) {
+  json args = json::object();
+  for (const auto& arg : e.args) {
+    if (arg.is_string) {
+      // null: a string argument that could not be read from the target
+      args[arg.name] = arg.text ? json(*arg.text) : json(nullptr);
+    } else {
+      args[arg.name] = arg.value;
+    }
+  }
+  return json{{"type", "probe"},       {"ts_ns", e.ts_ns},         {"pid", e.pid},
+              {"tid", e.tid},          {"role", RoleName(e.role)}, {"probe_id", e.probe_id},
+              {"args", std::move(args)}};
+}
+
+struct ToJson {
+  json operator()(const SessionStart& s) const {
+    json probes = json::array();
+    for (const auto& p : s.probes)
+      probes.push_back({{"probe_id", p.probe_id},
+                        {"role", RoleName(p.role)},
+                        {"kind", p.kind},
+                        {"binary", p.binary},
+                        {"point", p.point},
+                        {"file_offset", p.file_offset}});
+    return json{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
+                {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
+                {"threads", s.thread_filter}, {"probes", std::move(probes)}};
+  }
+  json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
+  json operator()(const LossCounters& c) const {
+    json counters = json::object();
+    for (int i = 0; i < kStatCount; ++i) {
+      auto id = static_cast<StatId>(i);
+      if (uint64_t v = c.stats.Get(id)) counters[std::string(StatName(id))] = v;
+    }
+    return json{{"type", "counters"}, {"counters", std::move(counters)}};
+  }
+  json operator()(const SessionEnd& e) const {
+    return json{{"type", "session_end"}, {"ts_ns", e.ts_ns}, {"reason", e.reason}};
+  }
+};
+
+template <typename T>
+Result<T> Field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return MakeError(std::string("missing field '") + key + "'");
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    return MakeError(std::string("field '") + key + "' has the wrong type");
+  }
+}
+
+template <typename T>
+T FieldOr(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    return fallback;
+  }
+}
+
+Result<Role> ParseRole(const json& j) {
+  ASSIGN_OR_RETURN(std::string name, Field<std::string>(j, "role"));
+  auto role = RoleFromName(name);
+  if (!role) return MakeError("unknown role '" + name + "'");
+  return *role;
+}
+
+Result<Event> ParseProbe(const json& j) {
+  ProbeEvent e;
+  ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
+  ASSIGN_OR_RETURN(e.tid, Field<uint32_t>(j, "tid"));
+  ASSIGN_OR_RETURN(e.role, ParseRole(j));
+  e.pid = FieldOr<uint32_t>(j, "pid", e.tid);
+  e.probe_id = FieldOr<uint16_t>(j, "probe_id", 0);
+  if (auto it = j.find("args"); it != j.end() && it->is_object()) {
+    for (const auto& [name, value] : it->items()) {
+      EventArg arg{name, 0, std::nullopt};
+      if (value.is_string()) {
+        arg.text = value.get<std::string>();
+        arg.is_string = true;
+      } else if (value.is_number_unsigned()) {
+        arg.value = value.get<uint64_t>();
+      } else if (value.is_number_integer()) {
+        arg.value = static_cast<uint64_t>(value.get<int64_t>());
+      } else if (value.is_null()) {
+        arg.is_string = true;
+      } else {
+        return MakeError("argument '" + name + "' must be a number, a string or null");
+      }
+      e.args.push_back(std::move(arg));
+    }
+  }
+  return e;
+}
+
+Result<Event> ParseSessionStart(const json& j) {
+  SessionStart s;
+  ASSIGN_OR_RETURN(s.ts_ns, Field<uint64_t>(j, "ts_ns"));
+  ASSIGN_OR_RETURN(s.pid, Field<uint32_t>(j, "pid"));
+  s.wall_time_ns = FieldOr<uint64_t>(j, "wall_time_ns", 0);
+  s.command = FieldOr<std::string>(j, "command", "");
+  s.profile = FieldOr<std::string>(j, "profile", "");
+  s.thread_filter = FieldOr<std::string>(j, "threads", "main");
+  if (auto it = j.find("probes"); it != j.end() && it->is_array()) {
+    for (const auto& p : *it) {
+      ProbeDescription d;
+      d.probe_id = FieldOr<uint16_t>(p, "probe_id", 0);
+      ASSIGN_OR_RETURN(d.role, ParseRole(p));
+      d.kind = FieldOr<std::string>(p, "kind", "");
+      d.binary = FieldOr<std::string>(p, "binary", "");
+      d.point = FieldOr<std::string>(p, "point", "");
+      d.file_offset = FieldOr<uint64_t>(p, "file_offset", 0);
+      s.probes.push_back(std::move(d));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string RecordingHeaderLine() {
+  return json{{"type", "recording"}, {"format", kRecordingFormat}, {"version", kRecordingVersion}}
+      .dump();
+}
+
+std::string EventToJsonLine(const Event& event) { return std::visit(ToJson{}, event).dump(); }
+
+Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return MakeError("not a JSON object");
+  ASSIGN_OR_RETURN(std::string type, Field<std::string>(j, "type"));
+  if (type == "recording") {
+    if (FieldOr<std::string>(j, "format", "") != kRecordingFormat)
+      return MakeError("not a looptrace recording (format is not '" +
+                       std::string(kRecordingFormat) + "')");
+    if (FieldOr<int>(j, "version", 0) > kRecordingVersion)
+      return MakeError("recording version " + std::to_string(FieldOr<int>(j, "version", 0)) +
+                       " is newer than this looptrace understands");
+    return std::optional<Event>{};
+  }
+  if (type == "probe") {
+    ASSIGN_OR_RETURN(Event e, ParseProbe(j));
+    return std::optional<Event>(std::move(e));
+  }
+  if (type == "session_start") {
+    ASSIGN_OR_RETURN(Event e, ParseSessionStart(j));
+    return std::optional<Event>(std::move(e));
+  }
+  if (type == "counters") {
+    LossCounters c;
+    if (auto it = j.find("counters"); it != j.end() && it->is_object()) {
+      for (const auto& [name, value] : it->items()) {
+        auto id = StatFromName(name);
+        if (!id) return MakeError("unknown counter '" + name + "'");
+        if (!value.is_number_unsigned()) return MakeError("counter '" + name + "' is not a count");
+        c.stats.Set(*id, value.get<uint64_t>());
+      }
+    }
+    return std::optional<Event>(Event{c});
+  }
+  if (type == "session_end") {
+    SessionEnd e;
+    ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
+    e.reason = FieldOr<std::string>(j, "reason", "");
+    return std::optional<Event>(Event{e});
+  }
+  return MakeError("unknown event type '" + type + "'");
+}
+
+}  // namespace looptrace

@@ -1,0 +1,53 @@
+#include "looptrace/tracers/analyzer.h"
+
+#include <algorithm>
+
+namespace looptrace {
+
+Analyzer::Analyzer(AnalysisOptions options)
+    : options_(options), looper_(options_.looper, &report_.stats) {}
+
+void Analyzer::OnEvent(const Event& event) {
+  if (const auto* start = std::get_if<SessionStart>(&event)) {
+    started_ = true;
+    SessionInfo& s = report_.session;
+    s.pid = start->pid;
+    s.command = start->command;
+    s.profile = start->profile;
+    s.thread_filter = start->thread_filter;
+    s.begin_ns = start->ts_ns;
+    s.wall_time_ns = start->wall_time_ns;
+    s.probes = start->probes;
+    for (const auto& p : start->probes)
+      if (p.role == Role::kDispatchBegin) report_.messages.enabled = true;
+    last_ts_ns_ = std::max(last_ts_ns_, start->ts_ns);
+    return;
+  }
+  if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
+    if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe->ts_ns;
+    last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
+    looper_.OnProbe(*probe);
+    return;
+  }
+  if (const auto* counters = std::get_if<LossCounters>(&event)) {
+    report_.stats.Merge(counters->stats);
+    return;
+  }
+  if (const auto* end = std::get_if<SessionEnd>(&event)) {
+    ended_ = true;
+    report_.session.end_ns = std::max(end->ts_ns, last_ts_ns_);
+    report_.session.end_reason = end->reason;
+  }
+}
+
+Report Analyzer::TakeReport() {
+  if (!ended_) {
+    report_.session.end_ns = last_ts_ns_;
+    report_.session.end_reason = "end-of-recording";
+  }
+  looper_.Finish(report_.session.end_ns);
+  looper_.Contribute(&report_.messages);
+  return std::move(report_);
+}
+
+}  // namespace looptrace

@@ -1,0 +1,56 @@
+// Levelled diagnostics on stderr; stdout is reserved for reports.
+#pragma once
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <string_view>
+
+namespace looptrace::log {
+
+enum class Level { kError = 0, kWarning = 1, kInfo = 2, kV1 = 3, kV2 = 4 };
+
+// Global verbosity: kInfo by default, -q lowers to kWarning, -v / -vv raise it.
+inline Level& Verbosity() {
+  static Level level = Level::kInfo;
+  return level;
+}
+
+inline bool Enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(Verbosity()); }
+
+inline void Write(Level level, std::string_view text) {
+  if (!Enabled(level)) return;
+  const char* prefix = "";
+  switch (level) {
+    case Level::kError: prefix = "error: "; break;
+    case Level::kWarning: prefix = "warning: "; break;
+    default: break;
+  }
+  std::fprintf(stderr, "looptrace: %s%.*s\n", prefix, static_cast<int>(text.size()), text.data());
+}
+
+template <typename... Args>
+void Error(fmt::format_string<Args...> fmt, Args&&... args) {
+  Write(Level::kError, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void Warning(fmt::format_string<Args...> fmt, Args&&... args) {
+  Write(Level::kWarning, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void Info(fmt::format_string<Args...> fmt, Args&&... args) {
+  Write(Level::kInfo, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void V1(fmt::format_string<Args...> fmt, Args&&... args) {
+  Write(Level::kV1, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void V2(fmt::format_string<Args...> fmt, Args&&... args) {
+  Write(Level::kV2, fmt::format(fmt, std::forward<Args>(args)...));
+}
+// Printed straight after an actionable error.
+inline void Hint(std::string_view text) {
+  if (!text.empty()) std::fprintf(stderr, "hint: %.*s\n", static_cast<int>(text.size()), text.data());
+}
+
+}  // namespace looptrace::log
