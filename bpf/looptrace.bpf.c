@@ -33,6 +33,14 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* Addresses whose text was already sent (see LT_RECORD_STRING). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} sent_strings SEC(".maps");
+
 static __always_inline void count(__u32 index)
 {
 	__u64 *value = bpf_map_lookup_elem(&stats, &index);
@@ -98,6 +106,50 @@ static __always_inline struct lt_probe_record *reserve(__u64 cookie, __u32 tid, 
 	return rec;
 }
 
+/* Sends the text at `address` unless it was sent before; runs before the probe record
+ * is reserved, so user space always sees the text first. */
+static __always_inline void send_string_once(__u64 address)
+{
+	struct lt_string_record *rec;
+	__u8 one = 1;
+	long n;
+
+	if (!address || bpf_map_lookup_elem(&sent_strings, &address))
+		return;
+	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_STAT_RINGBUF_FULL);
+		return;
+	}
+	n = bpf_probe_read_user_str(rec->text, sizeof(rec->text), (const void *)address);
+	if (n <= 0) {
+		/* not resident: user space reads it from the process instead */
+		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+		count(LT_STAT_STRING_READ_FAILED);
+		return;
+	}
+	rec->header.type = LT_RECORD_STRING;
+	rec->header.size = sizeof(*rec);
+	rec->address = address;
+	rec->tgid = target_tgid;
+	rec->length = n - 1;
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	bpf_map_update_elem(&sent_strings, &address, &one, BPF_ANY);
+}
+
+static __always_inline void send_strings(__u64 cookie, const __u64 *values)
+{
+	__u32 mask = LT_COOKIE_STRING_MASK(cookie);
+	__u32 i;
+
+	if (!mask)
+		return;
+#pragma unroll
+	for (i = 0; i < LT_MAX_ARGS; i++)
+		if (mask & (1u << i))
+			send_string_once(values[i]);
+}
+
 static __always_inline void submit(struct lt_probe_record *rec)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
@@ -112,6 +164,7 @@ SEC("uprobe")
 int lt_uprobe(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
+	__u64 values[LT_MAX_ARGS] = {};
 	__u64 cookie;
 	struct lt_probe_record *rec;
 	__u32 tid, nargs, i;
@@ -120,9 +173,6 @@ int lt_uprobe(struct pt_regs *ctx)
 	if (!tid)
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
-	rec = reserve(cookie, tid, now);
-	if (!rec)
-		return 0;
 	nargs = LT_COOKIE_NARGS(cookie);
 	if (nargs) {
 		__u64 regs[LT_UPROBE_SOURCES];
@@ -134,13 +184,17 @@ int lt_uprobe(struct pt_regs *ctx)
 
 			if (source == LT_ARG_SOURCE_RETVAL)
 				source = LT_UPROBE_SOURCES - 1;
-			rec->args[i] = (i < nargs && source < LT_UPROBE_SOURCES) ? regs[source] : 0;
+			if (i < nargs && source < LT_UPROBE_SOURCES)
+				values[i] = regs[source];
 		}
-	} else {
-#pragma unroll
-		for (i = 0; i < LT_MAX_ARGS; i++)
-			rec->args[i] = 0;
+		send_strings(cookie, values);
 	}
+	rec = reserve(cookie, tid, now);
+	if (!rec)
+		return 0;
+#pragma unroll
+	for (i = 0; i < LT_MAX_ARGS; i++)
+		rec->args[i] = values[i];
 	submit(rec);
 	return 0;
 }
@@ -149,6 +203,7 @@ SEC("usdt")
 int lt_usdt(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
+	__u64 values[LT_MAX_ARGS] = {};
 	__u64 cookie;
 	struct lt_probe_record *rec;
 	__u32 tid, nargs, i;
@@ -158,17 +213,21 @@ int lt_usdt(struct pt_regs *ctx)
 	if (!tid)
 		return 0;
 	cookie = bpf_usdt_cookie(ctx);
-	rec = reserve(cookie, tid, now);
-	if (!rec)
-		return 0;
 	nargs = LT_COOKIE_NARGS(cookie);
 #pragma unroll
 	for (i = 0; i < LT_MAX_ARGS; i++) {
 		value = 0;
 		if (i < nargs && bpf_usdt_arg(ctx, LT_COOKIE_ARG_SOURCE(cookie, i), &value))
 			count(LT_STAT_ARG_READ_FAILED);
-		rec->args[i] = value;
+		values[i] = value;
 	}
+	send_strings(cookie, values);
+	rec = reserve(cookie, tid, now);
+	if (!rec)
+		return 0;
+#pragma unroll
+	for (i = 0; i < LT_MAX_ARGS; i++)
+		rec->args[i] = values[i];
 	submit(rec);
 	return 0;
 }

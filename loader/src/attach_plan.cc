@@ -15,8 +15,10 @@ uint64_t MakeCookie(const ResolvedProbe& probe) {
   uint64_t cookie = probe.probe_id;
   cookie |= static_cast<uint64_t>(static_cast<uint16_t>(probe.spec.role) & 0xFF) << 16;
   cookie |= static_cast<uint64_t>(probe.spec.args.size() & 0x7) << 24;
-  for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i)
+  for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i) {
     cookie |= static_cast<uint64_t>(probe.spec.args[i].source) << (32 + 8 * i);
+    if (probe.spec.args[i].type == ArgType::kStr) cookie |= uint64_t{1} << (27 + i);
+  }
   return cookie;
 }
 

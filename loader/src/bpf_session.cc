@@ -126,6 +126,9 @@ BpfSession::~BpfSession() {
   if (skel_) lt_probes__destroy(skel_);
 }
 
+// Each perf-event uprobe link waits for an RCU grace period on close (~0.1 s here,
+// serialized in the kernel even from parallel threads); uprobe_multi links would
+// batch this (perf-facts.md).
 void BpfSession::Detach() { links_.clear(); }
 
 Result<void> BpfSession::Attach(const ResolvedProbe& probe, int pid) {

@@ -1,10 +1,17 @@
 #include "looptrace/loader/event_decoder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "looptrace/events.h"
 
 namespace looptrace::loader {
+
+std::optional<std::string> EventDecoder::LookupString(uint32_t pid, uint64_t address) {
+  if (auto it = sent_strings_.find(address); it != sent_strings_.end()) return it->second;
+  if (!strings_) return std::nullopt;
+  return strings_->Read(pid, address);  // BPF could not copy it: read it from the target
+}
 
 std::optional<Event> EventDecoder::Decode(std::span<const uint8_t> raw) {
   lt_record_header header;
@@ -41,12 +48,20 @@ std::optional<Event> EventDecoder::Decode(std::span<const uint8_t> raw) {
           arg.value = static_cast<uint64_t>(static_cast<int64_t>(rec.args[i]));
         if (spec.type == ArgType::kStr) {
           arg.is_string = true;
-          if (strings_) arg.text = strings_->Read(rec.tgid, rec.args[i]);
+          arg.text = LookupString(rec.tgid, rec.args[i]);
           if (!arg.text) stats_->Add(StatId::string_read_failed);
         }
         e.args.push_back(std::move(arg));
       }
       return Event{std::move(e)};
+    }
+    case LT_RECORD_STRING: {
+      if (header.size != sizeof(lt_string_record)) break;
+      lt_string_record rec;
+      std::memcpy(&rec, raw.data(), sizeof(rec));
+      size_t length = std::min<size_t>(rec.length, LT_MAX_STRING - 1);
+      sent_strings_[rec.address] = std::string(rec.text, strnlen(rec.text, length));
+      return std::nullopt;
     }
     default:
       break;

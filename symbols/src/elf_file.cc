@@ -466,11 +466,19 @@ Result<void> ElfFile::Load() {
     }
     functions_.push_back(std::move(symbol));
   }
-  std::sort(functions_.begin(), functions_.end(), [](const Symbol& a, const Symbol& b) {
-    const int rank_a = BindingRank(a.binding);
-    const int rank_b = BindingRank(b.binding);
-    return std::tie(a.address, rank_a, a.name) < std::tie(b.address, rank_b, b.name);
-  });
+  // Within one address: global, weak, then local (already by name within each).
+  for (size_t begin = 0; begin < functions_.size();) {
+    size_t end = begin + 1;
+    while (end < functions_.size() && functions_[end].address == functions_[begin].address) ++end;
+    if (end - begin > 1) {
+      std::stable_sort(functions_.begin() + static_cast<ptrdiff_t>(begin),
+                       functions_.begin() + static_cast<ptrdiff_t>(end),
+                       [](const Symbol& a, const Symbol& b) {
+                         return BindingRank(a.binding) < BindingRank(b.binding);
+                       });
+    }
+    begin = end;
+  }
 
   // Demangle (reusing one buffer), file offsets, indexes.
   char* buffer = nullptr;
@@ -502,13 +510,14 @@ Result<void> ElfFile::Load() {
     max_end_.push_back(max_end);
   }
   std::free(buffer);
+  // Raw names and, for C++, the demangled name without parameters; a full demangled
+  // name is found through its parameter-less prefix (see FindFunctions).
   for (uint32_t i = 0; i < functions_.size(); ++i) {
     const Symbol& symbol = functions_[i];
     by_name_.emplace(symbol.name, i);
     if (symbol.demangled != symbol.name) {
-      by_name_.emplace(symbol.demangled, i);
       const std::string_view stripped = StripParameters(symbol.demangled);
-      if (stripped != symbol.demangled && stripped != symbol.name) by_name_.emplace(stripped, i);
+      if (stripped != symbol.name) by_name_.emplace(stripped, i);
     }
   }
   std::sort(usdt_probes_.begin(), usdt_probes_.end(), [](const UsdtProbe& a, const UsdtProbe& b) {
@@ -586,6 +595,16 @@ std::vector<const Symbol*> ElfFile::FindFunctions(std::string_view name_or_glob)
   }
   auto [begin, end] = by_name_.equal_range(name_or_glob);
   for (auto it = begin; it != end; ++it) result.push_back(&functions_[it->second]);
+  // "ns::Foo::bar(int) const": the symbols indexed under "ns::Foo::bar" with exactly
+  // that demangled name.
+  if (const std::string_view stripped = StripParameters(name_or_glob);
+      stripped != name_or_glob) {
+    auto [sbegin, send] = by_name_.equal_range(stripped);
+    for (auto it = sbegin; it != send; ++it) {
+      const Symbol& symbol = functions_[it->second];
+      if (symbol.demangled == name_or_glob) result.push_back(&symbol);
+    }
+  }
   // functions_ is sorted by address, so pointer order is address order.
   std::sort(result.begin(), result.end());
   result.erase(std::unique(result.begin(), result.end()), result.end());

@@ -23,6 +23,7 @@
 
 /* Record types: every record starts with struct lt_record_header. */
 #define LT_RECORD_PROBE 1 /* a profile probe point fired (a role event) */
+#define LT_RECORD_STRING 5 /* text of a string argument, sent once per address */
 #define LT_RECORD_RESERVED_SCHED 2 /* reserved: thread state changes */
 #define LT_RECORD_RESERVED_SIGNAL 3 /* reserved: signal sent to the target */
 #define LT_RECORD_RESERVED_PROCESS 4 /* reserved: exec / exit */
@@ -59,6 +60,8 @@
  *   bits  0..15  probe id (index into the loader's attach plan)
  *   bits 16..23  role (LT_ROLE_*)
  *   bits 24..26  number of arguments to capture (0..LT_MAX_ARGS)
+ *   bits 27..30  string mask: bit i set = argument i is a string pointer whose
+ *                text BPF copies once per address (LT_RECORD_STRING)
  *   bits 32..63  one 8-bit source per argument slot:
  *                0..5 = function parameter 1..6 (uprobe),
  *                       USDT argument 1..6 (usdt),
@@ -68,6 +71,7 @@
 #define LT_COOKIE_PROBE_ID(c) ((__u32)((c) & 0xFFFF))
 #define LT_COOKIE_ROLE(c) ((__u32)(((c) >> 16) & 0xFF))
 #define LT_COOKIE_NARGS(c) ((__u32)(((c) >> 24) & 0x7))
+#define LT_COOKIE_STRING_MASK(c) ((__u32)(((c) >> 27) & 0xF))
 #define LT_COOKIE_ARG_SOURCE(c, i) ((__u32)(((c) >> (32 + 8 * (i))) & 0xFF))
 
 /* Thread filter modes (rodata). */
@@ -80,6 +84,7 @@
 #define LT_STAT_OTHER_THREAD 2 /* hit from a thread the filter excludes */
 #define LT_STAT_ARG_READ_FAILED 3 /* an argument could not be read */
 #define LT_STAT_PROBE_HITS 4 /* hits that produced a record */
+#define LT_STAT_STRING_READ_FAILED 5 /* BPF could not copy a string (page not resident) */
 #define LT_STAT_MAX 8
 
 struct lt_record_header {
@@ -99,6 +104,21 @@ struct lt_probe_record {
 	__u64 args[LT_MAX_ARGS]; /* raw values; strings are pointers read later */
 };
 
+/*
+ * String arguments are treated as stable per address (message and method names are
+ * static): BPF copies the text the first time it sees an address, user space keeps
+ * an address -> text table. Longer strings are truncated.
+ */
+#define LT_MAX_STRING 112
+
+struct lt_string_record {
+	struct lt_record_header header;
+	__u64 address;
+	__u32 tgid;
+	__u32 length; /* bytes in text, without the NUL */
+	char text[LT_MAX_STRING];
+};
+
 #ifdef __cplusplus
 #define LT_STATIC_ASSERT static_assert
 #else
@@ -107,6 +127,8 @@ struct lt_probe_record {
 
 LT_STATIC_ASSERT(sizeof(struct lt_record_header) == 8, "header size");
 LT_STATIC_ASSERT(sizeof(struct lt_probe_record) == 64, "probe record size");
+LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 136, "string record size");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_string_record, text) == 24, "string text offset");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, ts_ns) == 8, "ts offset");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, tgid) == 16, "tgid offset");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, probe_id) == 24, "probe_id offset");

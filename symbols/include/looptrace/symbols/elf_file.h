@@ -137,7 +137,7 @@ class ElfFile {
   std::vector<Segment> segments_;        // PT_LOAD, or SHF_ALLOC sections as a fallback
   std::vector<Symbol> functions_;
   std::vector<uint64_t> max_end_;        // max(address + size) over functions_[0..i]
-  // raw, demangled and parameter-less names -> index into functions_. The keys view
+  // raw and parameter-less demangled names -> index into functions_. The keys view
   // strings owned by functions_, whose heap buffer survives moves of this object.
   std::unordered_multimap<std::string_view, uint32_t> by_name_;
   std::vector<UsdtProbe> usdt_probes_;
