@@ -160,8 +160,7 @@ static __always_inline void submit(struct lt_probe_record *rec)
 	count(LT_STAT_PROBE_HITS);
 }
 
-SEC("uprobe")
-int lt_uprobe(struct pt_regs *ctx)
+static __always_inline int handle_uprobe(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 values[LT_MAX_ARGS] = {};
@@ -197,6 +196,24 @@ int lt_uprobe(struct pt_regs *ctx)
 		rec->args[i] = values[i];
 	submit(rec);
 	return 0;
+}
+
+/* Attached per probe point through a perf event (fallback, and USDT-less kernels). */
+SEC("uprobe")
+int lt_uprobe(struct pt_regs *ctx)
+{
+	return handle_uprobe(ctx);
+}
+
+/*
+ * The same, loaded with the uprobe_multi attach type (kernel >= 6.6): one link for
+ * all points of a binary, attached and detached in one step. libbpf 1.1 cannot
+ * name the section, so the loader sets the attach type before load.
+ */
+SEC("uprobe")
+int lt_uprobe_multi(struct pt_regs *ctx)
+{
+	return handle_uprobe(ctx);
 }
 
 SEC("usdt")

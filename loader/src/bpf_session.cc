@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -82,31 +83,79 @@ Result<void> CheckBpfPrerequisites(const std::string& btf_path) {
 
 AttachedLink::~AttachedLink() {
   if (link_) bpf_link__destroy(link_);
+  if (fd_ >= 0) close(fd_);
 }
+
+namespace {
+
+// BPF_LINK_CREATE for uprobe_multi (kernel >= 6.6), which the libbpf 1.1 and uapi
+// headers here predate; the layout is the kernel's (perf-facts.md).
+constexpr uint32_t kBpfTraceUprobeMulti = 48;
+constexpr uint32_t kBpfFUprobeMultiReturn = 1;
+
+struct UprobeMultiLinkAttr {
+  uint32_t prog_fd;
+  uint32_t target_fd;
+  uint32_t attach_type;
+  uint32_t flags;
+  uint64_t path;
+  uint64_t offsets;
+  uint64_t ref_ctr_offsets;
+  uint64_t cookies;
+  uint32_t cnt;
+  uint32_t multi_flags;
+  uint32_t pid;
+  uint8_t zero_tail[144 - 60];  // the rest of union bpf_attr must be zero
+};
+static_assert(sizeof(UprobeMultiLinkAttr) == 144);
+
+struct SkeletonDeleter {
+  void operator()(lt_probes* skel) const { lt_probes__destroy(skel); }
+};
+
+}  // namespace
 
 Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& options,
                                                      RecordCallback on_record) {
   std::unique_ptr<BpfSession> session(new BpfSession());
   session->on_record_ = std::move(on_record);
 
-  LIBBPF_OPTS(bpf_object_open_opts, open_opts);
-  if (!options.btf_path.empty()) open_opts.btf_custom_path = options.btf_path.c_str();
-  session->skel_ = lt_probes__open_opts(&open_opts);
-  if (!session->skel_) return SystemError("cannot open the BPF object", errno, ExitCode::kUnsupported);
-
-  auto* skel = session->skel_;
-  skel->rodata->target_tgid = options.target_tgid;
-  skel->rodata->thread_filter = options.all_threads ? LT_THREADS_ALL : LT_THREADS_MAIN;
-  skel->rodata->wakeup_bytes = options.ringbuf_bytes / 4;
-  if (int err = bpf_map__set_max_entries(skel->maps.events, options.ringbuf_bytes))
-    return SystemError("cannot size the ring buffer", err);
-
-  if (int err = lt_probes__load(skel)) {
-    ExitCode code = (err == -EPERM || err == -EACCES) ? ExitCode::kPermission : ExitCode::kUnsupported;
-    return SystemError("cannot load the BPF programs into the kernel", err, code,
+  // Load with uprobe_multi first; a kernel without it rejects that program, and the
+  // object is loaded again without it.
+  int load_error = 0;
+  for (bool with_multi : {true, false}) {
+    LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+    if (!options.btf_path.empty()) open_opts.btf_custom_path = options.btf_path.c_str();
+    std::unique_ptr<lt_probes, SkeletonDeleter> skel(lt_probes__open_opts(&open_opts));
+    if (!skel) return SystemError("cannot open the BPF object", errno, ExitCode::kUnsupported);
+    skel->rodata->target_tgid = options.target_tgid;
+    skel->rodata->thread_filter = options.all_threads ? LT_THREADS_ALL : LT_THREADS_MAIN;
+    skel->rodata->wakeup_bytes = options.ringbuf_bytes / 4;
+    if (int err = bpf_map__set_max_entries(skel->maps.events, options.ringbuf_bytes))
+      return SystemError("cannot size the ring buffer", err);
+    if (with_multi)
+      bpf_program__set_expected_attach_type(skel->progs.lt_uprobe_multi,
+                                            static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+    else
+      bpf_program__set_autoload(skel->progs.lt_uprobe_multi, false);
+    load_error = lt_probes__load(skel.get());
+    if (load_error == 0) {
+      session->skel_ = skel.release();
+      session->uprobe_multi_ = with_multi;
+      break;
+    }
+    if (load_error == -EPERM || load_error == -EACCES) break;
+    log::V1("loading with uprobe_multi failed ({}); falling back to one link per probe",
+            strerror(-load_error));
+  }
+  if (!session->skel_) {
+    ExitCode code = (load_error == -EPERM || load_error == -EACCES) ? ExitCode::kPermission
+                                                                    : ExitCode::kUnsupported;
+    return SystemError("cannot load the BPF programs into the kernel", load_error, code,
                        code == ExitCode::kPermission ? "run looptrace as root"
                                                      : "rerun with -vv to see the verifier log");
   }
+  auto* skel = session->skel_;
 
   session->ring_ = ring_buffer__new(
       bpf_map__fd(skel->maps.events),
@@ -131,7 +180,7 @@ BpfSession::~BpfSession() {
 // batch this (perf-facts.md).
 void BpfSession::Detach() { links_.clear(); }
 
-Result<void> BpfSession::Attach(const ResolvedProbe& probe, int pid) {
+Result<void> BpfSession::AttachOne(const ResolvedProbe& probe, int pid) {
   const uint64_t cookie = MakeCookie(probe);
   bpf_link* link = nullptr;
   std::string what;
@@ -159,6 +208,48 @@ Result<void> BpfSession::Attach(const ResolvedProbe& probe, int pid) {
                        err == EPERM || err == EACCES ? ExitCode::kPermission : ExitCode::kRuntime);
   }
   links_.emplace_back(link);
+  ++attached_points_;
+  return {};
+}
+
+Result<void> BpfSession::AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid) {
+  std::vector<uint64_t> offsets, cookies;
+  for (const ResolvedProbe* p : probes) {
+    offsets.push_back(p->file_offset);
+    cookies.push_back(MakeCookie(*p));
+  }
+  const ResolvedProbe& first = *probes.front();
+  UprobeMultiLinkAttr attr{};
+  attr.prog_fd = bpf_program__fd(skel_->progs.lt_uprobe_multi);
+  attr.attach_type = kBpfTraceUprobeMulti;
+  attr.path = reinterpret_cast<uint64_t>(first.binary_path.c_str());
+  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
+  attr.cnt = static_cast<uint32_t>(offsets.size());
+  attr.multi_flags = first.spec.kind == ProbeKind::kUretprobe ? kBpfFUprobeMultiReturn : 0;
+  attr.pid = static_cast<uint32_t>(pid);
+  int fd = static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr)));
+  if (fd < 0) {
+    int err = errno;
+    std::string what = fmt::format("{} {} ({} point{}{})", ProbeKindName(first.spec.kind),
+                                   first.binary_path, probes.size(), probes.size() == 1 ? "" : "s",
+                                   probes.size() == 1 ? ": " + first.symbol : "");
+    if (err == ESRCH)
+      return SystemError("failed to attach " + what + ": the target process is gone", err,
+                         ExitCode::kTarget);
+    return SystemError("failed to attach " + what, err,
+                       err == EPERM || err == EACCES ? ExitCode::kPermission : ExitCode::kRuntime);
+  }
+  links_.emplace_back(fd);
+  attached_points_ += probes.size();
+  return {};
+}
+
+Result<void> BpfSession::Attach(const std::vector<const ResolvedProbe*>& probes, int pid) {
+  if (probes.empty()) return {};
+  bool is_uprobe = probes.front()->spec.kind != ProbeKind::kUsdt;
+  if (is_uprobe && uprobe_multi_) return AttachMulti(probes, pid);
+  for (const ResolvedProbe* p : probes) RETURN_IF_ERROR(AttachOne(*p, pid));
   return {};
 }
 

@@ -120,25 +120,40 @@ class Session {
     return {};
   }
 
+  // Attaches ends before begins, one group per (binary, kind): with uprobe_multi a
+  // group is a single link.
   Result<void> Attach(pid_t pid) {
     std::vector<const ResolvedProbe*> order;
     for (const auto& p : plan_.probes) order.push_back(&p);
     std::stable_partition(order.begin(), order.end(),
                           [](const ResolvedProbe* p) { return IsEndRole(p->spec.role); });
+    std::vector<std::vector<const ResolvedProbe*>> groups;
+    for (const ResolvedProbe* p : order) {
+      auto same_group = [&](const std::vector<const ResolvedProbe*>& g) {
+        return IsEndRole(g.front()->spec.role) == IsEndRole(p->spec.role) &&
+               g.front()->spec.kind == p->spec.kind && g.front()->binary_path == p->binary_path &&
+               p->spec.kind != ProbeKind::kUsdt;
+      };
+      auto it = std::find_if(groups.begin(), groups.end(), same_group);
+      if (it == groups.end()) groups.push_back({p});
+      else it->push_back(p);
+    }
     auto started = std::chrono::steady_clock::now();
-    for (const ResolvedProbe* probe : order) {
+    for (const auto& group : groups) {
       if (int sig = TakePendingSignal(signal_fd_)) {
+        size_t attached = bpf_->attached_points();
         bpf_->Detach();
-        return MakeError(fmt::format("interrupted by {} while attaching ({} of {} probes attached, "
-                                     "all detached)",
-                                     strsignal(sig), bpf_->attached_count(), order.size()),
+        return MakeError(fmt::format("interrupted by {} while attaching ({} of {} probe points "
+                                     "attached, all detached)",
+                                     strsignal(sig), attached, order.size()),
                          ExitCode::kInterrupted);
       }
-      RETURN_IF_ERROR(bpf_->Attach(*probe, pid));
-      if (std::chrono::steady_clock::now() - started > std::chrono::seconds(2) &&
-          bpf_->attached_count() % 100 == 0)
-        log::Info("attached {} of {} probes...", bpf_->attached_count(), order.size());
+      RETURN_IF_ERROR(bpf_->Attach(group, pid));
+      if (std::chrono::steady_clock::now() - started > std::chrono::seconds(2))
+        log::Info("attached {} of {} probe points...", bpf_->attached_points(), order.size());
     }
+    log::V1("attached {} probe points with {}", bpf_->attached_points(),
+            bpf_->uses_uprobe_multi() ? "uprobe_multi links" : "one perf-event link each");
     return {};
   }
 
@@ -217,7 +232,7 @@ class Session {
                    "--ringbuf-size", losses.Get(StatId::ringbuf_full));
   }
 
-  size_t attached() const { return bpf_->attached_count(); }
+  size_t attached() const { return bpf_->attached_points(); }
   const AttachPlan& plan() const { return plan_; }
 
  private:

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 #include <tuple>
 
@@ -614,6 +615,45 @@ TEST(ElfFile, CorruptSectionsFailCleanly) {
   EXPECT_GT(file->malformed_entries(), 0u);
   EXPECT_TRUE(file->FindFunctions("lt_push_rbp").empty());  // only in .symtab
   EXPECT_FALSE(file->usdt_probes().empty());
+}
+
+TEST(ElfFile, RandomlyCorruptedFilesNeverCrash) {
+  TempDir dir;
+  const std::string path = dir.File("corrupt");
+  for (const char* fixture : {"probe_shapes_pie", "libltfixture.so"}) {
+    const std::string original = ReadFile(FixturePath(fixture));
+    std::mt19937_64 rng(42);  // deterministic
+    size_t opened = 0;
+    for (int iteration = 0; iteration < 150; ++iteration) {
+      std::string data = original;
+      const int flips = 1 + static_cast<int>(rng() % 16);
+      for (int i = 0; i < flips; ++i) {
+        // Mostly the ELF/program headers at the front and the section headers at the end.
+        size_t at;
+        switch (rng() % 3) {
+          case 0: at = rng() % 4096; break;
+          case 1: at = data.size() - 1 - rng() % 3072; break;
+          default: at = rng() % data.size(); break;
+        }
+        data[at] = static_cast<char>(rng());
+      }
+      WriteFile(path, data);
+      auto file = ElfFile::Open(path);
+      if (!file) {
+        EXPECT_THAT(file.error().message, HasSubstr(path));
+        continue;
+      }
+      ++opened;
+      for (const Symbol& symbol : file->functions()) {
+        if (auto bytes = file->ReadAtAddress(symbol.address, 16)) ClassifyProbeInstruction(*bytes);
+        file->FindFunctionByAddress(symbol.address + 1);
+      }
+      file->FindFunctions("main");
+      file->FindFunctions("lt_*");
+      file->ClosestNames("mian", 3);
+    }
+    EXPECT_GT(opened, 0u);
+  }
 }
 
 TEST(ElfFile, MoveKeepsLookupsWorking) {

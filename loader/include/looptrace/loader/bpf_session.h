@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "looptrace/loader/attach_plan.h"
@@ -30,17 +31,21 @@ struct BpfSessionOptions {
 // one clear error instead of a libbpf trace.
 Result<void> CheckBpfPrerequisites(const std::string& btf_path);
 
-// Owns one attached probe point (bpftrace's AttachedProbe): detached on destruction.
+// Owns attached probe points (bpftrace's AttachedProbe): a libbpf link, or the fd of
+// a raw uprobe_multi link; detached on destruction.
 class AttachedLink {
  public:
   explicit AttachedLink(bpf_link* link) : link_(link) {}
-  AttachedLink(AttachedLink&& other) noexcept : link_(other.link_) { other.link_ = nullptr; }
+  explicit AttachedLink(int link_fd) : fd_(link_fd) {}
+  AttachedLink(AttachedLink&& other) noexcept
+      : link_(std::exchange(other.link_, nullptr)), fd_(std::exchange(other.fd_, -1)) {}
   AttachedLink& operator=(AttachedLink&&) = delete;
   AttachedLink(const AttachedLink&) = delete;
   ~AttachedLink();
 
  private:
-  bpf_link* link_;
+  bpf_link* link_ = nullptr;
+  int fd_ = -1;
 };
 
 class BpfSession {
@@ -53,9 +58,12 @@ class BpfSession {
   BpfSession(const BpfSession&) = delete;
   BpfSession& operator=(const BpfSession&) = delete;
 
-  // Attaches one probe point of the plan for process `pid`.
-  Result<void> Attach(const ResolvedProbe& probe, int pid);
-  size_t attached_count() const { return links_.size(); }
+  // Attaches probe points of one binary and one kind (uprobe or uretprobe) for process
+  // `pid`: one uprobe_multi link when the kernel has them, else one link per point.
+  // USDT points are attached one by one.
+  Result<void> Attach(const std::vector<const ResolvedProbe*>& probes, int pid);
+  size_t attached_points() const { return attached_points_; }
+  bool uses_uprobe_multi() const { return uprobe_multi_; }
 
   // Fd that becomes readable when the ring buffer forces a wakeup (it is filling up);
   // otherwise the caller polls on a timer and calls Consume().
@@ -70,10 +78,15 @@ class BpfSession {
 
  private:
   BpfSession() = default;
+  Result<void> AttachOne(const ResolvedProbe& probe, int pid);
+  Result<void> AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid);
+
   struct ::lt_probes* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
   RecordCallback on_record_;
   std::vector<AttachedLink> links_;
+  size_t attached_points_ = 0;
+  bool uprobe_multi_ = false;
 };
 
 }  // namespace looptrace::loader
