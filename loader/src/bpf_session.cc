@@ -109,6 +109,11 @@ struct UprobeMultiLinkAttr {
 };
 static_assert(sizeof(UprobeMultiLinkAttr) == 144);
 
+// errno 524 is the kernel-internal ENOTSUPP: the instruction cannot be probed.
+std::string AttachErrorText(int err) {
+  return err == 524 ? "the instruction there cannot be probed" : strerror(err);
+}
+
 struct SkeletonDeleter {
   void operator()(lt_probes* skel) const { lt_probes__destroy(skel); }
 };
@@ -204,15 +209,16 @@ Result<void> BpfSession::AttachOne(const ResolvedProbe& probe, int pid) {
     if (err == ESRCH)
       return SystemError("failed to attach " + what + ": the target process is gone", err,
                          ExitCode::kTarget);
-    return SystemError("failed to attach " + what, err,
-                       err == EPERM || err == EACCES ? ExitCode::kPermission : ExitCode::kRuntime);
+    if (err == EPERM || err == EACCES)
+      return SystemError("failed to attach " + what, err, ExitCode::kPermission);
+    return MakeError(fmt::format("failed to attach {}: {}", what, AttachErrorText(err)));
   }
   links_.emplace_back(link);
   ++attached_points_;
   return {};
 }
 
-Result<void> BpfSession::AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid) {
+int BpfSession::CreateMultiLink(const std::vector<const ResolvedProbe*>& probes, int pid) {
   std::vector<uint64_t> offsets, cookies;
   for (const ResolvedProbe* p : probes) {
     offsets.push_back(p->file_offset);
@@ -229,20 +235,40 @@ Result<void> BpfSession::AttachMulti(const std::vector<const ResolvedProbe*>& pr
   attr.multi_flags = first.spec.kind == ProbeKind::kUretprobe ? kBpfFUprobeMultiReturn : 0;
   attr.pid = static_cast<uint32_t>(pid);
   int fd = static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr)));
-  if (fd < 0) {
-    int err = errno;
-    std::string what = fmt::format("{} {} ({} point{}{})", ProbeKindName(first.spec.kind),
-                                   first.binary_path, probes.size(), probes.size() == 1 ? "" : "s",
-                                   probes.size() == 1 ? ": " + first.symbol : "");
-    if (err == ESRCH)
-      return SystemError("failed to attach " + what + ": the target process is gone", err,
-                         ExitCode::kTarget);
-    return SystemError("failed to attach " + what, err,
-                       err == EPERM || err == EACCES ? ExitCode::kPermission : ExitCode::kRuntime);
+  return fd < 0 ? -errno : fd;
+}
+
+// One link for the whole group; when the kernel refuses it, the group is split in
+// halves to find the points it refuses. A refused point that a glob matched is skipped
+// (and counted); a refused point named exactly is an error.
+Result<void> BpfSession::AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid) {
+  int fd = CreateMultiLink(probes, pid);
+  if (fd >= 0) {
+    links_.emplace_back(fd);
+    attached_points_ += probes.size();
+    return {};
   }
-  links_.emplace_back(fd);
-  attached_points_ += probes.size();
-  return {};
+  int err = -fd;
+  const ResolvedProbe& first = *probes.front();
+  if (err == ESRCH)
+    return SystemError(fmt::format("failed to attach {}: pid {} is gone", first.binary_path, pid),
+                       err, ExitCode::kTarget);
+  if (err == EPERM || err == EACCES)
+    return SystemError(fmt::format("failed to attach {}", first.binary_path), err,
+                       ExitCode::kPermission);
+  if (probes.size() > 1) {
+    size_t half = probes.size() / 2;
+    RETURN_IF_ERROR(AttachMulti({probes.begin(), probes.begin() + half}, pid));
+    return AttachMulti({probes.begin() + half, probes.end()}, pid);
+  }
+  std::string what = fmt::format("{} {}:{}", ProbeKindName(first.spec.kind), first.binary_path,
+                                 first.symbol);
+  if (first.spec.point.find_first_of("*?[") != std::string::npos) {
+    log::V1("skipping {}: {}", what, AttachErrorText(err));
+    ++skipped_points_;
+    return {};
+  }
+  return MakeError(fmt::format("failed to attach {}: {}", what, AttachErrorText(err)));
 }
 
 Result<void> BpfSession::Attach(const std::vector<const ResolvedProbe*>& probes, int pid) {

@@ -90,13 +90,22 @@ std::string DescribeProbeCount(const AttachPlan& plan) {
   return fmt::format("{} probe{}", plan.probes.size(), plan.probes.size() == 1 ? "" : "s");
 }
 
+// Names up to three slow probe points; more are summarized (listed with -v).
 void WarnAboutExpensiveProbes(const AttachPlan& plan) {
-  for (const auto& p : plan.probes) {
-    if (p.instruction.cost == symbols::ProbeCost::kSingleStep)
-      log::Warning("{}:{} starts with '{}', which the kernel single-steps (~15x the cost of an "
-                   "emulated instruction); see `looptrace probes`",
-                   p.binary_path, p.symbol, p.instruction.mnemonic);
+  std::vector<const ResolvedProbe*> slow;
+  for (const auto& p : plan.probes)
+    if (p.instruction.cost == symbols::ProbeCost::kSingleStep) slow.push_back(&p);
+  for (const ResolvedProbe* p : slow) {
+    auto text = fmt::format("{}:{} starts with '{}', which the kernel single-steps (~15x the cost "
+                            "of an emulated instruction)",
+                            p->binary_path, p->symbol, p->instruction.mnemonic);
+    if (slow.size() <= 3) log::Warning("{}", text);
+    else log::V1("{}", text);
   }
+  if (slow.size() > 3)
+    log::Warning("{} of {} probe points start with an instruction the kernel single-steps (~15x "
+                 "the cost of an emulated one); -v lists them, `looptrace probes` shows all",
+                 slow.size(), plan.probes.size());
 }
 
 // Everything a running session owns. Destruction detaches all probes.
@@ -143,9 +152,9 @@ class Session {
       if (int sig = TakePendingSignal(signal_fd_)) {
         size_t attached = bpf_->attached_points();
         bpf_->Detach();
-        return MakeError(fmt::format("interrupted by {} while attaching ({} of {} probe points "
+        return MakeError(fmt::format("interrupted by SIG{} while attaching ({} of {} probe points "
                                      "attached, all detached)",
-                                     strsignal(sig), attached, order.size()),
+                                     sigabbrev_np(sig), attached, order.size()),
                          ExitCode::kInterrupted);
       }
       RETURN_IF_ERROR(bpf_->Attach(group, pid));
@@ -154,6 +163,9 @@ class Session {
     }
     log::V1("attached {} probe points with {}", bpf_->attached_points(),
             bpf_->uses_uprobe_multi() ? "uprobe_multi links" : "one perf-event link each");
+    if (size_t skipped = bpf_->skipped_points())
+      log::Warning("{} probe point{} matched by a pattern could not be probed and {} skipped "
+                   "(-v lists them)", skipped, skipped == 1 ? "" : "s", skipped == 1 ? "was" : "were");
     return {};
   }
 

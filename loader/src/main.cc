@@ -295,6 +295,15 @@ int main(int argc, char** argv) {
     after_dashes.assign(dashes + 1, args.end());
     args.erase(dashes, args.end());
   }
+  if (!args.empty() && !args.front().starts_with("-")) {
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) known |= sub->check_name(args.front());
+    if (!known) {
+      fmt::print(stderr, "looptrace: usage: unknown command '{}'\n", args.front());
+      fmt::print(stderr, "hint: commands are record, run, report, probes, profiles\n");
+      return static_cast<int>(ExitCode::kUsage);
+    }
+  }
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
   try {
     app.parse(args);

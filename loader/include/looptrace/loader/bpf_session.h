@@ -63,6 +63,7 @@ class BpfSession {
   // USDT points are attached one by one.
   Result<void> Attach(const std::vector<const ResolvedProbe*>& probes, int pid);
   size_t attached_points() const { return attached_points_; }
+  size_t skipped_points() const { return skipped_points_; }  // glob matches the kernel refused
   bool uses_uprobe_multi() const { return uprobe_multi_; }
 
   // Fd that becomes readable when the ring buffer forces a wakeup (it is filling up);
@@ -80,12 +81,14 @@ class BpfSession {
   BpfSession() = default;
   Result<void> AttachOne(const ResolvedProbe& probe, int pid);
   Result<void> AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid);
+  int CreateMultiLink(const std::vector<const ResolvedProbe*>& probes, int pid);
 
   struct ::lt_probes* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
   RecordCallback on_record_;
   std::vector<AttachedLink> links_;
   size_t attached_points_ = 0;
+  size_t skipped_points_ = 0;
   bool uprobe_multi_ = false;
 };
 

@@ -45,6 +45,7 @@ struct DynamicInfo {
   std::string runpath;               // DT_RUNPATH, unexpanded
 };
 
+// Immutable after Open: const methods may be called from several threads.
 class ElfFile {
  public:
   // Reads .symtab and .dynsym, the USDT notes, the GNU build-id note and the dynamic
