@@ -33,13 +33,18 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Addresses whose text was already sent (see LT_RECORD_STRING). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u8);
-} sent_strings SEC(".maps");
+/*
+ * Addresses whose text was already sent (see LT_RECORD_STRING): a direct-mapped
+ * cache in .bss, read without a helper call. A collision or a race between CPUs only
+ * re-sends a string; user space keeps the authoritative table.
+ */
+#define LT_STRING_CACHE_SLOTS 4096
+__u64 sent_strings[LT_STRING_CACHE_SLOTS];
+
+static __always_inline __u32 string_slot(__u64 address)
+{
+	return (__u32)((address >> 3) ^ (address >> 15)) & (LT_STRING_CACHE_SLOTS - 1);
+}
 
 static __always_inline void count(__u32 index)
 {
@@ -111,10 +116,10 @@ static __always_inline struct lt_probe_record *reserve(__u64 cookie, __u32 tid, 
 static __always_inline void send_string_once(__u64 address)
 {
 	struct lt_string_record *rec;
-	__u8 one = 1;
+	__u32 slot = string_slot(address);
 	long n;
 
-	if (!address || bpf_map_lookup_elem(&sent_strings, &address))
+	if (!address || sent_strings[slot] == address)
 		return;
 	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
 	if (!rec) {
@@ -134,7 +139,7 @@ static __always_inline void send_string_once(__u64 address)
 	rec->tgid = target_tgid;
 	rec->length = n - 1;
 	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
-	bpf_map_update_elem(&sent_strings, &address, &one, BPF_ANY);
+	sent_strings[slot] = address;
 }
 
 static __always_inline void send_strings(__u64 cookie, const __u64 *values)
@@ -157,7 +162,6 @@ static __always_inline void submit(struct lt_probe_record *rec)
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(rec, flags);
-	count(LT_STAT_PROBE_HITS);
 }
 
 static __always_inline int handle_uprobe(struct pt_regs *ctx)

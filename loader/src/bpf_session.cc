@@ -139,8 +139,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     if (int err = bpf_map__set_max_entries(skel->maps.events, options.ringbuf_bytes))
       return SystemError("cannot size the ring buffer", err);
     if (with_multi)
-      bpf_program__set_expected_attach_type(skel->progs.lt_uprobe_multi,
-                                            static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+      SetUprobeMultiAttachType(skel->progs.lt_uprobe_multi);
     else
       bpf_program__set_autoload(skel->progs.lt_uprobe_multi, false);
     load_error = lt_probes__load(skel.get());
@@ -218,24 +217,34 @@ Result<void> BpfSession::AttachOne(const ResolvedProbe& probe, int pid) {
   return {};
 }
 
+int CreateUprobeMultiLink(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
+                          const std::vector<uint64_t>& cookies, bool retprobe, int pid) {
+  UprobeMultiLinkAttr attr{};
+  attr.prog_fd = static_cast<uint32_t>(prog_fd);
+  attr.attach_type = kBpfTraceUprobeMulti;
+  attr.path = reinterpret_cast<uint64_t>(path.c_str());
+  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+  attr.cookies = cookies.empty() ? 0 : reinterpret_cast<uint64_t>(cookies.data());
+  attr.cnt = static_cast<uint32_t>(offsets.size());
+  attr.multi_flags = retprobe ? kBpfFUprobeMultiReturn : 0;
+  attr.pid = static_cast<uint32_t>(pid);
+  int fd = static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr)));
+  return fd < 0 ? -errno : fd;
+}
+
+void SetUprobeMultiAttachType(bpf_program* prog) {
+  bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+}
+
 int BpfSession::CreateMultiLink(const std::vector<const ResolvedProbe*>& probes, int pid) {
   std::vector<uint64_t> offsets, cookies;
   for (const ResolvedProbe* p : probes) {
     offsets.push_back(p->file_offset);
     cookies.push_back(MakeCookie(*p));
   }
-  const ResolvedProbe& first = *probes.front();
-  UprobeMultiLinkAttr attr{};
-  attr.prog_fd = bpf_program__fd(skel_->progs.lt_uprobe_multi);
-  attr.attach_type = kBpfTraceUprobeMulti;
-  attr.path = reinterpret_cast<uint64_t>(first.binary_path.c_str());
-  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
-  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
-  attr.cnt = static_cast<uint32_t>(offsets.size());
-  attr.multi_flags = first.spec.kind == ProbeKind::kUretprobe ? kBpfFUprobeMultiReturn : 0;
-  attr.pid = static_cast<uint32_t>(pid);
-  int fd = static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr)));
-  return fd < 0 ? -errno : fd;
+  return CreateUprobeMultiLink(bpf_program__fd(skel_->progs.lt_uprobe_multi),
+                               probes.front()->binary_path, offsets, cookies,
+                               probes.front()->spec.kind == ProbeKind::kUretprobe, pid);
 }
 
 // One link for the whole group; when the kernel refuses it, the group is split in

@@ -83,7 +83,7 @@
 #define LT_STAT_OTHER_PROCESS 1 /* hit from a process that is not the target */
 #define LT_STAT_OTHER_THREAD 2 /* hit from a thread the filter excludes */
 #define LT_STAT_ARG_READ_FAILED 3 /* an argument could not be read */
-#define LT_STAT_PROBE_HITS 4 /* hits that produced a record */
+#define LT_STAT_RESERVED_4 4
 #define LT_STAT_STRING_READ_FAILED 5 /* BPF could not copy a string (page not resident) */
 #define LT_STAT_MAX 8
 

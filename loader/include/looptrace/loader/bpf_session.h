@@ -17,6 +17,7 @@
 struct lt_probes;  // generated skeleton (bpf/looptrace.bpf.c)
 struct ring_buffer;
 struct bpf_link;
+struct bpf_program;
 
 namespace looptrace::loader {
 
@@ -47,6 +48,13 @@ class AttachedLink {
   bpf_link* link_ = nullptr;
   int fd_ = -1;
 };
+
+// Creates one uprobe_multi link (kernel >= 6.6) for a loaded program: on failure the
+// negative errno. The program must have been loaded with the uprobe_multi attach type.
+int CreateUprobeMultiLink(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
+                          const std::vector<uint64_t>& cookies, bool retprobe, int pid);
+// Marks a program (before load) for uprobe_multi attachment.
+void SetUprobeMultiAttachType(struct bpf_program* prog);
 
 class BpfSession {
  public:

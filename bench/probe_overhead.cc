@@ -1,0 +1,179 @@
+// Cost per dispatch event inside the target: the same nop5 hooks called with no probe,
+// with an empty BPF program attached, and with looptrace's real program + loader
+// (ring buffer drained, events decoded and analysed by a consumer thread).
+// Rounds are interleaved and medians compared, so machine noise hits all modes alike.
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "empty_probe.skel.h"
+#include "hooks.h"
+#include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/bpf_session.h"
+#include "looptrace/loader/event_decoder.h"
+#include "looptrace/loader/profile.h"
+#include "looptrace/loader/string_reader.h"
+#include "looptrace/tracers/analyzer.h"
+
+namespace {
+
+using namespace looptrace;
+using namespace looptrace::loader;
+
+double NowNs(clockid_t clock = CLOCK_MONOTONIC) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+// One iteration = one message: dispatch.begin + dispatch.end (two probe hits).
+double RunLoop(uint64_t iterations) {
+  double start = NowNs();
+  for (uint64_t i = 0; i < iterations; ++i) {
+    sample_looper_dispatch_begin(i, "bench.message");
+    sample_looper_dispatch_end(i);
+  }
+  return (NowNs() - start) / (2.0 * iterations);  // ns per probe hit
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "probe_overhead: %s\n", what.c_str());
+  std::exit(1);
+}
+
+AttachPlan DispatchPlan() {
+  auto profile = LoadProfile("sample");
+  if (!profile) Die(profile.error().message);
+  std::erase_if(profile->probes, [](const ProbeSpec& p) {
+    return p.role != Role::kDispatchBegin && p.role != Role::kDispatchEnd;
+  });
+  TargetBinaries self;
+  self.pid = getpid();
+  self.exe_path = "/proc/self/exe";
+  auto plan = ResolveProfile(*profile, self);
+  if (!plan) Die(plan.error().message);
+  return *plan;
+}
+
+struct EmptyProbe {
+  explicit EmptyProbe(const AttachPlan& plan) {
+    skel = empty_probe__open();
+    if (!skel) Die("cannot open the empty BPF program");
+    SetUprobeMultiAttachType(skel->progs.lt_empty_uprobe);
+    if (empty_probe__load(skel)) Die("cannot load the empty BPF program (root?)");
+    std::vector<uint64_t> offsets;
+    for (const auto& p : plan.probes) offsets.push_back(p.file_offset);
+    link_fd = CreateUprobeMultiLink(bpf_program__fd(skel->progs.lt_empty_uprobe),
+                                    plan.probes.front().binary_path, offsets, {}, false, getpid());
+    if (link_fd < 0) Die("cannot attach the empty BPF program");
+  }
+  ~EmptyProbe() {
+    close(link_fd);
+    empty_probe__destroy(skel);
+  }
+  empty_probe* skel;
+  int link_fd;
+};
+
+// The real thing: looptrace's BPF program, ring buffer, decoder and analyzer.
+struct LooptraceProbe {
+  explicit LooptraceProbe(const AttachPlan& plan) : plan_(plan), decoder_(&plan_, &strings_, &stats_) {
+    BpfSessionOptions options;
+    options.target_tgid = getpid();
+    auto session = BpfSession::Open(options, [this](std::span<const uint8_t> raw) {
+      ++records_;
+      if (auto event = decoder_.Decode(raw)) analyzer_.OnEvent(*event);
+    });
+    if (!session) Die(session.error().message);
+    session_ = std::move(*session);
+    std::vector<const ResolvedProbe*> probes;
+    for (const auto& p : plan_.probes) probes.push_back(&p);
+    if (auto ok = session_->Attach(probes, getpid()); !ok) Die(ok.error().message);
+    consumer_ = std::thread([this] { Consume(); });
+  }
+  ~LooptraceProbe() {
+    stop_ = true;
+    consumer_.join();
+  }
+  void Consume() {
+    int epoll = epoll_create1(0);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    epoll_ctl(epoll, EPOLL_CTL_ADD, session_->ring_epoll_fd(), &ev);
+    double cpu_start = NowNs(CLOCK_THREAD_CPUTIME_ID);
+    while (!stop_) {
+      epoll_wait(epoll, &ev, 1, 20);  // the loader's poll interval is 50 ms; drain faster here
+      (void)session_->Consume();
+    }
+    (void)session_->Consume();
+    cpu_ns_ = NowNs(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
+    close(epoll);
+  }
+
+  AttachPlan plan_;
+  ProcessStringReader strings_;
+  Stats stats_;
+  EventDecoder decoder_;
+  Analyzer analyzer_{AnalysisOptions{}};
+  std::unique_ptr<BpfSession> session_;
+  std::thread consumer_;
+  std::atomic<bool> stop_{false};
+  uint64_t records_ = 0;
+  double cpu_ns_ = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t iterations = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 200'000;
+  int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
+  if (geteuid() != 0) Die("needs root (attaches uprobes to itself)");
+  libbpf_set_print(nullptr);
+  AttachPlan plan = DispatchPlan();
+
+  std::vector<double> none, empty, traced;
+  double loader_cpu_ns = 0;
+  uint64_t records = 0, lost = 0;
+  for (int r = 0; r < rounds; ++r) {
+    none.push_back(RunLoop(iterations));
+    {
+      EmptyProbe probe(plan);
+      empty.push_back(RunLoop(iterations));
+    }
+    {
+      LooptraceProbe probe(plan);
+      traced.push_back(RunLoop(iterations));
+      probe.stop_ = true;
+      probe.consumer_.join();
+      probe.consumer_ = std::thread([] {});
+      loader_cpu_ns += probe.cpu_ns_;
+      records += probe.records_;
+      lost += probe.session_->ReadCounters().Get(StatId::ringbuf_full);
+    }
+  }
+  double m_none = Median(none), m_empty = Median(empty), m_traced = Median(traced);
+  double ratio = m_traced / m_empty;
+  fmt::print("probe overhead per dispatch event ({} rounds x {} messages, medians)\n", rounds, iterations);
+  fmt::print("  no probe            {:>9.1f} ns\n", m_none);
+  fmt::print("  empty BPF program   {:>9.1f} ns\n", m_empty);
+  fmt::print("  looptrace           {:>9.1f} ns\n", m_traced);
+  fmt::print("  ratio looptrace / empty program: {:.3f} (goal <= 1.15) {}\n", ratio,
+             ratio <= 1.15 ? "OK" : "OVER");
+  fmt::print("  looptrace's added cost over the empty program: {:.1f} ns per event\n", m_traced - m_empty);
+  fmt::print("loader CPU (decode + analysis): {:.1f} ms per million events ({} records, {} lost)\n",
+             loader_cpu_ns / 1e6 / (records / 1e6), records, lost);
+  return 0;
+}

@@ -1,0 +1,75 @@
+// User-space hot paths: raw record decoding, looper analysis, JSON recording.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include "looptrace/events.h"
+#include "looptrace/loader/event_decoder.h"
+#include "looptrace/tracers/analyzer.h"
+#include "looptrace/tracers/event_json.h"
+
+namespace {
+
+using namespace looptrace;
+using namespace looptrace::loader;
+
+AttachPlan DispatchPlan() {
+  AttachPlan plan;
+  ResolvedProbe begin, end;
+  begin.probe_id = 0;
+  begin.spec.role = Role::kDispatchBegin;
+  begin.spec.args = {{"id", 0, ArgType::kUint}};
+  end.probe_id = 1;
+  end.spec.role = Role::kDispatchEnd;
+  end.spec.args = {{"id", 0, ArgType::kUint}};
+  plan.probes = {begin, end};
+  return plan;
+}
+
+std::vector<lt_probe_record> Records(size_t n) {
+  std::vector<lt_probe_record> records(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto& r = records[i];
+    std::memset(&r, 0, sizeof(r));
+    r.header = {LT_RECORD_PROBE, sizeof(r)};
+    r.ts_ns = 1000 + i * 1000;
+    r.tgid = r.tid = 42;
+    r.probe_id = i % 2;
+    r.role = i % 2 ? LT_ROLE_DISPATCH_END : LT_ROLE_DISPATCH_BEGIN;
+    r.nargs = 1;
+    r.args[0] = i / 2;
+  }
+  return records;
+}
+
+void BM_DecodeAndAnalyze(benchmark::State& state) {
+  AttachPlan plan = DispatchPlan();
+  auto records = Records(1 << 16);
+  for (auto _ : state) {
+    Stats stats;
+    EventDecoder decoder(&plan, nullptr, &stats);
+    Analyzer analyzer(AnalysisOptions{});
+    for (const auto& r : records) {
+      auto event = decoder.Decode({reinterpret_cast<const uint8_t*>(&r), sizeof(r)});
+      analyzer.OnEvent(*event);
+    }
+    benchmark::DoNotOptimize(analyzer.TakeReport());
+  }
+  state.SetItemsProcessed(state.iterations() * records.size());
+}
+BENCHMARK(BM_DecodeAndAnalyze)->Unit(benchmark::kMillisecond);
+
+void BM_EventToJsonLine(benchmark::State& state) {
+  ProbeEvent e;
+  e.ts_ns = 123456789;
+  e.pid = e.tid = 42;
+  e.role = Role::kDispatchBegin;
+  e.args = {{"id", 7, std::nullopt, false}, {"name", 0x1000, std::string("msg.spin"), true}};
+  Event event = e;
+  for (auto _ : state) benchmark::DoNotOptimize(EventToJsonLine(event));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EventToJsonLine);
+
+}  // namespace

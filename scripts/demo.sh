@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, then profiles the bundled sample target from outside:
+# `looptrace run` starts it with probes attached and prints the per-message report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh >/dev/null
+SUDO=
+[[ $(id -u) -ne 0 ]] && SUDO=sudo
+echo "== looptrace run -- build/looptrace-sample-app --scenario messages" >&2
+$SUDO ./build/looptrace run -- ./build/looptrace-sample-app --scenario messages
