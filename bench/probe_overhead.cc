@@ -90,7 +90,9 @@ struct LooptraceProbe {
     options.target_tgid = getpid();
     auto session = BpfSession::Open(options, [this](std::span<const uint8_t> raw) {
       ++records_;
-      if (auto event = decoder_.Decode(raw)) analyzer_.OnEvent(*event);
+      decoded_.clear();
+      decoder_.Decode(raw, &decoded_);
+      for (const Event& event : decoded_) analyzer_.OnEvent(event);
     });
     if (!session) Die(session.error().message);
     session_ = std::move(*session);
@@ -122,6 +124,7 @@ struct LooptraceProbe {
   ProcessStringReader strings_;
   Stats stats_;
   EventDecoder decoder_;
+  std::vector<Event> decoded_;
   Analyzer analyzer_{AnalysisOptions{}};
   std::unique_ptr<BpfSession> session_;
   std::thread consumer_;

@@ -50,9 +50,11 @@ void BM_DecodeAndAnalyze(benchmark::State& state) {
     Stats stats;
     EventDecoder decoder(&plan, nullptr, &stats);
     Analyzer analyzer(AnalysisOptions{});
+    std::vector<Event> events;
     for (const auto& r : records) {
-      auto event = decoder.Decode({reinterpret_cast<const uint8_t*>(&r), sizeof(r)});
-      analyzer.OnEvent(*event);
+      events.clear();
+      decoder.Decode({reinterpret_cast<const uint8_t*>(&r), sizeof(r)}, &events);
+      for (const Event& event : events) analyzer.OnEvent(event);
     }
     benchmark::DoNotOptimize(analyzer.TakeReport());
   }

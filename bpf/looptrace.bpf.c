@@ -26,6 +26,18 @@ struct {
 	__uint(max_entries, 8 << 20); /* resized by the loader */
 } events SEC(".maps");
 
+/* Method beats: a ring of lt_beat records in an mmapable array (see events.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << 20); /* resized by the loader; a power of two */
+	__type(key, __u32);
+	__type(value, struct lt_beat);
+} beats SEC(".maps");
+
+__u64 beat_head; /* next beat slot (monotonic; slot = head & (capacity - 1)) */
+const volatile __u64 beat_mask = (1 << 20) - 1;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, LT_STAT_MAX);
@@ -90,8 +102,32 @@ static __always_inline void uprobe_registers(struct pt_regs *ctx, __u64 regs[LT_
 	regs[6] = PT_REGS_RC(ctx);
 }
 
+static __always_inline void write_beat(__u64 cookie, __u32 tid, __u64 now, const __u64 *values)
+{
+	__u64 index = __sync_fetch_and_add(&beat_head, 1);
+	__u32 slot = index & beat_mask;
+	struct lt_beat *beat = bpf_map_lookup_elem(&beats, &slot);
+
+	if (!beat)
+		return;
+	beat->ts_ns = now;
+	beat->id = LT_COOKIE_NARGS(cookie) ? values[0] : LT_COOKIE_PROBE_ID(cookie);
+	beat->aux = values[1];
+	beat->tid = tid;
+	beat->probe_id = LT_COOKIE_PROBE_ID(cookie);
+	beat->kind = LT_COOKIE_ROLE(cookie) == LT_ROLE_METHOD_ENTER ? LT_BEAT_ENTER : LT_BEAT_EXIT;
+}
+
+static __always_inline int is_beat(__u64 cookie)
+{
+	__u32 role = LT_COOKIE_ROLE(cookie);
+
+	return role == LT_ROLE_METHOD_ENTER || role == LT_ROLE_METHOD_EXIT;
+}
+
 static __always_inline struct lt_probe_record *reserve(__u64 cookie, __u32 tid, __u64 now)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct lt_probe_record *rec;
 
 	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
@@ -108,6 +144,8 @@ static __always_inline struct lt_probe_record *reserve(__u64 cookie, __u32 tid, 
 	rec->role = LT_COOKIE_ROLE(cookie);
 	rec->nargs = LT_COOKIE_NARGS(cookie);
 	rec->cpu = bpf_get_smp_processor_id();
+	rec->beat_index = beat_head;
+	rec->thread_cpu_ns = task->se.sum_exec_runtime;
 	return rec;
 }
 
@@ -192,6 +230,10 @@ static __always_inline int handle_uprobe(struct pt_regs *ctx)
 		}
 		send_strings(cookie, values);
 	}
+	if (is_beat(cookie)) {
+		write_beat(cookie, tid, now, values);
+		return 0;
+	}
 	rec = reserve(cookie, tid, now);
 	if (!rec)
 		return 0;
@@ -243,6 +285,10 @@ int lt_usdt(struct pt_regs *ctx)
 		values[i] = value;
 	}
 	send_strings(cookie, values);
+	if (is_beat(cookie)) {
+		write_beat(cookie, tid, now, values);
+		return 0;
+	}
 	rec = reserve(cookie, tid, now);
 	if (!rec)
 		return 0;

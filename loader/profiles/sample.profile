@@ -8,3 +8,5 @@ probe poll.begin     uprobe exe sample_looper_poll_begin     timeout_ms=arg1:int
 probe poll.end       uprobe exe sample_looper_poll_end
 probe idle.begin     uprobe exe sample_looper_idle_begin     id=arg1 name=arg2:str
 probe idle.end       uprobe exe sample_looper_idle_end       id=arg1
+probe method.enter   uprobe exe sample_method_enter          id=arg1
+probe method.exit    uprobe exe sample_method_exit           id=arg1

@@ -4,10 +4,12 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <fstream>
@@ -138,6 +140,9 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->wakeup_bytes = options.ringbuf_bytes / 4;
     if (int err = bpf_map__set_max_entries(skel->maps.events, options.ringbuf_bytes))
       return SystemError("cannot size the ring buffer", err);
+    if (int err = bpf_map__set_max_entries(skel->maps.beats, options.beat_capacity))
+      return SystemError("cannot size the method-beat buffer", err);
+    skel->rodata->beat_mask = options.beat_capacity - 1;
     if (with_multi)
       SetUprobeMultiAttachType(skel->progs.lt_uprobe_multi);
     else
@@ -160,6 +165,12 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
                                                      : "rerun with -vv to see the verifier log");
   }
   auto* skel = session->skel_;
+  session->beat_capacity_ = options.beat_capacity;
+  session->beats_mapped_bytes_ = options.beat_capacity * sizeof(lt_beat);
+  void* beats = mmap(nullptr, session->beats_mapped_bytes_, PROT_READ, MAP_SHARED,
+                     bpf_map__fd(skel->maps.beats), 0);
+  if (beats == MAP_FAILED) return SystemError("cannot map the method-beat buffer", errno);
+  session->beats_ = static_cast<const lt_beat*>(beats);
 
   session->ring_ = ring_buffer__new(
       bpf_map__fd(skel->maps.events),
@@ -175,6 +186,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
 
 BpfSession::~BpfSession() {
   Detach();
+  if (beats_) munmap(const_cast<lt_beat*>(beats_), beats_mapped_bytes_);
   if (ring_) ring_buffer__free(ring_);
   if (skel_) lt_probes__destroy(skel_);
 }
@@ -294,6 +306,33 @@ Result<size_t> BpfSession::Consume() {
   int n = ring_buffer__consume(ring_);
   if (n < 0) return SystemError("cannot read the ring buffer", n);
   return static_cast<size_t>(n);
+}
+
+uint64_t BpfSession::beat_head() const {
+  return __atomic_load_n(&skel_->bss->beat_head, __ATOMIC_ACQUIRE);
+}
+
+uint64_t BpfSession::Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* out) const {
+  uint64_t head = beat_head();
+  end = std::min(end, head);
+  if (begin >= end) return 0;
+  const uint64_t requested_begin = begin;
+  // Slots older than head - capacity were reused by newer beats.
+  if (head - begin > beat_capacity_) {
+    begin = head - beat_capacity_;
+    if (begin >= end) return end - requested_begin;
+  }
+  uint64_t overwritten = begin - requested_begin;
+  const size_t first = out->size();
+  for (uint64_t i = begin; i < end; ++i) out->push_back(beats_[i & (beat_capacity_ - 1)]);
+  // The writer may have lapped the copy while it ran: drop what it could have reused.
+  uint64_t after = beat_head();
+  if (after - begin > beat_capacity_) {
+    uint64_t unsafe = std::min(end, after - beat_capacity_) - begin;
+    out->erase(out->begin() + first, out->begin() + first + unsafe);
+    overwritten += unsafe;
+  }
+  return overwritten;
 }
 
 Stats BpfSession::ReadCounters() const {

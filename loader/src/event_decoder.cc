@@ -7,22 +7,97 @@
 
 namespace looptrace::loader {
 
+MethodIdKind MethodIdKindOf(const ProbeSpec& spec) {
+  if (spec.args.empty()) return MethodIdKind::kProbe;
+  const std::string& first = spec.args.front().name;
+  if (first == "addr") return MethodIdKind::kAddress;
+  if (first == "name" || first == "class") return MethodIdKind::kString;
+  return MethodIdKind::kId;
+}
+
+EventDecoder::EventDecoder(const AttachPlan* plan, StringReader* strings, Stats* stats,
+                           const BeatSource* beats, AddressNamer* addresses, DecoderOptions options)
+    : plan_(plan), strings_(strings), stats_(stats), beats_(beats), addresses_(addresses),
+      options_(options) {
+  for (const auto& p : plan_->probes) {
+    kind_by_probe_.push_back(MethodIdKindOf(p.spec));
+    if (p.spec.role == Role::kMethodEnter && !beat_kind_) beat_kind_ = kind_by_probe_.back();
+  }
+}
+
+namespace {
+
+// String-flavour beats carry (name, class) pointers; one id stands for the pair.
+uint64_t StringPairId(uint64_t name, uint64_t cls) { return name ^ (cls * 0x9E3779B97F4A7C15ull); }
+
+}  // namespace
+
+MethodBeats EventDecoder::CopyBeats(uint32_t pid, uint32_t tid, const OpenDispatch& open,
+                                    uint64_t end_ns, uint64_t end_index) {
+  MethodBeats out;
+  out.tid = tid;
+  out.begin_ns = open.begin_ns;
+  out.end_ns = end_ns;
+  out.kind = beat_kind_.value_or(MethodIdKind::kId);
+  std::vector<lt_beat> raw;
+  out.overwritten = beats_->Copy(open.beat_index, end_index, &raw);
+  for (const lt_beat& b : raw) {
+    if (b.tid != tid || b.ts_ns < open.begin_ns || b.ts_ns > end_ns) continue;
+    if (b.probe_id >= plan_->probes.size()) {
+      stats_->Add(StatId::unknown_probe_id);
+      continue;
+    }
+    const ResolvedProbe& probe = plan_->probes[b.probe_id];
+    uint64_t id = b.id;
+    switch (kind_by_probe_[b.probe_id]) {
+      case MethodIdKind::kProbe:
+        out.names.emplace(id, probe.symbol);
+        break;
+      case MethodIdKind::kAddress:
+        if (!out.names.contains(id) && addresses_) {
+          if (auto name = addresses_->Name(pid, id)) out.names.emplace(id, *name);
+        }
+        break;
+      case MethodIdKind::kString: {
+        id = StringPairId(b.id, b.aux);
+        if (!out.names.contains(id)) {
+          auto name = LookupString(pid, b.id);
+          auto cls = b.aux ? LookupString(pid, b.aux) : std::nullopt;
+          if (name) out.names.emplace(id, cls ? *cls + ":" + *name : *name);
+          else stats_->Add(StatId::string_read_failed);
+        }
+        break;
+      }
+      case MethodIdKind::kId:
+        break;
+    }
+    out.beats.push_back({b.ts_ns, id, b.kind == LT_BEAT_ENTER});
+  }
+  return out;
+}
+
+std::optional<MethodBeats> EventDecoder::OpenMessageBeats(uint32_t tid, uint64_t now_ns) {
+  auto it = open_by_tid_.find(tid);
+  if (!beats_ || !beat_kind_ || it == open_by_tid_.end() || it->second.empty()) return std::nullopt;
+  return CopyBeats(pid_, tid, it->second.back(), now_ns, UINT64_MAX);
+}
+
 std::optional<std::string> EventDecoder::LookupString(uint32_t pid, uint64_t address) {
   if (auto it = sent_strings_.find(address); it != sent_strings_.end()) return it->second;
   if (!strings_) return std::nullopt;
   return strings_->Read(pid, address);  // BPF could not copy it: read it from the target
 }
 
-std::optional<Event> EventDecoder::Decode(std::span<const uint8_t> raw) {
+void EventDecoder::Decode(std::span<const uint8_t> raw, std::vector<Event>* out) {
   lt_record_header header;
   if (raw.size() < sizeof(header)) {
     stats_->Add(StatId::malformed_records);
-    return std::nullopt;
+    return;
   }
   std::memcpy(&header, raw.data(), sizeof(header));
   if (header.size > raw.size()) {
     stats_->Add(StatId::malformed_records);
-    return std::nullopt;
+    return;
   }
   switch (header.type) {
     case LT_RECORD_PROBE: {
@@ -31,7 +106,7 @@ std::optional<Event> EventDecoder::Decode(std::span<const uint8_t> raw) {
       std::memcpy(&rec, raw.data(), sizeof(rec));
       if (rec.probe_id >= plan_->probes.size()) {
         stats_->Add(StatId::unknown_probe_id);
-        return std::nullopt;
+        return;
       }
       const ResolvedProbe& probe = plan_->probes[rec.probe_id];
       ProbeEvent e;
@@ -40,6 +115,8 @@ std::optional<Event> EventDecoder::Decode(std::span<const uint8_t> raw) {
       e.tid = rec.tid;
       e.role = probe.spec.role;
       e.probe_id = rec.probe_id;
+      e.thread_cpu_ns = rec.thread_cpu_ns;
+      pid_ = rec.tgid;
       e.args.reserve(probe.spec.args.size());
       for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i) {
         const ArgSpec& spec = probe.spec.args[i];
@@ -53,7 +130,19 @@ std::optional<Event> EventDecoder::Decode(std::span<const uint8_t> raw) {
         }
         e.args.push_back(std::move(arg));
       }
-      return Event{std::move(e)};
+      if (e.role == Role::kDispatchBegin) {
+        open_by_tid_[e.tid].push_back({e.ts_ns, rec.beat_index});
+      } else if (e.role == Role::kDispatchEnd) {
+        auto& stack = open_by_tid_[e.tid];
+        if (!stack.empty()) {
+          OpenDispatch open = stack.back();
+          stack.pop_back();
+          if (beats_ && beat_kind_ && e.ts_ns - open.begin_ns >= options_.beat_min_cost_ns)
+            out->push_back(CopyBeats(rec.tgid, e.tid, open, e.ts_ns, rec.beat_index));
+        }
+      }
+      out->push_back(std::move(e));
+      return;
     }
     case LT_RECORD_STRING: {
       if (header.size != sizeof(lt_string_record)) break;
@@ -61,13 +150,12 @@ std::optional<Event> EventDecoder::Decode(std::span<const uint8_t> raw) {
       std::memcpy(&rec, raw.data(), sizeof(rec));
       size_t length = std::min<size_t>(rec.length, LT_MAX_STRING - 1);
       sent_strings_[rec.address] = std::string(rec.text, strnlen(rec.text, length));
-      return std::nullopt;
+      return;
     }
     default:
       break;
   }
   stats_->Add(StatId::malformed_records);
-  return std::nullopt;
 }
 
 }  // namespace looptrace::loader

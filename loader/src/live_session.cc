@@ -16,10 +16,12 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "looptrace/loader/bpf_session.h"
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/loader/string_reader.h"
+#include "looptrace/symbols/process_symbolizer.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -108,6 +110,65 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
                  slow.size(), plan.probes.size());
 }
 
+// Names -finstrument-functions addresses from the target's ELF symbols.
+class SymbolizingAddressNamer : public AddressNamer {
+ public:
+  explicit SymbolizingAddressNamer(int pid) : symbolizer_(pid) {}
+  void Prime() { symbolizer_.ReadMaps(); }
+  std::optional<std::string> Name(uint32_t, uint64_t address) override {
+    auto where = symbolizer_.Symbolize(address);
+    if (!where || where->function.empty()) return std::nullopt;
+    if (where->function_offset == 0) return where->function;
+    return fmt::format("{}+{:#x}", where->function, where->function_offset);
+  }
+
+ private:
+  symbols::ProcessSymbolizer symbolizer_;
+};
+
+// Matrix's device block: machine level by total RAM (DeviceUtil), memory, and the
+// process's CPU share since boot (utime+stime over the sum of /proc/stat's cpu line).
+DeviceInfo ReadDeviceInfo(pid_t pid) {
+  DeviceInfo info;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t value = 0;
+  std::string unit;
+  while (meminfo >> key >> value >> unit) {
+    if (key == "MemTotal:") info.mem_total_bytes = value * 1024;
+    if (key == "MemAvailable:") info.mem_available_kb = value;
+  }
+  const uint64_t mb = info.mem_total_bytes / (1024 * 1024);
+  const long cores = sysconf(_SC_NPROCESSORS_CONF);
+  if (mb >= 8 * 1024) info.machine = "BEST";
+  else if (mb >= 6 * 1024) info.machine = "HIGH";
+  else if (mb >= 4 * 1024) info.machine = "MIDDLE";
+  else if (mb >= 2 * 1024) info.machine = cores >= 4 ? "MIDDLE" : "LOW";
+  else if (mb > 0) info.machine = "BAD";
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  uint64_t total = 0;
+  stat >> cpu;
+  for (int i = 0; i < 7 && stat >> value; ++i) total += value;
+  std::ifstream pstat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(pstat, line);
+  if (size_t paren = line.rfind(')'); paren != std::string::npos && total) {
+    std::istringstream fields(line.substr(paren + 2));
+    std::string field;
+    uint64_t utime = 0, stime = 0;
+    for (int i = 3; fields >> field; ++i) {  // field 3 is the state
+      if (i == 14) utime = std::stoull(field);
+      if (i == 15) {
+        stime = std::stoull(field);
+        break;
+      }
+    }
+    info.cpu_app_percent = 100.0 * static_cast<double>(utime + stime) / static_cast<double>(total);
+  }
+  return info;
+}
+
 // Everything a running session owns. Destruction detaches all probes.
 class Session {
  public:
@@ -117,15 +178,26 @@ class Session {
   Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
     profile_name_ = profile.name;
     plan_ = std::move(plan);
-    decoder_.emplace(&plan_, &strings_, &decoder_stats_);
+    addresses_.emplace(static_cast<int>(tgid));
     BpfSessionOptions bpf_options;
     bpf_options.target_tgid = tgid;
     bpf_options.all_threads = options_.all_threads;
     bpf_options.ringbuf_bytes = options_.ringbuf_bytes;
+    bpf_options.beat_capacity = options_.beat_capacity;
     bpf_options.btf_path = options_.btf_path;
     ASSIGN_OR_RETURN(bpf_, BpfSession::Open(bpf_options, [this](std::span<const uint8_t> raw) {
-                       if (auto event = decoder_->Decode(raw)) sink_.OnEvent(*event);
+                       if (!primed_) {
+                         // The first record proves the target runs its own image now.
+                         addresses_->Prime();
+                         primed_ = true;
+                       }
+                       decoded_.clear();
+                       decoder_->Decode(raw, &decoded_);
+                       for (const Event& event : decoded_) sink_.OnEvent(event);
                      }));
+    DecoderOptions decoder_options;
+    decoder_options.beat_min_cost_ns = options_.beat_min_cost_ns;
+    decoder_.emplace(&plan_, &strings_, &decoder_stats_, bpf_.get(), &*addresses_, decoder_options);
     return {};
   }
 
@@ -255,7 +327,10 @@ class Session {
   AttachPlan plan_;
   ProcessStringReader strings_;
   Stats decoder_stats_;
+  std::optional<SymbolizingAddressNamer> addresses_;
   std::optional<EventDecoder> decoder_;
+  std::vector<Event> decoded_;
+  bool primed_ = false;
   std::unique_ptr<BpfSession> bpf_;
 };
 
@@ -377,6 +452,7 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
   SessionStart start;
   start.pid = static_cast<uint32_t>(pid);
   start.command = ReadComm(pid);
+  start.device = ReadDeviceInfo(pid);
   session.Start(start);
   log::Info("tracing pid {} ({}) with profile {}: {} attached; Ctrl-C to stop", pid, start.command,
             profile.name, DescribeProbeCount(session.plan()));
@@ -443,6 +519,7 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   SessionStart start;
   start.pid = static_cast<uint32_t>(child);
   start.command = argv[0].substr(argv[0].find_last_of('/') + 1);
+  start.device = ReadDeviceInfo(getpid());
   session.Start(start);
   log::Info("running {} as pid {} with profile {}: {} attached", argv[0], child, profile.name,
             DescribeProbeCount(session.plan()));

@@ -12,6 +12,7 @@
 #include "looptrace/loader/output_file.h"
 #include "looptrace/loader/profile.h"
 #include "looptrace/loader/recording.h"
+#include "looptrace/symbols/method_mapping.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "looptrace/tracers/analyzer.h"
 #include "looptrace/tracers/render.h"
@@ -26,7 +27,51 @@ struct ReportOptions {
   std::string output;  // -o FILE, "" = stdout
   std::string format = "text";
   size_t top_n = 10;
+  double evil_threshold_ms = 700;  // Matrix's DEFAULT_EVIL_METHOD_THRESHOLD_MS
+  size_t max_nodes = 30;           // Matrix's TARGET_EVIL_METHOD_STACK
+  bool matrix_compat = false;
+  std::string method_mapping;
 };
+
+// Names method ids from a Matrix methodMapping.txt.
+class MappingNamer : public MethodNamer {
+ public:
+  explicit MappingNamer(symbols::MethodMapping mapping) : mapping_(std::move(mapping)) {}
+  std::optional<std::string> Name(MethodIdKind kind, uint64_t id) const override {
+    if (kind != MethodIdKind::kId || id > static_cast<uint64_t>(symbols::MethodMapping::kMaxId))
+      return std::nullopt;
+    if (const auto* m = mapping_.Find(static_cast<int>(id))) return m->Display();
+    return std::nullopt;
+  }
+
+ private:
+  symbols::MethodMapping mapping_;
+};
+
+// Analysis options shared by record, run and report; loads the method mapping.
+Result<AnalysisOptions> MakeAnalysisOptions(const ReportOptions& options,
+                                            std::unique_ptr<MethodNamer>* namer) {
+  AnalysisOptions analysis;
+  analysis.looper.top_n = options.top_n;
+  analysis.evil.threshold_ns = static_cast<uint64_t>(options.evil_threshold_ms * 1e6);
+  analysis.evil.max_nodes = options.max_nodes;
+  analysis.evil.matrix_compat = options.matrix_compat;
+  if (!options.method_mapping.empty()) {
+    std::vector<std::string> warnings;
+    auto mapping = symbols::MethodMapping::Load(options.method_mapping, &warnings);
+    if (!mapping) {
+      Error e = mapping.error();
+      e.code = ExitCode::kUsage;
+      return std::unexpected(e);
+    }
+    for (size_t i = 0; i < warnings.size() && i < 5; ++i) log::Warning("{}", warnings[i]);
+    if (warnings.size() > 5)
+      log::Warning("{}: {} more malformed lines skipped", options.method_mapping, warnings.size() - 5);
+    *namer = std::make_unique<MappingNamer>(std::move(*mapping));
+    analysis.namer = namer->get();
+  }
+  return analysis;
+}
 
 struct Options {
   int verbose = 0;
@@ -35,6 +80,7 @@ struct Options {
   SessionOptions session;
   std::string threads = "main";
   std::string ringbuf_size = "8M";
+  size_t beat_buffer = 1u << 20;
   std::string save;
   std::vector<std::string> command;
   std::string recording;
@@ -102,6 +148,15 @@ int TraceCommand(Options& opt, bool run) {
   if (!ring) return Fail(ring.error());
   opt.session.ringbuf_bytes = *ring;
   opt.session.all_threads = opt.threads == "all";
+  if (opt.beat_buffer < 1024 || (opt.beat_buffer & (opt.beat_buffer - 1)))
+    return Fail(Error{fmt::format("--beat-buffer {} must be a power of two of at least 1024",
+                                  opt.beat_buffer),
+                      "example: --beat-buffer 4194304", ExitCode::kUsage});
+  opt.session.beat_capacity = opt.beat_buffer;
+  opt.session.beat_min_cost_ns = static_cast<uint64_t>(opt.report.evil_threshold_ms * 1e6);
+  std::unique_ptr<MethodNamer> namer;
+  auto analysis = MakeAnalysisOptions(opt.report, &namer);
+  if (!analysis) return Fail(analysis.error());
 
   // Outputs are opened first: an unwritable path fails before anything is attached.
   auto out = loader::OutputFile::Create(opt.report.output);
@@ -115,9 +170,7 @@ int TraceCommand(Options& opt, bool run) {
   auto signal_fd = loader::BlockTerminationSignals();
   if (!signal_fd) return Fail(signal_fd.error());
 
-  AnalysisOptions analysis;
-  analysis.looper.top_n = opt.report.top_n;
-  Analyzer analyzer(analysis);
+  Analyzer analyzer(*analysis);
   TeeSink tee;
   tee.Add(&analyzer);
   if (recording) tee.Add(recording.get());
@@ -142,11 +195,12 @@ int TraceCommand(Options& opt, bool run) {
 int ReportCommand(Options& opt) {
   auto format = ParseFormat(opt.report.format);
   if (!format) return Fail(format.error());
+  std::unique_ptr<MethodNamer> namer;
+  auto analysis = MakeAnalysisOptions(opt.report, &namer);
+  if (!analysis) return Fail(analysis.error());
   auto out = loader::OutputFile::Create(opt.report.output);
   if (!out) return Fail(out.error());
-  AnalysisOptions analysis;
-  analysis.looper.top_n = opt.report.top_n;
-  Analyzer analyzer(analysis);
+  Analyzer analyzer(*analysis);
   Stats replay_stats;
   if (auto ok = loader::ReplayRecording(opt.recording, analyzer, &replay_stats); !ok)
     return Fail(ok.error());
@@ -211,6 +265,7 @@ EXAMPLES:
   looptrace record -p 1234                    trace pid 1234 until Ctrl-C, text report
   looptrace record -p 1234 -d 10 -f json -o msgs.json.gz
   looptrace record -p 1234 --save rec.jsonl.gz   also keep the event stream
+  looptrace record -p 1234 --evil-threshold 300 --method-mapping methodMapping.txt
   looptrace run -- ./build/looptrace-sample-app --scenario messages
   looptrace report rec.jsonl.gz --top 20       re-analyse a recording, no BPF needed
   looptrace probes -p 1234 --profile my.profile   resolve probe points, attach nothing
@@ -234,6 +289,17 @@ void AddReportOptions(CLI::App* cmd, Options& opt) {
   cmd->add_option("--top", opt.report.top_n, "rows in the slowest-message tables")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--evil-threshold", opt.report.evil_threshold_ms,
+                  "report messages costing at least MS with their call tree (EvilMethod)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-nodes", opt.report.max_nodes, "call-tree node limit (Matrix's trim rule)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_flag("--matrix-compat", opt.report.matrix_compat,
+                "reproduce Matrix's stack algorithm exactly (ms clock, its quirks)");
+  cmd->add_option("--method-mapping", opt.report.method_mapping,
+                  "Matrix methodMapping.txt naming method ids");
 }
 
 void AddSessionOptions(CLI::App* cmd, Options& opt) {
@@ -248,6 +314,9 @@ void AddSessionOptions(CLI::App* cmd, Options& opt) {
   cmd->add_option("--ringbuf-size", opt.ringbuf_size, "BPF ring buffer size (power of two)")
       ->capture_default_str();
   cmd->add_option("--btf", opt.session.btf_path, "kernel BTF file when /sys/kernel/btf/vmlinux is missing");
+  cmd->add_option("--beat-buffer", opt.beat_buffer,
+                  "method-beat ring size in records (power of two; 32 bytes each)")
+      ->capture_default_str();
   AddReportOptions(cmd, opt);
 }
 

@@ -110,6 +110,32 @@ class Parser {
     return arg;
   }
 
+  // A method beat stores two identity words: the first argument (id, addr or name) and
+  // the second (class). Other layouts cannot be stored, so they are refused here.
+  Result<void> OrderMethodArgs(int line, ProbeSpec* probe) {
+    auto rank = [](const std::string& name) {
+      if (name == "id" || name == "addr") return 0;
+      if (name == "name") return 1;
+      return 2;  // class
+    };
+    std::stable_sort(probe->args.begin(), probe->args.end(),
+                     [&](const ArgSpec& a, const ArgSpec& b) { return rank(a.name) < rank(b.name); });
+    bool has_id = false, has_name = false, has_class = false;
+    for (const auto& a : probe->args) {
+      has_id |= a.name == "id" || a.name == "addr";
+      has_name |= a.name == "name";
+      has_class |= a.name == "class";
+    }
+    if ((has_id && (has_name || has_class)) || probe->args.size() > 2 ||
+        (has_class && !has_name) || (probe->args.size() == 2 && !(has_name && has_class)))
+      return Fail(line, "a method probe binds one of: id=, addr=, name= (optionally with class=)",
+                  "examples: id=arg1 | addr=arg1 | name=arg2:str class=arg1:str");
+    for (const auto& a : probe->args)
+      if ((a.name == "name" || a.name == "class") && a.type != ArgType::kStr)
+        return Fail(line, fmt::format("method argument '{}' must be :str", a.name));
+    return {};
+  }
+
   Result<ProbeSpec> ParseProbe(int line, const std::vector<std::string_view>& words) {
     if (words.size() < 5)
       return Fail(line, "probe needs: probe ROLE KIND BINARY POINT [ARGS...]",
@@ -143,6 +169,9 @@ class Parser {
     }
     if (probe.args.size() > LT_MAX_ARGS)
       return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
+    if (probe.role == Role::kMethodEnter || probe.role == Role::kMethodExit) {
+      RETURN_IF_ERROR(OrderMethodArgs(line, &probe));
+    }
     return probe;
   }
 

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include "looptrace/symbols/elf_file.h"
 
 #include <cxxabi.h>
@@ -764,6 +765,18 @@ Result<DynamicInfo> ReadDynamicInfo(const std::string& path) {
   close(fd);
   if (!status) return std::unexpected(status.error());
   return info;
+}
+
+}  // namespace looptrace::symbols
+
+namespace looptrace::symbols {
+
+Result<uint64_t> ElfFile::FileOffsetToAddress(uint64_t offset) const {
+  for (const Segment& segment : segments_) {
+    if (offset >= segment.offset && offset < segment.offset + segment.filesz)
+      return segment.vaddr + (offset - segment.offset);
+  }
+  return MakeError(fmt::format("{}: file offset {:#x} is in no loadable segment", path_, offset));
 }
 
 }  // namespace looptrace::symbols

@@ -5,22 +5,13 @@
 // decides its cost (an emulated nop5 is ~20x cheaper than a single-stepped
 // `mov`). The CFI directives let DWARF unwinders step out of a hook when a
 // probe captures a user stack at its entry.
+//
+// The -finstrument-functions hooks (__cyg_profile_func_enter/exit) are in
+// cyg_hooks.cc: only looptrace-sample-app-cyg defines them.
 
 #include "hooks.h"
 
-#if !defined(__x86_64__)
-#error "the sample target's hooks are only written for x86-64 so far"
-#endif
-
-#define LOOPTRACE_SAMPLE_HOOK(name)                 \
-  ".globl " #name "\n"                              \
-  ".type " #name ", @function\n"                    \
-  ".p2align 4\n" #name ":\n"                        \
-  ".cfi_startproc\n"                                \
-  ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"            \
-  "ret\n"                                           \
-  ".cfi_endproc\n"                                  \
-  ".size " #name ", . - " #name "\n"
+#include "hook_asm.h"
 
 asm(".pushsection .text\n"
     LOOPTRACE_SAMPLE_HOOK(sample_looper_dispatch_begin)
@@ -29,6 +20,6 @@ asm(".pushsection .text\n"
     LOOPTRACE_SAMPLE_HOOK(sample_looper_poll_end)
     LOOPTRACE_SAMPLE_HOOK(sample_looper_idle_begin)
     LOOPTRACE_SAMPLE_HOOK(sample_looper_idle_end)
+    LOOPTRACE_SAMPLE_HOOK(sample_method_enter)
+    LOOPTRACE_SAMPLE_HOOK(sample_method_exit)
     ".popsection\n");
-
-#undef LOOPTRACE_SAMPLE_HOOK

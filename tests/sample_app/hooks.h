@@ -36,6 +36,22 @@ void sample_looper_poll_end(void);
 void sample_looper_idle_begin(uint64_t idle_id, const char* name);
 void sample_looper_idle_end(uint64_t idle_id);
 
+// Matrix-style method instrumentation (AppMethodBeat.i(id) / AppMethodBeat.o(id)):
+// an instrumented method calls sample_method_enter(id) first thing and
+// sample_method_exit(id) right before it returns. Ids come from the static
+// table in method_trace.cc (1, 2, ...; see methodMapping.txt). Called in
+// looptrace-sample-app only; looptrace-sample-app-cyg contains them but never
+// calls them.
+void sample_method_enter(uint32_t method_id);
+void sample_method_exit(uint32_t method_id);
+
+// gcc -finstrument-functions hooks: called at the entry and before the return
+// of each function in an instrumented translation unit, with the function's
+// runtime address and the return address into its caller. Defined (nop5; ret)
+// only in looptrace-sample-app-cyg (cyg_hooks.cc).
+void __cyg_profile_func_enter(void* fn, void* call_site);
+void __cyg_profile_func_exit(void* fn, void* call_site);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

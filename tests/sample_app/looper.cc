@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "hooks.h"
@@ -27,6 +28,9 @@ namespace {
 thread_local std::unique_ptr<Looper> t_looper;
 std::atomic<Looper*> g_main_looper{nullptr};
 std::atomic<uint64_t> g_next_msg_id{1};
+thread_local uint64_t t_current_msg_id = 0;
+thread_local uint64_t t_method_calls = 0;
+thread_local bool t_method_calls_reported = false;
 
 }  // namespace
 
@@ -55,6 +59,14 @@ Looper* Looper::MainLooper() { return g_main_looper.load(); }
 
 bool Looper::IsCurrentThread() const { return CurrentTid() == tid_; }
 
+uint64_t Looper::CurrentMessageId() { return t_current_msg_id; }
+
+void Looper::AddMethodCalls(uint64_t calls) {
+  if (t_current_msg_id == 0) return;
+  t_method_calls += calls;
+  t_method_calls_reported = true;
+}
+
 void Looper::Loop() {
   for (;;) {
     std::optional<Message> msg = queue_.Next();
@@ -66,6 +78,9 @@ void Looper::Loop() {
 void Looper::Dispatch(Message& msg) {
   const uint64_t msg_id = g_next_msg_id.fetch_add(1);
   const char* name = msg.name != nullptr ? msg.name : "";
+  t_current_msg_id = msg_id;
+  t_method_calls = 0;
+  t_method_calls_reported = false;
   // The truth timestamps are read immediately before each hook so that a
   // probe on the hook and the truth see the same instants.
   const uint64_t begin_ns = NowNs();
@@ -77,7 +92,11 @@ void Looper::Dispatch(Message& msg) {
   const uint64_t end_ns = NowNs();
   sample_looper_dispatch_end(msg_id);
   LOOPTRACE_SAMPLE_USDT_DISPATCH_END(msg_id);
-  TruthRecorder::Global().RecordMessage(tid_, msg_id, name, begin_ns, end_ns);
+  t_current_msg_id = 0;
+  TruthRecorder::Global().RecordMessage(
+      tid_, msg_id, name, begin_ns, end_ns,
+      t_method_calls_reported ? std::optional<uint64_t>(t_method_calls)
+                              : std::nullopt);
 }
 
 // ---------------------------------------------------------------- Handler

@@ -39,6 +39,13 @@ class Looper {
   void Quit() { queue_.Quit(/*safe=*/false); }
   void QuitSafely() { queue_.Quit(/*safe=*/true); }
 
+  // The msg_id of the message the calling thread is dispatching, or 0.
+  static uint64_t CurrentMessageId();
+  // Counts instrumented method calls made in the calling thread's current
+  // message: its truth record gets "method_calls" (even 0) once this was
+  // called during it. No-op outside a message.
+  static void AddMethodCalls(uint64_t calls);
+
   MessageQueue& queue() { return queue_; }
   pid_t tid() const { return tid_; }
   bool IsCurrentThread() const;

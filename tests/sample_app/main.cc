@@ -17,8 +17,9 @@
 #include <string_view>
 #include <system_error>
 
-#include "hooks.h"
+#include "hook_table.h"
 #include "looper.h"
+#include "method_trace.h"
 #include "scenario.h"
 #include "sys_util.h"
 #include "truth.h"
@@ -26,10 +27,14 @@
 namespace looptrace::sample {
 namespace {
 
-constexpr const char* kProgram = "looptrace-sample-app";
+#ifndef LOOPTRACE_SAMPLE_PROGRAM
+#define LOOPTRACE_SAMPLE_PROGRAM "looptrace-sample-app"
+#endif
+constexpr const char* kProgram = LOOPTRACE_SAMPLE_PROGRAM;
 constexpr int kExitUsage = 2;
 constexpr uint64_t kMaxCount = 100'000'000;
 constexpr uint64_t kMaxStartDelayMs = 24ULL * 3600 * 1000;
+constexpr uint64_t kMaxRate = 10'000'000'000ULL;
 
 struct Options {
   std::string scenario = "messages";
@@ -38,6 +43,8 @@ struct Options {
   uint64_t start_delay_ms = 0;
   uint64_t seed = 1;
   std::optional<uint64_t> count;
+  std::optional<uint64_t> rate;
+  std::optional<std::string> method_mapping_path;
   bool list_scenarios = false;
   bool print_hooks = false;
   bool help = false;
@@ -54,12 +61,18 @@ void PrintUsage() {
       "OPTIONS\n"
       "  --scenario NAME       scenario to run (default: messages)\n"
       "  --list-scenarios      list scenarios (name, description) and exit\n"
-      "  --count N             number of messages (or ms for idle); default per scenario\n"
+      "  --count N             number of messages (or ms for idle and method-storm);\n"
+      "                        default per scenario\n"
+      "  --rate N              method-storm: method beats (enter or exit) per second\n"
+      "                        (default: 1000000; 0 = as fast as possible)\n"
       "  --seed N              seed of the deterministic PRNG (default: 1)\n"
       "  --start-delay-ms N    idle in the looper's epoll wait for N ms first (default: 0)\n"
       "  --truth FILE          write ground-truth timings as JSON lines at exit\n"
       "  --print-hooks         print each hook's address (then run the scenario\n"
       "                        only if --scenario is given)\n"
+      "  --write-method-mapping FILE\n"
+      "                        write the instrumented methods' ids in Matrix's\n"
+      "                        methodMapping.txt format and exit\n"
       "  -h, --help            show this help\n"
       "\n"
       "Exit status: 0 success, 1 runtime failure, 2 usage error.\n",
@@ -128,6 +141,16 @@ std::string ParseArgs(int argc, char** argv, Options* options) {
       std::string_view text;
       if (!value(&text) || text.empty()) return "--truth needs a file name";
       options->truth_path = std::string(text);
+    } else if (arg == "--write-method-mapping") {
+      std::string_view text;
+      if (!value(&text) || text.empty()) {
+        return "--write-method-mapping needs a file name";
+      }
+      options->method_mapping_path = std::string(text);
+    } else if (arg == "--rate") {
+      uint64_t rate = 0;
+      error = number(0, kMaxRate, &rate);
+      options->rate = rate;
     } else if (arg == "--start-delay-ms") {
       error = number(0, kMaxStartDelayMs, &options->start_delay_ms);
     } else if (arg == "--seed") {
@@ -147,25 +170,7 @@ std::string ParseArgs(int argc, char** argv, Options* options) {
 }
 
 void PrintHooks() {
-  struct Hook {
-    const char* name;
-    const void* address;
-  };
-  const Hook hooks[] = {
-      {"sample_looper_dispatch_begin",
-       reinterpret_cast<const void*>(&sample_looper_dispatch_begin)},
-      {"sample_looper_dispatch_end",
-       reinterpret_cast<const void*>(&sample_looper_dispatch_end)},
-      {"sample_looper_poll_begin",
-       reinterpret_cast<const void*>(&sample_looper_poll_begin)},
-      {"sample_looper_poll_end",
-       reinterpret_cast<const void*>(&sample_looper_poll_end)},
-      {"sample_looper_idle_begin",
-       reinterpret_cast<const void*>(&sample_looper_idle_begin)},
-      {"sample_looper_idle_end",
-       reinterpret_cast<const void*>(&sample_looper_idle_end)},
-  };
-  for (const Hook& hook : hooks) {
+  for (const HookEntry& hook : AllHooks()) {
     Dl_info info{};
     uintptr_t base = 0;
     if (dladdr(hook.address, &info) != 0) {
@@ -191,6 +196,18 @@ int Main(int argc, char** argv) {
   if (options.help) {
     PrintUsage();
     return 0;
+  }
+  if (options.method_mapping_path) {
+    std::FILE* out = std::fopen(options.method_mapping_path->c_str(), "w");
+    std::string error;
+    if (out == nullptr) {
+      error = std::strerror(errno);
+    } else if (WriteMethodMapping(out, &error)) {
+      return 0;
+    }
+    std::fprintf(stderr, "%s: cannot write method mapping %s: %s\n", kProgram,
+                 options.method_mapping_path->c_str(), error.c_str());
+    return 1;
   }
   if (options.list_scenarios) {
     for (const ScenarioInfo* info : ScenarioRegistry::Get().All()) {
@@ -236,6 +253,7 @@ int Main(int argc, char** argv) {
     ctx.seed = options.seed;
     ctx.count = options.count.value_or(info->default_count);
     ctx.start_ns = NowNs() + options.start_delay_ms * kNsPerMs;
+    ctx.rate = options.rate;
 
     std::unique_ptr<Scenario> scenario = info->factory();
     scenario->Start(ctx);

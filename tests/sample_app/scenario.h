@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct ScenarioContext {
   // When the scenario's first message should be due (CLOCK_MONOTONIC ns):
   // now + --start-delay-ms. Until then the main looper idles in its poll.
   uint64_t start_ns = 0;
+  // --rate, if given (method-storm: beats per second, 0 = unpaced).
+  std::optional<uint64_t> rate;
 };
 
 class Scenario {

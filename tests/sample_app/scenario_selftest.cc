@@ -1,6 +1,7 @@
 // `selftest`: checks the looper's semantics (FIFO among equal times, sync
 // barriers and async messages, IdleHandlers, cross-thread wake, QuitSafely)
-// and the hooks' machine code. Exits 1 with a reason on stderr on failure.
+// and the hooks' machine code, and the method table (ids 1..N, each method's
+// address named by its symbol). Exits 1 with a reason on stderr on failure.
 
 #include <pthread.h>
 
@@ -12,8 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "hooks.h"
+#include "hook_table.h"
 #include "looper.h"
+#include "method_trace.h"
 #include "scenario.h"
 #include "sys_util.h"
 #include "work.h"
@@ -52,18 +54,8 @@ class SelftestScenario : public Scenario {
       Fail("dispatch order is " + got + "instead of 0 1 2 3 4 5 6 7");
     }
     if (idle_runs_ == 0) Fail("the IdleHandler never ran");
-    CheckHook("sample_looper_dispatch_begin",
-              reinterpret_cast<const void*>(&sample_looper_dispatch_begin));
-    CheckHook("sample_looper_dispatch_end",
-              reinterpret_cast<const void*>(&sample_looper_dispatch_end));
-    CheckHook("sample_looper_poll_begin",
-              reinterpret_cast<const void*>(&sample_looper_poll_begin));
-    CheckHook("sample_looper_poll_end",
-              reinterpret_cast<const void*>(&sample_looper_poll_end));
-    CheckHook("sample_looper_idle_begin",
-              reinterpret_cast<const void*>(&sample_looper_idle_begin));
-    CheckHook("sample_looper_idle_end",
-              reinterpret_cast<const void*>(&sample_looper_idle_end));
+    for (const HookEntry& hook : AllHooks()) CheckHook(hook.name, hook.address);
+    for (const std::string& problem : CheckMethodTable()) Fail(problem);
     if (failures_ > 0) return 1;
     std::printf("selftest: ok (%d idle handler runs)\n", idle_runs_);
     return 0;
@@ -149,7 +141,8 @@ class SelftestScenario : public Scenario {
 LOOPTRACE_SAMPLE_SCENARIO(
     SelftestScenario, "selftest",
     "checks queue ordering, sync barriers, async messages, IdleHandlers, "
-    "cross-thread wake, quitSafely and the hooks' nop5 entries; exit 1 on failure",
+    "cross-thread wake, quitSafely, the hooks' nop5 entries and the method "
+    "table; exit 1 on failure",
     1);
 
 }  // namespace looptrace::sample

@@ -11,19 +11,29 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace looptrace::sample {
 
+struct MethodInfo;
+
 struct TruthRecord {
-  enum class Type { kMessage, kIdle };
+  enum class Type { kMessage, kIdle, kMethod };
   Type type = Type::kMessage;
   pid_t tid = 0;
-  uint64_t id = 0;           // msg_id or idle_id
+  uint64_t id = 0;           // msg_id, idle_id or method_id
   const char* name = "";     // static storage
-  uint64_t begin_ns = 0;     // read right before the *_begin hook
-  uint64_t end_ns = 0;       // read right before the *_end hook
+  uint64_t begin_ns = 0;     // read right before the *_begin / enter hook
+  uint64_t end_ns = 0;       // read right before the *_end / exit hook
+  // kMessage: instrumented method calls made inside it, if counted
+  // (Looper::AddMethodCalls); absent otherwise.
+  std::optional<uint64_t> method_calls;
+  // kMethod only:
+  uint32_t depth = 0;        // 0 = outermost instrumented method
+  uint64_t msg_id = 0;       // message it ran in, 0 if none
+  const MethodInfo* method = nullptr;
 };
 
 class TruthRecorder {
@@ -34,18 +44,28 @@ class TruthRecorder {
   TruthRecorder();
 
   void RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
-                     uint64_t begin_ns, uint64_t end_ns);
+                     uint64_t begin_ns, uint64_t end_ns,
+                     std::optional<uint64_t> method_calls = std::nullopt);
   void RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
                   uint64_t begin_ns, uint64_t end_ns);
+  // One call of an instrumented method (method_trace.h).
+  void RecordMethod(pid_t tid, const MethodInfo& method, uint32_t depth,
+                    uint64_t begin_ns, uint64_t end_ns, uint64_t msg_id);
 
   std::vector<TruthRecord> Snapshot() const;
 
   // Writes the truth file:
   //   {"type":"process","pid":N,"start_ns":N}
   //   {"type":"message","tid":N,"msg_id":N,"name":"...","begin_ns":N,"end_ns":N}
+  //     (plus ,"method_calls":N when instrumented methods ran in it, or
+  //     when its scenario counted them, as method-storm does)
   //   {"type":"idle","tid":N,"idle_id":N,"name":"...","begin_ns":N,"end_ns":N}
+  //   {"type":"method","tid":N,"method_id":N,"name":"A","depth":N,
+  //    "begin_ns":N,"end_ns":N,"msg_id":N}
+  //     (cyg flavour: plus ,"address":"0x...","symbol":"...","demangled":"...")
   //   {"type":"end","end_ns":N}
-  // Message and idle records appear in completion order. Closes `out` in
+  // Message, idle and method records appear in completion order (a method
+  // before its caller, methods before their message). Closes `out` in
   // every case. Returns false with the reason (strerror) in *error on
   // failure.
   bool WriteJsonLines(std::FILE* out, pid_t pid, uint64_t process_start_ns,

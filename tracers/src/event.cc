@@ -67,6 +67,22 @@ std::vector<std::string_view> KnownArgNames(Role role) {
   return names;
 }
 
+std::string_view MethodIdKindName(MethodIdKind kind) {
+  switch (kind) {
+    case MethodIdKind::kId: return "id";
+    case MethodIdKind::kAddress: return "address";
+    case MethodIdKind::kString: return "string";
+    case MethodIdKind::kProbe: return "probe";
+  }
+  return "id";
+}
+
+std::optional<MethodIdKind> MethodIdKindFromName(std::string_view name) {
+  for (auto kind : {MethodIdKind::kId, MethodIdKind::kAddress, MethodIdKind::kString, MethodIdKind::kProbe})
+    if (MethodIdKindName(kind) == name) return kind;
+  return std::nullopt;
+}
+
 const EventArg* ProbeEvent::Arg(std::string_view name) const {
   for (const auto& arg : args)
     if (arg.name == name) return &arg;

@@ -17,9 +17,11 @@ json ProbeToJson(const ProbeEvent& e) {
       args[arg.name] = arg.value;
     }
   }
-  return json{{"type", "probe"},       {"ts_ns", e.ts_ns},         {"pid", e.pid},
-              {"tid", e.tid},          {"role", RoleName(e.role)}, {"probe_id", e.probe_id},
-              {"args", std::move(args)}};
+  json j{{"type", "probe"},       {"ts_ns", e.ts_ns},         {"pid", e.pid},
+         {"tid", e.tid},          {"role", RoleName(e.role)}, {"probe_id", e.probe_id},
+         {"args", std::move(args)}};
+  if (e.thread_cpu_ns) j["thread_cpu_ns"] = e.thread_cpu_ns;
+  return j;
 }
 
 struct ToJson {
@@ -34,7 +36,11 @@ struct ToJson {
                         {"file_offset", p.file_offset}});
     return json{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
                 {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
-                {"threads", s.thread_filter}, {"probes", std::move(probes)}};
+                {"threads", s.thread_filter}, {"probes", std::move(probes)},
+                {"device", {{"machine", s.device.machine},
+                            {"mem", s.device.mem_total_bytes},
+                            {"mem_free", s.device.mem_available_kb},
+                            {"cpu_app", s.device.cpu_app_percent}}}};
   }
   json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
   json operator()(const LossCounters& c) const {
@@ -44,6 +50,16 @@ struct ToJson {
       if (uint64_t v = c.stats.Get(id)) counters[std::string(StatName(id))] = v;
     }
     return json{{"type", "counters"}, {"counters", std::move(counters)}};
+  }
+  json operator()(const MethodBeats& m) const {
+    json beats = json::array();
+    for (const auto& b : m.beats) beats.push_back(json::array({b.ts_ns, b.id, b.enter ? 1 : 0}));
+    json names = json::object();
+    for (const auto& [id, name] : m.names) names[std::to_string(id)] = name;
+    return json{{"type", "method_beats"}, {"tid", m.tid},
+                {"begin_ns", m.begin_ns}, {"end_ns", m.end_ns},
+                {"kind", MethodIdKindName(m.kind)}, {"overwritten", m.overwritten},
+                {"beats", std::move(beats)}, {"names", std::move(names)}};
   }
   json operator()(const SessionEnd& e) const {
     return json{{"type", "session_end"}, {"ts_ns", e.ts_ns}, {"reason", e.reason}};
@@ -86,6 +102,7 @@ Result<Event> ParseProbe(const json& j) {
   ASSIGN_OR_RETURN(e.role, ParseRole(j));
   e.pid = FieldOr<uint32_t>(j, "pid", e.tid);
   e.probe_id = FieldOr<uint16_t>(j, "probe_id", 0);
+  e.thread_cpu_ns = FieldOr<uint64_t>(j, "thread_cpu_ns", 0);
   if (auto it = j.find("args"); it != j.end() && it->is_object()) {
     for (const auto& [name, value] : it->items()) {
       EventArg arg{name, 0, std::nullopt};
@@ -107,6 +124,37 @@ Result<Event> ParseProbe(const json& j) {
   return e;
 }
 
+Result<Event> ParseMethodBeats(const json& j) {
+  MethodBeats m;
+  ASSIGN_OR_RETURN(m.tid, Field<uint32_t>(j, "tid"));
+  ASSIGN_OR_RETURN(m.begin_ns, Field<uint64_t>(j, "begin_ns"));
+  ASSIGN_OR_RETURN(m.end_ns, Field<uint64_t>(j, "end_ns"));
+  auto kind = MethodIdKindFromName(FieldOr<std::string>(j, "kind", "id"));
+  if (!kind) return MakeError("unknown method id kind");
+  m.kind = *kind;
+  m.overwritten = FieldOr<uint64_t>(j, "overwritten", 0);
+  auto beats = j.find("beats");
+  if (beats == j.end() || !beats->is_array()) return MakeError("missing field 'beats'");
+  m.beats.reserve(beats->size());
+  for (const auto& b : *beats) {
+    if (!b.is_array() || b.size() != 3 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
+        !b[2].is_number_unsigned())
+      return MakeError("a beat must be [ts_ns, id, enter]");
+    m.beats.push_back({b[0].get<uint64_t>(), b[1].get<uint64_t>(), b[2].get<uint64_t>() != 0});
+  }
+  if (auto names = j.find("names"); names != j.end() && names->is_object()) {
+    for (const auto& [id, name] : names->items()) {
+      if (!name.is_string()) return MakeError("method names must be strings");
+      try {
+        m.names.emplace(std::stoull(id), name.get<std::string>());
+      } catch (...) {
+        return MakeError("method name key '" + id + "' is not a number");
+      }
+    }
+  }
+  return m;
+}
+
 Result<Event> ParseSessionStart(const json& j) {
   SessionStart s;
   ASSIGN_OR_RETURN(s.ts_ns, Field<uint64_t>(j, "ts_ns"));
@@ -115,6 +163,12 @@ Result<Event> ParseSessionStart(const json& j) {
   s.command = FieldOr<std::string>(j, "command", "");
   s.profile = FieldOr<std::string>(j, "profile", "");
   s.thread_filter = FieldOr<std::string>(j, "threads", "main");
+  if (auto it = j.find("device"); it != j.end() && it->is_object()) {
+    s.device.machine = FieldOr<std::string>(*it, "machine", "UN_KNOW");
+    s.device.mem_total_bytes = FieldOr<uint64_t>(*it, "mem", 0);
+    s.device.mem_available_kb = FieldOr<uint64_t>(*it, "mem_free", 0);
+    s.device.cpu_app_percent = FieldOr<double>(*it, "cpu_app", 0.0);
+  }
   if (auto it = j.find("probes"); it != j.end() && it->is_array()) {
     for (const auto& p : *it) {
       ProbeDescription d;
@@ -154,6 +208,10 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
   }
   if (type == "probe") {
     ASSIGN_OR_RETURN(Event e, ParseProbe(j));
+    return std::optional<Event>(std::move(e));
+  }
+  if (type == "method_beats") {
+    ASSIGN_OR_RETURN(Event e, ParseMethodBeats(j));
     return std::optional<Event>(std::move(e));
   }
   if (type == "session_start") {

@@ -1,4 +1,8 @@
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
 
 #include "looptrace/tracers/render.h"
 
@@ -22,9 +26,60 @@ json MessageJson(const Message& m, bool finished) {
          {"begin_ns", m.begin_ns},
          {"end_ns", m.end_ns},
          {"cost_ns", m.cost_ns()},
-         {"depth", m.depth}};
+         {"depth", m.depth},
+         {"cpu_ns", m.cpu_ns}};
   j["msg_id"] = m.msg_id ? json(*m.msg_id) : json(nullptr);
   j["name"] = m.name.empty() ? json(nullptr) : json(m.name);
+  return j;
+}
+
+// Matrix's Trace_EvilMethod keys (device block, detail, cost, usage, scene, stack,
+// stackKey, tag, process, time) first, so Matrix log tooling reads it, then ours.
+json EvilJson(const Report& report, const EvilMethodReport& e) {
+  const Message& m = e.message;
+  const DeviceInfo& d = report.session.device;
+  json j;
+  j["type"] = "evil_method";
+  j["machine"] = d.machine;
+  j["cpu_app"] = d.cpu_app_percent;
+  j["mem"] = d.mem_total_bytes;
+  j["mem_free"] = d.mem_available_kb;
+  j["detail"] = "NORMAL";
+  j["cost"] = e.matrix_cost_ms;
+  j["usage"] = m.cpu_ns ? fmt::format("{:.2f}%", 100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
+                        : std::string();
+  j["scene"] = "";
+  j["stack"] = e.matrix_stack;
+  j["stackKey"] = e.stack_key;
+  j["tag"] = "Trace_EvilMethod";
+  j["process"] = e.process;
+  // Wall-clock ms when the message ended, from the session's realtime anchor.
+  j["time"] = (report.session.wall_time_ns + (m.end_ns - report.session.begin_ns)) / 1'000'000;
+  j["tid"] = m.tid;
+  j["msg_id"] = m.msg_id ? json(*m.msg_id) : json(nullptr);
+  j["name"] = m.name.empty() ? json(nullptr) : json(m.name);
+  j["begin_ns"] = m.begin_ns;
+  j["end_ns"] = m.end_ns;
+  j["cost_ns"] = m.cost_ns();
+  j["cpu_ns"] = m.cpu_ns;
+  j["stack_cost_ns"] = e.stack_cost_ns;
+  j["stack_key_name"] = e.stack_key_name;
+  j["method_id_kind"] = MethodIdKindName(e.kind);
+  j["has_beats"] = e.has_beats;
+  j["matrix_compat"] = e.matrix_compat;
+  j["nodes_before_trim"] = e.nodes_before_trim;
+  j["beats_overwritten"] = e.beats_overwritten;
+  json tree = json::array();
+  const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
+  for (const NamedCallNode& n : e.tree) {
+    json node{{"depth", n.node.depth}, {"id", n.node.id},     {"name", n.name},
+              {"count", n.node.count}, {"cost_ns", n.node.cost_ns},
+              {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}};
+    if (n.node.unfinished) node["unfinished"] = true;
+    if (n.node.lost_exit) node["exit_lost"] = true;
+    tree.push_back(std::move(node));
+  }
+  j["tree"] = std::move(tree);
   return j;
 }
 
@@ -56,6 +111,7 @@ class JsonRenderer : public Renderer {
       j.update(CostJson(n.cost));
       Line(out, j);
     }
+    for (const EvilMethodReport& e : report.evil_methods) Line(out, EvilJson(report, e));
     json counters = json::object();
     for (int i = 0; i < kStatCount; ++i) {
       auto id = static_cast<StatId>(i);

@@ -8,8 +8,8 @@ namespace looptrace {
 LooperMonitor::LooperMonitor(LooperMonitorOptions options, Stats* stats)
     : options_(options), stats_(stats) {}
 
-void LooperMonitor::OnProbe(const ProbeEvent& event) {
-  if (event.role != Role::kDispatchBegin && event.role != Role::kDispatchEnd) return;
+std::optional<Message> LooperMonitor::OnProbe(const ProbeEvent& event) {
+  if (event.role != Role::kDispatchBegin && event.role != Role::kDispatchEnd) return std::nullopt;
   saw_dispatch_ = true;
 
   uint64_t& last_ts = last_ts_by_tid_[event.tid];
@@ -27,22 +27,25 @@ void LooperMonitor::OnProbe(const ProbeEvent& event) {
     }
     m.depth = static_cast<uint32_t>(stack.size());
     began_tids_.insert(event.tid);
-    stack.push_back(Open{std::move(m)});
-    return;
+    stack.push_back(Open{std::move(m), event.thread_cpu_ns});
+    return std::nullopt;
   }
 
   if (stack.empty()) {
     // Before the thread's first begin, an end closes a message that began before tracing.
     stats_->Add(began_tids_.contains(event.tid) ? StatId::unmatched_dispatch_end
                                                 : StatId::messages_running_at_start);
-    return;
+    return std::nullopt;
   }
   Message m = std::move(stack.back().message);
+  const uint64_t begin_cpu_ns = stack.back().begin_cpu_ns;
   stack.pop_back();
+  if (begin_cpu_ns && event.thread_cpu_ns >= begin_cpu_ns) m.cpu_ns = event.thread_cpu_ns - begin_cpu_ns;
   if (const EventArg* id = event.Arg("id"); id && m.msg_id && *m.msg_id != id->value)
     stats_->Add(StatId::dispatch_id_mismatch);
   m.end_ns = std::max(event.ts_ns, m.begin_ns);
-  completed_.push_back(std::move(m));
+  completed_.push_back(m);
+  return m;
 }
 
 void LooperMonitor::Finish(uint64_t end_ns) {

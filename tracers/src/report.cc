@@ -5,7 +5,9 @@
 namespace looptrace {
 
 Analyzer::Analyzer(AnalysisOptions options)
-    : options_(options), looper_(options_.looper, &report_.stats) {}
+    : options_(options),
+      looper_(options_.looper, &report_.stats),
+      evil_(options_.evil, &report_.stats, options_.namer) {}
 
 void Analyzer::OnEvent(const Event& event) {
   if (const auto* start = std::get_if<SessionStart>(&event)) {
@@ -18,6 +20,7 @@ void Analyzer::OnEvent(const Event& event) {
     s.begin_ns = start->ts_ns;
     s.wall_time_ns = start->wall_time_ns;
     s.probes = start->probes;
+    s.device = start->device;
     for (const auto& p : start->probes)
       if (p.role == Role::kDispatchBegin) report_.messages.enabled = true;
     last_ts_ns_ = std::max(last_ts_ns_, start->ts_ns);
@@ -26,7 +29,11 @@ void Analyzer::OnEvent(const Event& event) {
   if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
     if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe->ts_ns;
     last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
-    looper_.OnProbe(*probe);
+    if (auto message = looper_.OnProbe(*probe)) evil_.OnMessage(*message, report_.session.command);
+    return;
+  }
+  if (const auto* beats = std::get_if<MethodBeats>(&event)) {
+    evil_.OnBeats(*beats);
     return;
   }
   if (const auto* counters = std::get_if<LossCounters>(&event)) {
@@ -47,6 +54,8 @@ Report Analyzer::TakeReport() {
   }
   looper_.Finish(report_.session.end_ns);
   looper_.Contribute(&report_.messages);
+  report_.evil_threshold_ns = options_.evil.threshold_ns;
+  report_.evil_methods = evil_.TakeReports();
   return std::move(report_);
 }
 

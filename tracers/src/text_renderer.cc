@@ -35,6 +35,7 @@ class TextRenderer : public Renderer {
     out << fmt::format("session: {} ({})\n", FormatDuration(s.duration_ns()),
                        s.end_reason.empty() ? "ended" : s.end_reason);
     RenderMessages(report, out);
+    RenderEvilMethods(report, out);
     RenderStats(report.stats, out);
   }
 
@@ -93,6 +94,46 @@ class TextRenderer : public Renderer {
                          msg.name.empty() ? (msg.msg_id ? std::to_string(*msg.msg_id) : "-")
                                           : msg.name,
                          msg.tid, Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()));
+    }
+  }
+
+  void RenderEvilMethods(const Report& report, std::ostream& out) const {
+    if (report.evil_methods.empty()) return;
+    const uint64_t base = report.session.begin_ns;
+    out << fmt::format("\nevil methods: {} message{} of at least {}\n", report.evil_methods.size(),
+                       report.evil_methods.size() == 1 ? "" : "s",
+                       FormatDuration(report.evil_threshold_ns));
+    int index = 1;
+    for (const EvilMethodReport& e : report.evil_methods) {
+      const Message& m = e.message;
+      std::string what = m.name.empty() ? (m.msg_id ? fmt::format("message {}", *m.msg_id) : "message")
+                                        : m.name;
+      std::string cpu = m.cpu_ns ? fmt::format("{} cpu ({:.1f}%)", FormatDuration(m.cpu_ns),
+                                               100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
+                                 : "cpu unknown";
+      out << fmt::format("\n[{}] {} on thread {}: {} wall, {}, began {} s\n", index++, what, m.tid,
+                         FormatDuration(m.cost_ns()), cpu, Relative(m.begin_ns, base));
+      if (!e.has_beats) {
+        out << "    no method beats (the profile maps no method.enter/method.exit)\n";
+        continue;
+      }
+      out << fmt::format("    stackKey {}  {}{}\n", e.stack_key, e.stack_key_name,
+                         e.matrix_compat ? "  (matrix-compat)" : "");
+      if (e.nodes_before_trim > e.tree.size())
+        out << fmt::format("    tree trimmed to {} of {} nodes (Matrix's rule)\n", e.tree.size(),
+                           e.nodes_before_trim);
+      if (e.beats_overwritten)
+        out << fmt::format("    warning: {} beats were overwritten before they were read; the tree "
+                           "is incomplete (raise --beat-buffer)\n", e.beats_overwritten);
+      const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
+      for (const NamedCallNode& n : e.tree) {
+        std::string label = n.node.depth == 0 ? "[message] " + what : n.name;
+        if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
+        if (n.node.unfinished) label += "  (unfinished)";
+        if (n.node.lost_exit) label += "  (exit lost)";
+        out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns),
+                           100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
+      }
     }
   }
 

@@ -17,7 +17,7 @@
 #include <linux/types.h>
 #endif
 
-#define LT_ABI_VERSION 1
+#define LT_ABI_VERSION 2
 #define LT_MAX_ARGS 4
 #define LT_TASK_COMM_LEN 16
 
@@ -101,7 +101,30 @@ struct lt_probe_record {
 	__u16 role;
 	__u16 nargs;
 	__u16 cpu;
-	__u64 args[LT_MAX_ARGS]; /* raw values; strings are pointers read later */
+	__u64 beat_index;    /* method-beat buffer head at this hit (next slot to write) */
+	__u64 thread_cpu_ns; /* the thread's sum_exec_runtime (as of its last accounting) */
+	__u64 args[LT_MAX_ARGS]; /* raw values; strings are pointers (text: LT_RECORD_STRING) */
+};
+
+/*
+ * Method beats (method.enter / method.exit) do not go through the ring buffer: BPF
+ * writes them into an mmapable array used as a ring of LT_BEAT records (default
+ * 1M, like Matrix's AppMethodBeat buffer), never waking user space. The head is
+ * the .bss counter beat_head; dispatch records carry the head at their hit, so
+ * user space copies exactly one message's beats, and only for messages that need
+ * them. A beat older than head - capacity has been overwritten (detected, counted).
+ */
+#define LT_BEAT_ENTER 1
+#define LT_BEAT_EXIT 0
+
+struct lt_beat {
+	__u64 ts_ns;
+	__u64 id;  /* method id, function address, or name string pointer */
+	__u64 aux; /* second identity word (class string pointer), else 0 */
+	__u32 tid;
+	__u16 probe_id;
+	__u8 kind; /* LT_BEAT_ENTER / LT_BEAT_EXIT */
+	__u8 pad;
 };
 
 /*
@@ -126,12 +149,15 @@ struct lt_string_record {
 #endif
 
 LT_STATIC_ASSERT(sizeof(struct lt_record_header) == 8, "header size");
-LT_STATIC_ASSERT(sizeof(struct lt_probe_record) == 64, "probe record size");
+LT_STATIC_ASSERT(sizeof(struct lt_probe_record) == 80, "probe record size");
+LT_STATIC_ASSERT(sizeof(struct lt_beat) == 32, "beat size");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_beat, tid) == 24, "beat tid offset");
 LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 136, "string record size");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_string_record, text) == 24, "string text offset");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, ts_ns) == 8, "ts offset");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, tgid) == 16, "tgid offset");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, probe_id) == 24, "probe_id offset");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, args) == 32, "args offset");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, beat_index) == 32, "beat_index offset");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, args) == 48, "args offset");
 
 #endif /* LOOPTRACE_EVENTS_H */

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "looptrace/events.h"
 #include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/event_decoder.h"
 #include "looptrace/tracers/stats.h"
 #include "looptrace/util/result.h"
 
@@ -25,6 +27,7 @@ struct BpfSessionOptions {
   uint32_t target_tgid = 0;
   bool all_threads = false;
   size_t ringbuf_bytes = 8u << 20;  // power of two
+  size_t beat_capacity = 1u << 20;  // method-beat ring records, power of two
   std::string btf_path;             // empty: the kernel's /sys/kernel/btf/vmlinux
 };
 
@@ -56,13 +59,13 @@ int CreateUprobeMultiLink(int prog_fd, const std::string& path, const std::vecto
 // Marks a program (before load) for uprobe_multi attachment.
 void SetUprobeMultiAttachType(struct bpf_program* prog);
 
-class BpfSession {
+class BpfSession : public BeatSource {
  public:
   using RecordCallback = std::function<void(std::span<const uint8_t>)>;
 
   static Result<std::unique_ptr<BpfSession>> Open(const BpfSessionOptions& options,
                                                   RecordCallback on_record);
-  ~BpfSession();
+  ~BpfSession() override;
   BpfSession(const BpfSession&) = delete;
   BpfSession& operator=(const BpfSession&) = delete;
 
@@ -78,6 +81,10 @@ class BpfSession {
   // otherwise the caller polls on a timer and calls Consume().
   int ring_epoll_fd() const;
   Result<size_t> Consume();
+
+  // BeatSource: the method-beat ring, read through a read-only mapping of the BPF map.
+  uint64_t Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* out) const override;
+  uint64_t beat_head() const;
 
   // Loss and filter counters kept by the BPF programs (summed over CPUs).
   Stats ReadCounters() const;
@@ -95,6 +102,9 @@ class BpfSession {
   ring_buffer* ring_ = nullptr;
   RecordCallback on_record_;
   std::vector<AttachedLink> links_;
+  const lt_beat* beats_ = nullptr;  // mmap of the beats map
+  size_t beats_mapped_bytes_ = 0;
+  uint64_t beat_capacity_ = 0;
   size_t attached_points_ = 0;
   size_t skipped_points_ = 0;
   bool uprobe_multi_ = false;

@@ -6,6 +6,9 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "looptrace/events.h"
 
 #include "looptrace/loader/attach_plan.h"
 #include "looptrace/loader/string_reader.h"
@@ -14,23 +17,65 @@
 
 namespace looptrace::loader {
 
+// The BPF method-beat ring (events.h), as the decoder needs it.
+class BeatSource {
+ public:
+  virtual ~BeatSource() = default;
+  // Copies the beats with absolute indices [begin, end) that are still in the ring and
+  // returns how many of them had already been overwritten.
+  virtual uint64_t Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* out) const = 0;
+};
+
+// Names function addresses of the target (address-flavour method beats).
+class AddressNamer {
+ public:
+  virtual ~AddressNamer() = default;
+  virtual std::optional<std::string> Name(uint32_t pid, uint64_t address) = 0;
+};
+
+// How a probe's method beats identify their method, from the profile's arguments.
+MethodIdKind MethodIdKindOf(const ProbeSpec& spec);
+
+struct DecoderOptions {
+  // Messages at least this long get their method beats copied (MethodBeats event).
+  uint64_t beat_min_cost_ns = 700'000'000;
+};
+
 class EventDecoder {
  public:
-  // `strings` may be null (strings are then left unread and counted).
-  EventDecoder(const AttachPlan* plan, StringReader* strings, Stats* stats)
-      : plan_(plan), strings_(strings), stats_(stats) {}
+  // `strings`, `beats` and `addresses` may be null.
+  EventDecoder(const AttachPlan* plan, StringReader* strings, Stats* stats,
+               const BeatSource* beats = nullptr, AddressNamer* addresses = nullptr,
+               DecoderOptions options = {});
 
-  // Returns nothing for a malformed record (counted in stats) and for records that only
-  // update decoder state (string texts).
-  std::optional<Event> Decode(std::span<const uint8_t> raw);
+  // Appends the events a record yields to `out`: none for a malformed record (counted)
+  // or a string text; a dispatch.end of a slow message yields its MethodBeats first.
+  void Decode(std::span<const uint8_t> raw, std::vector<Event>* out);
+
+  // Copies the beats of a message still running on `tid` (ANR snapshots); nothing if
+  // no message is open there.
+  std::optional<MethodBeats> OpenMessageBeats(uint32_t tid, uint64_t now_ns);
 
  private:
+  struct OpenDispatch {
+    uint64_t begin_ns;
+    uint64_t beat_index;
+  };
   std::optional<std::string> LookupString(uint32_t pid, uint64_t address);
+  MethodBeats CopyBeats(uint32_t pid, uint32_t tid, const OpenDispatch& open, uint64_t end_ns,
+                        uint64_t end_index);
 
   const AttachPlan* plan_;
   StringReader* strings_;
-  std::unordered_map<uint64_t, std::string> sent_strings_;  // from LT_RECORD_STRING
   Stats* stats_;
+  const BeatSource* beats_;
+  AddressNamer* addresses_;
+  DecoderOptions options_;
+  std::unordered_map<uint32_t, std::vector<OpenDispatch>> open_by_tid_;
+  std::vector<MethodIdKind> kind_by_probe_;
+  std::optional<MethodIdKind> beat_kind_;
+  std::unordered_map<uint64_t, std::string> sent_strings_;  // from LT_RECORD_STRING
+  uint32_t pid_ = 0;                                         // the target, from its records
 };
 
 }  // namespace looptrace::loader

@@ -21,6 +21,8 @@ struct SessionOptions {
   bool all_threads = false;     // --threads all
   double duration_s = 0;        // 0 = until Ctrl-C / target exit
   size_t ringbuf_bytes = 8u << 20;
+  size_t beat_capacity = 1u << 20;             // method-beat ring records (power of two)
+  uint64_t beat_min_cost_ns = 700'000'000;     // messages this long get their beats copied
   std::string btf_path;
   int poll_interval_ms = 50;    // ring buffer is drained at least this often
 };

@@ -93,6 +93,10 @@ class ElfFile {
   // (section headers for files without program headers, e.g. relocatable objects).
   Result<uint64_t> AddressToFileOffset(uint64_t address) const;
 
+  // Virtual address of a file offset, through the PT_LOAD segment whose file contents
+  // contain it (the inverse of AddressToFileOffset).
+  Result<uint64_t> FileOffsetToAddress(uint64_t offset) const;
+
   // Up to `length` bytes of the file at virtual address `address`. The result is shorter
   // when the segment's file contents end earlier; an error if no byte is available.
   Result<std::vector<uint8_t>> ReadAtAddress(uint64_t address, size_t length) const;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "looptrace/tracers/event.h"
+#include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/looper_monitor.h"
 #include "looptrace/tracers/report.h"
 
@@ -9,6 +10,8 @@ namespace looptrace {
 
 struct AnalysisOptions {
   LooperMonitorOptions looper;
+  EvilMethodOptions evil;
+  const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
 };
 
 class Analyzer : public EventSink {
@@ -22,6 +25,7 @@ class Analyzer : public EventSink {
   AnalysisOptions options_;
   Report report_;
   LooperMonitor looper_;
+  EvilMethodTracer evil_;
   uint64_t last_ts_ns_ = 0;
   bool ended_ = false;
   bool started_ = false;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,9 +61,39 @@ struct ProbeEvent {
   uint32_t tid = 0;
   Role role = Role::kDispatchBegin;
   uint16_t probe_id = 0;
+  uint64_t thread_cpu_ns = 0;  // the thread's CPU time so far (0 = unknown)
   std::vector<EventArg> args;
 
   const EventArg* Arg(std::string_view name) const;
+};
+
+// How a method beat names its method (from the profile's method.enter arguments).
+enum class MethodIdKind : uint8_t {
+  kId,       // an integer id (Matrix AppMethodBeat.i(id)); named by a methodMapping.txt
+  kAddress,  // a function address (-finstrument-functions); named from ELF symbols
+  kString,   // name (and class) string pointers (runtime USDT probes)
+  kProbe,    // no argument: the probe point itself is the method (uprobe per function)
+};
+std::string_view MethodIdKindName(MethodIdKind kind);
+std::optional<MethodIdKind> MethodIdKindFromName(std::string_view name);
+
+struct MethodBeat {
+  uint64_t ts_ns = 0;
+  uint64_t id = 0;
+  bool enter = false;
+};
+
+// The method beats of one message, copied from the BPF beat buffer when the loader
+// decides the message needs them (e.g. it is slow). Sent before its dispatch.end.
+struct MethodBeats {
+  uint32_t tid = 0;
+  uint64_t begin_ns = 0;  // the message's dispatch.begin
+  uint64_t end_ns = 0;    // its dispatch.end (or the snapshot time)
+  MethodIdKind kind = MethodIdKind::kId;
+  std::vector<MethodBeat> beats;  // in order
+  uint64_t overwritten = 0;       // beats of the message lost to buffer wrap-around
+  // Names the loader resolved (addresses, strings, probe points): id -> name.
+  std::map<uint64_t, std::string> names;
 };
 
 // Describes one resolved probe point of the session (kept in recordings).
@@ -75,6 +106,14 @@ struct ProbeDescription {
   uint64_t file_offset = 0;
 };
 
+// Matrix's device block (DeviceUtil), read by the loader at session start.
+struct DeviceInfo {
+  std::string machine = "UN_KNOW";  // BEST / HIGH / MIDDLE / LOW / BAD / UN_KNOW by total RAM
+  uint64_t mem_total_bytes = 0;     // "mem"
+  uint64_t mem_available_kb = 0;    // "mem_free"
+  double cpu_app_percent = 0;       // "cpu_app": process CPU share of all CPU time since boot
+};
+
 struct SessionStart {
   uint64_t ts_ns = 0;        // CLOCK_MONOTONIC when probes were live
   uint64_t wall_time_ns = 0; // CLOCK_REALTIME at the same moment (for "time" fields)
@@ -83,6 +122,7 @@ struct SessionStart {
   std::string profile;
   std::string thread_filter; // main | all
   std::vector<ProbeDescription> probes;
+  DeviceInfo device;
 };
 
 // Totals of losses counted outside the tracers (BPF side, decoder), sent once before
@@ -96,7 +136,7 @@ struct SessionEnd {
   std::string reason;  // duration | interrupted | target-exited | end-of-recording
 };
 
-using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd>;
+using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats>;
 
 // Anything that consumes an event stream: tracers, the recording writer.
 class EventSink {

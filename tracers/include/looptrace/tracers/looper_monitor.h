@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -21,7 +22,8 @@ class LooperMonitor {
  public:
   explicit LooperMonitor(LooperMonitorOptions options, Stats* stats);
 
-  void OnProbe(const ProbeEvent& event);
+  // Returns the message a dispatch.end completed, if any.
+  std::optional<Message> OnProbe(const ProbeEvent& event);
   // Closes the session: open messages become "unfinished" (cost up to end_ns).
   void Finish(uint64_t end_ns);
   void Contribute(MessagesReport* report) const;
@@ -29,6 +31,7 @@ class LooperMonitor {
  private:
   struct Open {
     Message message;
+    uint64_t begin_cpu_ns = 0;
   };
   LooperMonitorOptions options_;
   Stats* stats_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "looptrace/tracers/event.h"
+#include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/stats.h"
 
 namespace looptrace {
@@ -21,6 +22,7 @@ struct SessionInfo {
   uint64_t wall_time_ns = 0;  // CLOCK_REALTIME at begin
   std::string end_reason;
   std::vector<ProbeDescription> probes;
+  DeviceInfo device;
 
   uint64_t duration_ns() const { return end_ns > begin_ns ? end_ns - begin_ns : 0; }
 };
@@ -33,6 +35,7 @@ struct Message {
   std::optional<uint64_t> msg_id;
   std::string name;     // empty when the profile binds no name
   uint32_t depth = 0;   // > 0 for a message dispatched inside another (nested loop)
+  uint64_t cpu_ns = 0;  // the thread's CPU time during the message (0 = unknown)
 
   uint64_t cost_ns() const { return end_ns - begin_ns; }
 };
@@ -71,9 +74,33 @@ struct MessagesReport {
   std::vector<Message> unfinished;      // still running at session end
 };
 
+// A call-tree node with its display name.
+struct NamedCallNode {
+  CallNode node;
+  std::string name;
+};
+
+struct EvilMethodReport {
+  Message message;
+  std::string process;
+  bool has_beats = false;             // false: the profile maps no method roles
+  MethodIdKind kind = MethodIdKind::kId;
+  std::vector<NamedCallNode> tree;    // pre-order, trimmed; root = the message
+  size_t nodes_before_trim = 0;
+  uint64_t stack_cost_ns = 0;         // max(message cost, costliest node)
+  std::string stack_key;              // Matrix's "<id>|"
+  std::string stack_key_name;
+  uint64_t beats_overwritten = 0;
+  bool matrix_compat = false;
+  std::string matrix_stack;           // Matrix's "depth,methodId,count,cost\n" lines (ms)
+  uint64_t matrix_cost_ms = 0;        // Matrix's "cost"
+};
+
 struct Report {
   SessionInfo session;
   MessagesReport messages;
+  uint64_t evil_threshold_ns = 0;
+  std::vector<EvilMethodReport> evil_methods;
   Stats stats;
 };
 

@@ -23,6 +23,11 @@ enum class StatSeverity { kInfo, kError, kDataLoss };
   X(string_read_failed, kError, "string arguments that could not be read from the target")     \
   X(arg_read_failed, kError, "USDT arguments BPF could not read")                              \
   X(other_thread_hits, kInfo, "probe hits on threads the thread filter excludes")             \
+  X(method_beats_overwritten, kDataLoss, "method beats of a slow message overwritten before they were read") \
+  X(unmatched_method_exit, kError, "method exits with no open enter of that method (ignored)")      \
+  X(method_exit_missing, kError, "method frames whose exit never came (exception/longjmp)")        \
+  X(method_depth_exceeded, kError, "method frames deeper than the tree depth limit (not shown)")    \
+  X(method_names_unknown, kInfo, "method ids or addresses without a name in the reports")         \
   X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")           \
   X(events_out_of_order, kError, "events older than the previous event of the same thread")
 

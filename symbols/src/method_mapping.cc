@@ -1,0 +1,170 @@
+#include "looptrace/symbols/method_mapping.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <limits>
+#include <optional>
+
+namespace looptrace::symbols {
+namespace {
+
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Splits on runs of spaces/tabs.
+std::vector<std::string_view> SplitWords(std::string_view s) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && IsSpace(s[i])) ++i;
+    const size_t begin = i;
+    while (i < s.size() && !IsSpace(s[i])) ++i;
+    if (i > begin) words.push_back(s.substr(begin, i - begin));
+  }
+  return words;
+}
+
+// Shortens a field for a warning message.
+std::string Quote(std::string_view s) {
+  constexpr size_t kMax = 40;
+  if (s.size() <= kMax) return "'" + std::string(s) + "'";
+  return "'" + std::string(s.substr(0, kMax)) + "...'";
+}
+
+// A decimal number with an optional leading '-', the whole field.
+std::optional<long long> ParseDecimal(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  long long value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, 10);
+  if (ptr != s.data() + s.size()) return std::nullopt;
+  if (ec == std::errc::result_out_of_range) {
+    return s.front() == '-' ? std::numeric_limits<long long>::min()
+                            : std::numeric_limits<long long>::max();
+  }
+  if (ec != std::errc()) return std::nullopt;
+  return value;
+}
+
+// Parses one non-blank line into `out`; on failure returns why.
+std::optional<std::string> ParseLine(std::string_view line, MappedMethod* out) {
+  const size_t first_comma = line.find(',');
+  if (first_comma == std::string_view::npos) {
+    return "expected '<id>,<accessFlag>,<class> <method> [<desc>]'";
+  }
+  const size_t second_comma = line.find(',', first_comma + 1);
+  if (second_comma == std::string_view::npos) return "missing access flag field";
+
+  const std::string_view id_text = Trim(line.substr(0, first_comma));
+  const std::optional<long long> id = ParseDecimal(id_text);
+  if (!id) return "method id " + Quote(id_text) + " is not a decimal number";
+  if (*id < 0) return "negative method id " + std::string(id_text);
+  if (*id > MethodMapping::kMaxId) {
+    return "method id " + std::string(id_text) + " exceeds the 20-bit maximum 1048575";
+  }
+
+  const std::string_view flag_text =
+      Trim(line.substr(first_comma + 1, second_comma - first_comma - 1));
+  const std::optional<long long> flags = ParseDecimal(flag_text);
+  if (!flags) return "access flag " + Quote(flag_text) + " is not a decimal number";
+  // Not limited to 16 bits: ASM adds pseudo flags such as ACC_DEPRECATED (0x20000).
+  if (*flags < 0 || *flags > std::numeric_limits<int>::max()) {
+    return "access flag " + std::string(flag_text) + " out of range";
+  }
+
+  const std::vector<std::string_view> words = SplitWords(line.substr(second_comma + 1));
+  if (words.empty()) return "missing class and method name";
+  if (words.size() == 1) return "missing method name after class " + Quote(words[0]);
+  if (words.size() > 3) return "unexpected text after the descriptor: " + Quote(words[3]);
+
+  out->id = static_cast<int>(*id);
+  out->access_flags = static_cast<int>(*flags);
+  out->class_name = std::string(words[0]);
+  out->method_name = std::string(words[1]);
+  out->descriptor = words.size() == 3 ? std::string(words[2]) : std::string();
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string MappedMethod::Display() const { return class_name + "." + method_name + descriptor; }
+
+MethodMapping MethodMapping::Parse(std::string_view text, std::string_view source_name,
+                                   std::vector<std::string>* warnings) {
+  MethodMapping mapping;
+  std::unordered_map<int, size_t> defined_at;  // id -> line number
+  if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
+  const auto warn = [&](size_t line_number, const std::string& why) {
+    if (warnings != nullptr) {
+      warnings->push_back(std::string(source_name) + ":" + std::to_string(line_number) + ": " +
+                          why);
+    }
+  };
+
+  size_t line_number = 0;
+  while (!text.empty()) {
+    ++line_number;
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    line = Trim(line);  // also drops the '\r' of CRLF endings
+    if (line.empty()) continue;
+
+    MappedMethod method;
+    if (std::optional<std::string> why = ParseLine(line, &method)) {
+      ++mapping.malformed_lines_;
+      warn(line_number, *why);
+      continue;
+    }
+    auto [it, inserted] = defined_at.try_emplace(method.id, line_number);
+    if (!inserted) {
+      warn(line_number, "duplicate method id " + std::to_string(method.id) +
+                            " (replaces the entry of line " + std::to_string(it->second) + ")");
+      it->second = line_number;
+    }
+    const int id = method.id;
+    mapping.methods_.insert_or_assign(id, std::move(method));
+  }
+  return mapping;
+}
+
+Result<MethodMapping> MethodMapping::Load(const std::string& path,
+                                          std::vector<std::string>* warnings) {
+  const std::string what = "cannot read method mapping " + path;
+  const std::string hint =
+      "pass the methodMapping.txt written by the Matrix Gradle plugin "
+      "(build/outputs/mapping/<variant>/methodMapping.txt)";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return SystemError(what, errno, ExitCode::kProfile, hint);
+  std::string text;
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      close(fd);
+      return SystemError(what, err, ExitCode::kProfile, hint);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return Parse(text, path, warnings);
+}
+
+const MappedMethod* MethodMapping::Find(int id) const {
+  const auto it = methods_.find(id);
+  return it == methods_.end() ? nullptr : &it->second;
+}
+
+}  // namespace looptrace::symbols
