@@ -9,6 +9,7 @@
 
 #include "looptrace/loader/attach_plan.h"
 #include "looptrace/loader/live_session.h"
+#include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/output_file.h"
 #include "looptrace/loader/profile.h"
 #include "looptrace/loader/recording.h"
@@ -33,21 +34,6 @@ struct ReportOptions {
   std::string method_mapping;
 };
 
-// Names method ids from a Matrix methodMapping.txt.
-class MappingNamer : public MethodNamer {
- public:
-  explicit MappingNamer(symbols::MethodMapping mapping) : mapping_(std::move(mapping)) {}
-  std::optional<std::string> Name(MethodIdKind kind, uint64_t id) const override {
-    if (kind != MethodIdKind::kId || id > static_cast<uint64_t>(symbols::MethodMapping::kMaxId))
-      return std::nullopt;
-    if (const auto* m = mapping_.Find(static_cast<int>(id))) return m->Display();
-    return std::nullopt;
-  }
-
- private:
-  symbols::MethodMapping mapping_;
-};
-
 // Analysis options shared by record, run and report; loads the method mapping.
 Result<AnalysisOptions> MakeAnalysisOptions(const ReportOptions& options,
                                             std::unique_ptr<MethodNamer>* namer) {
@@ -57,17 +43,7 @@ Result<AnalysisOptions> MakeAnalysisOptions(const ReportOptions& options,
   analysis.evil.max_nodes = options.max_nodes;
   analysis.evil.matrix_compat = options.matrix_compat;
   if (!options.method_mapping.empty()) {
-    std::vector<std::string> warnings;
-    auto mapping = symbols::MethodMapping::Load(options.method_mapping, &warnings);
-    if (!mapping) {
-      Error e = mapping.error();
-      e.code = ExitCode::kUsage;
-      return std::unexpected(e);
-    }
-    for (size_t i = 0; i < warnings.size() && i < 5; ++i) log::Warning("{}", warnings[i]);
-    if (warnings.size() > 5)
-      log::Warning("{}: {} more malformed lines skipped", options.method_mapping, warnings.size() - 5);
-    *namer = std::make_unique<MappingNamer>(std::move(*mapping));
+    ASSIGN_OR_RETURN(*namer, loader::MappingNamer::Load(options.method_mapping));
     analysis.namer = namer->get();
   }
   return analysis;

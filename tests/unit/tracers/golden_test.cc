@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/recording.h"
 #include "looptrace/tracers/analyzer.h"
 #include "looptrace/tracers/render.h"
@@ -32,15 +33,35 @@ std::vector<fs::path> GoldenCases() {
   return cases;
 }
 
-// args file: "top=N" lines.
-AnalysisOptions ReadArgs(const fs::path& dir, RenderOptions* render) {
+// args file, one KEY=VALUE a line: top, evil_threshold_ms, max_nodes, matrix_compat,
+// method_mapping (path relative to the case directory).
+AnalysisOptions ReadArgs(const fs::path& dir, RenderOptions* render,
+                         std::unique_ptr<loader::MappingNamer>* namer) {
   AnalysisOptions options;
   std::ifstream in(dir / "args");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.starts_with("top=")) {
-      options.looper.top_n = std::stoul(line.substr(4));
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "top") {
+      options.looper.top_n = std::stoul(value);
       render->top_n = options.looper.top_n;
+    } else if (key == "evil_threshold_ms") {
+      options.evil.threshold_ns = std::stoull(value) * 1'000'000;
+    } else if (key == "max_nodes") {
+      options.evil.max_nodes = std::stoul(value);
+    } else if (key == "matrix_compat") {
+      options.evil.matrix_compat = value == "1";
+    } else if (key == "method_mapping") {
+      auto loaded = loader::MappingNamer::Load((dir / value).string());
+      EXPECT_TRUE(loaded) << loaded.error().message;
+      if (loaded) {
+        *namer = std::move(*loaded);
+        options.namer = namer->get();
+      }
+    } else {
+      ADD_FAILURE() << dir << "/args: unknown key " << key;
     }
   }
   return options;
@@ -53,7 +74,8 @@ TEST(Golden, ReportsMatchExpectedFiles) {
   for (const auto& dir : cases) {
     SCOPED_TRACE(dir.string());
     RenderOptions render;
-    Analyzer analyzer(ReadArgs(dir, &render));
+    std::unique_ptr<loader::MappingNamer> namer;
+    Analyzer analyzer(ReadArgs(dir, &render, &namer));
     Stats replay_stats;
     auto ok = loader::ReplayRecording((dir / "input.events.jsonl").string(), analyzer, &replay_stats);
     ASSERT_TRUE(ok) << ok.error().message;
