@@ -35,8 +35,17 @@ Accuracy ExpectMatchesTruth(const std::vector<json>& measured, const std::vector
       ADD_FAILURE() << "missing message: " << t.dump();
       continue;
     }
-    int64_t begin_err = std::llabs(it->second["begin_ns"].get<int64_t>() - t["begin_ns"].get<int64_t>());
-    int64_t end_err = std::llabs(it->second["end_ns"].get<int64_t>() - t["end_ns"].get<int64_t>());
+    // Error = distance from the window [before hook, after hook] the truth measured
+    // (the hook's instant is somewhere in it; it is ~1 us wide unless preempted).
+    auto error = [](int64_t measured, int64_t before, int64_t after) -> int64_t {
+      if (measured < before) return before - measured;
+      if (measured > after) return measured - after;
+      return 0;
+    };
+    int64_t begin_err = error(it->second["begin_ns"].get<int64_t>(), t["begin_ns"].get<int64_t>(),
+                              t.value("begin_after_ns", t["begin_ns"].get<int64_t>()));
+    int64_t end_err = error(it->second["end_ns"].get<int64_t>(), t["end_ns"].get<int64_t>(),
+                            t.value("end_after_ns", t["end_ns"].get<int64_t>()));
     EXPECT_LE(begin_err, kToleranceNs) << t.dump();
     EXPECT_LE(end_err, kToleranceNs) << t.dump();
     if (t.contains("name") && it->second["name"].is_string()) {

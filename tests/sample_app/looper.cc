@@ -83,20 +83,25 @@ void Looper::Dispatch(Message& msg) {
   t_method_calls_reported = false;
   // The truth timestamps are read immediately before each hook so that a
   // probe on the hook and the truth see the same instants.
+  // The clock is also read right after the hooks: a probe's timestamp must fall in
+  // [before, after], a window that is wide only if the thread was preempted there.
   const uint64_t begin_ns = NowNs();
   sample_looper_dispatch_begin(msg_id, name);
   LOOPTRACE_SAMPLE_USDT_DISPATCH_BEGIN(msg_id, name);
+  const uint64_t begin_after_ns = NowNs();
 
   msg.target->DispatchMessage(msg);
 
   const uint64_t end_ns = NowNs();
   sample_looper_dispatch_end(msg_id);
   LOOPTRACE_SAMPLE_USDT_DISPATCH_END(msg_id);
+  const uint64_t end_after_ns = NowNs();
   t_current_msg_id = 0;
   TruthRecorder::Global().RecordMessage(
       tid_, msg_id, name, begin_ns, end_ns,
       t_method_calls_reported ? std::optional<uint64_t>(t_method_calls)
-                              : std::nullopt);
+                              : std::nullopt,
+      begin_after_ns, end_after_ns);
 }
 
 // ---------------------------------------------------------------- Handler

@@ -58,7 +58,8 @@ void TruthRecorder::Add(const TruthRecord& record) {
 
 void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
                                   uint64_t begin_ns, uint64_t end_ns,
-                                  std::optional<uint64_t> method_calls) {
+                                  std::optional<uint64_t> method_calls,
+                                  uint64_t begin_after_ns, uint64_t end_after_ns) {
   TruthRecord record;
   record.type = TruthRecord::Type::kMessage;
   record.tid = tid;
@@ -66,6 +67,8 @@ void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
   record.name = name;
   record.begin_ns = begin_ns;
   record.end_ns = end_ns;
+  record.begin_after_ns = begin_after_ns;
+  record.end_after_ns = end_after_ns;
   record.method_calls = method_calls;
   Add(record);
 }
@@ -136,6 +139,10 @@ bool TruthRecorder::WriteJsonLines(std::FILE* out, pid_t pid,
     WriteJsonString(out, r.name);
     std::fprintf(out, ",\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64,
                  r.begin_ns, r.end_ns);
+    if (r.begin_after_ns) {
+      std::fprintf(out, ",\"begin_after_ns\":%" PRIu64 ",\"end_after_ns\":%" PRIu64,
+                   r.begin_after_ns, r.end_after_ns);
+    }
     if (r.method_calls) {
       std::fprintf(out, ",\"method_calls\":%" PRIu64, *r.method_calls);
     }

@@ -27,6 +27,10 @@ struct TruthRecord {
   const char* name = "";     // static storage
   uint64_t begin_ns = 0;     // read right before the *_begin / enter hook
   uint64_t end_ns = 0;       // read right before the *_end / exit hook
+  // kMessage: read right after the hooks returned. [begin_ns, begin_after_ns] is the
+  // window in which the begin hook ran (wide only if the thread was preempted there).
+  uint64_t begin_after_ns = 0;
+  uint64_t end_after_ns = 0;
   // kMessage: instrumented method calls made inside it, if counted
   // (Looper::AddMethodCalls); absent otherwise.
   std::optional<uint64_t> method_calls;
@@ -45,7 +49,8 @@ class TruthRecorder {
 
   void RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
                      uint64_t begin_ns, uint64_t end_ns,
-                     std::optional<uint64_t> method_calls = std::nullopt);
+                     std::optional<uint64_t> method_calls = std::nullopt,
+                     uint64_t begin_after_ns = 0, uint64_t end_after_ns = 0);
   void RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
                   uint64_t begin_ns, uint64_t end_ns);
   // One call of an instrumented method (method_trace.h).
