@@ -34,12 +34,22 @@ double NowNs(clockid_t clock = CLOCK_MONOTONIC) {
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-// One iteration = one message: dispatch.begin + dispatch.end (two probe hits).
-double RunLoop(uint64_t iterations) {
+enum class Hooks { kDispatch, kMethod };
+
+// One iteration = two probe hits: dispatch.begin + dispatch.end (a message), or
+// method.enter + method.exit (one instrumented call, two method beats).
+double RunLoop(Hooks hooks, uint64_t iterations) {
   double start = NowNs();
-  for (uint64_t i = 0; i < iterations; ++i) {
-    sample_looper_dispatch_begin(i, "bench.message");
-    sample_looper_dispatch_end(i);
+  if (hooks == Hooks::kDispatch) {
+    for (uint64_t i = 0; i < iterations; ++i) {
+      sample_looper_dispatch_begin(i, "bench.message");
+      sample_looper_dispatch_end(i);
+    }
+  } else {
+    for (uint64_t i = 0; i < iterations; ++i) {
+      sample_method_enter(7);
+      sample_method_exit(7);
+    }
   }
   return (NowNs() - start) / (2.0 * iterations);  // ns per probe hit
 }
@@ -49,10 +59,11 @@ double RunLoop(uint64_t iterations) {
   std::exit(1);
 }
 
-AttachPlan DispatchPlan() {
+AttachPlan PlanFor(Hooks hooks) {
   auto profile = LoadProfile("sample");
   if (!profile) Die(profile.error().message);
-  std::erase_if(profile->probes, [](const ProbeSpec& p) {
+  std::erase_if(profile->probes, [&](const ProbeSpec& p) {
+    if (hooks == Hooks::kMethod) return p.role != Role::kMethodEnter && p.role != Role::kMethodExit;
     return p.role != Role::kDispatchBegin && p.role != Role::kDispatchEnd;
   });
   TargetBinaries self;
@@ -138,6 +149,51 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+
+struct Measurement {
+  double none, empty, traced;
+  double loader_cpu_ns = 0;
+  uint64_t records = 0, lost = 0;
+};
+
+Measurement Measure(Hooks hooks, uint64_t iterations, int rounds) {
+  AttachPlan plan = PlanFor(hooks);
+  std::vector<double> none, empty, traced;
+  Measurement m;
+  for (int r = 0; r < rounds; ++r) {
+    none.push_back(RunLoop(hooks, iterations));
+    {
+      EmptyProbe probe(plan);
+      empty.push_back(RunLoop(hooks, iterations));
+    }
+    {
+      LooptraceProbe probe(plan);
+      traced.push_back(RunLoop(hooks, iterations));
+      probe.stop_ = true;
+      probe.consumer_.join();
+      probe.consumer_ = std::thread([] {});
+      m.loader_cpu_ns += probe.cpu_ns_;
+      m.records += probe.records_;
+      m.lost += probe.session_->ReadCounters().Get(StatId::ringbuf_full);
+    }
+  }
+  m.none = Median(none);
+  m.empty = Median(empty);
+  m.traced = Median(traced);
+  return m;
+}
+
+void Print(const char* what, const Measurement& m, uint64_t iterations, int rounds) {
+  double ratio = m.traced / m.empty;
+  fmt::print("{} ({} rounds x {} pairs, medians per probe hit)\n", what, rounds, iterations);
+  fmt::print("  no probe            {:>9.1f} ns\n", m.none);
+  fmt::print("  empty BPF program   {:>9.1f} ns\n", m.empty);
+  fmt::print("  looptrace           {:>9.1f} ns\n", m.traced);
+  fmt::print("  ratio looptrace / empty program: {:.3f} (goal <= 1.15) {}\n", ratio,
+             ratio <= 1.15 ? "OK" : "OVER");
+  fmt::print("  added cost over the empty program: {:.1f} ns per hit\n", m.traced - m.empty);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,38 +201,12 @@ int main(int argc, char** argv) {
   int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
   if (geteuid() != 0) Die("needs root (attaches uprobes to itself)");
   libbpf_set_print(nullptr);
-  AttachPlan plan = DispatchPlan();
 
-  std::vector<double> none, empty, traced;
-  double loader_cpu_ns = 0;
-  uint64_t records = 0, lost = 0;
-  for (int r = 0; r < rounds; ++r) {
-    none.push_back(RunLoop(iterations));
-    {
-      EmptyProbe probe(plan);
-      empty.push_back(RunLoop(iterations));
-    }
-    {
-      LooptraceProbe probe(plan);
-      traced.push_back(RunLoop(iterations));
-      probe.stop_ = true;
-      probe.consumer_.join();
-      probe.consumer_ = std::thread([] {});
-      loader_cpu_ns += probe.cpu_ns_;
-      records += probe.records_;
-      lost += probe.session_->ReadCounters().Get(StatId::ringbuf_full);
-    }
-  }
-  double m_none = Median(none), m_empty = Median(empty), m_traced = Median(traced);
-  double ratio = m_traced / m_empty;
-  fmt::print("probe overhead per dispatch event ({} rounds x {} messages, medians)\n", rounds, iterations);
-  fmt::print("  no probe            {:>9.1f} ns\n", m_none);
-  fmt::print("  empty BPF program   {:>9.1f} ns\n", m_empty);
-  fmt::print("  looptrace           {:>9.1f} ns\n", m_traced);
-  fmt::print("  ratio looptrace / empty program: {:.3f} (goal <= 1.15) {}\n", ratio,
-             ratio <= 1.15 ? "OK" : "OVER");
-  fmt::print("  looptrace's added cost over the empty program: {:.1f} ns per event\n", m_traced - m_empty);
+  Measurement dispatch = Measure(Hooks::kDispatch, iterations, rounds);
+  Print("dispatch events: ring buffer records", dispatch, iterations, rounds);
   fmt::print("loader CPU (decode + analysis): {:.1f} ms per million events ({} records, {} lost)\n",
-             loader_cpu_ns / 1e6 / (records / 1e6), records, lost);
+             dispatch.loader_cpu_ns / 1e6 / (dispatch.records / 1e6), dispatch.records, dispatch.lost);
+  Measurement beats = Measure(Hooks::kMethod, iterations, rounds);
+  Print("method beats: beat ring, no wakeup, no record in the ring buffer", beats, iterations, rounds);
   return 0;
 }

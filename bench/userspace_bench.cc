@@ -8,6 +8,8 @@
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/tracers/analyzer.h"
 #include "looptrace/tracers/event_json.h"
+#include "looptrace/tracers/matrix_compat.h"
+#include "looptrace/tracers/method_tree.h"
 
 namespace {
 
@@ -73,5 +75,68 @@ void BM_EventToJsonLine(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EventToJsonLine);
+
+}  // namespace
+
+namespace {
+
+// One message's beats: a realistic tree (fan-out 4, depth 6), repeated to 1M records.
+looptrace::MethodBeats MillionBeats() {
+  looptrace::MethodBeats m;
+  m.tid = 1;
+  m.begin_ns = 1000;
+  uint64_t ts = 1000;
+  std::vector<uint64_t> stack;
+  uint64_t next_id = 1;
+  while (m.beats.size() < (1u << 20) - 64) {
+    // Walk a fixed pattern: enter until depth 6, then exit and re-enter siblings.
+    if (stack.size() < 6 && (next_id % 5) != 0) {
+      uint64_t id = (next_id++ % 500) + 1;
+      stack.push_back(id);
+      m.beats.push_back({ts += 100, id, true});
+    } else if (!stack.empty()) {
+      m.beats.push_back({ts += 100, stack.back(), false});
+      stack.pop_back();
+      ++next_id;
+    } else {
+      ++next_id;
+    }
+  }
+  while (!stack.empty()) {
+    m.beats.push_back({ts += 100, stack.back(), false});
+    stack.pop_back();
+  }
+  m.end_ns = ts + 100;
+  return m;
+}
+
+void BM_BuildCallTreeMillionBeats(benchmark::State& state) {
+  auto beats = MillionBeats();
+  for (auto _ : state) {
+    looptrace::Stats stats;
+    auto tree = looptrace::BuildCallTree(beats, {}, &stats);
+    looptrace::TrimCallTree(&tree, 30);
+    benchmark::DoNotOptimize(tree);
+  }
+  state.SetItemsProcessed(state.iterations() * beats.beats.size());
+}
+BENCHMARK(BM_BuildCallTreeMillionBeats)->Unit(benchmark::kMillisecond);
+
+void BM_MatrixStructuredDataToStackMillion(benchmark::State& state) {
+  auto beats = MillionBeats();
+  std::vector<int64_t> records;
+  records.push_back(looptrace::matrix::EncodeRecord(true, looptrace::matrix::kMethodIdDispatch, 0));
+  for (const auto& b : beats.beats)
+    records.push_back(looptrace::matrix::EncodeRecord(b.enter, static_cast<int>(b.id), b.ts_ns / 1'000'000));
+  records.push_back(looptrace::matrix::EncodeRecord(false, looptrace::matrix::kMethodIdDispatch,
+                                                    beats.end_ns / 1'000'000));
+  for (auto _ : state) {
+    auto stack = looptrace::matrix::StructuredDataToStack(records, true, beats.end_ns / 1'000'000);
+    looptrace::matrix::TrimStack(stack, 30);
+    benchmark::DoNotOptimize(stack);
+  }
+  state.SetItemsProcessed(state.iterations() * records.size());
+}
+BENCHMARK(BM_MatrixStructuredDataToStackMillion)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -2,6 +2,8 @@
 // exactly the shape of the sample target's truth, every node within 1 ms (or 1 %).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "harness.h"
 
 namespace looptrace::testing {
@@ -160,6 +162,39 @@ TEST_F(EvilMethodTest, MethodStormLosesNoBeats) {
   auto stats = OfType(lines, "stats")[0]["counters"];
   EXPECT_EQ(stats["method_beats_overwritten"], 0);
   EXPECT_EQ(stats["unmatched_method_exit"], 0);
+}
+
+}  // namespace
+}  // namespace looptrace::testing
+
+namespace looptrace::testing {
+namespace {
+
+TEST_F(EvilMethodTest, MalformedMappingStaysUsableAndMissingIdsAreCounted) {
+  std::string mapping = dir_ / "methodMapping.txt";
+  {
+    std::ifstream in(Mapping());
+    std::ofstream out(mapping);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      if (line.starts_with("12,")) continue;        // L has no name
+      if (++n == 3) out << "this,is,not a mapping line at all\n";  // line 3 is malformed
+      out << line << "\n";
+    }
+  }
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--method-mapping",
+                       mapping, "--", SampleApp(), "--scenario", "evil", "--count", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(mapping + ":3:"), std::string::npos) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto reports = OfType(lines, "evil_method");
+  ASSERT_EQ(reports.size(), 1u);
+  std::set<std::string> names;
+  for (const auto& node : reports[0]["tree"]) names.insert(node["name"]);
+  EXPECT_TRUE(names.contains("sample.app.TestTraceMainActivity.A()V"));
+  EXPECT_TRUE(names.contains("method#12"));
+  EXPECT_GT(OfType(lines, "stats")[0]["counters"]["method_names_unknown"].get<int>(), 0);
 }
 
 }  // namespace

@@ -1,120 +1,168 @@
 #include "looptrace/tracers/method_tree.h"
 
 #include <algorithm>
-#include <memory>
 
 namespace looptrace {
 namespace {
 
-struct TreeNode {
+// Nodes live in one arena and link by index: no allocation per call, so a one-million-
+// beat slice builds in a few milliseconds.
+struct ArenaNode {
   uint64_t id = 0;
   uint64_t begin_ns = 0;
-  uint64_t end_ns = 0;
-  uint32_t count = 1;
   uint64_t cost_ns = 0;
+  uint32_t count = 1;
+  int32_t first_child = -1;
+  int32_t last_child = -1;
+  int32_t prev_sibling = -1;
+  int32_t next_sibling = -1;
+  int32_t parent = -1;
+  bool closed = false;
   bool unfinished = false;
   bool lost_exit = false;
-  std::vector<std::unique_ptr<TreeNode>> children;
 };
 
-void Flatten(const TreeNode& node, uint32_t depth, std::vector<CallNode>* out) {
-  out->push_back({node.id, depth, node.count, node.begin_ns, node.cost_ns, node.unfinished,
-                  node.lost_exit});
-  for (const auto& child : node.children) Flatten(*child, depth + 1, out);
-}
-
-// Consecutive identical leaves become one node with a count, as Matrix merges them.
-void MergeLeafRuns(TreeNode* node) {
-  auto& kids = node->children;
-  std::vector<std::unique_ptr<TreeNode>> merged;
-  for (auto& child : kids) {
-    MergeLeafRuns(child.get());
-    if (!merged.empty()) {
-      TreeNode& last = *merged.back();
-      if (last.id == child->id && last.children.empty() && child->children.empty() &&
-          !last.unfinished && !child->unfinished) {
-        last.count += child->count;
-        last.cost_ns += child->cost_ns;
-        continue;
-      }
-    }
-    merged.push_back(std::move(child));
+class TreeBuilder {
+ public:
+  explicit TreeBuilder(const MethodBeats& beats) {
+    nodes_.reserve(beats.beats.size() / 2 + 1);
+    ArenaNode root;
+    root.id = kDispatchMethodId;
+    root.begin_ns = beats.begin_ns;
+    root.cost_ns = beats.end_ns > beats.begin_ns ? beats.end_ns - beats.begin_ns : 0;
+    nodes_.push_back(root);
   }
-  kids = std::move(merged);
-}
+
+  int32_t Enter(int32_t parent, uint64_t id, uint64_t ts) {
+    int32_t index = static_cast<int32_t>(nodes_.size());
+    ArenaNode node;
+    node.id = id;
+    node.begin_ns = ts;
+    node.parent = parent;
+    ArenaNode& p = nodes_[parent];
+    if (p.last_child >= 0) {
+      nodes_[p.last_child].next_sibling = index;
+      node.prev_sibling = p.last_child;
+    } else {
+      p.first_child = index;
+    }
+    p.last_child = index;
+    nodes_.push_back(node);
+    return index;
+  }
+
+  void Close(int32_t index, uint64_t end_ns) {
+    ArenaNode& n = nodes_[index];
+    n.cost_ns = end_ns > n.begin_ns ? end_ns - n.begin_ns : 0;
+    n.closed = true;
+  }
+
+  // A leaf that ends right after an identical leaf sibling joins it (Matrix's count).
+  void MergeIntoPreviousSibling(int32_t index) {
+    ArenaNode& n = nodes_[index];
+    if (n.first_child >= 0 || n.unfinished || n.lost_exit || n.prev_sibling < 0) return;
+    ArenaNode& prev = nodes_[n.prev_sibling];
+    if (prev.id != n.id || prev.first_child >= 0 || prev.unfinished || prev.lost_exit) return;
+    prev.count += n.count;
+    prev.cost_ns += n.cost_ns;
+    prev.next_sibling = -1;
+    nodes_[n.parent].last_child = n.prev_sibling;
+    if (index == static_cast<int32_t>(nodes_.size()) - 1) nodes_.pop_back();
+  }
+
+  ArenaNode& node(int32_t index) { return nodes_[index]; }
+
+  std::vector<CallNode> Flatten() const {
+    std::vector<CallNode> out;
+    out.reserve(nodes_.size());
+    std::vector<std::pair<int32_t, uint32_t>> todo = {{0, 0}};
+    while (!todo.empty()) {
+      auto [index, depth] = todo.back();
+      todo.pop_back();
+      const ArenaNode& n = nodes_[index];
+      out.push_back({n.id, depth, n.count, n.begin_ns, n.cost_ns, n.unfinished, n.lost_exit});
+      // Children are pushed last-first so they pop in call order.
+      for (int32_t child = n.last_child; child >= 0; child = nodes_[child].prev_sibling)
+        todo.push_back({child, depth + 1});
+    }
+    return out;
+  }
+
+ private:
+  std::vector<ArenaNode> nodes_;
+};
 
 }  // namespace
 
 std::vector<CallNode> BuildCallTree(const MethodBeats& beats, const CallTreeOptions& options,
                                     Stats* stats) {
-  TreeNode root;
-  root.id = kDispatchMethodId;
-  root.begin_ns = beats.begin_ns;
-  root.end_ns = beats.end_ns;
-  root.cost_ns = beats.end_ns > beats.begin_ns ? beats.end_ns - beats.begin_ns : 0;
-
-  // Open frames; a null node is a frame deeper than max_depth (kept only for pairing).
+  TreeBuilder tree(beats);
+  // Open frames; index -1 is a frame deeper than max_depth (kept only for pairing).
   struct Frame {
     uint64_t id;
-    TreeNode* node;
+    int32_t index;
   };
   std::vector<Frame> stack;
-  auto parent = [&]() -> TreeNode* {
+  int32_t parent = 0;  // innermost open frame that has a node (0 = the root)
+  auto refresh_parent = [&] {
+    parent = 0;
     for (auto it = stack.rbegin(); it != stack.rend(); ++it)
-      if (it->node) return it->node;
-    return &root;
-  };
-  auto close = [&](TreeNode* node, uint64_t end_ns) {
-    node->end_ns = std::max(end_ns, node->begin_ns);
-    node->cost_ns = node->end_ns - node->begin_ns;
+      if (it->index >= 0) {
+        parent = it->index;
+        break;
+      }
   };
 
   uint64_t last_ts = beats.begin_ns;
+  uint64_t out_of_order = 0, depth_exceeded = 0, unmatched = 0, missing = 0;
   for (const MethodBeat& beat : beats.beats) {
-    if (beat.ts_ns < last_ts) stats->Add(StatId::events_out_of_order);
+    if (beat.ts_ns < last_ts) ++out_of_order;
     last_ts = std::max(last_ts, beat.ts_ns);
     if (beat.enter) {
       if (stack.size() >= options.max_depth) {
-        stats->Add(StatId::method_depth_exceeded);
-        stack.push_back({beat.id, nullptr});
+        ++depth_exceeded;
+        stack.push_back({beat.id, -1});
         continue;
       }
-      auto node = std::make_unique<TreeNode>();
-      node->id = beat.id;
-      node->begin_ns = beat.ts_ns;
-      TreeNode* raw = node.get();
-      parent()->children.push_back(std::move(node));
-      stack.push_back({beat.id, raw});
+      int32_t index = tree.Enter(parent, beat.id, beat.ts_ns);
+      stack.push_back({beat.id, index});
+      parent = index;
       continue;
     }
     // An exit closes the innermost open frame of the same method; frames above it never
     // got their exit (an exception or longjmp unwound them) and end here too.
-    auto match = std::find_if(stack.rbegin(), stack.rend(),
-                              [&](const Frame& f) { return f.id == beat.id; });
-    if (match == stack.rend()) {
-      stats->Add(StatId::unmatched_method_exit);
+    size_t match = stack.size();
+    while (match > 0 && stack[match - 1].id != beat.id) --match;
+    if (match == 0) {
+      ++unmatched;
       continue;
     }
-    size_t keep = stack.rend() - match - 1;
-    for (size_t i = stack.size() - 1; i > keep; --i) {
-      if (stack[i].node) {
-        close(stack[i].node, beat.ts_ns);
-        stack[i].node->lost_exit = true;
+    --match;
+    for (size_t i = stack.size() - 1; i > match; --i) {
+      if (stack[i].index >= 0) {
+        tree.Close(stack[i].index, beat.ts_ns);
+        tree.node(stack[i].index).lost_exit = true;
       }
-      stats->Add(StatId::method_exit_missing);
+      ++missing;
     }
-    if (stack[keep].node) close(stack[keep].node, beat.ts_ns);
-    stack.resize(keep);
+    const int32_t closed = stack[match].index;
+    stack.resize(match);
+    if (closed >= 0) {
+      tree.Close(closed, beat.ts_ns);
+      tree.MergeIntoPreviousSibling(closed);
+    }
+    refresh_parent();
   }
   for (auto& frame : stack) {
-    if (!frame.node) continue;
-    close(frame.node, beats.end_ns);
-    frame.node->unfinished = true;
+    if (frame.index < 0) continue;
+    tree.Close(frame.index, beats.end_ns);
+    tree.node(frame.index).unfinished = true;
   }
-  MergeLeafRuns(&root);
-  std::vector<CallNode> out;
-  Flatten(root, 0, &out);
-  return out;
+  if (out_of_order) stats->Add(StatId::events_out_of_order, out_of_order);
+  if (depth_exceeded) stats->Add(StatId::method_depth_exceeded, depth_exceeded);
+  if (unmatched) stats->Add(StatId::unmatched_method_exit, unmatched);
+  if (missing) stats->Add(StatId::method_exit_missing, missing);
+  return tree.Flatten();
 }
 
 size_t TrimCallTree(std::vector<CallNode>* nodes, size_t target) {
