@@ -10,6 +10,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 #include "looptrace/events.h"
 
@@ -66,8 +67,11 @@ static __always_inline void count(__u32 index)
 		*value += 1;
 }
 
-/* Returns the tid when this hit belongs to a watched thread, else 0. */
-static __always_inline __u32 watched_tid(void)
+/*
+ * Returns the tid when this hit belongs to a watched thread, else 0. Enqueues are
+ * watched on every thread: other threads post to the main looper's queue.
+ */
+static __always_inline __u32 watched_tid(__u64 cookie)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -78,7 +82,8 @@ static __always_inline __u32 watched_tid(void)
 		count(LT_STAT_OTHER_PROCESS);
 		return 0;
 	}
-	if (thread_filter == LT_THREADS_MAIN && tid != tgid) {
+	if (thread_filter == LT_THREADS_MAIN && tid != tgid &&
+	    LT_COOKIE_ROLE(cookie) != LT_ROLE_MESSAGE_ENQUEUE) {
 		count(LT_STAT_OTHER_THREAD);
 		return 0;
 	}
@@ -210,10 +215,10 @@ static __always_inline int handle_uprobe(struct pt_regs *ctx)
 	struct lt_probe_record *rec;
 	__u32 tid, nargs, i;
 
-	tid = watched_tid();
+	cookie = bpf_get_attach_cookie(ctx);
+	tid = watched_tid(cookie);
 	if (!tid)
 		return 0;
-	cookie = bpf_get_attach_cookie(ctx);
 	nargs = LT_COOKIE_NARGS(cookie);
 	if (nargs) {
 		__u64 regs[LT_UPROBE_SOURCES];
@@ -272,10 +277,10 @@ int lt_usdt(struct pt_regs *ctx)
 	__u32 tid, nargs, i;
 	long value;
 
-	tid = watched_tid();
+	cookie = bpf_usdt_cookie(ctx);
+	tid = watched_tid(cookie);
 	if (!tid)
 		return 0;
-	cookie = bpf_usdt_cookie(ctx);
 	nargs = LT_COOKIE_NARGS(cookie);
 #pragma unroll
 	for (i = 0; i < LT_MAX_ARGS; i++) {
@@ -296,5 +301,190 @@ int lt_usdt(struct pt_regs *ctx)
 	for (i = 0; i < LT_MAX_ARGS; i++)
 		rec->args[i] = values[i];
 	submit(rec);
+	return 0;
+}
+
+/* ---- thread state: sched_switch, sched_wakeup, cpu-clock samples, SIGQUIT ---- */
+
+#define LT_STACK_DEPTH 127
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, LT_STACK_DEPTH * sizeof(__u64));
+} stack_traces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct lt_thread_state);
+} thread_states SEC(".maps");
+
+static __always_inline int in_target(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, tgid) == target_tgid;
+}
+
+static __always_inline struct lt_thread_state *state_of(__u32 tid)
+{
+	struct lt_thread_state *st = bpf_map_lookup_elem(&thread_states, &tid);
+
+	if (!st) {
+		struct lt_thread_state fresh = {
+			.state = LT_STATE_RUNNING,
+			.kstack_id = -1,
+			.ustack_id = -1,
+			.sample_kstack_id = -1,
+			.sample_ustack_id = -1,
+		};
+
+		bpf_map_update_elem(&thread_states, &tid, &fresh, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&thread_states, &tid);
+	}
+	return st;
+}
+
+static __always_inline void emit_switch(__u64 now, __u32 tid, __u32 kind, __u32 state,
+					__s32 kstack, __s32 ustack)
+{
+	struct lt_switch_record *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+
+	if (!rec) {
+		count(LT_STAT_RINGBUF_FULL);
+		return;
+	}
+	rec->header.type = LT_RECORD_SWITCH;
+	rec->header.size = sizeof(*rec);
+	rec->ts_ns = now;
+	rec->tid = tid;
+	rec->kind = kind;
+	rec->state = state;
+	rec->kstack_id = kstack;
+	rec->ustack_id = ustack;
+	rec->pad = 0;
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	/* Filter by tgid first: most switches on the machine are not the target's. */
+	int prev_in = prev->tgid == target_tgid;
+	int next_in = next->tgid == target_tgid;
+	__u64 now;
+
+	if (!prev_in && !next_in)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (prev_in) {
+		__u32 tid = prev->pid;
+		struct lt_thread_state *st = state_of(tid);
+		/* prev is current here: its stacks are the ones it blocked with */
+		__s32 kstack = bpf_get_stackid(ctx, &stack_traces, 0);
+		__s32 ustack = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
+
+		if (kstack < 0 && ustack < 0)
+			count(LT_STAT_STACK_FAILED);
+		if (st) {
+			st->since_ns = now;
+			st->state = prev_state;
+			st->kstack_id = kstack;
+			st->ustack_id = ustack;
+			st->switches++;
+		}
+		if (tid == target_tgid)
+			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
+	}
+	if (next_in) {
+		__u32 tid = next->pid;
+		struct lt_thread_state *st = state_of(tid);
+
+		if (st) {
+			st->since_ns = now;
+			st->state = LT_STATE_RUNNING;
+		}
+		if (tid == target_tgid)
+			emit_switch(now, tid, LT_SWITCH_IN, 0, -1, -1);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(lt_sched_wakeup, struct task_struct *p)
+{
+	struct task_struct *waker;
+	struct lt_wakeup_record *rec;
+
+	if (p->pid != target_tgid)
+		return 0;
+	waker = bpf_get_current_task_btf();
+	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_STAT_RINGBUF_FULL);
+		return 0;
+	}
+	rec->header.type = LT_RECORD_WAKEUP;
+	rec->header.size = sizeof(*rec);
+	rec->ts_ns = bpf_ktime_get_ns();
+	rec->wakee_tid = p->pid;
+	rec->waker_tid = waker->pid;
+	rec->waker_tgid = waker->tgid;
+	rec->pad = 0;
+	bpf_get_current_comm(rec->waker_comm, sizeof(rec->waker_comm));
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+#define LT_SIGQUIT 3
+
+SEC("tp_btf/signal_generate")
+int BPF_PROG(lt_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	struct task_struct *sender;
+	struct lt_signal_record *rec;
+
+	if (sig != LT_SIGQUIT || task->tgid != target_tgid)
+		return 0;
+	sender = bpf_get_current_task_btf();
+	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_STAT_RINGBUF_FULL);
+		return 0;
+	}
+	rec->header.type = LT_RECORD_SIGNAL;
+	rec->header.size = sizeof(*rec);
+	rec->ts_ns = bpf_ktime_get_ns();
+	rec->sig = sig;
+	rec->result = result;
+	rec->target_tid = task->pid;
+	rec->sender_tgid = sender->tgid;
+	rec->sender_tid = sender->pid;
+	rec->pad = 0;
+	bpf_get_current_comm(rec->sender_comm, sizeof(rec->sender_comm));
+	/* an ANR confirmation is urgent: wake the reader */
+	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* cpu-clock samples of the main thread: its stack while it runs (busy ANRs). */
+SEC("perf_event")
+int lt_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct lt_thread_state *st;
+
+	if ((pid_tgid >> 32) != target_tgid)
+		return 0;
+	st = state_of(tid);
+	if (!st)
+		return 0;
+	st->sample_kstack_id = bpf_get_stackid(ctx, &stack_traces, 0);
+	st->sample_ustack_id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
+	st->sample_ns = bpf_ktime_get_ns();
 	return 0;
 }

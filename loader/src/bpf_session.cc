@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -143,6 +144,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     if (int err = bpf_map__set_max_entries(skel->maps.beats, options.beat_capacity))
       return SystemError("cannot size the method-beat buffer", err);
     skel->rodata->beat_mask = options.beat_capacity - 1;
+    // Attached on demand (AttachThreadTracking), not by the skeleton.
+    bpf_program__set_autoattach(skel->progs.lt_sched_switch, false);
     if (with_multi)
       SetUprobeMultiAttachType(skel->progs.lt_uprobe_multi);
     else
@@ -186,6 +189,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
 
 BpfSession::~BpfSession() {
   Detach();
+  for (int fd : perf_fds_) close(fd);
   if (beats_) munmap(const_cast<lt_beat*>(beats_), beats_mapped_bytes_);
   if (ring_) ring_buffer__free(ring_);
   if (skel_) lt_probes__destroy(skel_);
@@ -306,6 +310,57 @@ Result<size_t> BpfSession::Consume() {
   int n = ring_buffer__consume(ring_);
   if (n < 0) return SystemError("cannot read the ring buffer", n);
   return static_cast<size_t>(n);
+}
+
+Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
+  for (bpf_program* prog : {skel_->progs.lt_sched_switch, skel_->progs.lt_sched_wakeup,
+                            skel_->progs.lt_signal_generate}) {
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link)
+      return SystemError(fmt::format("cannot attach {}", bpf_program__section_name(prog)), errno,
+                         ExitCode::kUnsupported);
+    links_.emplace_back(link);
+  }
+  thread_tracking_ = true;
+  if (sample_hz <= 0) return {};
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.freq = 1;
+  attr.sample_freq = static_cast<uint64_t>(sample_hz);
+  int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, sample_tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  if (fd < 0)
+    return SystemError(fmt::format("cannot sample thread {} (perf cpu-clock)", sample_tid), errno,
+                       ExitCode::kUnsupported);
+  perf_fds_.push_back(fd);
+  bpf_link* link = bpf_program__attach_perf_event(skel_->progs.lt_cpu_sample, fd);
+  if (!link) return SystemError("cannot attach the cpu-clock sampler", errno, ExitCode::kUnsupported);
+  links_.emplace_back(link);
+  return {};
+}
+
+std::vector<std::pair<uint32_t, lt_thread_state>> BpfSession::ThreadStates() const {
+  std::vector<std::pair<uint32_t, lt_thread_state>> out;
+  int fd = bpf_map__fd(skel_->maps.thread_states);
+  uint32_t key = 0, next = 0;
+  uint32_t* previous = nullptr;
+  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
+    lt_thread_state state{};
+    if (bpf_map_lookup_elem(fd, &next, &state) == 0) out.emplace_back(next, state);
+    key = next;
+    previous = &key;
+  }
+  return out;
+}
+
+std::vector<uint64_t> BpfSession::StackIps(int32_t stack_id) const {
+  if (stack_id < 0) return {};
+  std::vector<uint64_t> ips(127);
+  uint32_t key = static_cast<uint32_t>(stack_id);
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.stack_traces), &key, ips.data()) != 0) return {};
+  while (!ips.empty() && ips.back() == 0) ips.pop_back();
+  return ips;
 }
 
 uint64_t BpfSession::beat_head() const {

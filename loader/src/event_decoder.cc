@@ -16,9 +16,10 @@ MethodIdKind MethodIdKindOf(const ProbeSpec& spec) {
 }
 
 EventDecoder::EventDecoder(const AttachPlan* plan, StringReader* strings, Stats* stats,
-                           const BeatSource* beats, AddressNamer* addresses, DecoderOptions options)
+                           const BeatSource* beats, AddressNamer* addresses, DecoderOptions options,
+                           KernelStackNamer* kernel_stacks)
     : plan_(plan), strings_(strings), stats_(stats), beats_(beats), addresses_(addresses),
-      options_(options) {
+      options_(options), kernel_stacks_(kernel_stacks) {
   for (const auto& p : plan_->probes) {
     kind_by_probe_.push_back(MethodIdKindOf(p.spec));
     if (p.spec.role == Role::kMethodEnter && !beat_kind_) beat_kind_ = kind_by_probe_.back();
@@ -33,8 +34,9 @@ uint64_t StringPairId(uint64_t name, uint64_t cls) { return name ^ (cls * 0x9E37
 }  // namespace
 
 MethodBeats EventDecoder::CopyBeats(uint32_t pid, uint32_t tid, const OpenDispatch& open,
-                                    uint64_t end_ns, uint64_t end_index) {
+                                    uint64_t end_ns, uint64_t end_index, const char* span) {
   MethodBeats out;
+  out.span = span;
   out.tid = tid;
   out.begin_ns = open.begin_ns;
   out.end_ns = end_ns;
@@ -79,13 +81,91 @@ MethodBeats EventDecoder::CopyBeats(uint32_t pid, uint32_t tid, const OpenDispat
 std::optional<MethodBeats> EventDecoder::OpenMessageBeats(uint32_t tid, uint64_t now_ns) {
   auto it = open_by_tid_.find(tid);
   if (!beats_ || !beat_kind_ || it == open_by_tid_.end() || it->second.empty()) return std::nullopt;
-  return CopyBeats(pid_, tid, it->second.back(), now_ns, UINT64_MAX);
+  return CopyBeats(pid_, tid, it->second.front(), now_ns, UINT64_MAX, "open");
+}
+
+std::optional<uint64_t> EventDecoder::OpenMessageBegin(uint32_t tid) const {
+  auto it = open_by_tid_.find(tid);
+  if (it == open_by_tid_.end() || it->second.empty()) return std::nullopt;
+  return it->second.front().begin_ns;
 }
 
 std::optional<std::string> EventDecoder::LookupString(uint32_t pid, uint64_t address) {
   if (auto it = sent_strings_.find(address); it != sent_strings_.end()) return it->second;
   if (!strings_) return std::nullopt;
   return strings_->Read(pid, address);  // BPF could not copy it: read it from the target
+}
+
+void EventDecoder::DecodeProbe(const lt_probe_record& rec, std::vector<Event>* out) {
+  if (rec.probe_id >= plan_->probes.size()) {
+    stats_->Add(StatId::unknown_probe_id);
+    return;
+  }
+  const ResolvedProbe& probe = plan_->probes[rec.probe_id];
+  ProbeEvent e;
+  e.ts_ns = rec.ts_ns;
+  e.pid = rec.tgid;
+  e.tid = rec.tid;
+  e.role = probe.spec.role;
+  e.probe_id = rec.probe_id;
+  e.thread_cpu_ns = rec.thread_cpu_ns;
+  pid_ = rec.tgid;
+  e.args.reserve(probe.spec.args.size());
+  for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i) {
+    const ArgSpec& spec = probe.spec.args[i];
+    EventArg arg{spec.name, rec.args[i], std::nullopt};
+    if (spec.type == ArgType::kInt) arg.value = static_cast<uint64_t>(static_cast<int64_t>(rec.args[i]));
+    if (spec.type == ArgType::kStr) {
+      arg.is_string = true;
+      arg.text = LookupString(rec.tgid, rec.args[i]);
+      if (!arg.text) stats_->Add(StatId::string_read_failed);
+    }
+    e.args.push_back(std::move(arg));
+  }
+  // Spans whose method beats are copied when they are slow: messages, idle handlers and
+  // input events. The beats go out before the span's end event.
+  const bool copy_beats = beats_ && beat_kind_;
+  auto slow = [&](const OpenDispatch& open) { return e.ts_ns - open.begin_ns >= options_.beat_min_cost_ns; };
+  const uint64_t seq = e.Arg("seq") ? e.Arg("seq")->value : 0;
+  switch (e.role) {
+    case Role::kDispatchBegin:
+      open_by_tid_[e.tid].push_back({e.ts_ns, rec.beat_index});
+      break;
+    case Role::kDispatchEnd: {
+      auto& stack = open_by_tid_[e.tid];
+      if (stack.empty()) break;
+      OpenDispatch open = stack.back();
+      stack.pop_back();
+      if (copy_beats && slow(open))
+        out->push_back(CopyBeats(rec.tgid, e.tid, open, e.ts_ns, rec.beat_index, "message"));
+      break;
+    }
+    case Role::kIdleBegin:
+      open_idle_[e.tid] = {e.ts_ns, rec.beat_index};
+      break;
+    case Role::kIdleEnd: {
+      auto it = open_idle_.find(e.tid);
+      if (it == open_idle_.end()) break;
+      if (copy_beats && slow(it->second))
+        out->push_back(CopyBeats(rec.tgid, e.tid, it->second, e.ts_ns, rec.beat_index, "idle"));
+      open_idle_.erase(it);
+      break;
+    }
+    case Role::kInputReceive:
+      open_inputs_[seq] = {e.tid, {e.ts_ns, rec.beat_index}};
+      break;
+    case Role::kInputFinish: {
+      auto it = open_inputs_.find(seq);
+      if (it == open_inputs_.end()) break;
+      if (copy_beats && slow(it->second.second))
+        out->push_back(CopyBeats(rec.tgid, it->second.first, it->second.second, e.ts_ns, rec.beat_index, "input"));
+      open_inputs_.erase(it);
+      break;
+    }
+    default:
+      break;
+  }
+  out->push_back(std::move(e));
 }
 
 void EventDecoder::Decode(std::span<const uint8_t> raw, std::vector<Event>* out) {
@@ -104,43 +184,42 @@ void EventDecoder::Decode(std::span<const uint8_t> raw, std::vector<Event>* out)
       if (header.size != sizeof(lt_probe_record)) break;
       lt_probe_record rec;
       std::memcpy(&rec, raw.data(), sizeof(rec));
-      if (rec.probe_id >= plan_->probes.size()) {
-        stats_->Add(StatId::unknown_probe_id);
-        return;
-      }
-      const ResolvedProbe& probe = plan_->probes[rec.probe_id];
-      ProbeEvent e;
+      DecodeProbe(rec, out);
+      return;
+    }
+    case LT_RECORD_SWITCH: {
+      if (header.size != sizeof(lt_switch_record)) break;
+      lt_switch_record rec;
+      std::memcpy(&rec, raw.data(), sizeof(rec));
+      ThreadSwitch e;
       e.ts_ns = rec.ts_ns;
-      e.pid = rec.tgid;
       e.tid = rec.tid;
-      e.role = probe.spec.role;
-      e.probe_id = rec.probe_id;
-      e.thread_cpu_ns = rec.thread_cpu_ns;
-      pid_ = rec.tgid;
-      e.args.reserve(probe.spec.args.size());
-      for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i) {
-        const ArgSpec& spec = probe.spec.args[i];
-        EventArg arg{spec.name, rec.args[i], std::nullopt};
-        if (spec.type == ArgType::kInt)
-          arg.value = static_cast<uint64_t>(static_cast<int64_t>(rec.args[i]));
-        if (spec.type == ArgType::kStr) {
-          arg.is_string = true;
-          arg.text = LookupString(rec.tgid, rec.args[i]);
-          if (!arg.text) stats_->Add(StatId::string_read_failed);
-        }
-        e.args.push_back(std::move(arg));
-      }
-      if (e.role == Role::kDispatchBegin) {
-        open_by_tid_[e.tid].push_back({e.ts_ns, rec.beat_index});
-      } else if (e.role == Role::kDispatchEnd) {
-        auto& stack = open_by_tid_[e.tid];
-        if (!stack.empty()) {
-          OpenDispatch open = stack.back();
-          stack.pop_back();
-          if (beats_ && beat_kind_ && e.ts_ns - open.begin_ns >= options_.beat_min_cost_ns)
-            out->push_back(CopyBeats(rec.tgid, e.tid, open, e.ts_ns, rec.beat_index));
-        }
-      }
+      e.off_cpu = rec.kind == LT_SWITCH_OUT;
+      e.state = rec.state;
+      if (e.off_cpu && kernel_stacks_ && rec.kstack_id >= 0) e.kernel_stack = kernel_stacks_->KernelStack(rec.kstack_id);
+      out->push_back(std::move(e));
+      return;
+    }
+    case LT_RECORD_WAKEUP: {
+      if (header.size != sizeof(lt_wakeup_record)) break;
+      lt_wakeup_record rec;
+      std::memcpy(&rec, raw.data(), sizeof(rec));
+      out->push_back(Wakeup{rec.ts_ns, rec.wakee_tid, rec.waker_tid, rec.waker_tgid,
+                            std::string(rec.waker_comm, strnlen(rec.waker_comm, sizeof(rec.waker_comm)))});
+      return;
+    }
+    case LT_RECORD_SIGNAL: {
+      if (header.size != sizeof(lt_signal_record)) break;
+      lt_signal_record rec;
+      std::memcpy(&rec, raw.data(), sizeof(rec));
+      SignalSent e;
+      e.ts_ns = rec.ts_ns;
+      e.signal = rec.sig;
+      e.target_tid = rec.target_tid;
+      e.sender_pid = rec.sender_tgid;
+      e.sender_tid = rec.sender_tid;
+      e.sender_comm = std::string(rec.sender_comm, strnlen(rec.sender_comm, sizeof(rec.sender_comm)));
+      e.result = rec.result;
       out->push_back(std::move(e));
       return;
     }

@@ -16,10 +16,12 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "looptrace/loader/bpf_session.h"
 #include "looptrace/loader/event_decoder.h"
+#include "looptrace/loader/stall_snapshot.h"
 #include "looptrace/loader/string_reader.h"
 #include "looptrace/symbols/process_symbolizer.h"
 #include "looptrace/util/log.h"
@@ -82,6 +84,7 @@ bool IsEndRole(Role role) {
     case Role::kInputFinish:
     case Role::kAppCreateEnd:
     case Role::kPollEnd:
+    case Role::kBarrierRemove:
       return true;
     default:
       return false;
@@ -114,6 +117,7 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
 class SymbolizingAddressNamer : public AddressNamer {
  public:
   explicit SymbolizingAddressNamer(int pid) : symbolizer_(pid) {}
+  symbols::ProcessSymbolizer* symbolizer() { return &symbolizer_; }
   void Prime() { symbolizer_.ReadMaps(); }
   std::optional<std::string> Name(uint32_t, uint64_t address) override {
     auto where = symbolizer_.Symbolize(address);
@@ -197,8 +201,41 @@ class Session {
                      }));
     DecoderOptions decoder_options;
     decoder_options.beat_min_cost_ns = options_.beat_min_cost_ns;
-    decoder_.emplace(&plan_, &strings_, &decoder_stats_, bpf_.get(), &*addresses_, decoder_options);
+    kernel_stacks_.emplace(bpf_.get());
+    decoder_.emplace(&plan_, &strings_, &decoder_stats_, bpf_.get(), &*addresses_, decoder_options,
+                     &*kernel_stacks_);
+    tgid_ = tgid;
+    snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, addresses_->symbolizer(),
+                       &decoder_stats_);
     return {};
+  }
+
+  // Off-CPU reasons, wakeups, SIGQUIT and stacks; a kernel without them only loses those.
+  void AttachThreadTracking() {
+    if (!options_.thread_tracking) return;
+    if (auto ok = bpf_->AttachThreadTracking(static_cast<int>(tgid_), options_.sample_hz); !ok) {
+      log::Warning("thread-state tracing is off: {}", ok.error().message);
+      decoder_stats_.Add(StatId::thread_tracking_off);
+    }
+  }
+
+  // LAG / ANR snapshots of the main thread's message while it still runs.
+  void Watchdog(uint64_t now_ns) {
+    if (now_ns - last_cpu_sample_ns_ >= 500'000'000) {
+      snapshots_->SampleCpu(now_ns);
+      last_cpu_sample_ns_ = now_ns;
+    }
+    auto begin = decoder_->OpenMessageBegin(tgid_);
+    if (!begin || now_ns < *begin) return;
+    const uint64_t running = now_ns - *begin;
+    for (bool anr : {false, true}) {
+      const uint64_t threshold = anr ? options_.anr_threshold_ns : options_.lag_threshold_ns;
+      if (running < threshold || !snapshotted_.insert({*begin, anr}).second) continue;
+      StallSnapshot snapshot = snapshots_->Take(tgid_, *begin, anr, now_ns);
+      log::V1("{} snapshot of the message running for {:.3f} s", anr ? "ANR" : "LAG", running / 1e9);
+      sink_.OnEvent(snapshot);
+      if (auto beats = decoder_->OpenMessageBeats(tgid_, now_ns)) sink_.OnEvent(*beats);
+    }
   }
 
   // Attaches ends before begins, one group per (binary, kind): with uprobe_multi a
@@ -298,6 +335,7 @@ class Session {
         }
       }
       RETURN_IF_ERROR(bpf_->Consume());
+      Watchdog(NowNs(CLOCK_MONOTONIC));
     }
     return reason;
   }
@@ -331,6 +369,11 @@ class Session {
   std::optional<EventDecoder> decoder_;
   std::vector<Event> decoded_;
   bool primed_ = false;
+  std::optional<BpfKernelStacks> kernel_stacks_;
+  std::optional<SnapshotTaker> snapshots_;
+  uint32_t tgid_ = 0;
+  uint64_t last_cpu_sample_ns_ = 0;
+  std::set<std::pair<uint64_t, bool>> snapshotted_;  // (message begin, anr level) done
   std::unique_ptr<BpfSession> bpf_;
 };
 
@@ -449,6 +492,7 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
                        ExitCode::kTarget);
     return std::unexpected(attached.error());
   }
+  session.AttachThreadTracking();
   SessionStart start;
   start.pid = static_cast<uint32_t>(pid);
   start.command = ReadComm(pid);
@@ -516,6 +560,7 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
     abandon_child();
     return std::unexpected(ok.error());
   }
+  session.AttachThreadTracking();
   SessionStart start;
   start.pid = static_cast<uint32_t>(child);
   start.command = argv[0].substr(argv[0].find_last_of('/') + 1);

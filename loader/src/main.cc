@@ -32,7 +32,30 @@ struct ReportOptions {
   size_t max_nodes = 30;           // Matrix's TARGET_EVIL_METHOD_STACK
   bool matrix_compat = false;
   std::string method_mapping;
+  std::string anr_threshold = "5000";  // MS or a preset: input, broadcast, service
+  double lag_threshold_ms = 2000;      // Matrix DEFAULT_NORMAL_LAG
+  double idle_lag_threshold_ms = 2000;
+  double input_lag_threshold_ms = 2000;
+  double barrier_threshold_ms = 2000;
 };
+
+// Android's ANR timeouts by name (AOSP defaults), or a number of milliseconds.
+Result<uint64_t> ParseAnrThreshold(const std::string& text) {
+  static const std::pair<const char*, uint64_t> kPresets[] = {
+      {"input", 5000}, {"broadcast", 10000}, {"broadcast-bg", 60000}, {"service", 20000},
+      {"service-bg", 200000}, {"bind-application", 15000}, {"job", 8000}};
+  for (auto [name, ms] : kPresets)
+    if (text == name) return ms * 1'000'000;
+  try {
+    size_t used = 0;
+    double ms = std::stod(text, &used);
+    if (used == text.size() && ms > 0) return static_cast<uint64_t>(ms * 1e6);
+  } catch (...) {
+  }
+  return MakeError(fmt::format("invalid --anr-threshold '{}'", text), ExitCode::kUsage,
+                   "milliseconds, or one of input (5 s), broadcast (10 s), broadcast-bg (60 s), "
+                   "service (20 s), service-bg (200 s), bind-application (15 s), job (8 s)");
+}
 
 // Analysis options shared by record, run and report; loads the method mapping.
 Result<AnalysisOptions> MakeAnalysisOptions(const ReportOptions& options,
@@ -42,6 +65,12 @@ Result<AnalysisOptions> MakeAnalysisOptions(const ReportOptions& options,
   analysis.evil.threshold_ns = static_cast<uint64_t>(options.evil_threshold_ms * 1e6);
   analysis.evil.max_nodes = options.max_nodes;
   analysis.evil.matrix_compat = options.matrix_compat;
+  ASSIGN_OR_RETURN(analysis.anr.anr_threshold_ns, ParseAnrThreshold(options.anr_threshold));
+  analysis.anr.lag_threshold_ns = static_cast<uint64_t>(options.lag_threshold_ms * 1e6);
+  analysis.anr.idle_lag_threshold_ns = static_cast<uint64_t>(options.idle_lag_threshold_ms * 1e6);
+  analysis.anr.input_lag_threshold_ns = static_cast<uint64_t>(options.input_lag_threshold_ms * 1e6);
+  analysis.anr.barrier_threshold_ns = static_cast<uint64_t>(options.barrier_threshold_ms * 1e6);
+  analysis.anr.max_nodes = options.max_nodes;
   if (!options.method_mapping.empty()) {
     ASSIGN_OR_RETURN(*namer, loader::MappingNamer::Load(options.method_mapping));
     analysis.namer = namer->get();
@@ -57,6 +86,7 @@ struct Options {
   std::string threads = "main";
   std::string ringbuf_size = "8M";
   size_t beat_buffer = 1u << 20;
+  bool no_thread_tracking = false;
   std::string save;
   std::vector<std::string> command;
   std::string recording;
@@ -133,6 +163,9 @@ int TraceCommand(Options& opt, bool run) {
   std::unique_ptr<MethodNamer> namer;
   auto analysis = MakeAnalysisOptions(opt.report, &namer);
   if (!analysis) return Fail(analysis.error());
+  opt.session.anr_threshold_ns = analysis->anr.anr_threshold_ns;
+  opt.session.lag_threshold_ns = analysis->anr.lag_threshold_ns;
+  opt.session.thread_tracking = !opt.no_thread_tracking;
 
   // Outputs are opened first: an unwritable path fails before anything is attached.
   auto out = loader::OutputFile::Create(opt.report.output);
@@ -276,6 +309,23 @@ void AddReportOptions(CLI::App* cmd, Options& opt) {
                 "reproduce Matrix's stack algorithm exactly (ms clock, its quirks)");
   cmd->add_option("--method-mapping", opt.report.method_mapping,
                   "Matrix methodMapping.txt naming method ids");
+  cmd->add_option("--anr-threshold", opt.report.anr_threshold,
+                  "ANR snapshot when a message runs this long: MS or input|broadcast|service")
+      ->capture_default_str();
+  cmd->add_option("--lag-threshold", opt.report.lag_threshold_ms, "LAG snapshot (Matrix's 2 s)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--idle-lag-threshold", opt.report.idle_lag_threshold_ms, "slow IdleHandler (MS)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--input-lag-threshold", opt.report.input_lag_threshold_ms,
+                  "input event received -> finished (MS)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--barrier-threshold", opt.report.barrier_threshold_ms,
+                  "sync barrier standing while sync messages wait (MS)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 }
 
 void AddSessionOptions(CLI::App* cmd, Options& opt) {
@@ -290,6 +340,8 @@ void AddSessionOptions(CLI::App* cmd, Options& opt) {
   cmd->add_option("--ringbuf-size", opt.ringbuf_size, "BPF ring buffer size (power of two)")
       ->capture_default_str();
   cmd->add_option("--btf", opt.session.btf_path, "kernel BTF file when /sys/kernel/btf/vmlinux is missing");
+  cmd->add_flag("--no-thread-tracking", opt.no_thread_tracking,
+                "no sched_switch/wakeup/SIGQUIT programs or cpu-clock samples (no ANR causes)");
   cmd->add_option("--beat-buffer", opt.beat_buffer,
                   "method-beat ring size in records (power of two; 32 bytes each)")
       ->capture_default_str();

@@ -115,6 +115,12 @@ Result<void> ReadFunctionSymbols(Elf* elf, Elf_Scn* scn, Elf_Data* versym,
   }
   const size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   const size_t count = entry_size == 0 ? 0 : data->d_size / entry_size;
+  if (count > kMaxSymbolTableEntries) {
+    return MakeError(std::string("cannot read ") + table + " of " + path + ": " +
+                         std::to_string(count) + " entries exceed the limit of " +
+                         std::to_string(kMaxSymbolTableEntries),
+                     ExitCode::kProfile);
+  }
   size_t versym_count = 0;
   if (versym != nullptr) {
     const size_t half = gelf_fsize(elf, ELF_T_HALF, 1, EV_CURRENT);
@@ -161,6 +167,7 @@ Result<void> ReadFunctionSymbols(Elf* elf, Elf_Scn* scn, Elf_Data* versym,
     symbol.size = sym.st_size;
     symbol.is_ifunc = type == STT_GNU_IFUNC;
     symbol.binding = static_cast<uint8_t>(GELF_ST_BIND(sym.st_info));
+    symbol.section = sym.st_shndx;
     out->push_back(std::move(symbol));
   }
   return {};
@@ -232,6 +239,70 @@ std::string ToLower(std::string_view s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
+}
+
+// .gnu_debuglink: a NUL-terminated file name, padding to 4 bytes, a 4-byte CRC in the
+// file's byte order.
+std::optional<DebugLink> ReadDebugLink(Elf_Scn* scn, bool swap, size_t* malformed) {
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr) {
+    ++*malformed;
+    return std::nullopt;
+  }
+  const char* bytes = static_cast<const char*>(data->d_buf);
+  const size_t length = strnlen(bytes, data->d_size);
+  const size_t crc_offset = (length + 4) & ~size_t{3};
+  if (length == 0 || length == data->d_size || crc_offset + 4 > data->d_size) {
+    ++*malformed;
+    return std::nullopt;
+  }
+  DebugLink link;
+  link.name.assign(bytes, length);
+  std::memcpy(&link.crc, bytes + crc_offset, sizeof(link.crc));
+  if (swap) link.crc = __builtin_bswap32(link.crc);
+  if (link.name.find('/') != std::string::npos) {  // a name, never a path
+    ++*malformed;
+    return std::nullopt;
+  }
+  return link;
+}
+
+// The functions of the .symtab inside .gnu_debugdata.
+Result<void> ReadMiniDebugInfo(Elf_Scn* scn, const std::string& path, std::vector<Symbol>* out,
+                               size_t* malformed) {
+  constexpr size_t kMaxMiniDebugInfo = size_t{256} << 20;
+  Elf_Data* data = elf_rawdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr) {
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(),
+                     ExitCode::kProfile);
+  }
+  auto decompressed =
+      DecompressXz(static_cast<const uint8_t*>(data->d_buf), data->d_size, kMaxMiniDebugInfo);
+  if (!decompressed) {
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + decompressed.error().message,
+                     ExitCode::kProfile);
+  }
+  Elf* mini = elf_memory(reinterpret_cast<char*>(decompressed->data()), decompressed->size());
+  if (mini == nullptr) {
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(),
+                     ExitCode::kProfile);
+  }
+  Result<void> status;
+  if (elf_kind(mini) != ELF_K_ELF) {
+    status = MakeError("cannot read .gnu_debugdata of " + path + ": not an ELF file",
+                       ExitCode::kProfile);
+  } else {
+    for (Elf_Scn* s = elf_nextscn(mini, nullptr); s != nullptr; s = elf_nextscn(mini, s)) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(s, &shdr) != nullptr && shdr.sh_type == SHT_SYMTAB) {
+        status = ReadFunctionSymbols(mini, s, nullptr, {}, path + " (.gnu_debugdata)", out,
+                                     malformed);
+        break;
+      }
+    }
+  }
+  elf_end(mini);
+  return status;
 }
 
 // Open file descriptor + ELF handle with errors naming the path.
@@ -357,6 +428,8 @@ Result<void> ElfFile::Load() {
   Elf_Scn* versym = nullptr;
   Elf_Scn* verdef = nullptr;
   Elf_Scn* dynamic = nullptr;
+  Elf_Scn* debuglink = nullptr;
+  Elf_Scn* gnu_debugdata = nullptr;
   std::vector<Elf_Scn*> notes;
   uint64_t stapsdt_base = 0;
   size_t section_count = 0;
@@ -377,10 +450,24 @@ Result<void> ElfFile::Load() {
       case SHT_PROGBITS:
         if (have_shstrndx) {
           const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
-          if (name != nullptr && kStapsdtBaseSection == name) stapsdt_base = shdr.sh_addr;
+          if (name == nullptr) break;
+          const std::string_view section_name(name);
+          if (section_name == kStapsdtBaseSection) {
+            stapsdt_base = shdr.sh_addr;
+          } else if (section_name == ".gnu_debuglink") {
+            debuglink = scn;
+          } else if (section_name == ".gnu_debugdata") {
+            gnu_debugdata = scn;
+          } else if ((section_name == ".debug_info" || section_name == ".zdebug_info") &&
+                     shdr.sh_size > 0) {
+            has_debug_info_ = true;
+          }
         }
         break;
       default: break;
+    }
+    if ((shdr.sh_flags & SHF_ALLOC) != 0 && shdr.sh_addr != 0 && shdr.sh_size > 0) {
+      sections_.push_back(Section{shdr.sh_addr, shdr.sh_size, static_cast<uint32_t>(elf_ndxscn(scn))});
     }
     if (!have_segments && (shdr.sh_flags & SHF_ALLOC) != 0 && shdr.sh_type != SHT_NOBITS) {
       segments_.push_back(Segment{shdr.sh_addr, shdr.sh_size, shdr.sh_offset, shdr.sh_size,
@@ -433,6 +520,8 @@ Result<void> ElfFile::Load() {
   }
 
   if (dynamic != nullptr) RETURN_IF_ERROR(ReadDynamicSection(elf, dynamic, path_, &dynamic_));
+  if (debuglink != nullptr) debuglink_ = ReadDebugLink(debuglink, swap, &malformed_entries_);
+  has_symtab_ = symtab != nullptr;
 
   // Symbols from both tables.
   std::vector<Symbol> symbols;
@@ -447,6 +536,20 @@ Result<void> ElfFile::Load() {
     RETURN_IF_ERROR(ReadFunctionSymbols(elf, dynsym, versym_data, version_names, path_, &symbols,
                                         &malformed_entries_));
   }
+  // MiniDebugInfo: an xz-compressed ELF whose .symtab holds the local functions that
+  // stripping removed (Fedora's "mini debuginfo").
+  if (symtab == nullptr && gnu_debugdata != nullptr) {
+    const size_t before = symbols.size();
+    if (auto status = ReadMiniDebugInfo(gnu_debugdata, path_, &symbols, &malformed_entries_);
+        !status) {
+      minidebuginfo_error_ = status.error().message;
+      log::V1("{}", minidebuginfo_error_);
+    }
+    minidebuginfo_functions_ = symbols.size() - before;
+  }
+
+  std::sort(sections_.begin(), sections_.end(),
+            [](const Section& a, const Section& b) { return a.address < b.address; });
 
   // One entry per (address, name); the .dynsym copy contributes the version.
   std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
@@ -645,6 +748,30 @@ const Symbol* ElfFile::FindFunctionByAddress(uint64_t address) const {
     }
   }
   return exact_zero_size;
+}
+
+const Symbol* ElfFile::FindFunctionOrLabel(uint64_t address) const {
+  const Symbol* found = FindFunctionByAddress(address);
+  if (found != nullptr) return found;
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), address,
+                             [](uint64_t a, const Symbol& s) { return a < s.address; });
+  if (it == functions_.begin()) return nullptr;
+  const size_t last = static_cast<size_t>(it - functions_.begin()) - 1;
+  // No sized function covers `address`; a label qualifies only at or above the end of
+  // every function starting before it (max_end_ is that running maximum).
+  const uint64_t min_label = max_end_[last];
+  // The section holding `address`.
+  auto section = std::upper_bound(sections_.begin(), sections_.end(), address,
+                                  [](uint64_t a, const Section& s) { return a < s.address; });
+  if (section == sections_.begin()) return nullptr;
+  --section;
+  if (address - section->address >= section->size) return nullptr;
+  for (size_t i = last + 1; i-- > 0;) {
+    const Symbol& symbol = functions_[i];
+    if (symbol.address < min_label) break;
+    if (symbol.size == 0 && symbol.section == section->index) return &symbol;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> ElfFile::ClosestNames(std::string_view name, size_t max_count) const {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -364,6 +365,24 @@ std::optional<std::string> SearchLibrary(std::string_view name, std::string_view
     }
   }
   return std::nullopt;
+}
+
+}  // namespace looptrace::symbols
+
+namespace looptrace::symbols {
+
+std::string MappedFileOpenPath(int pid, const MapEntry& map) {
+  struct stat st;
+  if (map.deleted) {
+    char buffer[96];
+    std::snprintf(buffer, sizeof(buffer), "/proc/%d/map_files/%llx-%llx", pid,
+                  static_cast<unsigned long long>(map.start),
+                  static_cast<unsigned long long>(map.end));
+    if (stat(buffer, &st) == 0) return buffer;
+  }
+  std::string rooted = ProcRootPath(pid, map.path);
+  if (pid > 0 && stat(rooted.c_str(), &st) == 0) return rooted;
+  return map.path;
 }
 
 }  // namespace looptrace::symbols

@@ -20,6 +20,8 @@ namespace sample::app {
 using ::looptrace::sample::EvilSleepMs;
 using ::looptrace::sample::MethodScope;
 using ::looptrace::sample::MethodSpinMs;
+using ::looptrace::sample::StartupSleepMs;
+using ::looptrace::sample::StartupSpinMs;
 namespace ids = ::looptrace::sample;
 
 void TestTraceMainActivity::A() {
@@ -96,6 +98,75 @@ void TestTraceMainActivity::L() {
 void TestTraceMainActivity::shortWork() {
   MethodScope scope(ids::kMethodShortWork);
   MethodSpinMs(3);
+}
+
+void SampleApplication::onCreate() {
+  MethodScope scope(ids::kMethodAppOnCreate);
+  LOOPTRACE_SAMPLE_CALL(initCrashReporter);
+  LOOPTRACE_SAMPLE_CALL(initNetwork);
+  LOOPTRACE_SAMPLE_CALL(initDatabase);
+  LOOPTRACE_SAMPLE_CALL(initImageLoader);
+  StartupSleepMs(100);
+}
+
+void SampleApplication::initCrashReporter() {
+  MethodScope scope(ids::kMethodInitCrashReporter);
+  StartupSpinMs(100);
+}
+
+void SampleApplication::initNetwork() {
+  MethodScope scope(ids::kMethodInitNetwork);
+  LOOPTRACE_SAMPLE_CALL(loadConfig);
+  LOOPTRACE_SAMPLE_CALL(connectPool);
+  StartupSleepMs(50);
+}
+
+void SampleApplication::loadConfig() {
+  MethodScope scope(ids::kMethodLoadConfig);
+  StartupSleepMs(200);
+}
+
+void SampleApplication::connectPool() {
+  MethodScope scope(ids::kMethodConnectPool);
+  StartupSpinMs(150);
+}
+
+void SampleApplication::initDatabase() {
+  MethodScope scope(ids::kMethodInitDatabase);
+  LOOPTRACE_SAMPLE_CALL(openDatabase);
+  LOOPTRACE_SAMPLE_CALL(migrateSchema);
+}
+
+void SampleApplication::openDatabase() {
+  MethodScope scope(ids::kMethodOpenDatabase);
+  StartupSleepMs(100);
+}
+
+void SampleApplication::migrateSchema() {
+  MethodScope scope(ids::kMethodMigrateSchema);
+  StartupSpinMs(250);
+  StartupSleepMs(250);
+}
+
+void SampleApplication::initImageLoader() {
+  MethodScope scope(ids::kMethodInitImageLoader);
+  StartupSpinMs(300);
+}
+
+void MainActivity::onCreate() {
+  MethodScope scope(ids::kMethodMainOnCreate);
+  MethodSpinMs(20);
+  ::looptrace::sample::MethodSleepMs(10);
+}
+
+void MainActivity::onResume() {
+  MethodScope scope(ids::kMethodMainOnResume);
+  MethodSpinMs(5);
+}
+
+void SplashActivity::onCreate() {
+  MethodScope scope(ids::kMethodSplashOnCreate);
+  MethodSpinMs(10);
 }
 
 void MethodStorm::leaf() {

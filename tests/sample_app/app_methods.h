@@ -43,6 +43,40 @@ struct TestTraceMainActivity {
   LOOPTRACE_SAMPLE_APP_METHOD static void shortWork();
 };
 
+// The startup call tree (startup-slow-create; the other startup scenarios
+// divide every spin and sleep of SampleApplication by 10). Planned wall time:
+//   onCreate: initCrashReporter() initNetwork() initDatabase()
+//             initImageLoader() then sleep 100                  -> 1500 ms
+//   initCrashReporter: spin 100
+//   initNetwork: loadConfig() connectPool() then sleep 50         ->  400 ms
+//     loadConfig: sleep 200;  connectPool: spin 150
+//   initDatabase: openDatabase() migrateSchema()                  ->  600 ms
+//     openDatabase: sleep 100;  migrateSchema: spin 250, sleep 250
+//   initImageLoader: spin 300
+struct SampleApplication {
+  LOOPTRACE_SAMPLE_APP_METHOD static void onCreate();
+  LOOPTRACE_SAMPLE_APP_METHOD static void initCrashReporter();
+  LOOPTRACE_SAMPLE_APP_METHOD static void initNetwork();
+  LOOPTRACE_SAMPLE_APP_METHOD static void loadConfig();
+  LOOPTRACE_SAMPLE_APP_METHOD static void connectPool();
+  LOOPTRACE_SAMPLE_APP_METHOD static void initDatabase();
+  LOOPTRACE_SAMPLE_APP_METHOD static void openDatabase();
+  LOOPTRACE_SAMPLE_APP_METHOD static void migrateSchema();
+  LOOPTRACE_SAMPLE_APP_METHOD static void initImageLoader();
+};
+
+// Activity callbacks run by the launchActivity message (not scaled):
+//   MainActivity.onCreate: spin 20, sleep 10; onResume: spin 5
+//   SplashActivity.onCreate: spin 10
+struct MainActivity {
+  LOOPTRACE_SAMPLE_APP_METHOD static void onCreate();
+  LOOPTRACE_SAMPLE_APP_METHOD static void onResume();
+};
+
+struct SplashActivity {
+  LOOPTRACE_SAMPLE_APP_METHOD static void onCreate();
+};
+
 struct MethodStorm {
   // A tiny leaf: enter + exit and nothing else (method-storm scenario). No
   // truth record per call.

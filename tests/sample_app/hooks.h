@@ -36,6 +36,55 @@ void sample_looper_poll_end(void);
 void sample_looper_idle_begin(uint64_t idle_id, const char* name);
 void sample_looper_idle_end(uint64_t idle_id);
 
+// ---- Choreographer (frames) ----
+// Frame phases (Choreographer callback types, in the order doFrame runs them).
+enum {
+  SAMPLE_PHASE_INPUT = 0,
+  SAMPLE_PHASE_ANIMATION = 1,
+  SAMPLE_PHASE_INSETS_ANIMATION = 2,
+  SAMPLE_PHASE_TRAVERSAL = 3,
+  SAMPLE_PHASE_COMMIT = 4,
+};
+// Choreographer.doFrame starts / ends (inside the "Choreographer#doFrame"
+// message). frame_id starts at 1 and increases per frame in the process;
+// vsync_ns is the vsync time (CLOCK_MONOTONIC ns) the frame is for, after
+// Android's skipped-frame adjustment (frameTimeNanos).
+void sample_choreographer_frame_begin(uint64_t frame_id, uint64_t vsync_ns);
+void sample_choreographer_frame_end(uint64_t frame_id);
+// Around each callback queue of a frame (phase = SAMPLE_PHASE_*); all five run
+// in every frame, in order.
+void sample_choreographer_phase_begin(uint32_t phase);
+void sample_choreographer_phase_end(uint32_t phase);
+// A requested vsync signal arrives at the app (main thread, inside the
+// looper's poll, like DisplayEventReceiver.onVsync); vsync_ns is its timestamp.
+void sample_vsync(uint64_t vsync_ns);
+
+// ---- Input, sync barriers, queue ----
+// An input event is delivered to the app (InputEventReceiver) / its handling
+// finished (finishInputEvent). seq starts at 1 and increases.
+void sample_input_receive(uint64_t seq);
+void sample_input_finish(uint64_t seq);
+// A sync barrier is posted / removed (MessageQueue.postSyncBarrier /
+// removeSyncBarrier); token identifies it. Called with the queue locked, so
+// the order of queue hooks is the order of the queue's operations.
+void sample_barrier_post(uint64_t token);
+void sample_barrier_remove(uint64_t token);
+// Every message accepted into a queue (MessageQueue.enqueueMessage), on the
+// posting thread, with the queue locked: when_ns is the due time
+// (CLOCK_MONOTONIC ns), is_async 1 for asynchronous messages.
+void sample_message_enqueue(uint64_t when_ns, uint32_t is_async);
+
+// ---- Lifecycle (startup) ----
+// Around Application.onCreate inside the "bindApplication" message.
+void sample_app_create_begin(void);
+void sample_app_create_end(void);
+// The "launchActivity" message starts creating activity `name`.
+void sample_activity_launch(const char* name);
+// Window focus gained by activity `name` (the scene of the following frames).
+void sample_activity_focus(const char* name);
+// Activity.reportFullyDrawn().
+void sample_fully_drawn(void);
+
 // Matrix-style method instrumentation (AppMethodBeat.i(id) / AppMethodBeat.o(id)):
 // an instrumented method calls sample_method_enter(id) first thing and
 // sample_method_exit(id) right before it returns. Ids come from the static

@@ -21,6 +21,7 @@
 #include "looper.h"
 #include "method_trace.h"
 #include "scenario.h"
+#include "signal_catcher.h"
 #include "sys_util.h"
 #include "truth.h"
 
@@ -35,6 +36,8 @@ constexpr int kExitUsage = 2;
 constexpr uint64_t kMaxCount = 100'000'000;
 constexpr uint64_t kMaxStartDelayMs = 24ULL * 3600 * 1000;
 constexpr uint64_t kMaxRate = 10'000'000'000ULL;
+constexpr uint64_t kMaxRefreshHz = 1000;
+constexpr uint64_t kMaxStallMs = 24ULL * 3600 * 1000;
 
 struct Options {
   std::string scenario = "messages";
@@ -44,6 +47,8 @@ struct Options {
   uint64_t seed = 1;
   std::optional<uint64_t> count;
   std::optional<uint64_t> rate;
+  uint64_t refresh_hz = 60;
+  std::optional<uint64_t> stall_ms;
   std::optional<std::string> method_mapping_path;
   bool list_scenarios = false;
   bool print_hooks = false;
@@ -61,10 +66,15 @@ void PrintUsage() {
       "OPTIONS\n"
       "  --scenario NAME       scenario to run (default: messages)\n"
       "  --list-scenarios      list scenarios (name, description) and exit\n"
-      "  --count N             number of messages (or ms for idle and method-storm);\n"
+      "  --count N             number of messages (or ms for idle and method-storm,\n"
+      "                        frames for frames-*; see --list-scenarios);\n"
       "                        default per scenario\n"
       "  --rate N              method-storm: method beats (enter or exit) per second\n"
       "                        (default: 1000000; 0 = as fast as possible)\n"
+      "  --refresh-rate HZ     display refresh rate of the frame and startup\n"
+      "                        scenarios (default: 60)\n"
+      "  --stall-ms N          length of the stall of the anr-*, idle-*, input-lag\n"
+      "                        and barrier-leak scenarios (default per scenario)\n"
       "  --seed N              seed of the deterministic PRNG (default: 1)\n"
       "  --start-delay-ms N    idle in the looper's epoll wait for N ms first (default: 0)\n"
       "  --truth FILE          write ground-truth timings as JSON lines at exit\n"
@@ -151,6 +161,12 @@ std::string ParseArgs(int argc, char** argv, Options* options) {
       uint64_t rate = 0;
       error = number(0, kMaxRate, &rate);
       options->rate = rate;
+    } else if (arg == "--refresh-rate") {
+      error = number(1, kMaxRefreshHz, &options->refresh_hz);
+    } else if (arg == "--stall-ms") {
+      uint64_t stall_ms = 0;
+      error = number(1, kMaxStallMs, &stall_ms);
+      options->stall_ms = stall_ms;
     } else if (arg == "--start-delay-ms") {
       error = number(0, kMaxStartDelayMs, &options->start_delay_ms);
     } else if (arg == "--seed") {
@@ -185,9 +201,7 @@ void PrintHooks() {
   std::fflush(stdout);
 }
 
-int Main(int argc, char** argv) {
-  const uint64_t process_start_ns = NowNs();
-
+int Main(uint64_t process_start_ns, int argc, char** argv) {
   Options options;
   if (const std::string error = ParseArgs(argc, argv, &options); !error.empty()) {
     std::fprintf(stderr, "%s: %s\n", kProgram, error.c_str());
@@ -211,7 +225,7 @@ int Main(int argc, char** argv) {
   }
   if (options.list_scenarios) {
     for (const ScenarioInfo* info : ScenarioRegistry::Get().All()) {
-      std::printf("%-12.*s %.*s\n", static_cast<int>(info->name.size()),
+      std::printf("%-21.*s %.*s\n", static_cast<int>(info->name.size()),
                   info->name.data(), static_cast<int>(info->description.size()),
                   info->description.data());
     }
@@ -229,19 +243,22 @@ int Main(int argc, char** argv) {
   }
 
   // Opened now so that an unwritable path fails before the scenario runs.
-  std::FILE* truth_file = nullptr;
   if (options.truth_path) {
-    truth_file = std::fopen(options.truth_path->c_str(), "w");
+    std::FILE* truth_file = std::fopen(options.truth_path->c_str(), "w");
     if (truth_file == nullptr) {
       std::fprintf(stderr, "%s: cannot open truth file %s: %s\n", kProgram,
                    options.truth_path->c_str(), std::strerror(errno));
       return 1;
     }
+    TruthRecorder::Global().SetOutput(truth_file, getpid(), process_start_ns);
   }
 
   // Precise timers: epoll timeouts and sleeps end when asked, not up to 50 us
   // later. Inherited by every thread created from here on.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  // SIGQUIT is blocked in every thread and taken by the "Signal Catcher"
+  // thread, as in ART. Before any other thread exists (they inherit the mask).
+  StartSignalCatcher();
 
   Looper* main_looper = Looper::PrepareMainLooper();
   int status = 0;
@@ -254,6 +271,9 @@ int Main(int argc, char** argv) {
     ctx.count = options.count.value_or(info->default_count);
     ctx.start_ns = NowNs() + options.start_delay_ms * kNsPerMs;
     ctx.rate = options.rate;
+    ctx.refresh_hz = static_cast<uint32_t>(options.refresh_hz);
+    ctx.stall_ms = options.stall_ms;
+    ctx.process_start_ns = process_start_ns;
 
     std::unique_ptr<Scenario> scenario = info->factory();
     scenario->Start(ctx);
@@ -261,14 +281,10 @@ int Main(int argc, char** argv) {
     status = scenario->Finish();
   }
 
-  if (truth_file != nullptr) {
-    std::string error;
-    if (!TruthRecorder::Global().WriteJsonLines(truth_file, getpid(),
-                                                process_start_ns, &error)) {
-      std::fprintf(stderr, "%s: cannot write truth file %s: %s\n", kProgram,
-                   options.truth_path->c_str(), error.c_str());
-      return 1;
-    }
+  if (std::string error; !TruthRecorder::Global().Finish(&error)) {
+    std::fprintf(stderr, "%s: cannot write truth file %s: %s\n", kProgram,
+                 options.truth_path->c_str(), error.c_str());
+    return 1;
   }
   return status;
 }
@@ -276,4 +292,8 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace looptrace::sample
 
-int main(int argc, char** argv) { return looptrace::sample::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // The process.start milestone: the clock is read before anything else.
+  const uint64_t process_start_ns = looptrace::sample::NowNs();
+  return looptrace::sample::Main(process_start_ns, argc, argv);
+}

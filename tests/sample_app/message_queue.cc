@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <memory>
+#include <utility>
 
 #include "hooks.h"
 #include "sys_util.h"
@@ -22,6 +24,7 @@ namespace {
 constexpr int kMaxEpollEvents = 8;
 
 std::atomic<uint64_t> g_next_idle_id{1};
+thread_local uint64_t t_current_idle_id = 0;
 
 // epoll_pwait2 (Linux 5.11) waits with nanosecond precision; older kernels
 // fall back to epoll_wait with the timeout rounded up to milliseconds.
@@ -65,6 +68,8 @@ bool MessageQueue::Enqueue(Message msg, uint64_t when_ns) {
     std::lock_guard lock(mu_);
     if (quitting_) return false;
     msg.when_ns = when_ns;
+    // Under the lock: the hook precedes the message's dispatch in any case.
+    sample_message_enqueue(when_ns, msg.asynchronous ? 1 : 0);
     const auto it =
         messages_.emplace(Key{when_ns, next_seq_++}, std::move(msg)).first;
     if (it == messages_.begin()) {
@@ -137,11 +142,13 @@ std::optional<Message> MessageQueue::Next() {
     for (auto& [registration, handler] : pending_idle) {
       const uint64_t idle_id = g_next_idle_id.fetch_add(1);
       const char* name = handler.name != nullptr ? handler.name : "";
+      t_current_idle_id = idle_id;
       const uint64_t begin_ns = NowNs();
       sample_looper_idle_begin(idle_id, name);
       const bool keep = handler.queue_idle ? handler.queue_idle() : false;
       const uint64_t end_ns = NowNs();
       sample_looper_idle_end(idle_id);
+      t_current_idle_id = 0;
       TruthRecorder::Global().RecordIdle(tid, idle_id, name, begin_ns, end_ns);
       if (!keep) RemoveIdleHandler(registration);
     }
@@ -172,12 +179,21 @@ void MessageQueue::PollOnce(int64_t timeout_ns) {
   }
   sample_looper_poll_end();
   for (int i = 0; i < n; ++i) {
-    if (events[i].data.fd == wake_fd_) {
+    const int fd = events[i].data.fd;
+    if (fd == wake_fd_) {
       uint64_t counter;
       while (read(wake_fd_, &counter, sizeof(counter)) ==
              static_cast<ssize_t>(sizeof(counter))) {
       }
+      continue;
     }
+    std::shared_ptr<std::function<void()>> callback;
+    {
+      std::lock_guard lock(mu_);
+      const auto it = fd_callbacks_.find(fd);
+      if (it != fd_callbacks_.end()) callback = it->second;
+    }
+    if (callback) (*callback)();
   }
   // n < 0 (EINTR): Next() recomputes the timeout and polls again.
 }
@@ -197,6 +213,9 @@ int MessageQueue::PostSyncBarrierAt(uint64_t when_ns) {
   // Like Android: no wake, a barrier only ever delays delivery.
   std::lock_guard lock(mu_);
   const int token = next_barrier_token_++;
+  const uint64_t post_ns = NowNs();
+  sample_barrier_post(static_cast<uint64_t>(token));
+  barrier_posts_[token] = {CurrentTid(), post_ns, NowNs()};
   Message barrier;
   barrier.name = "barrier";
   barrier.arg1 = token;
@@ -214,6 +233,20 @@ bool MessageQueue::RemoveSyncBarrier(int token) {
           return e.second.IsBarrier() && e.second.arg1 == token;
         });
     if (it == messages_.end()) return false;
+    const uint64_t remove_ns = NowNs();
+    sample_barrier_remove(static_cast<uint64_t>(token));
+    const uint64_t remove_after_ns = NowNs();
+    const BarrierPost post = barrier_posts_[token];
+    barrier_posts_.erase(token);
+    TruthRecorder::Global().RecordLine(JsonLine("barrier")
+                                           .U("token", static_cast<uint64_t>(token))
+                                           .I("post_tid", post.tid)
+                                           .U("post_ns", post.post_ns)
+                                           .U("post_after_ns", post.post_after_ns)
+                                           .I("remove_tid", CurrentTid())
+                                           .U("remove_ns", remove_ns)
+                                           .U("remove_after_ns", remove_after_ns)
+                                           .Take());
     const bool was_head = it == messages_.begin();
     messages_.erase(it);
     if (was_head) {
@@ -225,6 +258,26 @@ bool MessageQueue::RemoveSyncBarrier(int token) {
   if (need_wake) Wake();
   return true;
 }
+
+void MessageQueue::AddFd(int fd, std::function<void()> callback) {
+  {
+    std::lock_guard lock(mu_);
+    fd_callbacks_[fd] =
+        std::make_shared<std::function<void()>>(std::move(callback));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) DieErrno("epoll_ctl");
+}
+
+void MessageQueue::RemoveFd(int fd) {
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  std::lock_guard lock(mu_);
+  fd_callbacks_.erase(fd);
+}
+
+uint64_t MessageQueue::CurrentIdleId() { return t_current_idle_id; }
 
 uint64_t MessageQueue::AddIdleHandler(IdleHandler handler) {
   std::lock_guard lock(mu_);

@@ -4,11 +4,14 @@
 #ifndef LOOPTRACE_TESTS_SAMPLE_APP_MESSAGE_QUEUE_H_
 #define LOOPTRACE_TESTS_SAMPLE_APP_MESSAGE_QUEUE_H_
 
+#include <sys/types.h>
+
 #include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -74,6 +77,17 @@ class MessageQueue {
   uint64_t AddIdleHandler(IdleHandler handler);
   bool RemoveIdleHandler(uint64_t registration);
 
+  // Thread-safe. Watches `fd` (readable) in the looper's poll, like
+  // Looper.addFd: when it is readable, `callback` runs on the looper thread
+  // inside Next(), right after the poll returned (after poll_end), before
+  // any message is taken: the way Android delivers vsync and input events.
+  // The callback must drain the fd. One callback per fd.
+  void AddFd(int fd, std::function<void()> callback);
+  void RemoveFd(int fd);
+
+  // The idle_id of the IdleHandler the calling thread is running, or 0.
+  static uint64_t CurrentIdleId();
+
   void RemoveMessages(const Handler* target, int32_t what);
   void RemoveAllMessages(const Handler* target);
   bool HasMessages(const Handler* target, int32_t what) const;
@@ -110,6 +124,13 @@ class MessageQueue {
   // The looper is (about to be) blocked in PollOnce with a non-zero timeout.
   bool blocked_ = false;
   std::vector<std::pair<uint64_t, IdleHandler>> idle_handlers_;
+  std::map<int, std::shared_ptr<std::function<void()>>> fd_callbacks_;
+  // Post times of the barriers in the queue, by token (for the truth).
+  struct BarrierPost {
+    pid_t tid;
+    uint64_t post_ns, post_after_ns;
+  };
+  std::map<int, BarrierPost> barrier_posts_;
   uint64_t next_idle_registration_ = 1;
 
   int epoll_fd_ = -1;

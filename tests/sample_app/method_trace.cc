@@ -17,6 +17,9 @@ namespace {
 
 using Activity = ::sample::app::TestTraceMainActivity;
 using Storm = ::sample::app::MethodStorm;
+using ::sample::app::SampleApplication;
+using ::sample::app::MainActivity;
+using ::sample::app::SplashActivity;
 
 constexpr uint32_t kPublic = 1;  // ACC_PUBLIC
 
@@ -25,6 +28,14 @@ constexpr uint32_t kPublic = 1;  // ACC_PUBLIC
     id, kPublic, "sample.app.TestTraceMainActivity", #name, "()V",          \
         "_ZN6sample3app21TestTraceMainActivity" mangled "Ev",               \
         "sample::app::TestTraceMainActivity::" #name "()", &Activity::name  \
+  }
+
+// Any class: java_class "sample.app.X", cpp "X", mangled_class "<len>X".
+#define LOOPTRACE_SAMPLE_METHOD(id, cls, mangled_class, name, mangled)       \
+  MethodInfo {                                                              \
+    id, kPublic, "sample.app." #cls, #name, "()V",                          \
+        "_ZN6sample3app" mangled_class mangled "Ev",                        \
+        "sample::app::" #cls "::" #name "()", &cls::name                    \
   }
 
 // The static id table: ids are assigned here, once, starting at 1, in
@@ -46,11 +57,25 @@ const MethodInfo kMethods[] = {
     MethodInfo{kMethodStormLeaf, kPublic, "sample.app.MethodStorm", "leaf", "()V",
                "_ZN6sample3app11MethodStorm4leafEv",
                "sample::app::MethodStorm::leaf()", &Storm::leaf},
+    LOOPTRACE_SAMPLE_METHOD(kMethodAppOnCreate, SampleApplication, "17SampleApplication", onCreate, "8onCreate"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodInitCrashReporter, SampleApplication, "17SampleApplication", initCrashReporter, "17initCrashReporter"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodInitNetwork, SampleApplication, "17SampleApplication", initNetwork, "11initNetwork"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodLoadConfig, SampleApplication, "17SampleApplication", loadConfig, "10loadConfig"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodConnectPool, SampleApplication, "17SampleApplication", connectPool, "11connectPool"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodInitDatabase, SampleApplication, "17SampleApplication", initDatabase, "12initDatabase"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodOpenDatabase, SampleApplication, "17SampleApplication", openDatabase, "12openDatabase"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodMigrateSchema, SampleApplication, "17SampleApplication", migrateSchema, "13migrateSchema"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodInitImageLoader, SampleApplication, "17SampleApplication", initImageLoader, "15initImageLoader"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodMainOnCreate, MainActivity, "12MainActivity", onCreate, "8onCreate"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodMainOnResume, MainActivity, "12MainActivity", onResume, "8onResume"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodSplashOnCreate, SplashActivity, "14SplashActivity", onCreate, "8onCreate"),
 };
 
 #undef LOOPTRACE_SAMPLE_ACTIVITY_METHOD
+#undef LOOPTRACE_SAMPLE_METHOD
 
 uint64_t g_evil_sleep_divisor = 1;
+uint64_t g_startup_divisor = 1;
 
 // Per thread (methods may in principle run on any looper).
 thread_local uint32_t t_depth = 0;
@@ -114,6 +139,20 @@ void EvilSleepMs(uint64_t planned_ms) {
 }
 
 void MethodSpinMs(uint64_t ms) { SpinFor(ms * kNsPerMs); }
+
+void MethodSleepMs(uint64_t ms) { SleepFor(ms * kNsPerMs); }
+
+void SetStartupDivisor(uint64_t divisor) {
+  g_startup_divisor = divisor == 0 ? 1 : divisor;
+}
+
+void StartupSpinMs(uint64_t planned_ms) {
+  SpinFor(planned_ms * kNsPerMs / g_startup_divisor);
+}
+
+void StartupSleepMs(uint64_t planned_ms) {
+  SleepFor(planned_ms * kNsPerMs / g_startup_divisor);
+}
 
 uint64_t MethodScopeBegin(uint32_t* depth) {
   *depth = t_depth++;

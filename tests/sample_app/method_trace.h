@@ -53,6 +53,18 @@ enum MethodId : uint32_t {
   kMethodL = 12,
   kMethodShortWork = 13,
   kMethodStormLeaf = 14,
+  kMethodAppOnCreate = 15,
+  kMethodInitCrashReporter = 16,
+  kMethodInitNetwork = 17,
+  kMethodLoadConfig = 18,
+  kMethodConnectPool = 19,
+  kMethodInitDatabase = 20,
+  kMethodOpenDatabase = 21,
+  kMethodMigrateSchema = 22,
+  kMethodInitImageLoader = 23,
+  kMethodMainOnCreate = 24,
+  kMethodMainOnResume = 25,
+  kMethodSplashOnCreate = 26,
 };
 
 // Matrix's pseudo method for one main-looper message. Listed in
@@ -88,8 +100,14 @@ std::vector<std::string> CheckMethodTable();
 // (clock_nanosleep on CLOCK_MONOTONIC). Divisor 1 = evil, 10 = evil-short.
 void SetEvilSleepDivisor(uint64_t divisor);
 void EvilSleepMs(uint64_t planned_ms);
-// Busy-spins for the given time (shortWork).
+// Busy-spins / sleeps for the given time (shortWork, activity callbacks).
 void MethodSpinMs(uint64_t ms);
+void MethodSleepMs(uint64_t ms);
+// The SampleApplication methods spin / sleep planned_ms / divisor ms.
+// Divisor 1 = startup-slow-create, 10 = the other startup scenarios.
+void SetStartupDivisor(uint64_t divisor);
+void StartupSpinMs(uint64_t planned_ms);
+void StartupSleepMs(uint64_t planned_ms);
 
 // Out-of-line helpers of MethodScope.
 // Enters one level of nesting; stores the depth (0 = outermost instrumented

@@ -26,6 +26,13 @@ struct ScenarioContext {
   uint64_t start_ns = 0;
   // --rate, if given (method-storm: beats per second, 0 = unpaced).
   std::optional<uint64_t> rate;
+  // --refresh-rate: the display refresh rate in Hz (default 60).
+  uint32_t refresh_hz = 60;
+  // --stall-ms, if given: the length of the stall of the ANR/stall
+  // scenarios (default per scenario).
+  std::optional<uint64_t> stall_ms;
+  // CLOCK_MONOTONIC read first thing in main() (the process.start milestone).
+  uint64_t process_start_ns = 0;
 };
 
 class Scenario {

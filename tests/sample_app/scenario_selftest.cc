@@ -1,22 +1,30 @@
 // `selftest`: checks the looper's semantics (FIFO among equal times, sync
-// barriers and async messages, IdleHandlers, cross-thread wake, QuitSafely)
-// and the hooks' machine code, and the method table (ids 1..N, each method's
+// barriers and async messages, IdleHandlers, cross-thread wake, QuitSafely),
+// three Choreographer frames at 120 Hz (phase order, vsync grid), the hooks'
+// machine code and their .dynsym entries, the Signal Catcher (SIGQUIT
+// blocked, thread dump), and the method table (ids 1..N, each method's
 // address named by its symbol). Exits 1 with a reason on stderr on failure.
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "choreographer.h"
 #include "hook_table.h"
 #include "looper.h"
 #include "method_trace.h"
 #include "scenario.h"
+#include "signal_catcher.h"
 #include "sys_util.h"
 #include "work.h"
 
@@ -55,6 +63,7 @@ class SelftestScenario : public Scenario {
     }
     if (idle_runs_ == 0) Fail("the IdleHandler never ran");
     for (const HookEntry& hook : AllHooks()) CheckHook(hook.name, hook.address);
+    CheckSignalCatcher();
     for (const std::string& problem : CheckMethodTable()) Fail(problem);
     if (failures_ > 0) return 1;
     std::printf("selftest: ok (%d idle handler runs)\n", idle_runs_);
@@ -73,6 +82,27 @@ class SelftestScenario : public Scenario {
     static const unsigned char kExpected[] = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
     if (std::memcmp(fn, kExpected, sizeof(kExpected)) != 0) {
       Fail(std::string(name) + " does not start with nop5; ret");
+    }
+    // Exported: found by name in .dynsym, at the same address.
+    if (dlsym(RTLD_DEFAULT, name) != fn) {
+      Fail(std::string(name) + " is not in .dynsym");
+    }
+  }
+
+  // SIGQUIT is blocked here (the Signal Catcher takes it) and the dump lists
+  // the main thread and the catcher.
+  void CheckSignalCatcher() {
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+    if (sigismember(&mask, SIGQUIT) != 1) Fail("SIGQUIT is not blocked in main");
+    if (sigismember(&mask, SIGTERM) == 1) Fail("SIGTERM is blocked in main");
+    const std::string dump = ThreadDump();
+    const std::string pid = std::to_string(getpid());
+    if (dump.find("----- pid " + pid + " at ") == std::string::npos ||
+        dump.find("----- end " + pid + " -----") == std::string::npos ||
+        dump.find("\"Signal Catcher\"") == std::string::npos ||
+        dump.find(" (main)\n") == std::string::npos) {
+      Fail("unexpected thread dump:\n" + dump);
     }
   }
 
@@ -113,12 +143,57 @@ class SelftestScenario : public Scenario {
     });
   }
 
-  // Phase 4: QuitSafely delivers due messages and drops future ones.
+  // Phase 4: a Choreographer at 120 Hz draws 3 frames: the five phases run
+  // in order in each, frame ids increase, vsyncs are whole intervals apart,
+  // and the traversal's sync barrier is gone afterwards.
   void Phase4() {
     const uint64_t latency_ns = NowNs() - posted_ns_.load();
     if (latency_ns > kMaxWakeLatencyNs) {
       Fail("cross-thread wake took " + std::to_string(latency_ns) + " ns");
     }
+    choreographer_ = std::make_unique<Choreographer>(looper_, 120);
+    animator_ = std::make_unique<Animator>(
+        choreographer_.get(), 3,
+        [](uint64_t) { return Animator::LightWork(200 * kNsPerUs); },
+        [this] { handler_->Post("st.frames.done", [this] { Phase5(); }); });
+    animator_->SetCommitHook([this](uint64_t index, const FrameInfo& frame) {
+      frames_.push_back(frame);
+      if (frame.refresh_hz != 120 || frame.interval_ns != kNsPerSec / 120) {
+        Fail("frame " + std::to_string(index) + " is not at 120 Hz");
+      }
+    });
+    for (uint32_t phase = 0; phase < kPhaseCount; ++phase) {
+      choreographer_->PostCallback(static_cast<FramePhase>(phase),
+                                   [this, phase](const FrameInfo&) {
+                                     phases_seen_.push_back(phase);
+                                   });
+    }
+    animator_->Start();
+  }
+
+  // Phase 5: QuitSafely delivers due messages and drops future ones.
+  void Phase5() {
+    if (frames_.size() != 3) {
+      Fail("drew " + std::to_string(frames_.size()) + " frames instead of 3");
+    }
+    for (size_t i = 1; i < frames_.size(); ++i) {
+      const uint64_t gap = frames_[i].intended_vsync_ns - frames_[i - 1].intended_vsync_ns;
+      const uint64_t exact = kNsPerSec / 120;
+      if (frames_[i].frame_id <= frames_[i - 1].frame_id) Fail("frame ids do not increase");
+      // Whole periods of 8333333.3 ns, within 1 ns of rounding.
+      const uint64_t periods = (gap + exact / 2) / exact;
+      if (periods == 0 || gap + 1 < periods * exact || gap > periods * (exact + 1)) {
+        Fail("vsyncs " + std::to_string(gap) + " ns apart");
+      }
+    }
+    if (phases_seen_ != std::vector<uint32_t>{0, 1, 2, 3, 4}) {
+      Fail("frame phases did not run in order INPUT..COMMIT");
+    }
+    if (looper_->queue().Size() != 1) {  // only the 2 s watchdog is pending
+      Fail("pending messages after the frames: " + std::to_string(looper_->queue().Size()));
+    }
+    animator_.reset();
+    choreographer_.reset();
     Record(6);
     handler_->RemoveMessages(kWatchdogWhat);
     handler_->Post("st.last", [this] { Record(7); });
@@ -133,6 +208,10 @@ class SelftestScenario : public Scenario {
   int idle_runs_at_barrier_ = 0;
   int failures_ = 0;
   std::atomic<uint64_t> posted_ns_{0};
+  std::unique_ptr<Choreographer> choreographer_;
+  std::unique_ptr<Animator> animator_;
+  std::vector<FrameInfo> frames_;
+  std::vector<uint32_t> phases_seen_;
   std::thread poster_;
 };
 
@@ -141,8 +220,9 @@ class SelftestScenario : public Scenario {
 LOOPTRACE_SAMPLE_SCENARIO(
     SelftestScenario, "selftest",
     "checks queue ordering, sync barriers, async messages, IdleHandlers, "
-    "cross-thread wake, quitSafely, the hooks' nop5 entries and the method "
-    "table; exit 1 on failure",
+    "cross-thread wake, Choreographer frames, quitSafely, the hooks' nop5 "
+    "entries and .dynsym, the Signal Catcher and the method table; exit 1 on "
+    "failure",
     1);
 
 }  // namespace looptrace::sample

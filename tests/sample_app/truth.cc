@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "method_trace.h"
 #include "sys_util.h"
@@ -13,47 +14,117 @@ namespace {
 
 // Enough for every built-in scenario without reallocating mid-run.
 constexpr size_t kInitialCapacity = 1 << 14;
+constexpr size_t kInitialFrameCapacity = 1 << 11;
 
-void WriteJsonString(FILE* out, const char* s) {
-  std::fputc('"', out);
+const char* const kPhaseNames[5] = {"INPUT", "ANIMATION", "INSETS_ANIMATION",
+                                    "TRAVERSAL", "COMMIT"};
+
+}  // namespace
+
+void AppendJsonString(std::string* out, const char* s) {
+  out->push_back('"');
   for (const unsigned char* p = reinterpret_cast<const unsigned char*>(s); *p;
        ++p) {
     switch (*p) {
       case '"':
-        std::fputs("\\\"", out);
+        out->append("\\\"");
         break;
       case '\\':
-        std::fputs("\\\\", out);
+        out->append("\\\\");
         break;
       case '\n':
-        std::fputs("\\n", out);
+        out->append("\\n");
         break;
       case '\t':
-        std::fputs("\\t", out);
+        out->append("\\t");
         break;
       default:
         if (*p < 0x20) {
-          std::fprintf(out, "\\u%04x", *p);
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", *p);
+          out->append(buf);
         } else {
-          std::fputc(*p, out);
+          out->push_back(static_cast<char>(*p));
         }
     }
   }
-  std::fputc('"', out);
+  out->push_back('"');
 }
 
-}  // namespace
+// ---------------------------------------------------------------- JsonLine
+
+JsonLine::JsonLine(const char* type) {
+  text_.reserve(160);
+  text_ = "{\"type\":";
+  AppendJsonString(&text_, type);
+}
+
+void JsonLine::Key(const char* key) {
+  text_.append(",\"");
+  text_.append(key);
+  text_.append("\":");
+}
+
+JsonLine& JsonLine::U(const char* key, uint64_t value) {
+  Key(key);
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%" PRIu64, value);
+  text_.append(buf);
+  return *this;
+}
+
+JsonLine& JsonLine::I(const char* key, int64_t value) {
+  Key(key);
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%" PRId64, value);
+  text_.append(buf);
+  return *this;
+}
+
+JsonLine& JsonLine::S(const char* key, const char* value) {
+  Key(key);
+  AppendJsonString(&text_, value != nullptr ? value : "");
+  return *this;
+}
+
+JsonLine& JsonLine::B(const char* key, bool value) {
+  Key(key);
+  text_.append(value ? "true" : "false");
+  return *this;
+}
+
+JsonLine& JsonLine::Raw(const char* key, const std::string& json) {
+  Key(key);
+  text_.append(json);
+  return *this;
+}
+
+std::string JsonLine::Take() {
+  text_.append("}\n");
+  return std::move(text_);
+}
+
+// ----------------------------------------------------------- TruthRecorder
 
 TruthRecorder& TruthRecorder::Global() {
   static TruthRecorder* recorder = new TruthRecorder();  // never destroyed
   return *recorder;
 }
 
-TruthRecorder::TruthRecorder() { records_.reserve(kInitialCapacity); }
+TruthRecorder::TruthRecorder() {
+  records_.reserve(kInitialCapacity);
+  frames_.reserve(kInitialFrameCapacity);
+}
 
-void TruthRecorder::Add(const TruthRecord& record) {
+void TruthRecorder::Add(TruthRecord record) {
   std::lock_guard lock(mu_);
-  records_.push_back(record);
+  records_.push_back(std::move(record));
+  if (streaming_ && out_ != nullptr) {
+    const std::string line = FormatLocked(records_.back());
+    std::fputs(line.c_str(), out_);
+    std::fflush(out_);
+    written_ = records_.size();
+  }
 }
 
 void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
@@ -70,7 +141,7 @@ void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
   record.begin_after_ns = begin_after_ns;
   record.end_after_ns = end_after_ns;
   record.method_calls = method_calls;
-  Add(record);
+  Add(std::move(record));
 }
 
 void TruthRecorder::RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
@@ -82,7 +153,7 @@ void TruthRecorder::RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
   record.name = name;
   record.begin_ns = begin_ns;
   record.end_ns = end_ns;
-  Add(record);
+  Add(std::move(record));
 }
 
 void TruthRecorder::RecordMethod(pid_t tid, const MethodInfo& method,
@@ -98,7 +169,41 @@ void TruthRecorder::RecordMethod(pid_t tid, const MethodInfo& method,
   record.depth = depth;
   record.msg_id = msg_id;
   record.method = &method;
-  Add(record);
+  Add(std::move(record));
+}
+
+void TruthRecorder::RecordFrame(const FrameTruth& frame) {
+  TruthRecord record;
+  record.type = TruthRecord::Type::kFrame;
+  record.tid = frame.tid;
+  {
+    std::lock_guard lock(mu_);
+    record.aux = frames_.size();
+    frames_.push_back(frame);
+  }
+  Add(std::move(record));
+}
+
+void TruthRecorder::RecordVsync(pid_t tid, uint64_t ts_ns, uint64_t ts_after_ns,
+                                uint64_t vsync_ns) {
+  TruthRecord record;
+  record.type = TruthRecord::Type::kVsync;
+  record.tid = tid;
+  record.id = vsync_ns;
+  record.begin_ns = ts_ns;
+  record.begin_after_ns = ts_after_ns;
+  Add(std::move(record));
+}
+
+void TruthRecorder::RecordLine(std::string json_line) {
+  TruthRecord record;
+  record.type = TruthRecord::Type::kLine;
+  {
+    std::lock_guard lock(mu_);
+    record.aux = lines_.size();
+    lines_.push_back(std::move(json_line));
+  }
+  Add(std::move(record));
 }
 
 std::vector<TruthRecord> TruthRecorder::Snapshot() const {
@@ -106,48 +211,110 @@ std::vector<TruthRecord> TruthRecorder::Snapshot() const {
   return records_;
 }
 
-bool TruthRecorder::WriteJsonLines(std::FILE* out, pid_t pid,
-                                   uint64_t process_start_ns,
-                                   std::string* error) const {
-  const std::vector<TruthRecord> records = Snapshot();
-  std::fprintf(out, "{\"type\":\"process\",\"pid\":%d,\"start_ns\":%" PRIu64 "}\n",
-               static_cast<int>(pid), process_start_ns);
-  for (const TruthRecord& r : records) {
-    if (r.type == TruthRecord::Type::kMethod) {
-      std::fprintf(out, "{\"type\":\"method\",\"tid\":%d,\"method_id\":%" PRIu64
-                   ",\"name\":", static_cast<int>(r.tid), r.id);
-      WriteJsonString(out, r.name);
-      std::fprintf(out,
-                   ",\"depth\":%u,\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
-                   ",\"msg_id\":%" PRIu64,
-                   r.depth, r.begin_ns, r.end_ns, r.msg_id);
+std::string TruthRecorder::FormatLocked(const TruthRecord& r) const {
+  switch (r.type) {
+    case TruthRecord::Type::kMethod: {
+      JsonLine line("method");
+      line.I("tid", r.tid).U("method_id", r.id).S("name", r.name);
+      line.U("depth", r.depth).U("begin_ns", r.begin_ns).U("end_ns", r.end_ns);
+      line.U("msg_id", r.msg_id);
 #if LOOPTRACE_SAMPLE_CYG
       // What gcc passes to __cyg_profile_func_enter/exit as `fn`.
-      std::fprintf(out, ",\"address\":\"0x%jx\",\"symbol\":",
-                   static_cast<uintmax_t>(reinterpret_cast<uintptr_t>(r.method->fn)));
-      WriteJsonString(out, r.method->symbol);
-      std::fputs(",\"demangled\":", out);
-      WriteJsonString(out, r.method->demangled);
+      char address[32];
+      std::snprintf(address, sizeof(address), "0x%jx",
+                    static_cast<uintmax_t>(reinterpret_cast<uintptr_t>(r.method->fn)));
+      line.S("address", address).S("symbol", r.method->symbol);
+      line.S("demangled", r.method->demangled);
 #endif
-      std::fputs("}\n", out);
-      continue;
+      return line.Take();
     }
-    const bool is_message = r.type == TruthRecord::Type::kMessage;
-    std::fprintf(out, "{\"type\":\"%s\",\"tid\":%d,\"%s\":%" PRIu64 ",\"name\":",
-                 is_message ? "message" : "idle", static_cast<int>(r.tid),
-                 is_message ? "msg_id" : "idle_id", r.id);
-    WriteJsonString(out, r.name);
-    std::fprintf(out, ",\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64,
-                 r.begin_ns, r.end_ns);
-    if (r.begin_after_ns) {
-      std::fprintf(out, ",\"begin_after_ns\":%" PRIu64 ",\"end_after_ns\":%" PRIu64,
-                   r.begin_after_ns, r.end_after_ns);
+    case TruthRecord::Type::kMessage:
+    case TruthRecord::Type::kIdle: {
+      const bool is_message = r.type == TruthRecord::Type::kMessage;
+      JsonLine line(is_message ? "message" : "idle");
+      line.I("tid", r.tid).U(is_message ? "msg_id" : "idle_id", r.id);
+      line.S("name", r.name).U("begin_ns", r.begin_ns).U("end_ns", r.end_ns);
+      if (r.begin_after_ns) {
+        line.U("begin_after_ns", r.begin_after_ns);
+        line.U("end_after_ns", r.end_after_ns);
+      }
+      if (r.method_calls) line.U("method_calls", *r.method_calls);
+      return line.Take();
     }
-    if (r.method_calls) {
-      std::fprintf(out, ",\"method_calls\":%" PRIu64, *r.method_calls);
+    case TruthRecord::Type::kFrame: {
+      const FrameTruth& f = frames_[r.aux];
+      std::string phases = "[";
+      char buf[200];
+      for (int i = 0; i < 5; ++i) {
+        const FrameTruth::Phase& p = f.phases[i];
+        std::snprintf(buf, sizeof(buf),
+                      "%s{\"phase\":%d,\"name\":\"%s\",\"begin_ns\":%" PRIu64
+                      ",\"end_ns\":%" PRIu64 ",\"begin_after_ns\":%" PRIu64
+                      ",\"end_after_ns\":%" PRIu64 "}",
+                      i == 0 ? "" : ",", i, kPhaseNames[i], p.begin_ns, p.end_ns,
+                      p.begin_after_ns, p.end_after_ns);
+        phases.append(buf);
+      }
+      phases.push_back(']');
+      JsonLine line("frame");
+      line.I("tid", f.tid).U("frame_id", f.frame_id).U("msg_id", f.msg_id);
+      line.U("vsync_ns", f.vsync_ns).U("intended_vsync_ns", f.intended_vsync_ns);
+      line.U("skipped_frames", f.skipped_frames);
+      line.U("begin_ns", f.begin_ns).U("begin_after_ns", f.begin_after_ns);
+      line.U("end_ns", f.end_ns).U("end_after_ns", f.end_after_ns);
+      line.U("refresh_hz", f.refresh_hz).U("interval_ns", f.interval_ns);
+      line.S("scene", f.scene);
+      if (f.planned_dropped >= 0) line.I("planned_dropped", f.planned_dropped);
+      line.Raw("phases", phases);
+      return line.Take();
     }
-    std::fputs("}\n", out);
+    case TruthRecord::Type::kVsync:
+      return JsonLine("vsync")
+          .I("tid", r.tid)
+          .U("ts_ns", r.begin_ns)
+          .U("ts_after_ns", r.begin_after_ns)
+          .U("vsync_ns", r.id)
+          .Take();
+    case TruthRecord::Type::kLine:
+      return lines_[r.aux];
   }
+  return "";
+}
+
+void TruthRecorder::SetOutput(std::FILE* out, pid_t pid,
+                              uint64_t process_start_ns) {
+  std::lock_guard lock(mu_);
+  out_ = out;
+  pid_ = pid;
+  process_start_ns_ = process_start_ns;
+}
+
+void TruthRecorder::WriteHeaderLocked() {
+  std::fprintf(out_, "{\"type\":\"process\",\"pid\":%d,\"start_ns\":%" PRIu64 "}\n",
+               static_cast<int>(pid_), process_start_ns_);
+}
+
+void TruthRecorder::StartStreaming() {
+  std::lock_guard lock(mu_);
+  if (out_ == nullptr || streaming_) return;
+  streaming_ = true;
+  WriteHeaderLocked();
+  for (const TruthRecord& r : records_) std::fputs(FormatLocked(r).c_str(), out_);
+  written_ = records_.size();
+  std::fflush(out_);
+}
+
+bool TruthRecorder::Finish(std::string* error) {
+  std::lock_guard lock(mu_);
+  if (out_ == nullptr) return true;
+  std::FILE* out = out_;
+  if (!streaming_) {
+    WriteHeaderLocked();
+  }
+  for (size_t i = streaming_ ? written_ : 0; i < records_.size(); ++i) {
+    std::fputs(FormatLocked(records_[i]).c_str(), out);
+  }
+  out_ = nullptr;  // later records (other threads) stay in memory only
   std::fprintf(out, "{\"type\":\"end\",\"end_ns\":%" PRIu64 "}\n", NowNs());
   const bool write_failed = std::ferror(out) != 0 || std::fflush(out) != 0;
   const int saved_errno = errno;

@@ -32,6 +32,9 @@ constexpr RoleInfo kRoles[] = {
     {Role::kFullyDrawn, "fully.drawn", {}},
     {Role::kPollBegin, "poll.begin", {"timeout_ms"}},
     {Role::kPollEnd, "poll.end", {}},
+    {Role::kBarrierPost, "barrier.post", {"token"}},
+    {Role::kBarrierRemove, "barrier.remove", {"token"}},
+    {Role::kMessageEnqueue, "message.enqueue", {"when_ns", "async"}},
 };
 
 const RoleInfo* Find(Role role) {

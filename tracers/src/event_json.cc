@@ -56,10 +56,47 @@ struct ToJson {
     for (const auto& b : m.beats) beats.push_back(json::array({b.ts_ns, b.id, b.enter ? 1 : 0}));
     json names = json::object();
     for (const auto& [id, name] : m.names) names[std::to_string(id)] = name;
-    return json{{"type", "method_beats"}, {"tid", m.tid},
+    return json{{"type", "method_beats"}, {"span", m.span}, {"tid", m.tid},
                 {"begin_ns", m.begin_ns}, {"end_ns", m.end_ns},
                 {"kind", MethodIdKindName(m.kind)}, {"overwritten", m.overwritten},
                 {"beats", std::move(beats)}, {"names", std::move(names)}};
+  }
+  json operator()(const ThreadSwitch& e) const {
+    json j{{"type", "switch"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"off_cpu", e.off_cpu}};
+    if (e.off_cpu) {
+      j["state"] = e.state;
+      j["kernel_stack"] = e.kernel_stack;
+    }
+    return j;
+  }
+  json operator()(const Wakeup& e) const {
+    return json{{"type", "wakeup"},          {"ts_ns", e.ts_ns},         {"tid", e.tid},
+                {"waker_tid", e.waker_tid},  {"waker_pid", e.waker_pid}, {"waker_comm", e.waker_comm}};
+  }
+  json operator()(const SignalSent& e) const {
+    return json{{"type", "signal"},           {"ts_ns", e.ts_ns},           {"signal", e.signal},
+                {"target_tid", e.target_tid}, {"sender_pid", e.sender_pid}, {"sender_tid", e.sender_tid},
+                {"sender_comm", e.sender_comm}, {"result", e.result}};
+  }
+  json operator()(const StallSnapshot& s) const {
+    json threads = json::array();
+    for (const auto& t : s.threads) {
+      threads.push_back({{"tid", t.tid},
+                         {"name", t.name},
+                         {"state", std::string(1, t.state)},
+                         {"state_since_ns", t.state_since_ns},
+                         {"wchan", t.wchan},
+                         {"futex_address", t.futex_address},
+                         {"futex_owner_tid", t.futex_owner_tid},
+                         {"kernel_stack", t.kernel_stack},
+                         {"user_stack", t.user_stack}});
+    }
+    json memory = json::array();
+    for (const auto& [k, v] : s.memory_kb) memory.push_back(json::array({k, v}));
+    return json{{"type", "stall_snapshot"}, {"anr", s.anr}, {"ts_ns", s.ts_ns}, {"tid", s.tid},
+                {"message_begin_ns", s.message_begin_ns}, {"threads", std::move(threads)},
+                {"process_cpu_percent", s.process_cpu_percent}, {"cpu_window_ns", s.cpu_window_ns},
+                {"memory_kb", std::move(memory)}, {"priority", s.priority}, {"nice", s.nice}};
   }
   json operator()(const SessionEnd& e) const {
     return json{{"type", "session_end"}, {"ts_ns", e.ts_ns}, {"reason", e.reason}};
@@ -126,6 +163,7 @@ Result<Event> ParseProbe(const json& j) {
 
 Result<Event> ParseMethodBeats(const json& j) {
   MethodBeats m;
+  m.span = FieldOr<std::string>(j, "span", "message");
   ASSIGN_OR_RETURN(m.tid, Field<uint32_t>(j, "tid"));
   ASSIGN_OR_RETURN(m.begin_ns, Field<uint64_t>(j, "begin_ns"));
   ASSIGN_OR_RETURN(m.end_ns, Field<uint64_t>(j, "end_ns"));
@@ -153,6 +191,72 @@ Result<Event> ParseMethodBeats(const json& j) {
     }
   }
   return m;
+}
+
+Result<Event> ParseSwitch(const json& j) {
+  ThreadSwitch e;
+  ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
+  ASSIGN_OR_RETURN(e.tid, Field<uint32_t>(j, "tid"));
+  ASSIGN_OR_RETURN(e.off_cpu, Field<bool>(j, "off_cpu"));
+  e.state = FieldOr<uint32_t>(j, "state", 0);
+  e.kernel_stack = FieldOr<std::vector<std::string>>(j, "kernel_stack", {});
+  return e;
+}
+
+Result<Event> ParseWakeup(const json& j) {
+  Wakeup e;
+  ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
+  ASSIGN_OR_RETURN(e.tid, Field<uint32_t>(j, "tid"));
+  ASSIGN_OR_RETURN(e.waker_tid, Field<uint32_t>(j, "waker_tid"));
+  e.waker_pid = FieldOr<uint32_t>(j, "waker_pid", 0);
+  e.waker_comm = FieldOr<std::string>(j, "waker_comm", "");
+  return e;
+}
+
+Result<Event> ParseSignal(const json& j) {
+  SignalSent e;
+  ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
+  ASSIGN_OR_RETURN(e.signal, Field<int>(j, "signal"));
+  ASSIGN_OR_RETURN(e.sender_pid, Field<uint32_t>(j, "sender_pid"));
+  e.target_tid = FieldOr<uint32_t>(j, "target_tid", 0);
+  e.sender_tid = FieldOr<uint32_t>(j, "sender_tid", 0);
+  e.sender_comm = FieldOr<std::string>(j, "sender_comm", "");
+  e.result = FieldOr<int>(j, "result", 0);
+  return e;
+}
+
+Result<Event> ParseSnapshot(const json& j) {
+  StallSnapshot s;
+  ASSIGN_OR_RETURN(s.ts_ns, Field<uint64_t>(j, "ts_ns"));
+  ASSIGN_OR_RETURN(s.tid, Field<uint32_t>(j, "tid"));
+  ASSIGN_OR_RETURN(s.message_begin_ns, Field<uint64_t>(j, "message_begin_ns"));
+  s.anr = FieldOr<bool>(j, "anr", false);
+  s.process_cpu_percent = FieldOr<double>(j, "process_cpu_percent", -1.0);
+  s.cpu_window_ns = FieldOr<uint64_t>(j, "cpu_window_ns", 0);
+  s.priority = FieldOr<int>(j, "priority", 0);
+  s.nice = FieldOr<int>(j, "nice", 0);
+  if (auto it = j.find("threads"); it != j.end() && it->is_array()) {
+    for (const auto& t : *it) {
+      ThreadSnapshot ts;
+      ts.tid = FieldOr<uint32_t>(t, "tid", 0);
+      ts.name = FieldOr<std::string>(t, "name", "");
+      std::string state = FieldOr<std::string>(t, "state", "?");
+      ts.state = state.empty() ? '?' : state[0];
+      ts.state_since_ns = FieldOr<uint64_t>(t, "state_since_ns", 0);
+      ts.wchan = FieldOr<std::string>(t, "wchan", "");
+      ts.futex_address = FieldOr<uint64_t>(t, "futex_address", 0);
+      ts.futex_owner_tid = FieldOr<uint32_t>(t, "futex_owner_tid", 0);
+      ts.kernel_stack = FieldOr<std::vector<std::string>>(t, "kernel_stack", {});
+      ts.user_stack = FieldOr<std::vector<std::string>>(t, "user_stack", {});
+      s.threads.push_back(std::move(ts));
+    }
+  }
+  if (auto it = j.find("memory_kb"); it != j.end() && it->is_array()) {
+    for (const auto& m : *it)
+      if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_number_unsigned())
+        s.memory_kb.emplace_back(m[0].get<std::string>(), m[1].get<uint64_t>());
+  }
+  return s;
 }
 
 Result<Event> ParseSessionStart(const json& j) {
@@ -209,6 +313,14 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
   if (type == "probe") {
     ASSIGN_OR_RETURN(Event e, ParseProbe(j));
     return std::optional<Event>(std::move(e));
+  }
+  if (type == "switch" || type == "wakeup" || type == "signal" || type == "stall_snapshot") {
+    auto parsed = type == "switch"   ? ParseSwitch(j)
+                  : type == "wakeup" ? ParseWakeup(j)
+                  : type == "signal" ? ParseSignal(j)
+                                     : ParseSnapshot(j);
+    if (!parsed) return std::unexpected(parsed.error());
+    return std::optional<Event>(std::move(*parsed));
   }
   if (type == "method_beats") {
     ASSIGN_OR_RETURN(Event e, ParseMethodBeats(j));

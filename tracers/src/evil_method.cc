@@ -11,19 +11,25 @@ namespace looptrace {
 EvilMethodTracer::EvilMethodTracer(EvilMethodOptions options, Stats* stats, const MethodNamer* namer)
     : options_(options), stats_(stats), namer_(namer) {}
 
-void EvilMethodTracer::OnBeats(const MethodBeats& beats) { pending_[beats.tid] = beats; }
+void EvilMethodTracer::OnBeats(const MethodBeats& beats) {
+  if (beats.span == "message") pending_[beats.tid] = beats;
+}
 
-std::string EvilMethodTracer::NameOf(const MethodBeats* beats, uint64_t id) {
+std::string NameMethod(const MethodNamer* namer, const MethodBeats* beats, uint64_t id, Stats* stats) {
   if (id == kDispatchMethodId) return "";
   if (beats) {
     if (auto it = beats->names.find(id); it != beats->names.end()) return it->second;
   }
   MethodIdKind kind = beats ? beats->kind : MethodIdKind::kId;
-  if (namer_) {
-    if (auto name = namer_->Name(kind, id)) return *name;
+  if (namer) {
+    if (auto name = namer->Name(kind, id)) return *name;
   }
-  stats_->Add(StatId::method_names_unknown);
+  stats->Add(StatId::method_names_unknown);
   return kind == MethodIdKind::kId ? fmt::format("method#{}", id) : fmt::format("{:#x}", id);
+}
+
+std::string EvilMethodTracer::NameOf(const MethodBeats* beats, uint64_t id) {
+  return NameMethod(namer_, beats, id, stats_);
 }
 
 namespace {

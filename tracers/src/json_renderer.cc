@@ -83,6 +83,115 @@ json EvilJson(const Report& report, const EvilMethodReport& e) {
   return j;
 }
 
+json DeviceBlock(const Report& report) {
+  const DeviceInfo& d = report.session.device;
+  return json{{"machine", d.machine}, {"cpu_app", d.cpu_app_percent}, {"mem", d.mem_total_bytes},
+              {"mem_free", d.mem_available_kb}};
+}
+
+uint64_t WallMs(const Report& report, uint64_t ts_ns) {
+  return (report.session.wall_time_ns + (ts_ns - std::min(ts_ns, report.session.begin_ns))) / 1'000'000;
+}
+
+json TreeJson(const std::vector<NamedCallNode>& tree) {
+  json out = json::array();
+  uint64_t root = 1;
+  for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
+  for (const auto& n : tree)
+    out.push_back({{"depth", n.node.depth}, {"id", n.node.id}, {"name", n.name}, {"count", n.node.count},
+                   {"cost_ns", n.node.cost_ns},
+                   {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}});
+  return out;
+}
+
+std::string MatrixStack(const std::vector<NamedCallNode>& tree) {
+  std::string out;
+  for (const auto& n : tree)
+    out += fmt::format("{},{},{},{}\n", n.node.depth, n.node.id, n.node.count, n.node.cost_ns / 1'000'000);
+  return out;
+}
+
+json ThreadJson(const ThreadSnapshot& t) {
+  return json{{"tid", t.tid},
+              {"name", t.name},
+              {"state", std::string(1, t.state)},
+              {"state_since_ns", t.state_since_ns},
+              {"wchan", t.wchan},
+              {"futex_address", t.futex_address},
+              {"futex_owner_tid", t.futex_owner_tid},
+              {"kernel_stack", t.kernel_stack},
+              {"user_stack", t.user_stack}};
+}
+
+std::string ThreadStackText(const ThreadSnapshot* t) {
+  if (!t) return "";
+  std::string out;
+  for (const auto& frame : t->user_stack) out += "at " + frame + "\n";
+  return out;
+}
+
+// Matrix's ANR/LAG keys (LooperAnrTracer) first, then ours.
+json StallJson(const Report& report, const StallReport& s) {
+  json j = DeviceBlock(report);
+  const ThreadSnapshot* self = s.snapshot.threads.empty() ? nullptr : &s.snapshot.threads.front();
+  uint64_t vm_size = 0, rss = 0, anon = 0;
+  for (const auto& [k, v] : s.snapshot.memory_kb) {
+    if (k == "VmSize") vm_size = v;
+    if (k == "VmRSS") rss = v;
+    if (k == "RssAnon") anon = v;
+  }
+  j["type"] = s.anr ? "anr" : "lag";
+  j["detail"] = s.anr ? "ANR" : "LAG";
+  j["cost"] = (s.snapshot.ts_ns - s.message.begin_ns) / 1'000'000;
+  j["stackKey"] = s.stack_key;
+  j["scene"] = s.scene;
+  j["stack"] = MatrixStack(s.tree);
+  j["threadStack"] = ThreadStackText(self);
+  j["processPriority"] = s.snapshot.priority;
+  j["processNice"] = s.snapshot.nice;
+  j["isProcessForeground"] = true;
+  // Matrix's dalvik/native heap have no native-process equivalent: anonymous RSS stands in.
+  j["memory"] = {{"dalvik_heap", 0}, {"native_heap", anon}, {"vm_size", vm_size}};
+  j["tag"] = "Trace_EvilMethod";
+  j["process"] = report.session.command;
+  j["time"] = WallMs(report, s.snapshot.ts_ns);
+  const Message& m = s.message;
+  j["tid"] = m.tid;
+  j["msg_id"] = m.msg_id ? json(*m.msg_id) : json(nullptr);
+  j["name"] = m.name.empty() ? json(nullptr) : json(m.name);
+  j["begin_ns"] = m.begin_ns;
+  j["snapshot_ns"] = s.snapshot.ts_ns;
+  j["snapshot_delay_ns"] = s.snapshot.ts_ns - m.begin_ns - std::min(s.snapshot.ts_ns - m.begin_ns, s.threshold_ns);
+  j["threshold_ns"] = s.threshold_ns;
+  j["end_ns"] = m.end_ns;
+  j["cost_ns"] = m.cost_ns();
+  j["finished"] = s.finished;
+  j["stuck_reason"] = s.stuck_reason;
+  j["deadlock_cycle"] = s.deadlock_cycle;
+  j["frame"] = s.frame;
+  j["process_cpu_percent"] = s.snapshot.process_cpu_percent;
+  j["vm_rss_kb"] = rss;
+  json memory = json::object();
+  for (const auto& [k, v] : s.snapshot.memory_kb) memory[k] = v;
+  j["memory_kb"] = memory;
+  json reasons = json::array();
+  for (const auto& r : s.off_cpu_by_reason)
+    reasons.push_back({{"reason", r.reason}, {"total_ns", r.total_ns}, {"count", r.count}});
+  j["off_cpu_by_reason"] = reasons;
+  j["on_cpu_ns"] = s.on_cpu_ns;
+  json intervals = json::array();
+  for (const auto& iv : s.off_cpu)
+    intervals.push_back({{"begin_ns", iv.begin_ns}, {"end_ns", iv.end_ns}, {"reason", iv.reason},
+                         {"state", iv.state}, {"kernel_stack", iv.kernel_stack},
+                         {"waker_tid", iv.waker_tid}, {"waker_comm", iv.waker_comm}, {"open", iv.open}});
+  j["off_cpu"] = intervals;
+  j["tree"] = TreeJson(s.tree);
+  json threads = json::array();
+  for (const auto& t : s.snapshot.threads) threads.push_back(ThreadJson(t));
+  j["threads"] = threads;
+  return j;
+}
+
 // One JSON object per line, each with a "type" (schema in README "JSON output").
 class JsonRenderer : public Renderer {
  public:
@@ -112,6 +221,52 @@ class JsonRenderer : public Renderer {
       Line(out, j);
     }
     for (const EvilMethodReport& e : report.evil_methods) Line(out, EvilJson(report, e));
+    for (const StallReport& s : report.stalls) Line(out, StallJson(report, s));
+    for (const SignalAnrReport& s : report.signal_anrs) {
+      json j = DeviceBlock(report);
+      j["type"] = s.from_self ? "self_sigquit" : "signal_anr";
+      j["detail"] = "SIGNAL_ANR";
+      j["scene"] = s.scene;
+      j["isProcessForeground"] = true;
+      j["tag"] = "Trace_EvilMethod";
+      j["process"] = report.session.command;
+      j["time"] = WallMs(report, s.signal.ts_ns);
+      j["ts_ns"] = s.signal.ts_ns;
+      j["sender_pid"] = s.signal.sender_pid;
+      j["sender_tid"] = s.signal.sender_tid;
+      j["sender_comm"] = s.signal.sender_comm;
+      j["delivered"] = s.signal.result == 0;
+      j["stalled"] = s.stalled;
+      if (s.stalled) {
+        j["msg_id"] = s.message.msg_id ? json(*s.message.msg_id) : json(nullptr);
+        j["name"] = s.message.name;
+        j["message_begin_ns"] = s.message.begin_ns;
+        j["running_ns"] = s.message.cost_ns();
+      }
+      Line(out, j);
+    }
+    for (const SpanLagReport& l : report.span_lags) {
+      json j = DeviceBlock(report);
+      j["type"] = l.kind;
+      j["detail"] = l.kind == "idle_lag" ? "LAG_IDLE_HANDLER" : "LAG_TOUCH";
+      j["scene"] = l.scene;
+      j["isProcessForeground"] = true;
+      j["tag"] = "Trace_EvilMethod";
+      j["process"] = report.session.command;
+      j["time"] = WallMs(report, l.end_ns);
+      j["tid"] = l.tid;
+      j["name"] = l.name;
+      j["begin_ns"] = l.begin_ns;
+      j["end_ns"] = l.end_ns;
+      j["cost_ns"] = l.end_ns - l.begin_ns;
+      j["stack"] = MatrixStack(l.tree);
+      j["tree"] = TreeJson(l.tree);
+      Line(out, j);
+    }
+    for (const BarrierLeakReport& b : report.barrier_leaks)
+      Line(out, json{{"type", "barrier_leak"}, {"tid", b.tid}, {"token", b.token}, {"begin_ns", b.begin_ns},
+                     {"end_ns", b.end_ns}, {"duration_ns", b.end_ns - b.begin_ns}, {"removed", b.removed},
+                     {"sync_messages_enqueued", b.sync_messages_enqueued}});
     json counters = json::object();
     for (int i = 0; i < kStatCount; ++i) {
       auto id = static_cast<StatId>(i);

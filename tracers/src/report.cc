@@ -7,7 +7,8 @@ namespace looptrace {
 Analyzer::Analyzer(AnalysisOptions options)
     : options_(options),
       looper_(options_.looper, &report_.stats),
-      evil_(options_.evil, &report_.stats, options_.namer) {}
+      evil_(options_.evil, &report_.stats, options_.namer),
+      anr_(options_.anr, &report_.stats, options_.namer) {}
 
 void Analyzer::OnEvent(const Event& event) {
   if (const auto* start = std::get_if<SessionStart>(&event)) {
@@ -30,10 +31,31 @@ void Analyzer::OnEvent(const Event& event) {
     if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe->ts_ns;
     last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
     if (auto message = looper_.OnProbe(*probe)) evil_.OnMessage(*message, report_.session.command);
+    anr_.OnProbe(*probe);
     return;
   }
   if (const auto* beats = std::get_if<MethodBeats>(&event)) {
     evil_.OnBeats(*beats);
+    anr_.OnBeats(*beats);
+    return;
+  }
+  if (const auto* sw = std::get_if<ThreadSwitch>(&event)) {
+    last_ts_ns_ = std::max(last_ts_ns_, sw->ts_ns);
+    anr_.OnSwitch(*sw);
+    return;
+  }
+  if (const auto* wakeup = std::get_if<Wakeup>(&event)) {
+    anr_.OnWakeup(*wakeup);
+    return;
+  }
+  if (const auto* snapshot = std::get_if<StallSnapshot>(&event)) {
+    last_ts_ns_ = std::max(last_ts_ns_, snapshot->ts_ns);
+    anr_.OnSnapshot(*snapshot);
+    return;
+  }
+  if (const auto* signal = std::get_if<SignalSent>(&event)) {
+    last_ts_ns_ = std::max(last_ts_ns_, signal->ts_ns);
+    anr_.OnSignal(*signal, report_.session.pid);
     return;
   }
   if (const auto* counters = std::get_if<LossCounters>(&event)) {
@@ -53,6 +75,8 @@ Report Analyzer::TakeReport() {
     report_.session.end_reason = "end-of-recording";
   }
   looper_.Finish(report_.session.end_ns);
+  anr_.Finish(report_.session.end_ns);
+  anr_.Contribute(&report_);
   looper_.Contribute(&report_.messages);
   report_.evil_threshold_ns = options_.evil.threshold_ns;
   report_.evil_methods = evil_.TakeReports();

@@ -36,6 +36,9 @@ class TextRenderer : public Renderer {
                        s.end_reason.empty() ? "ended" : s.end_reason);
     RenderMessages(report, out);
     RenderEvilMethods(report, out);
+    RenderStalls(report, out);
+    RenderSignals(report, out);
+    RenderSpanLags(report, out);
     RenderStats(report.stats, out);
   }
 
@@ -134,6 +137,151 @@ class TextRenderer : public Renderer {
         out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns),
                            100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
       }
+    }
+  }
+
+  static std::string MessageLabel(const Message& m) {
+    std::string label = m.name.empty() ? "message" : "message \"" + m.name + "\"";
+    if (m.msg_id) label += fmt::format(" (id {})", *m.msg_id);
+    return label;
+  }
+
+  static std::string StateText(char state) {
+    switch (state) {
+      case 'R': return "running";
+      case 'S': return "sleeping";
+      case 'D': return "uninterruptible (disk I/O)";
+      case 'T': return "stopped";
+      case 't': return "traced";
+      case 'Z': return "zombie";
+      default: return std::string(1, state);
+    }
+  }
+
+  static void RenderTree(const std::vector<NamedCallNode>& tree, const std::string& root_label,
+                         const std::string& indent, std::ostream& out) {
+    uint64_t root = 1;
+    for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
+    for (const NamedCallNode& n : tree) {
+      std::string label = n.node.depth == 0 ? "[message] " + root_label : n.name;
+      if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
+      if (n.node.unfinished) label += "  (running)";
+      if (n.node.lost_exit) label += "  (exit lost)";
+      out << fmt::format("{}{:>12} {:>6.1f}%  {}{}\n", indent, FormatDuration(n.node.cost_ns),
+                         100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
+    }
+  }
+
+  static void RenderThread(const ThreadSnapshot& t, uint64_t at_ns, const std::vector<ThreadSnapshot>& all,
+                           std::ostream& out) {
+    std::string since = t.state_since_ns && t.state_since_ns <= at_ns
+                            ? fmt::format(" for {}", FormatDuration(at_ns - t.state_since_ns))
+                            : "";
+    out << fmt::format("\"{}\" tid={} {} ({}{})\n", t.name, t.tid, t.state, StateText(t.state), since);
+    if (!t.wchan.empty() && t.wchan != "0") out << fmt::format("  | wchan={}\n", t.wchan);
+    if (t.futex_address) {
+      std::string owner = "unknown owner";
+      if (t.futex_owner_tid) {
+        owner = fmt::format("held by tid {}", t.futex_owner_tid);
+        for (const auto& o : all)
+          if (o.tid == t.futex_owner_tid) owner += fmt::format(" \"{}\"", o.name);
+      }
+      out << fmt::format("  - waiting on futex {:#x} ({})\n", t.futex_address, owner);
+    }
+    for (size_t i = 0; i < t.kernel_stack.size() && i < 12; ++i)
+      out << fmt::format("  kernel: {}\n", t.kernel_stack[i]);
+    for (size_t i = 0; i < t.user_stack.size() && i < 24; ++i)
+      out << fmt::format("  native: #{:02} {}\n", i, t.user_stack[i]);
+  }
+
+  void RenderStalls(const Report& report, std::ostream& out) const {
+    const uint64_t base = report.session.begin_ns;
+    for (const StallReport& s : report.stalls) {
+      const Message& m = s.message;
+      out << fmt::format("\n----- {} pid {} at {} s -----\n", s.anr ? "ANR" : "LAG", report.session.pid,
+                         Relative(s.snapshot.ts_ns, base));
+      out << fmt::format("Cmd line: {}\n", report.session.command);
+      out << fmt::format("Cause: {} running for {} on thread {} (threshold {}): {}\n", MessageLabel(m),
+                         FormatDuration(s.snapshot.ts_ns - m.begin_ns), m.tid,
+                         FormatDuration(s.threshold_ns), s.stuck_reason);
+      if (!s.deadlock_cycle.empty()) {
+        std::string cycle;
+        for (uint32_t tid : s.deadlock_cycle) {
+          std::string name;
+          for (const auto& t : s.snapshot.threads)
+            if (t.tid == tid) name = t.name;
+          cycle += fmt::format("tid {} \"{}\" -> ", tid, name);
+        }
+        cycle += fmt::format("tid {}", s.deadlock_cycle.front());
+        out << fmt::format("Deadlock: {} (each waits on a mutex the next holds)\n", cycle);
+      }
+      out << fmt::format("Cost: {} ({})\n", FormatDuration(m.cost_ns()),
+                         s.finished ? "the message ended" : "still running when the session ended");
+      if (!s.scene.empty()) out << fmt::format("Scene: {}\n", s.scene);
+      if (!s.frame.empty()) out << fmt::format("Frame: {}\n", s.frame);
+      if (s.snapshot.process_cpu_percent >= 0)
+        out << fmt::format("CPU: {:.1f}% of one core over the last {}\n", s.snapshot.process_cpu_percent,
+                           FormatDuration(s.snapshot.cpu_window_ns));
+      if (!s.snapshot.memory_kb.empty()) {
+        std::string mem;
+        for (const auto& [k, v] : s.snapshot.memory_kb) mem += fmt::format("{}{} {} kB", mem.empty() ? "" : ", ", k, v);
+        out << "Memory: " << mem << "\n";
+      }
+      out << fmt::format("Off-CPU during the message: ");
+      if (s.off_cpu_by_reason.empty()) out << "none";
+      for (size_t i = 0; i < s.off_cpu_by_reason.size(); ++i)
+        out << fmt::format("{}{} {} ({}x)", i ? ", " : "", s.off_cpu_by_reason[i].reason,
+                           FormatDuration(s.off_cpu_by_reason[i].total_ns), s.off_cpu_by_reason[i].count);
+      out << fmt::format("; on CPU {}\n", FormatDuration(s.on_cpu_ns));
+      for (size_t i = 0; i < s.off_cpu.size() && i < 5; ++i) {
+        const auto& iv = s.off_cpu[i];
+        out << fmt::format("  {:>12} {:<9} from {} s{}{}\n", FormatDuration(iv.end_ns - iv.begin_ns), iv.reason,
+                           Relative(iv.begin_ns, base),
+                           iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, iv.waker_comm) : "",
+                           iv.open ? ", still waiting" : "");
+      }
+      if (!s.tree.empty()) {
+        out << fmt::format("Methods running at the snapshot (stackKey {}):\n", s.stack_key);
+        RenderTree(s.tree, m.name, "  ", out);
+      }
+      out << "\n";
+      for (const ThreadSnapshot& t : s.snapshot.threads) {
+        RenderThread(t, s.snapshot.ts_ns, s.snapshot.threads, out);
+        out << "\n";
+      }
+      out << fmt::format("----- end {} -----\n", report.session.pid);
+    }
+  }
+
+  void RenderSignals(const Report& report, std::ostream& out) const {
+    const uint64_t base = report.session.begin_ns;
+    for (const SignalAnrReport& s : report.signal_anrs) {
+      out << fmt::format("\n{} at {} s: SIGQUIT from pid {} \"{}\" (tid {}){}\n",
+                         s.from_self ? "self SIGQUIT (not an ANR)" : "confirmed ANR (signal)",
+                         Relative(s.signal.ts_ns, base), s.signal.sender_pid, s.signal.sender_comm,
+                         s.signal.sender_tid, s.signal.result ? " (not delivered)" : "");
+      if (s.stalled)
+        out << fmt::format("  the main thread was in {} for {}\n", MessageLabel(s.message),
+                           FormatDuration(s.message.cost_ns()));
+      else
+        out << "  the main thread was not running a message\n";
+    }
+  }
+
+  void RenderSpanLags(const Report& report, std::ostream& out) const {
+    const uint64_t base = report.session.begin_ns;
+    for (const SpanLagReport& l : report.span_lags) {
+      out << fmt::format("\n{}: {} on thread {} took {} (from {} s)\n",
+                         l.kind == "idle_lag" ? "idle handler lag" : "input lag", l.name, l.tid,
+                         FormatDuration(l.end_ns - l.begin_ns), Relative(l.begin_ns, base));
+      if (!l.tree.empty()) RenderTree(l.tree, l.name, "  ", out);
+    }
+    for (const BarrierLeakReport& b : report.barrier_leaks) {
+      out << fmt::format("\nleaked sync barrier: token {} on thread {} stood for {} from {} s while {} "
+                         "synchronous message{} waited{}\n",
+                         b.token, b.tid, FormatDuration(b.end_ns - b.begin_ns), Relative(b.begin_ns, base),
+                         b.sync_messages_enqueued, b.sync_messages_enqueued == 1 ? "" : "s",
+                         b.removed ? "" : " (never removed)");
     }
   }
 

@@ -23,10 +23,11 @@
 
 /* Record types: every record starts with struct lt_record_header. */
 #define LT_RECORD_PROBE 1 /* a profile probe point fired (a role event) */
-#define LT_RECORD_STRING 5 /* text of a string argument, sent once per address */
-#define LT_RECORD_RESERVED_SCHED 2 /* reserved: thread state changes */
-#define LT_RECORD_RESERVED_SIGNAL 3 /* reserved: signal sent to the target */
+#define LT_RECORD_SWITCH 2 /* the main thread left or got a CPU (sched_switch) */
+#define LT_RECORD_SIGNAL 3 /* SIGQUIT sent to the target (signal_generate) */
 #define LT_RECORD_RESERVED_PROCESS 4 /* reserved: exec / exit */
+#define LT_RECORD_STRING 5 /* text of a string argument, sent once per address */
+#define LT_RECORD_WAKEUP 6 /* someone woke the main thread (sched_wakeup) */
 
 /*
  * Roles (ARCHITECTURE.md section 4). Numbers are part of the ABI and of
@@ -52,7 +53,10 @@
 #define LT_ROLE_FULLY_DRAWN 18
 #define LT_ROLE_POLL_BEGIN 19
 #define LT_ROLE_POLL_END 20
-#define LT_ROLE_MAX 21
+#define LT_ROLE_BARRIER_POST 21
+#define LT_ROLE_BARRIER_REMOVE 22
+#define LT_ROLE_MESSAGE_ENQUEUE 23
+#define LT_ROLE_MAX 24
 
 /*
  * Attach cookie: everything the BPF program needs to know about a probe
@@ -85,6 +89,7 @@
 #define LT_STAT_ARG_READ_FAILED 3 /* an argument could not be read */
 #define LT_STAT_RESERVED_4 4
 #define LT_STAT_STRING_READ_FAILED 5 /* BPF could not copy a string (page not resident) */
+#define LT_STAT_STACK_FAILED 6 /* bpf_get_stackid failed (map full, or no stack) */
 #define LT_STAT_MAX 8
 
 struct lt_record_header {
@@ -142,6 +147,62 @@ struct lt_string_record {
 	char text[LT_MAX_STRING];
 };
 
+/*
+ * Thread state (sched_switch / sched_wakeup / perf cpu-clock samples). The main thread's
+ * switches stream through the ring buffer (off-CPU intervals with their kernel stack);
+ * every thread of the target has its latest state in the thread_states hash, which
+ * user space reads for ANR snapshots. Stacks are ids into the stack_traces map.
+ */
+#define LT_SWITCH_OUT 1 /* the thread left the CPU (state = its __state then) */
+#define LT_SWITCH_IN 2  /* the thread got a CPU back */
+
+struct lt_switch_record {
+	struct lt_record_header header;
+	__u64 ts_ns;
+	__u32 tid;
+	__u32 kind;        /* LT_SWITCH_OUT / LT_SWITCH_IN */
+	__u32 state;       /* prev->__state at switch-out (0 = preempted while running) */
+	__s32 kstack_id;   /* kernel stack at switch-out, -1 if none */
+	__s32 ustack_id;   /* user stack (frame pointers) at switch-out, -1 if none */
+	__u32 pad;
+};
+
+struct lt_wakeup_record {
+	struct lt_record_header header;
+	__u64 ts_ns;
+	__u32 wakee_tid;
+	__u32 waker_tid;
+	__u32 waker_tgid;
+	__u32 pad;
+	char waker_comm[LT_TASK_COMM_LEN];
+};
+
+struct lt_signal_record {
+	struct lt_record_header header;
+	__u64 ts_ns;
+	__s32 sig;
+	__s32 result;       /* TRACE_SIGNAL_* (0 delivered) */
+	__u32 target_tid;
+	__u32 sender_tgid;
+	__u32 sender_tid;
+	__u32 pad;
+	char sender_comm[LT_TASK_COMM_LEN];
+};
+
+/* Value of the thread_states hash (key: tid). */
+struct lt_thread_state {
+	__u64 since_ns;    /* when the thread entered this state */
+	__u32 state;       /* __state at its last switch-out; LT_STATE_RUNNING when on CPU */
+	__s32 kstack_id;   /* kernel stack at the last switch-out */
+	__s32 ustack_id;   /* user stack at the last switch-out */
+	__s32 sample_kstack_id; /* latest on-CPU sample (cpu-clock), -1 if none */
+	__s32 sample_ustack_id;
+	__u32 pad;
+	__u64 sample_ns;
+	__u64 switches;    /* context switches seen */
+};
+#define LT_STATE_RUNNING 0xFFFFFFFF
+
 #ifdef __cplusplus
 #define LT_STATIC_ASSERT static_assert
 #else
@@ -151,6 +212,10 @@ struct lt_string_record {
 LT_STATIC_ASSERT(sizeof(struct lt_record_header) == 8, "header size");
 LT_STATIC_ASSERT(sizeof(struct lt_probe_record) == 80, "probe record size");
 LT_STATIC_ASSERT(sizeof(struct lt_beat) == 32, "beat size");
+LT_STATIC_ASSERT(sizeof(struct lt_switch_record) == 40, "switch record size");
+LT_STATIC_ASSERT(sizeof(struct lt_wakeup_record) == 48, "wakeup record size");
+LT_STATIC_ASSERT(sizeof(struct lt_signal_record) == 56, "signal record size");
+LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_beat, tid) == 24, "beat tid offset");
 LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 136, "string record size");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_string_record, text) == 24, "string text offset");

@@ -82,6 +82,17 @@ class BpfSession : public BeatSource {
   int ring_epoll_fd() const;
   Result<size_t> Consume();
 
+  // Thread-state programs (sched_switch, sched_wakeup, signal_generate) and cpu-clock
+  // samples of `sample_tid` at `sample_hz`. A kernel without them turns the feature off
+  // with one warning (the result says why), it is not an error.
+  Result<void> AttachThreadTracking(int sample_tid, int sample_hz);
+  bool thread_tracking() const { return thread_tracking_; }
+
+  // The latest state BPF saw for every thread of the target (tid -> state).
+  std::vector<std::pair<uint32_t, lt_thread_state>> ThreadStates() const;
+  // Instruction pointers of a stack id (innermost first); empty if gone.
+  std::vector<uint64_t> StackIps(int32_t stack_id) const;
+
   // BeatSource: the method-beat ring, read through a read-only mapping of the BPF map.
   uint64_t Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* out) const override;
   uint64_t beat_head() const;
@@ -106,6 +117,8 @@ class BpfSession : public BeatSource {
   size_t beats_mapped_bytes_ = 0;
   uint64_t beat_capacity_ = 0;
   size_t attached_points_ = 0;
+  bool thread_tracking_ = false;
+  std::vector<int> perf_fds_;
   size_t skipped_points_ = 0;
   bool uprobe_multi_ = false;
 };

@@ -33,6 +33,13 @@ class AddressNamer {
   virtual std::optional<std::string> Name(uint32_t pid, uint64_t address) = 0;
 };
 
+// Names the kernel stacks BPF stored (stack ids of switch records).
+class KernelStackNamer {
+ public:
+  virtual ~KernelStackNamer() = default;
+  virtual std::vector<std::string> KernelStack(int32_t stack_id) = 0;
+};
+
 // How a probe's method beats identify their method, from the profile's arguments.
 MethodIdKind MethodIdKindOf(const ProbeSpec& spec);
 
@@ -43,10 +50,10 @@ struct DecoderOptions {
 
 class EventDecoder {
  public:
-  // `strings`, `beats` and `addresses` may be null.
+  // `strings`, `beats`, `addresses` and `kernel_stacks` may be null.
   EventDecoder(const AttachPlan* plan, StringReader* strings, Stats* stats,
                const BeatSource* beats = nullptr, AddressNamer* addresses = nullptr,
-               DecoderOptions options = {});
+               DecoderOptions options = {}, KernelStackNamer* kernel_stacks = nullptr);
 
   // Appends the events a record yields to `out`: none for a malformed record (counted)
   // or a string text; a dispatch.end of a slow message yields its MethodBeats first.
@@ -56,14 +63,18 @@ class EventDecoder {
   // no message is open there.
   std::optional<MethodBeats> OpenMessageBeats(uint32_t tid, uint64_t now_ns);
 
+  // The top-level message running on `tid`, if any: (begin_ns) for the watchdog.
+  std::optional<uint64_t> OpenMessageBegin(uint32_t tid) const;
+
  private:
   struct OpenDispatch {
     uint64_t begin_ns;
     uint64_t beat_index;
   };
+  void DecodeProbe(const lt_probe_record& rec, std::vector<Event>* out);
   std::optional<std::string> LookupString(uint32_t pid, uint64_t address);
   MethodBeats CopyBeats(uint32_t pid, uint32_t tid, const OpenDispatch& open, uint64_t end_ns,
-                        uint64_t end_index);
+                        uint64_t end_index, const char* span);
 
   const AttachPlan* plan_;
   StringReader* strings_;
@@ -71,7 +82,10 @@ class EventDecoder {
   const BeatSource* beats_;
   AddressNamer* addresses_;
   DecoderOptions options_;
+  KernelStackNamer* kernel_stacks_;
   std::unordered_map<uint32_t, std::vector<OpenDispatch>> open_by_tid_;
+  std::unordered_map<uint32_t, OpenDispatch> open_idle_;      // idle handler spans per tid
+  std::unordered_map<uint64_t, std::pair<uint32_t, OpenDispatch>> open_inputs_;  // by seq
   std::vector<MethodIdKind> kind_by_probe_;
   std::optional<MethodIdKind> beat_kind_;
   std::unordered_map<uint64_t, std::string> sent_strings_;  // from LT_RECORD_STRING

@@ -24,7 +24,11 @@ struct SessionOptions {
   size_t beat_capacity = 1u << 20;             // method-beat ring records (power of two)
   uint64_t beat_min_cost_ns = 700'000'000;     // messages this long get their beats copied
   std::string btf_path;
-  int poll_interval_ms = 50;    // ring buffer is drained at least this often
+  int poll_interval_ms = 25;    // ring buffer drained (and the watchdog run) this often
+  bool thread_tracking = true;  // sched_switch/wakeup/signal programs + cpu-clock samples
+  int sample_hz = 49;           // cpu-clock samples of the main thread (its stack while running)
+  uint64_t lag_threshold_ns = 2'000'000'000;  // watchdog: LAG snapshot
+  uint64_t anr_threshold_ns = 5'000'000'000;  // watchdog: ANR snapshot
 };
 
 // Blocks SIGINT/SIGTERM and returns a signalfd for them: signals are then handled in

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -25,6 +26,7 @@ struct Symbol {
   uint64_t file_offset = 0;  // file offset of `address`; 0 if no PT_LOAD segment holds it
   bool is_ifunc = false;
   uint8_t binding = 0;       // STB_LOCAL (0), STB_GLOBAL (1), STB_WEAK (2), ...
+  uint32_t section = 0;      // st_shndx
 };
 
 struct UsdtProbe {
@@ -45,6 +47,13 @@ struct DynamicInfo {
   std::string runpath;               // DT_RUNPATH, unexpanded
 };
 
+// The .gnu_debuglink section: the name of the separate debug file and the CRC-32 of its
+// contents (zlib's crc32, as gdb and elfutils compute it).
+struct DebugLink {
+  std::string name;
+  uint32_t crc = 0;
+};
+
 // Immutable after Open: const methods may be called from several threads.
 class ElfFile {
  public:
@@ -63,6 +72,17 @@ class ElfFile {
   const std::string& build_id() const { return build_id_; }  // lower-case hex, "" if none
   bool is_pie_or_shared() const { return is_dyn_; }         // ET_DYN
   const DynamicInfo& dynamic() const { return dynamic_; }
+  // .gnu_debuglink, if the file has a well-formed one.
+  const std::optional<DebugLink>& debuglink() const { return debuglink_; }
+  // The file carries DWARF: a .debug_info (or legacy .zdebug_info) section with contents.
+  bool has_debug_info() const { return has_debug_info_; }
+  // The file has a .symtab (it is not stripped of its static symbols).
+  bool has_symtab() const { return has_symtab_; }
+  // Functions taken from the MiniDebugInfo (.gnu_debugdata, xz) embedded symbol table,
+  // read when the file has no .symtab of its own. 0 when none.
+  size_t minidebuginfo_functions() const { return minidebuginfo_functions_; }
+  // Why the embedded MiniDebugInfo could not be read ("" if it was read or is absent).
+  const std::string& minidebuginfo_error() const { return minidebuginfo_error_; }
   // Symbols and notes skipped because they were malformed (bad string offsets, short
   // USDT notes, probes outside every segment).
   size_t malformed_entries() const { return malformed_entries_; }
@@ -72,6 +92,12 @@ class ElfFile {
   // before local, then name). When one address carries several versions of a name
   // (dlopen@GLIBC_2.2.5, dlopen@@GLIBC_2.34), the entry keeps the default version.
   const std::vector<Symbol>& functions() const { return functions_; }
+
+  // FindFunctionByAddress, and when no function with a size covers `address`, the nearest
+  // preceding size-0 function (an assembly label without .size) in the same section that
+  // no sized function reaches past, as elfutils' dwfl_module_addrsym picks it. nullptr in
+  // padding after a sized function.
+  const Symbol* FindFunctionOrLabel(uint64_t address) const;
 
   // Exact match on the raw name, the demangled name, or the demangled name without its
   // parameter list ("ns::Foo::bar" finds "ns::Foo::bar(int) const"). If the pattern
@@ -139,7 +165,13 @@ class ElfFile {
   bool is_dyn_ = false;
   std::string build_id_;
   DynamicInfo dynamic_;
+  struct Section {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint32_t index = 0;
+  };
   std::vector<Segment> segments_;        // PT_LOAD, or SHF_ALLOC sections as a fallback
+  std::vector<Section> sections_;        // SHF_ALLOC sections with an address, by address
   std::vector<Symbol> functions_;
   std::vector<uint64_t> max_end_;        // max(address + size) over functions_[0..i]
   // raw and parameter-less demangled names -> index into functions_. The keys view
@@ -147,7 +179,19 @@ class ElfFile {
   std::unordered_multimap<std::string_view, uint32_t> by_name_;
   std::vector<UsdtProbe> usdt_probes_;
   size_t malformed_entries_ = 0;
+  std::optional<DebugLink> debuglink_;
+  bool has_debug_info_ = false;
+  bool has_symtab_ = false;
+  size_t minidebuginfo_functions_ = 0;
+  std::string minidebuginfo_error_;
 };
+
+// Largest symbol table ElfFile reads (entries); larger tables are an error, so a corrupt or
+// hostile sh_size cannot exhaust memory.
+inline constexpr size_t kMaxSymbolTableEntries = 32u << 20;
+
+// Decompresses an xz stream (MiniDebugInfo) of at most `max_output` bytes.
+Result<std::vector<uint8_t>> DecompressXz(const uint8_t* data, size_t size, size_t max_output);
 
 // Reads only the dynamic section of `path` (cheaper than ElfFile::Open).
 Result<DynamicInfo> ReadDynamicInfo(const std::string& path);

@@ -50,6 +50,11 @@ std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std
 // "/proc/PID/root" + path.
 std::string ProcRootPath(int pid, std::string_view path);
 
+// Where to open the file of a file mapping of `pid`: /proc/PID/map_files/START-END for a
+// deleted file, else the path through /proc/PID/root when that exists, else the path as
+// seen from here (the process may be gone, its files may remain).
+std::string MappedFileOpenPath(int pid, const MapEntry& map);
+
 // For a process not started yet (looptrace run): finds the shared library `name` the
 // dynamic loader would pick. A name containing '/' is returned if it exists. Otherwise
 // searches, like ld.so, the exe's DT_RPATH (only without DT_RUNPATH), `ld_library_path`

@@ -1,18 +1,16 @@
 // Names addresses of a live process: /proc/PID/maps -> mapped file -> ELF symbol.
-// Files are opened once per session (keyed by path); maps are re-read on a miss, so
-// libraries loaded later are found.
+// A thin wrapper over Symbolizer (ELF symbols only, no DWARF, unless asked) that shares the
+// process-wide ModuleCache, so each file is read once per run (keyed by file identity and
+// build id); maps are re-read on a miss at most every 200 ms, so libraries loaded later
+// are found.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
-#include "looptrace/symbols/elf_file.h"
-#include "looptrace/symbols/proc_maps.h"
+#include "looptrace/symbols/symbolizer.h"
 
 namespace looptrace::symbols {
 
@@ -25,20 +23,21 @@ struct SymbolizedAddress {
 
 class ProcessSymbolizer {
  public:
-  explicit ProcessSymbolizer(int pid) : pid_(pid) {}
+  explicit ProcessSymbolizer(int pid, std::shared_ptr<ModuleCache> cache = ModuleCache::Default())
+      : pid_(pid), symbolizer_(SymbolizerOptions{.use_dwarf = false}, std::move(cache)) {}
+
+  // nullopt when no file mapping holds the address.
   std::optional<SymbolizedAddress> Symbolize(uint64_t address);
+  // The same address with DWARF (file:line, inlined frames) when available.
+  std::shared_ptr<const Symbolization> SymbolizeFull(uint64_t address);
   // Reads /proc/PID/maps now: call it while the process surely lives, so addresses can
   // still be named after it exits.
   void ReadMaps();
+  SymbolizerStats stats() const { return symbolizer_.stats(); }
 
  private:
-  const MapEntry* FindMapping(uint64_t address) const;
-  const ElfFile* Elf(const std::string& path);
-
   int pid_;
-  std::vector<MapEntry> maps_;
-  std::chrono::steady_clock::time_point maps_read_at_{};
-  std::map<std::string, std::unique_ptr<ElfFile>> elves_;  // null: could not be opened
+  Symbolizer symbolizer_;
 };
 
 }  // namespace looptrace::symbols

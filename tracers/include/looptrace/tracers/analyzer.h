@@ -2,6 +2,7 @@
 #pragma once
 
 #include "looptrace/tracers/event.h"
+#include "looptrace/tracers/anr.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/looper_monitor.h"
 #include "looptrace/tracers/report.h"
@@ -11,6 +12,7 @@ namespace looptrace {
 struct AnalysisOptions {
   LooperMonitorOptions looper;
   EvilMethodOptions evil;
+  AnrOptions anr;
   const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
 };
 
@@ -26,6 +28,7 @@ class Analyzer : public EventSink {
   Report report_;
   LooperMonitor looper_;
   EvilMethodTracer evil_;
+  AnrTracer anr_;
   uint64_t last_ts_ns_ = 0;
   bool ended_ = false;
   bool started_ = false;

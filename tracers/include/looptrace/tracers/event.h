@@ -36,6 +36,9 @@ enum class Role : uint16_t {
   kFullyDrawn = LT_ROLE_FULLY_DRAWN,
   kPollBegin = LT_ROLE_POLL_BEGIN,
   kPollEnd = LT_ROLE_POLL_END,
+  kBarrierPost = LT_ROLE_BARRIER_POST,
+  kBarrierRemove = LT_ROLE_BARRIER_REMOVE,
+  kMessageEnqueue = LT_ROLE_MESSAGE_ENQUEUE,
 };
 
 // "dispatch.begin" etc. (ARCHITECTURE.md section 4).
@@ -86,6 +89,7 @@ struct MethodBeat {
 // The method beats of one message, copied from the BPF beat buffer when the loader
 // decides the message needs them (e.g. it is slow). Sent before its dispatch.end.
 struct MethodBeats {
+  std::string span = "message";  // what the slice covers: message | idle | input | open
   uint32_t tid = 0;
   uint64_t begin_ns = 0;  // the message's dispatch.begin
   uint64_t end_ns = 0;    // its dispatch.end (or the snapshot time)
@@ -136,7 +140,65 @@ struct SessionEnd {
   std::string reason;  // duration | interrupted | target-exited | end-of-recording
 };
 
-using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats>;
+// The main thread left the CPU (with why: its state and kernel stack) or got it back.
+struct ThreadSwitch {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  bool off_cpu = false;    // true: switch-out; false: switch-in
+  uint32_t state = 0;      // task __state at switch-out (0 = preempted while runnable)
+  std::vector<std::string> kernel_stack;  // innermost first, resolved by the loader
+};
+
+// Someone woke the main thread (sched_wakeup): who ended its wait.
+struct Wakeup {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;        // the woken thread
+  uint32_t waker_tid = 0;
+  uint32_t waker_pid = 0;
+  std::string waker_comm;
+};
+
+// A signal sent to the target (SIGQUIT: how Android's system_server declares an ANR).
+struct SignalSent {
+  uint64_t ts_ns = 0;
+  int signal = 0;
+  uint32_t target_tid = 0;
+  uint32_t sender_pid = 0;
+  uint32_t sender_tid = 0;
+  std::string sender_comm;
+  int result = 0;          // 0 = delivered (TRACE_SIGNAL_DELIVERED)
+};
+
+// One thread as a stall snapshot saw it.
+struct ThreadSnapshot {
+  uint32_t tid = 0;
+  std::string name;
+  char state = '?';             // /proc state letter: R S D T Z ...
+  uint64_t state_since_ns = 0;  // when it entered that state (0 = unknown)
+  std::string wchan;            // kernel wait channel
+  uint64_t futex_address = 0;   // blocked in futex() on this address (0 = not)
+  uint32_t futex_owner_tid = 0; // owner of that futex when it is a pthread mutex (0 = unknown)
+  std::vector<std::string> kernel_stack;  // at its last switch-out (or latest sample if running)
+  std::vector<std::string> user_stack;    // frame-pointer walk, symbolized
+};
+
+// Taken by the loader's watchdog while a message is still running past the LAG or ANR
+// threshold: everything needed to say why the main thread is stuck, as data.
+struct StallSnapshot {
+  bool anr = false;              // false: LAG level
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  uint64_t message_begin_ns = 0;
+  std::vector<ThreadSnapshot> threads;  // the stalled thread first
+  double process_cpu_percent = -1;      // over the last seconds (-1 = unknown)
+  uint64_t cpu_window_ns = 0;
+  std::vector<std::pair<std::string, uint64_t>> memory_kb;  // /proc status Vm*/Rss* fields
+  int priority = 0;              // /proc/PID/stat priority and nice (Matrix's processPriority/Nice)
+  int nice = 0;
+};
+
+using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats,
+                           ThreadSwitch, Wakeup, SignalSent, StallSnapshot>;
 
 // Anything that consumes an event stream: tracers, the recording writer.
 class EventSink {

@@ -23,6 +23,10 @@ class MethodNamer {
   virtual std::optional<std::string> Name(MethodIdKind kind, uint64_t id) const = 0;
 };
 
+// A method's display name: the loader's names in `beats`, then `namer`, else "method#ID" or
+// a hex address (counted in method_names_unknown).
+std::string NameMethod(const MethodNamer* namer, const MethodBeats* beats, uint64_t id, Stats* stats);
+
 struct EvilMethodOptions {
   uint64_t threshold_ns = 700'000'000;  // Matrix DEFAULT_EVIL_METHOD_THRESHOLD_MS
   size_t max_nodes = 30;                // Matrix TARGET_EVIL_METHOD_STACK

@@ -96,11 +96,80 @@ struct EvilMethodReport {
   uint64_t matrix_cost_ms = 0;        // Matrix's "cost"
 };
 
+// Why a thread was off the CPU for a while (sched_switch state + kernel stack).
+struct OffCpuInterval {
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  std::string reason;   // lock | io | sleep | poll | preempted | other
+  uint32_t state = 0;
+  std::vector<std::string> kernel_stack;
+  uint32_t waker_tid = 0;  // who woke it (sched_wakeup), 0 = unknown
+  std::string waker_comm;
+  bool open = false;       // still off-CPU at the end of the span
+};
+
+struct ReasonTotal {
+  std::string reason;
+  uint64_t total_ns = 0;
+  uint64_t count = 0;
+};
+
+// A message still running past the LAG (2 s) or ANR (5 s) threshold.
+struct StallReport {
+  bool anr = false;
+  uint64_t threshold_ns = 0;
+  Message message;            // end_ns: when it ended, or the session end if it never did
+  bool finished = false;
+  StallSnapshot snapshot;     // taken while it was still running
+  std::string stuck_reason;   // e.g. "running", "lock wait", "disk I/O", "sleep", "deadlock"
+  std::vector<NamedCallNode> tree;    // the open method slice at the snapshot (Matrix's ANR stack)
+  std::string stack_key;
+  std::vector<OffCpuInterval> off_cpu;       // the longest intervals during the message
+  std::vector<ReasonTotal> off_cpu_by_reason;
+  uint64_t on_cpu_ns = 0;                   // message time not covered by off-CPU intervals
+  std::vector<uint32_t> deadlock_cycle;     // tids, the stalled thread first; empty if none
+  std::string frame;                        // the frame/phase in progress, if any
+  std::string scene;
+};
+
+struct SignalAnrReport {
+  SignalSent signal;
+  bool from_self = false;
+  bool stalled = false;        // a message was running on the main thread at the signal
+  Message message;             // that message (end_ns = the signal time)
+  std::string scene;
+};
+
+// IdleHandler or input event handled too slowly (Matrix's 2 s defaults).
+struct SpanLagReport {
+  std::string kind;            // idle_lag | input_lag
+  uint32_t tid = 0;
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  std::string name;            // idle handler name, or "input N"
+  std::vector<NamedCallNode> tree;
+  std::string scene;
+};
+
+// A sync barrier left at the head of the queue while synchronous messages starve.
+struct BarrierLeakReport {
+  uint32_t tid = 0;
+  uint64_t token = 0;
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  bool removed = false;
+  uint64_t sync_messages_enqueued = 0;  // synchronous messages posted while it stood
+};
+
 struct Report {
   SessionInfo session;
   MessagesReport messages;
   uint64_t evil_threshold_ns = 0;
   std::vector<EvilMethodReport> evil_methods;
+  std::vector<StallReport> stalls;
+  std::vector<SignalAnrReport> signal_anrs;
+  std::vector<SpanLagReport> span_lags;
+  std::vector<BarrierLeakReport> barrier_leaks;
   Stats stats;
 };
 

@@ -28,6 +28,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss };
   X(method_exit_missing, kError, "method frames whose exit never came (exception/longjmp)")        \
   X(method_depth_exceeded, kError, "method frames deeper than the tree depth limit (not shown)")    \
   X(method_names_unknown, kInfo, "method ids or addresses without a name in the reports")         \
+  X(snapshot_incomplete, kError, "stall snapshots missing a thread, a stack or the process (it exited)") \
+  X(thread_tracking_off, kInfo, "thread-state tracing unavailable: no off-CPU reasons or stacks")   \
   X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")           \
   X(events_out_of_order, kError, "events older than the previous event of the same thread")
 
