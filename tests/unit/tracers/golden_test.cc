@@ -89,8 +89,22 @@ TEST(Golden, ReportsMatchExpectedFiles) {
         std::ofstream(dir / file) << out.str();
         continue;
       }
-      EXPECT_EQ(out.str(), ReadFile(dir / file)) << "golden " << (dir / file)
-                                                 << " differs; rerun with UPDATE_GOLDENS=1 to review";
+      const std::string expected = ReadFile(dir / file);
+      if (out.str() == expected) continue;
+      // Name the first differing line instead of dumping both files.
+      std::istringstream got_lines(out.str()), want_lines(expected);
+      std::string got, want;
+      int line = 0;
+      while (true) {
+        ++line;
+        bool more_got = static_cast<bool>(std::getline(got_lines, got));
+        bool more_want = static_cast<bool>(std::getline(want_lines, want));
+        if (!more_got && !more_want) break;
+        if (got != want || more_got != more_want) break;
+      }
+      ADD_FAILURE() << "golden " << (dir / file) << " differs at line " << line << "\n  got:  "
+                    << got.substr(0, 400) << "\n  want: " << want.substr(0, 400)
+                    << "\nrerun with UPDATE_GOLDENS=1 and review the diff";
     }
   }
 }

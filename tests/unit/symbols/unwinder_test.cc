@@ -1,0 +1,268 @@
+#include "looptrace/symbols/unwinder.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <regex>
+
+#include "looptrace/symbols/demangle.h"
+#include "looptrace/symbols/symbolizer.h"
+#include "symbols_test_util.h"
+
+namespace looptrace::symbols {
+namespace {
+
+using test_util::FixturePath;
+using test_util::RunCommand;
+using test_util::SplitLines;
+
+constexpr size_t kStackCopy = 64 * 1024;
+
+// A fixture started with "stop": it sends itself SIGSTOP deep in a call chain.
+class StoppedFixture {
+ public:
+  explicit StoppedFixture(const std::string& path) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      execl(path.c_str(), path.c_str(), "stop", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    if (pid_ < 0 || waitpid(pid_, &status, WUNTRACED) != pid_ || !WIFSTOPPED(status)) {
+      error_ = "fixture did not stop";
+    }
+  }
+  ~StoppedFixture() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  StoppedFixture(const StoppedFixture&) = delete;
+  StoppedFixture& operator=(const StoppedFixture&) = delete;
+  pid_t pid() const { return pid_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string error_;
+};
+
+// What a BPF sample would carry: registers (ptrace) and the stack bytes from rsp
+// (/proc/PID/mem), plus the maps.
+struct Capture {
+  UnwindRegisters regs;
+  std::vector<uint8_t> stack;
+  std::vector<MapEntry> maps;
+  std::string error;
+
+  UnwindInput Input(int pid) const {
+    UnwindInput input;
+    input.pid = pid;
+    input.regs = regs;
+    input.stack_base = regs.rsp;
+    input.stack = stack;
+    input.maps = maps;
+    return input;
+  }
+};
+
+Capture CaptureStopped(pid_t pid) {
+  Capture capture;
+  if (ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) != 0) {
+    capture.error = std::string("PTRACE_SEIZE: ") + std::strerror(errno);
+    return capture;
+  }
+  ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
+  int status = 0;
+  waitpid(pid, &status, __WALL);
+  user_regs_struct user{};
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &user) != 0) {
+    capture.error = std::string("PTRACE_GETREGS: ") + std::strerror(errno);
+  } else {
+    UnwindRegisters& r = capture.regs;
+    r.Set(0, user.rax);
+    r.Set(1, user.rdx);
+    r.Set(2, user.rcx);
+    r.Set(3, user.rbx);
+    r.Set(4, user.rsi);
+    r.Set(5, user.rdi);
+    r.Set(6, user.rbp);
+    r.Set(7, user.rsp);
+    r.Set(8, user.r8);
+    r.Set(9, user.r9);
+    r.Set(10, user.r10);
+    r.Set(11, user.r11);
+    r.Set(12, user.r12);
+    r.Set(13, user.r13);
+    r.Set(14, user.r14);
+    r.Set(15, user.r15);
+    r.Set(16, user.rip);
+    auto maps = ReadProcMaps(pid);
+    if (maps) capture.maps = *maps;
+    uint64_t stack_end = r.rsp + kStackCopy;
+    for (const MapEntry& map : capture.maps) {
+      if (r.rsp >= map.start && r.rsp < map.end) stack_end = std::min(stack_end, map.end);
+    }
+    capture.stack.resize(stack_end - r.rsp);
+    const int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY);
+    const ssize_t n = fd < 0 ? -1
+                             : pread(fd, capture.stack.data(), capture.stack.size(),
+                                     static_cast<off_t>(r.rsp));
+    if (fd >= 0) close(fd);
+    if (n <= 0) capture.error = "cannot read /proc/PID/mem";
+    capture.stack.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  // Leave it stopped for gdb.
+  ptrace(PTRACE_DETACH, pid, nullptr, reinterpret_cast<void*>(static_cast<long>(SIGSTOP)));
+  return capture;
+}
+
+struct NamedFrame {
+  std::string function;  // without parameters
+  uint64_t pc = 0;       // set on the first frame of each physical frame (as gdb prints)
+};
+
+// Frames up to and including main, each physical frame expanded into its inlined frames.
+std::vector<NamedFrame> Name(Symbolizer* symbolizer, int pid,
+                             const std::vector<UnwoundFrame>& frames) {
+  std::vector<NamedFrame> out;
+  for (const UnwoundFrame& frame : frames) {
+    auto s = symbolizer->Symbolize(pid, frame.lookup_pc);
+    bool first = true;
+    bool reached_main = false;
+    auto add = [&](std::string function) {
+      out.push_back({std::move(function), first ? frame.pc : 0});
+      first = false;
+    };
+    if (s->frames.empty()) add("??");
+    for (const SymbolFrame& f : s->frames) {
+      add(std::string(StripParameters(f.function)));
+      reached_main = reached_main || f.function == "main";
+    }
+    if (reached_main) break;
+  }
+  return out;
+}
+
+// gdb's `bt` (which stops at main): "#N  [0xPC in ]NAME (ARGS) at FILE:LINE".
+std::vector<NamedFrame> GdbBacktrace(int pid) {
+  const std::string output = RunCommand(
+      "gdb -nx -batch -iex 'set debuginfod enabled off' -ex 'set print frame-arguments none' "
+      "-ex bt -p " + std::to_string(pid) + " 2>/dev/null");
+  static const std::regex kFrame(R"(^#(\d+)\s+(?:0x([0-9a-f]+) in )?(.+?) \(.*$)");
+  std::vector<NamedFrame> out;
+  for (const std::string& line : SplitLines(output)) {
+    std::smatch match;
+    if (!std::regex_match(line, match, kFrame)) continue;
+    NamedFrame frame;
+    frame.function = match[3];
+    if (match[2].matched) frame.pc = std::stoull(match[2], nullptr, 16);
+    out.push_back(frame);
+  }
+  return out;
+}
+
+std::string Describe(const std::vector<NamedFrame>& frames) {
+  std::string out;
+  char pc[32];
+  for (const NamedFrame& frame : frames) {
+    std::snprintf(pc, sizeof(pc), "0x%llx", static_cast<unsigned long long>(frame.pc));
+    out += "\n  " + std::string(frame.pc ? pc : "-") + " " + frame.function;
+  }
+  return out;
+}
+
+struct UnwindCase {
+  std::string fixture;
+  bool has_frame_pointers;
+  bool compare_names;  // C: gdb prints the same names; C++: gdb's DWARF names differ in form
+};
+
+class UnwindAgainstGdbTest : public ::testing::TestWithParam<UnwindCase> {};
+
+// Unwinding a stopped fixture with DWARF CFI gives the frames gdb's bt shows: same pcs
+// (for every frame gdb prints one), same count, and for C the same function names.
+TEST_P(UnwindAgainstGdbTest, MatchesGdbBacktrace) {
+  if (RunCommand("command -v gdb").empty()) GTEST_SKIP() << "gdb is not installed";
+  const UnwindCase& c = GetParam();
+  StoppedFixture fixture(FixturePath(c.fixture));
+  ASSERT_EQ(fixture.error(), "");
+  Capture capture = CaptureStopped(fixture.pid());
+  if (capture.error.starts_with("PTRACE_SEIZE")) GTEST_SKIP() << capture.error;
+  ASSERT_EQ(capture.error, "");
+  ASSERT_GT(capture.stack.size(), 1024u);
+
+  const UnwindInput input = capture.Input(fixture.pid());
+  Unwinder unwinder;
+  auto outcome = unwinder.Unwind(input);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  Symbolizer symbolizer;
+  const std::vector<NamedFrame> ours = Name(&symbolizer, fixture.pid(), outcome->frames);
+
+  auto fp_frames = UnwindFramePointers(input);
+  ASSERT_TRUE(fp_frames);
+  const std::vector<NamedFrame> by_fp = Name(&symbolizer, fixture.pid(), *fp_frames);
+
+  const std::vector<NamedFrame> gdb = GdbBacktrace(fixture.pid());
+  ASSERT_GE(gdb.size(), 5u) << "gdb printed no usable backtrace";
+  ASSERT_EQ(ours.size(), gdb.size()) << "ours:" << Describe(ours) << "\ngdb:" << Describe(gdb);
+  for (size_t i = 0; i < gdb.size(); ++i) {
+    if (gdb[i].pc != 0) {
+      EXPECT_EQ(ours[i].pc, gdb[i].pc) << "frame " << i << "\nours:" << Describe(ours)
+                                       << "\ngdb:" << Describe(gdb);
+    }
+    if (c.compare_names) {
+      EXPECT_EQ(ours[i].function, gdb[i].function) << "frame " << i;
+    }
+  }
+  EXPECT_EQ(ours.back().function, "main");
+  EXPECT_EQ(ours.front().pc, capture.regs.rip);
+
+  // Second unwind with the same session reuses the reported modules.
+  auto again = unwinder.Unwind(input);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->frames.size(), outcome->frames.size());
+  EXPECT_EQ(again->modules_reported, 0u);
+
+  // The frame-pointer walk agrees only when the code keeps frame pointers.
+  auto pcs = [](const std::vector<NamedFrame>& frames) {
+    std::vector<uint64_t> out;
+    for (const NamedFrame& f : frames) {
+      if (f.pc != 0) out.push_back(f.pc);
+    }
+    return out;
+  };
+  if (c.has_frame_pointers) {
+    EXPECT_EQ(pcs(by_fp), pcs(ours)) << "fp:" << Describe(by_fp);
+  } else {
+    EXPECT_NE(pcs(by_fp), pcs(ours)) << "fp:" << Describe(by_fp);
+    EXPECT_LT(pcs(by_fp).size(), pcs(ours).size()) << "fp:" << Describe(by_fp);
+  }
+  RecordProperty("frames", std::to_string(ours.size()));
+  if (std::getenv("LOOPTRACE_TEST_VERBOSE") != nullptr) {
+    std::fprintf(stderr, "ours:%s\ngdb:%s\nframe pointers:%s\n", Describe(ours).c_str(),
+                 Describe(gdb).c_str(), Describe(by_fp).c_str());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, UnwindAgainstGdbTest,
+    ::testing::Values(UnwindCase{"symtest_o2_nofp_pie", false, true},
+                      UnwindCase{"symtest_o2_nofp_nopie", false, true},
+                      UnwindCase{"symtest_o0_nofp_pie", false, true},
+                      UnwindCase{"symtest_o0_fp_pie", true, true},
+                      UnwindCase{"symtest_o2_fp_nopie", true, true},
+                      UnwindCase{"symtest_cxx_o2_nofp_nopie", false, false},
+                      UnwindCase{"symtest_cxx_o2_pie", true, false}),
+    [](const auto& info) { return info.param.fixture; });
+
+}  // namespace
+}  // namespace looptrace::symbols
