@@ -247,8 +247,14 @@ std::shared_ptr<const Symbolization> Module::Compute(uint64_t offset, uint64_t e
   if (!named) {
     // Line information without a function (padding inside a compile unit) stays.
     if (!answer.has_line) result->frames.clear();
-    result->degradation = symbols.functions().empty() ? Degradation::kNoSymbols
-                                                      : Degradation::kNoSymbolForAddress;
+    // A rejected or broken debug file is the actionable cause; else the symbol table's.
+    if (use_dwarf && !dwarf_ && dwarf_degradation_ != Degradation::kNoDebugInfo &&
+        dwarf_degradation_ != Degradation::kNone) {
+      result->degradation = dwarf_degradation_;
+    } else {
+      result->degradation = symbols.functions().empty() ? Degradation::kNoSymbols
+                                                        : Degradation::kNoSymbolForAddress;
+    }
   } else if (!use_dwarf) {
     result->degradation = Degradation::kNone;
   } else if (!dwarf_) {
@@ -346,7 +352,11 @@ std::shared_ptr<Module> ModuleCache::Get(const ModuleLocation& location) {
     if (module->elf()->minidebuginfo_functions() > 0) ++stats_.minidebuginfo_used;
   }
   by_identity_.emplace(key, module);
-  if (!module->build_id().empty()) by_build_id_.emplace(module->build_id(), module);
+  // Only a module that loaded cleanly stands for its build id (a corrupt copy must not
+  // shadow a good file with the same id).
+  if (!module->build_id().empty() && module->load_degradation() == Degradation::kNone) {
+    by_build_id_.emplace(module->build_id(), module);
+  }
   modules_.push_back(module);
   return module;
 }
@@ -470,7 +480,8 @@ std::shared_ptr<const Symbolization> Symbolizer::Symbolize(int pid, uint64_t add
     module = cache_->Get(*chosen);
   }
   bool hit = false;
-  return Count(module->SymbolizeOffset(address - map.start + map.offset, use_dwarf, &hit), hit);
+  auto result = module->SymbolizeOffset(address - map.start + map.offset, use_dwarf, &hit);
+  return Count(std::move(result), hit);
 }
 
 std::shared_ptr<const Symbolization> Symbolizer::SymbolizeModule(const std::string& path,
@@ -478,7 +489,8 @@ std::shared_ptr<const Symbolization> Symbolizer::SymbolizeModule(const std::stri
   std::shared_ptr<Module>& module = by_path_[path];
   if (!module) module = cache_->Get(path);
   bool hit = false;
-  return Count(module->SymbolizeAddress(elf_address, options_.use_dwarf, &hit), hit);
+  auto result = module->SymbolizeAddress(elf_address, options_.use_dwarf, &hit);
+  return Count(std::move(result), hit);
 }
 
 SymbolizerStats Symbolizer::stats() const {

@@ -79,9 +79,13 @@ def frames(lines, scenario, args):
         check(len(fr) == args.count, "%d frames instead of %d" % (len(fr), args.count))
         check(hz == [args.refresh_rate], "refresh rates %s" % hz)
         check(all(f["scene"] == "sample.app.MainActivity" for f in fr), "scene is not MainActivity")
+    # Nothing else is planned to drop, but a preemption of a few ms on a loaded
+    # machine can make a frame miss its interval (more likely at 120 Hz): a
+    # warning up to 10 % of the frames, a failure beyond.
     if scenario == "frames-smooth":
-        # Nothing is planned to drop; a loaded machine may still preempt one.
-        check(n_dropped <= max(2, len(fr) // 50), "%d frames dropped" % n_dropped)
+        if n_dropped:
+            print("WARN: %d frames dropped (preemption?)" % n_dropped)
+        check(n_dropped <= max(2, len(fr) // 10), "%d frames dropped" % n_dropped)
     if scenario == "frames-jank":
         planned = [f for f in fr if f["planned_dropped"] > 0]
         for f in planned:
@@ -95,7 +99,9 @@ def frames(lines, scenario, args):
         check([f["planned_dropped"] for f in planned] == expect, "planned jank %s" % [f["planned_dropped"] for f in planned])
         others = [f for f in fr if f["planned_dropped"] == 0 and dropped[f["frame_id"]] > 0]
         print("  unplanned drops: %d" % len(others))
-        check(len(others) <= max(2, len(fr) // 50), "%d unplanned drops" % len(others))
+        if others:
+            print("WARN: %d unplanned drops (preemption?)" % len(others))
+        check(len(others) <= max(2, len(fr) // 10), "%d unplanned drops" % len(others))
     if scenario == "frames-busy-between":
         bg = [m for m in of_type(lines, "message") if m["name"] == "bg.work"]
         delayed = [f for f in fr if any(m["end_ns"] > f["intended_vsync_ns"] and m["begin_ns"] < f["begin_ns"] for m in bg)]
