@@ -488,3 +488,26 @@ int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 	st->sample_ns = bpf_ktime_get_ns();
 	return 0;
 }
+
+/* The target's exec (looptrace run): the start of a cold startup. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(lt_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct lt_exec_record *rec;
+
+	if (p->tgid != target_tgid)
+		return 0;
+	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_STAT_RINGBUF_FULL);
+		return 0;
+	}
+	rec->header.type = LT_RECORD_EXEC;
+	rec->header.size = sizeof(*rec);
+	rec->ts_ns = bpf_ktime_get_ns();
+	rec->pid = p->tgid;
+	rec->pad = 0;
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	return 0;
+}

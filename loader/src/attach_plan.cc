@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
@@ -21,6 +22,28 @@ uint64_t MakeCookie(const ResolvedProbe& probe) {
   }
   return cookie;
 }
+
+namespace {
+
+// Whether `library` is in the executable's DT_NEEDED closure (a few levels deep).
+bool LinksLibrary(const TargetBinaries& target, const std::string& library) {
+  std::vector<std::string> todo = {target.exe_path};
+  std::set<std::string> seen;
+  for (size_t i = 0; i < todo.size() && i < 256; ++i) {
+    if (!seen.insert(todo[i]).second) continue;
+    auto info = symbols::ReadDynamicInfo(todo[i]);
+    if (!info) continue;
+    for (const auto& needed : info->needed) {
+      auto path = symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path);
+      if (!path) continue;
+      if (*path == library) return true;
+      todo.push_back(*path);
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 Result<std::string> ResolveBinary(const std::string& binary, const TargetBinaries& target) {
   if (binary == "exe") {
@@ -44,8 +67,11 @@ Result<std::string> ResolveBinary(const std::string& binary, const TargetBinarie
     if (access(binary.c_str(), R_OK) == 0) return binary;
     return MakeError(fmt::format("binary {} does not exist", binary), ExitCode::kProfile);
   }
-  if (auto path = symbols::SearchLibrary(binary, target.ld_library_path, target.exe_path))
+  if (auto path = symbols::SearchLibrary(binary, target.ld_library_path, target.exe_path)) {
+    if (target.require_linked && !LinksLibrary(target, *path))
+      return MakeError(fmt::format("{} does not link {}", target.exe_path, binary), ExitCode::kProfile);
     return *path;
+  }
   return MakeError(fmt::format("library '{}' not found in the library search path", binary),
                    ExitCode::kProfile, "give the library's absolute path in the profile");
 }

@@ -314,7 +314,7 @@ Result<size_t> BpfSession::Consume() {
 
 Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
   for (bpf_program* prog : {skel_->progs.lt_sched_switch, skel_->progs.lt_sched_wakeup,
-                            skel_->progs.lt_signal_generate}) {
+                            skel_->progs.lt_signal_generate, skel_->progs.lt_process_exec}) {
     bpf_link* link = bpf_program__attach(prog);
     if (!link)
       return SystemError(fmt::format("cannot attach {}", bpf_program__section_name(prog)), errno,

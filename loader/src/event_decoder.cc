@@ -154,6 +154,23 @@ void EventDecoder::DecodeProbe(const lt_probe_record& rec, std::vector<Event>* o
     case Role::kInputReceive:
       open_inputs_[seq] = {e.tid, {e.ts_ns, rec.beat_index}};
       break;
+    case Role::kAppCreateBegin:
+      app_create_ = OpenDispatch{e.ts_ns, rec.beat_index};
+      break;
+    case Role::kActivityLaunch:
+      if (focused_once_) warm_launch_ = OpenDispatch{e.ts_ns, rec.beat_index};
+      break;
+    case Role::kActivityFocus: {
+      focused_once_ = true;
+      if (copy_beats && warm_launch_) {
+        if (e.ts_ns - warm_launch_->begin_ns >= options_.warm_startup_beats_ns)
+          out->push_back(CopyBeats(rec.tgid, e.tid, *warm_launch_, e.ts_ns, rec.beat_index, "warm_startup"));
+        warm_launch_.reset();
+      } else if (copy_beats && app_create_ && e.ts_ns - app_create_->begin_ns >= options_.cold_startup_beats_ns) {
+        out->push_back(CopyBeats(rec.tgid, e.tid, *app_create_, e.ts_ns, rec.beat_index, "startup"));
+      }
+      break;
+    }
     case Role::kInputFinish: {
       auto it = open_inputs_.find(seq);
       if (it == open_inputs_.end()) break;
@@ -198,6 +215,13 @@ void EventDecoder::Decode(std::span<const uint8_t> raw, std::vector<Event>* out)
       e.state = rec.state;
       if (e.off_cpu && kernel_stacks_ && rec.kstack_id >= 0) e.kernel_stack = kernel_stacks_->KernelStack(rec.kstack_id);
       out->push_back(std::move(e));
+      return;
+    }
+    case LT_RECORD_EXEC: {
+      if (header.size != sizeof(lt_exec_record)) break;
+      lt_exec_record rec;
+      std::memcpy(&rec, raw.data(), sizeof(rec));
+      out->push_back(ProcessExec{rec.ts_ns, rec.pid, std::string(rec.comm, strnlen(rec.comm, sizeof(rec.comm)))});
       return;
     }
     case LT_RECORD_WAKEUP: {

@@ -201,6 +201,8 @@ class Session {
                      }));
     DecoderOptions decoder_options;
     decoder_options.beat_min_cost_ns = options_.beat_min_cost_ns;
+    decoder_options.cold_startup_beats_ns = options_.cold_startup_beats_ns;
+    decoder_options.warm_startup_beats_ns = options_.warm_startup_beats_ns;
     kernel_stacks_.emplace(bpf_.get());
     decoder_.emplace(&plan_, &strings_, &decoder_stats_, bpf_.get(), &*addresses_, decoder_options,
                      &*kernel_stacks_);
@@ -341,14 +343,14 @@ class Session {
   }
 
   // Detaches, drains what is left and closes the stream.
-  void Finish(const std::string& reason) {
+  void Finish(const std::string& reason, std::optional<int> exit_status = std::nullopt) {
     uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
     bpf_->Detach();
     (void)bpf_->Consume();
     Stats losses = bpf_->ReadCounters();
     losses.Merge(decoder_stats_);
     sink_.OnEvent(LossCounters{losses});
-    sink_.OnEvent(SessionEnd{end_ns, reason});
+    sink_.OnEvent(SessionEnd{end_ns, reason, exit_status});
     if (losses.Get(StatId::ringbuf_full))
       log::Warning("{} events were lost because the ring buffer was full; try a larger "
                    "--ringbuf-size", losses.Get(StatId::ringbuf_full));
@@ -450,9 +452,11 @@ Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requeste
     return std::pair{std::move(profile), std::move(plan)};
   }
   std::string tried;
+  TargetBinaries strict = target;
+  strict.require_linked = true;
   for (const auto& builtin : BuiltinProfiles()) {
     ASSIGN_OR_RETURN(Profile profile, ParseProfile(builtin.text, "builtin:" + std::string(builtin.name)));
-    auto plan = ResolveProfile(profile, target);
+    auto plan = ResolveProfile(profile, strict);
     if (plan) {
       log::V1("profile {} matches the target", profile.name);
       return std::pair{std::move(profile), std::move(*plan)};
@@ -598,7 +602,9 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   } else {
     log::Info("duration reached; pid {} keeps running untraced", child);
   }
-  session.Finish(reason);
+  std::optional<int> status = result.exit_status;
+  if (result.exit_signal) status = 128 + *result.exit_signal;
+  session.Finish(reason, status);
   if (result.exit_status && *result.exit_status != 0)
     log::Warning("{} exited with status {}", argv[0], *result.exit_status);
   if (result.exit_signal) log::Warning("{} was killed by signal {}", argv[0], strsignal(*result.exit_signal));

@@ -37,6 +37,9 @@ struct ReportOptions {
   double idle_lag_threshold_ms = 2000;
   double input_lag_threshold_ms = 2000;
   double barrier_threshold_ms = 2000;
+  double startup_threshold_ms = 10000;       // Matrix cold threshold
+  double warm_startup_threshold_ms = 4000;   // Matrix warm threshold
+  std::vector<std::string> splash;           // Matrix splashActivities
 };
 
 // Android's ANR timeouts by name (AOSP defaults), or a number of milliseconds.
@@ -71,6 +74,10 @@ Result<AnalysisOptions> MakeAnalysisOptions(const ReportOptions& options,
   analysis.anr.input_lag_threshold_ns = static_cast<uint64_t>(options.input_lag_threshold_ms * 1e6);
   analysis.anr.barrier_threshold_ns = static_cast<uint64_t>(options.barrier_threshold_ms * 1e6);
   analysis.anr.max_nodes = options.max_nodes;
+  analysis.startup.cold_threshold_ns = static_cast<uint64_t>(options.startup_threshold_ms * 1e6);
+  analysis.startup.warm_threshold_ns = static_cast<uint64_t>(options.warm_startup_threshold_ms * 1e6);
+  analysis.startup.splash = options.splash;
+  analysis.startup.max_nodes = options.max_nodes;
   if (!options.method_mapping.empty()) {
     ASSIGN_OR_RETURN(*namer, loader::MappingNamer::Load(options.method_mapping));
     analysis.namer = namer->get();
@@ -166,6 +173,8 @@ int TraceCommand(Options& opt, bool run) {
   opt.session.anr_threshold_ns = analysis->anr.anr_threshold_ns;
   opt.session.lag_threshold_ns = analysis->anr.lag_threshold_ns;
   opt.session.thread_tracking = !opt.no_thread_tracking;
+  opt.session.cold_startup_beats_ns = analysis->startup.cold_threshold_ns;
+  opt.session.warm_startup_beats_ns = analysis->startup.warm_threshold_ns;
 
   // Outputs are opened first: an unwritable path fails before anything is attached.
   auto out = loader::OutputFile::Create(opt.report.output);
@@ -322,6 +331,16 @@ void AddReportOptions(CLI::App* cmd, Options& opt) {
                   "input event received -> finished (MS)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--startup-threshold", opt.report.startup_threshold_ms,
+                  "cold startups this long get a call tree (Matrix: 10000)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warm-startup-threshold", opt.report.warm_startup_threshold_ms,
+                  "warm startups this long get a call tree (Matrix: 4000)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--splash", opt.report.splash, "splash activities: the cold start ends at the next one")
+      ->delimiter(',');
   cmd->add_option("--barrier-threshold", opt.report.barrier_threshold_ms,
                   "sync barrier standing while sync messages wait (MS)")
       ->capture_default_str()

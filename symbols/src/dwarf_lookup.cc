@@ -99,18 +99,13 @@ bool DwarfLookup::FindCu(uint64_t address, Dwarf_Die* cudie) {
   return dwarf_offdie(dwarf_, it->cu_offset, cudie) != nullptr;
 }
 
-DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
-  Answer answer;
-  Dwarf_Die cudie;
-  if (!FindCu(address, &cudie)) return answer;
-  answer.status = Status::kFound;
-  answer.frames.emplace_back();
-
-  // The line of the address (eu-addr2line: dwfl_module_getsrc). eu-addr2line then takes
-  // the inline chain at the start of that line-table row (dwfl_lineinfo updates its
-  // address), which differs from `address` in gaps of the inlined scopes' ranges.
+// The line of the address (eu-addr2line: dwfl_module_getsrc) into answer->frames[0].
+// eu-addr2line then takes the inline chain at the start of that line-table row
+// (dwfl_lineinfo updates its address), which differs from `address` in gaps of the
+// inlined scopes' ranges: returns that address.
+uint64_t DwarfLookup::FindLine(Dwarf_Die* cudie, uint64_t address, Answer* answer) {
   uint64_t chain_address = address;
-  if (Dwarf_Line* line = dwarf_getsrc_die(&cudie, address)) {
+  if (Dwarf_Line* line = dwarf_getsrc_die(cudie, address)) {
     Dwarf_Addr row_address = 0;
     if (dwarf_lineaddr(line, &row_address) == 0) chain_address = row_address;
     int lineno = 0;
@@ -119,19 +114,245 @@ DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
     dwarf_lineno(line, &lineno);
     dwarf_linecol(line, &column);
     if (file != nullptr) {
-      answer.has_line = true;
-      answer.frames[0].file = file;
-      answer.frames[0].line = static_cast<uint32_t>(lineno);
-      answer.frames[0].column = static_cast<uint32_t>(column);
+      answer->has_line = true;
+      answer->frames[0].file = file;
+      answer->frames[0].line = static_cast<uint32_t>(lineno);
+      answer->frames[0].column = static_cast<uint32_t>(column);
+    }
+  }
+  return chain_address;
+}
+
+DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
+  Answer answer;
+  Dwarf_Die cudie;
+  if (!FindCu(address, &cudie)) return answer;
+  answer.status = Status::kFound;
+  answer.frames.emplace_back();
+  const uint64_t chain_address = FindLine(&cudie, address, &answer);
+  CuIndex* index = use_index_ ? IndexFor(&cudie) : nullptr;
+  if (index == nullptr) {
+    LookupWithLibdw(&cudie, address, chain_address, &answer);
+    return answer;
+  }
+
+  // The innermost function: the deepest inlined instance containing the address, else
+  // the innermost subprogram (what dwarf_getscopes + print_dwarf_function yield).
+  const int innermost = index->Innermost(address);
+  int function = -1;
+  for (int i = innermost; i >= 0; i = index->nodes[i].parent) {
+    const int tag = index->nodes[i].tag;
+    if (tag == DW_TAG_inlined_subroutine) {
+      function = i;
+      break;
+    }
+    if (tag == DW_TAG_subprogram && function < 0) function = i;
+  }
+  if (function >= 0) {
+    answer.frames[0].function = NodeName(index, function);
+    answer.has_function = true;
+  }
+
+  // The inline chain at chain_address: each inlined instance on the DIE path gives a
+  // frame named after its nearest enclosing function, at the instance's call site.
+  const int chain_start =
+      chain_address == address ? innermost : index->Innermost(chain_address);
+  for (int i = chain_start; i >= 0; i = index->nodes[i].parent) {
+    Node& node = index->nodes[i];
+    if (node.tag != DW_TAG_inlined_subroutine || node.parent < 0) continue;
+    answer.frames.back().inlined = true;
+    SymbolFrame frame;
+    for (int j = node.parent; j >= 0; j = index->nodes[j].parent) {
+      const int tag = index->nodes[j].tag;
+      if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point ||
+          tag == DW_TAG_subprogram) {
+        frame.function = NodeName(index, j);
+        break;
+      }
+    }
+    if (node.call_file >= 0 && index->files != nullptr) {
+      if (const char* file =
+              dwarf_filesrc(index->files, static_cast<size_t>(node.call_file), nullptr, nullptr)) {
+        frame.file = file;
+      }
+    }
+    frame.line = node.call_line;
+    frame.column = node.call_column;
+    answer.frames.push_back(std::move(frame));
+  }
+  return answer;
+}
+
+const std::string& DwarfLookup::NodeName(CuIndex* index, int i) {
+  Node& node = index->nodes[i];
+  if (!node.name_done) {
+    Dwarf_Die die;
+    node.name = dwarf_offdie(dwarf_, node.offset, &die) != nullptr ? DieName(&die) : "??";
+    node.name_done = true;
+  }
+  return node.name;
+}
+
+// What libdw's scope walk descends into (libdw_visit_scopes.c: may_have_scopes).
+static bool MayHaveScopes(int tag) {
+  switch (tag) {
+    case DW_TAG_compile_unit:
+    case DW_TAG_module:
+    case DW_TAG_lexical_block:
+    case DW_TAG_with_stmt:
+    case DW_TAG_catch_block:
+    case DW_TAG_try_block:
+    case DW_TAG_entry_point:
+    case DW_TAG_inlined_subroutine:
+    case DW_TAG_subprogram:
+    case DW_TAG_namespace:
+    case DW_TAG_class_type:
+    case DW_TAG_structure_type:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int DwarfLookup::CuIndex::Innermost(uint64_t address) const {
+  auto it = std::upper_bound(segments.begin(), segments.end(), address,
+                             [](uint64_t a, const Segment& s) { return a < s.start; });
+  if (it == segments.begin()) return -1;
+  --it;
+  return address < it->end ? it->node : -1;
+}
+
+DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
+  const Dwarf_Off cu_offset = dwarf_dieoffset(cudie);
+  auto [it, inserted] = indexes_.try_emplace(cu_offset);
+  if (!inserted) return it->second.get();
+  auto index = std::make_unique<CuIndex>();
+  if (dwarf_getsrcfiles(cudie, &index->files, nullptr) != 0) index->files = nullptr;
+
+  // Nodes: the CU and every scope DIE with address ranges, reachable through scope DIEs
+  // with ranges (libdw prunes the rest for every address).
+  struct Range {
+    uint64_t start;
+    uint64_t end;
+    int node;
+  };
+  std::vector<Range> ranges;
+  auto add_ranges = [&](Dwarf_Die* die, int node) {
+    ptrdiff_t offset = 0;
+    Dwarf_Addr base = 0;
+    Dwarf_Addr start = 0;
+    Dwarf_Addr end = 0;
+    bool any = false;
+    size_t guard = 0;
+    while ((offset = dwarf_ranges(die, offset, &base, &start, &end)) > 0 && ++guard < 100000) {
+      if (end > start) ranges.push_back({start, end, node});
+      any = true;
+    }
+    return any;
+  };
+  index->nodes.push_back({dwarf_dieoffset(cudie), -1, DW_TAG_compile_unit, 0, -1, 0, 0, {}, false});
+  if (!add_ranges(cudie, 0)) {
+    it->second = std::move(index);
+    return it->second.get();  // no ranges: nothing matches, like libdw
+  }
+  // Iterative depth-first walk.
+  struct Pending {
+    Dwarf_Die die;
+    int parent;
+    uint32_t depth;
+  };
+  std::vector<Pending> stack;
+  Dwarf_Die child;
+  if (dwarf_child(cudie, &child) == 0) stack.push_back({child, 0, 1});
+  size_t visited = 0;
+  while (!stack.empty()) {
+    Pending current = stack.back();
+    stack.pop_back();
+    if (++visited > (size_t{1} << 26)) break;  // runaway (corrupt) trees
+    Dwarf_Die sibling;
+    if (dwarf_siblingof(&current.die, &sibling) == 0) {
+      stack.push_back({sibling, current.parent, current.depth});
+    }
+    const int tag = dwarf_tag(&current.die);
+    if (!MayHaveScopes(tag)) continue;
+    const int node = static_cast<int>(index->nodes.size());
+    index->nodes.push_back({dwarf_dieoffset(&current.die), current.parent, tag, current.depth, -1,
+                            0, 0, {}, false});
+    if (!add_ranges(&current.die, node)) {
+      index->nodes.pop_back();
+      continue;
+    }
+    if (tag == DW_TAG_inlined_subroutine) {
+      Dwarf_Word value = 0;
+      Node& n = index->nodes.back();
+      if (UData(&current.die, DW_AT_call_file, &value)) n.call_file = static_cast<int64_t>(value);
+      if (UData(&current.die, DW_AT_call_line, &value)) n.call_line = static_cast<uint32_t>(value);
+      if (UData(&current.die, DW_AT_call_column, &value)) {
+        n.call_column = static_cast<uint32_t>(value);
+      }
+    }
+    Dwarf_Die first_child;
+    if (dwarf_child(&current.die, &first_child) == 0) {
+      stack.push_back({first_child, node, current.depth + 1});
     }
   }
 
+  // Elementary segments, each owned by the deepest node covering it (ties: the first
+  // node in DIE order). Nodes are numbered in DIE pre-order.
+  std::vector<uint64_t> points;
+  points.reserve(ranges.size() * 2);
+  for (const Range& r : ranges) {
+    points.push_back(r.start);
+    points.push_back(r.end);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.start < b.start; });
+  // Active ranges ordered by (depth desc, node asc); ended ones are dropped lazily.
+  auto worse = [&](const Range& a, const Range& b) {
+    const uint32_t da = index->nodes[a.node].depth;
+    const uint32_t db = index->nodes[b.node].depth;
+    return da != db ? da < db : a.node > b.node;
+  };
+  std::vector<Range> heap;
+  size_t next = 0;
+  for (size_t p = 0; p + 1 < points.size(); ++p) {
+    const uint64_t start = points[p];
+    const uint64_t end = points[p + 1];
+    while (next < ranges.size() && ranges[next].start <= start) {
+      heap.push_back(ranges[next++]);
+      std::push_heap(heap.begin(), heap.end(), worse);
+    }
+    while (!heap.empty() && heap.front().end <= start) {
+      std::pop_heap(heap.begin(), heap.end(), worse);
+      heap.pop_back();
+    }
+    if (heap.empty()) continue;
+    // The best active range may still be fine while a worse one ended: only the top
+    // matters, and ended tops were removed above.
+    const int node = heap.front().node;
+    if (!index->segments.empty() && index->segments.back().end == start &&
+        index->segments.back().node == node) {
+      index->segments.back().end = end;
+    } else {
+      index->segments.push_back({start, end, node});
+    }
+  }
+  it->second = std::move(index);
+  return it->second.get();
+}
+
+void DwarfLookup::LookupWithLibdw(Dwarf_Die* cudie_ptr, uint64_t address, uint64_t chain_address,
+                                  Answer* out) {
+  Answer& answer = *out;
+  Dwarf_Die& cudie = *cudie_ptr;
   // The innermost function (eu-addr2line: print_dwarf_function).
   Dwarf_Die* scopes = nullptr;
   int nscopes = dwarf_getscopes(&cudie, address, &scopes);
   if (nscopes < 0) {
     answer.status = Status::kError;
-    return answer;
+    return;
   }
   for (int i = 0; i < nscopes; ++i) {
     const int tag = dwarf_tag(&scopes[i]);
@@ -147,12 +368,12 @@ DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
     nscopes = dwarf_getscopes(&cudie, chain_address, &scopes);
     if (nscopes < 0) {
       answer.status = Status::kError;
-      return answer;
+      return;
     }
   }
   if (nscopes == 0) {
     std::free(scopes);
-    return answer;
+    return;
   }
 
   // The inline chain (eu-addr2line -i): the DIE nesting of the innermost scope.
@@ -160,7 +381,7 @@ DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
   const Dwarf_Off offset = dwarf_dieoffset(&scopes[0]);
   std::free(scopes);
   scopes = nullptr;
-  if (dwarf_offdie(dwarf_, offset, &subroutine) == nullptr) return answer;
+  if (dwarf_offdie(dwarf_, offset, &subroutine) == nullptr) return;
   const int count = dwarf_getscopes_die(&subroutine, &scopes);
   if (count > 1) {
     Dwarf_Die cu;
@@ -194,7 +415,6 @@ DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
     answer.status = Status::kError;
   }
   std::free(scopes);
-  return answer;
 }
 
 }  // namespace looptrace::symbols

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "looptrace/symbols/symbolizer.h"
@@ -43,7 +44,34 @@ class DwarfLookup {
   // `address` is a link-time virtual address.
   Answer Lookup(uint64_t address);
 
+  // false: answer every lookup with libdw's dwarf_getscopes (slow; for comparisons).
+  void set_use_index(bool use_index) { use_index_ = use_index; }
+
  private:
+  // A scope DIE with address ranges, in DIE pre-order.
+  struct Node {
+    Dwarf_Off offset;
+    int parent;  // -1 for the CU
+    int tag;
+    uint32_t depth;
+    int64_t call_file;  // DW_AT_call_file of an inlined instance, -1 if none
+    uint32_t call_line;
+    uint32_t call_column;
+    std::string name;  // DieName, computed on first use
+    bool name_done;
+  };
+  struct Segment {
+    uint64_t start;
+    uint64_t end;
+    int node;  // the deepest node covering [start, end)
+  };
+  // Per compile unit, built on its first lookup: one walk of its DIE tree.
+  struct CuIndex {
+    std::vector<Node> nodes;
+    std::vector<Segment> segments;  // disjoint, by address
+    Dwarf_Files* files = nullptr;
+    int Innermost(uint64_t address) const;
+  };
   struct Arange {
     uint64_t start;
     uint64_t length;
@@ -51,11 +79,17 @@ class DwarfLookup {
   };
   DwarfLookup() = default;
   bool FindCu(uint64_t address, Dwarf_Die* cudie);
+  uint64_t FindLine(Dwarf_Die* cudie, uint64_t address, Answer* answer);
+  CuIndex* IndexFor(Dwarf_Die* cudie);
+  const std::string& NodeName(CuIndex* index, int node);
+  void LookupWithLibdw(Dwarf_Die* cudie, uint64_t address, uint64_t chain_address, Answer* answer);
 
   int fd_ = -1;
   Elf* elf_ = nullptr;
   Dwarf* dwarf_ = nullptr;
   bool aranges_loaded_ = false;
+  bool use_index_ = true;
+  std::unordered_map<uint64_t, std::unique_ptr<CuIndex>> indexes_;
   std::vector<Arange> aranges_;
 };
 

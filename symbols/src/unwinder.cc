@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -109,6 +110,9 @@ struct Unwinder::Session {
   size_t max_frames = 0;
   // Modules reported, by mapping start: (path, end).
   std::map<uint64_t, std::pair<std::string, uint64_t>> reported;
+  // The last memory read that could not be served (the walk may end there).
+  uint64_t failed_read = 0;
+  bool any_failed_read = false;
   // Open files for reads outside the stack copy, by path.
   std::map<std::string, int> files;
 
@@ -173,6 +177,8 @@ struct Unwinder::Session {
       *result = value;
       return true;
     }
+    session->failed_read = address;
+    session->any_failed_read = true;
     return false;
   }
 
@@ -283,10 +289,21 @@ Result<UnwindOutcome> Unwinder::Unwind(const UnwindInput& input) {
       return outcome;
     }
   }
+  session->any_failed_read = false;
   const int rc = dwfl_getthread_frames(session->dwfl, input.pid, &Session::FrameCallback, session);
   if (rc != 0 && outcome.stop_reason.empty()) {
     const char* message = dwfl_errmsg(-1);
     outcome.stop_reason = message != nullptr ? message : "unwinding failed";
+  }
+  if (outcome.stop_reason.empty() && session->any_failed_read) {
+    char buffer[96];
+    const uint64_t address = session->failed_read;
+    const bool above = address >= input.stack_base + input.stack.size();
+    std::snprintf(buffer, sizeof(buffer), "%s at 0x%llx",
+                  above && address >= input.stack_base ? "stack copy exhausted"
+                                                       : "unreadable memory",
+                  static_cast<unsigned long long>(address));
+    outcome.stop_reason = buffer;
   }
   session->input = nullptr;
   session->outcome = nullptr;

@@ -1,10 +1,7 @@
 // libFuzzer harness for the Matrix methodMapping.txt parser (MethodMapping::Parse).
-// Not part of the CMake build. Build by hand from the repository root with a clang whose
-// C++ library provides std::expected (clang >= 16 with libstdc++ 12, or libc++ >= 16):
-//   clang++ -std=c++2b -g -O1 -fsanitize=fuzzer,address,undefined
-//       -Isymbols/include -Iutil/include tests/fuzz/method_mapping_fuzzer.cc
-//       symbols/src/method_mapping.cc -o method_mapping_fuzzer
-// clang++-14 cannot: libstdc++ 12's <expected> needs __cpp_concepts >= 202002L.
+// Not part of the CMake build: scripts/fuzz.sh builds it with clang++-14, libFuzzer and
+// ASan/UBSan, using tests/fuzz/compat/expected in place of libstdc++ 12's <expected>
+// (which clang 14 cannot compile: it needs __cpp_concepts >= 202002L).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

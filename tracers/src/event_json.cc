@@ -61,6 +61,9 @@ struct ToJson {
                 {"kind", MethodIdKindName(m.kind)}, {"overwritten", m.overwritten},
                 {"beats", std::move(beats)}, {"names", std::move(names)}};
   }
+  json operator()(const ProcessExec& e) const {
+    return json{{"type", "exec"}, {"ts_ns", e.ts_ns}, {"pid", e.pid}, {"comm", e.comm}};
+  }
   json operator()(const ThreadSwitch& e) const {
     json j{{"type", "switch"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"off_cpu", e.off_cpu}};
     if (e.off_cpu) {
@@ -99,7 +102,9 @@ struct ToJson {
                 {"memory_kb", std::move(memory)}, {"priority", s.priority}, {"nice", s.nice}};
   }
   json operator()(const SessionEnd& e) const {
-    return json{{"type", "session_end"}, {"ts_ns", e.ts_ns}, {"reason", e.reason}};
+    json j{{"type", "session_end"}, {"ts_ns", e.ts_ns}, {"reason", e.reason}};
+    if (e.exit_status) j["exit_status"] = *e.exit_status;
+    return j;
   }
 };
 
@@ -314,6 +319,13 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
     ASSIGN_OR_RETURN(Event e, ParseProbe(j));
     return std::optional<Event>(std::move(e));
   }
+  if (type == "exec") {
+    ProcessExec e;
+    ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
+    e.pid = FieldOr<uint32_t>(j, "pid", 0);
+    e.comm = FieldOr<std::string>(j, "comm", "");
+    return std::optional<Event>(Event{e});
+  }
   if (type == "switch" || type == "wakeup" || type == "signal" || type == "stall_snapshot") {
     auto parsed = type == "switch"   ? ParseSwitch(j)
                   : type == "wakeup" ? ParseWakeup(j)
@@ -346,6 +358,7 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
     SessionEnd e;
     ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
     e.reason = FieldOr<std::string>(j, "reason", "");
+    if (j.contains("exit_status")) e.exit_status = FieldOr<int>(j, "exit_status", 0);
     return std::optional<Event>(Event{e});
   }
   return MakeError("unknown event type '" + type + "'");

@@ -195,6 +195,85 @@ json StallJson(const Report& report, const StallReport& s) {
 // One JSON object per line, each with a "type" (schema in README "JSON output").
 class JsonRenderer : public Renderer {
  public:
+  // Matrix's Trace_StartUp keys, then ours; plus Trace_EvilMethod "STARTUP" records for
+  // startups over the threshold (with their call tree), as Matrix emits them.
+  static void RenderStartup(const Report& report, std::ostream& out) {
+    const StartupReport& s = report.startup;
+    auto ms = [](uint64_t ns) { return ns / 1'000'000; };
+    json j = DeviceBlock(report);
+    j["type"] = "startup";
+    j["application_create"] = ms(s.application_create_ns);
+    j["application_create_scene"] = s.app_create_scene;
+    j["first_activity_create"] = ms(s.first_screen_ns);
+    j["startup_duration"] = ms(s.cold_ns);
+    j["is_warm_start_up"] = false;
+    j["tag"] = "Trace_StartUp";
+    j["process"] = report.session.command;
+    j["time"] = WallMs(report, s.care_focus_ns ? *s.care_focus_ns : report.session.end_ns);
+    auto opt = [](const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); };
+    j["exec_ns"] = opt(s.exec_ns);
+    j["app_create_begin_ns"] = opt(s.app_create_begin_ns);
+    j["app_create_end_ns"] = opt(s.app_create_end_ns);
+    j["first_focus_ns"] = opt(s.first_focus_ns);
+    j["care_focus_ns"] = opt(s.care_focus_ns);
+    j["first_frame_ns"] = opt(s.first_frame_ns);
+    j["fully_drawn_ns"] = opt(s.fully_drawn_ns);
+    j["fully_drawn_frame_ns"] = opt(s.fully_drawn_frame_ns);
+    j["care_scene"] = s.care_scene;
+    j["exec_to_app_create_ns"] = s.exec_to_app_create_ns;
+    j["application_create_ns"] = s.application_create_ns;
+    j["first_screen_ns"] = s.first_screen_ns;
+    j["cold_ns"] = s.cold_ns;
+    j["cold_from_exec_ns"] = s.cold_from_exec_ns;
+    j["ttid_ns"] = s.ttid_ns;
+    j["ttfd_ns"] = s.ttfd_ns;
+    j["cold_complete"] = s.cold_complete;
+    j["over_threshold"] = s.over_threshold;
+    j["vitals_excessive"] = s.excessive;
+    j["missing"] = s.missing;
+    json milestones = json::array();
+    for (const auto& m : s.milestones)
+      milestones.push_back({{"name", m.name}, {"ts_ns", m.ts_ns}, {"activity", m.activity}, {"warm", m.warm}});
+    j["milestones"] = milestones;
+    j["tree"] = TreeJson(s.tree);
+    Line(out, j);
+    auto evil = [&](const std::vector<NamedCallNode>& tree, uint64_t cost, int sub_type) {
+      json e = DeviceBlock(report);
+      e["type"] = "startup_evil_method";
+      e["detail"] = "STARTUP";
+      e["cost"] = ms(cost);
+      e["stack"] = MatrixStack(tree);
+      e["stackKey"] = "";
+      e["subType"] = sub_type;
+      e["tag"] = "Trace_EvilMethod";
+      e["process"] = report.session.command;
+      e["tree"] = TreeJson(tree);
+      Line(out, e);
+    };
+    if (s.over_threshold) evil(s.tree, s.cold_ns, 1);
+    for (const WarmStart& w : s.warm_starts) {
+      json wj = DeviceBlock(report);
+      wj["type"] = "startup";
+      wj["application_create"] = 0;
+      wj["application_create_scene"] = w.activity;
+      wj["first_activity_create"] = 0;
+      wj["startup_duration"] = ms(w.cost_ns());
+      wj["is_warm_start_up"] = true;
+      wj["tag"] = "Trace_StartUp";
+      wj["process"] = report.session.command;
+      wj["time"] = WallMs(report, w.focus_ns ? w.focus_ns : w.launch_ns);
+      wj["launch_ns"] = w.launch_ns;
+      wj["focus_ns"] = w.focus_ns ? json(w.focus_ns) : json(nullptr);
+      wj["first_frame_ns"] = w.first_frame_ns ? json(w.first_frame_ns) : json(nullptr);
+      wj["warm_ns"] = w.cost_ns();
+      wj["over_threshold"] = w.over_threshold;
+      wj["vitals_excessive"] = w.excessive;
+      wj["tree"] = TreeJson(w.tree);
+      Line(out, wj);
+      if (w.over_threshold) evil(w.tree, w.cost_ns(), 2);
+    }
+  }
+
   void Render(const Report& report, std::ostream& out) const override {
     const SessionInfo& s = report.session;
     Line(out, json{{"type", "session"},
@@ -206,7 +285,8 @@ class JsonRenderer : public Renderer {
                    {"end_ns", s.end_ns},
                    {"duration_ns", s.duration_ns()},
                    {"wall_time_ns", s.wall_time_ns},
-                   {"end_reason", s.end_reason}});
+                   {"end_reason", s.end_reason},
+                   {"exit_status", s.exit_status ? json(*s.exit_status) : json(nullptr)}});
     const MessagesReport& m = report.messages;
     for (const Message& msg : m.messages) Line(out, MessageJson(msg, true));
     for (const Message& msg : m.unfinished) Line(out, MessageJson(msg, false));
@@ -263,6 +343,7 @@ class JsonRenderer : public Renderer {
       j["tree"] = TreeJson(l.tree);
       Line(out, j);
     }
+    if (report.startup.seen) RenderStartup(report, out);
     for (const BarrierLeakReport& b : report.barrier_leaks)
       Line(out, json{{"type", "barrier_leak"}, {"tid", b.tid}, {"token", b.token}, {"begin_ns", b.begin_ns},
                      {"end_ns", b.end_ns}, {"duration_ns", b.end_ns - b.begin_ns}, {"removed", b.removed},

@@ -8,7 +8,8 @@ Analyzer::Analyzer(AnalysisOptions options)
     : options_(options),
       looper_(options_.looper, &report_.stats),
       evil_(options_.evil, &report_.stats, options_.namer),
-      anr_(options_.anr, &report_.stats, options_.namer) {}
+      anr_(options_.anr, &report_.stats, options_.namer),
+      startup_(options_.startup, &report_.stats, options_.namer) {}
 
 void Analyzer::OnEvent(const Event& event) {
   if (const auto* start = std::get_if<SessionStart>(&event)) {
@@ -32,16 +33,23 @@ void Analyzer::OnEvent(const Event& event) {
     last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
     if (auto message = looper_.OnProbe(*probe)) evil_.OnMessage(*message, report_.session.command);
     anr_.OnProbe(*probe);
+    startup_.OnProbe(*probe);
     return;
   }
   if (const auto* beats = std::get_if<MethodBeats>(&event)) {
     evil_.OnBeats(*beats);
     anr_.OnBeats(*beats);
+    startup_.OnBeats(*beats);
     return;
   }
   if (const auto* sw = std::get_if<ThreadSwitch>(&event)) {
     last_ts_ns_ = std::max(last_ts_ns_, sw->ts_ns);
     anr_.OnSwitch(*sw);
+    return;
+  }
+  if (const auto* exec = std::get_if<ProcessExec>(&event)) {
+    last_ts_ns_ = std::max(last_ts_ns_, exec->ts_ns);
+    startup_.OnExec(*exec);
     return;
   }
   if (const auto* wakeup = std::get_if<Wakeup>(&event)) {
@@ -66,6 +74,7 @@ void Analyzer::OnEvent(const Event& event) {
     ended_ = true;
     report_.session.end_ns = std::max(end->ts_ns, last_ts_ns_);
     report_.session.end_reason = end->reason;
+    report_.session.exit_status = end->exit_status;
   }
 }
 
@@ -77,6 +86,8 @@ Report Analyzer::TakeReport() {
   looper_.Finish(report_.session.end_ns);
   anr_.Finish(report_.session.end_ns);
   anr_.Contribute(&report_);
+  startup_.Finish(report_.session.end_ns);
+  startup_.Contribute(&report_.startup);
   looper_.Contribute(&report_.messages);
   report_.evil_threshold_ns = options_.evil.threshold_ns;
   report_.evil_methods = evil_.TakeReports();

@@ -32,13 +32,15 @@ class TextRenderer : public Renderer {
     out << fmt::format("looptrace report: pid {} ({}), profile {}, threads {}\n", s.pid,
                        s.command.empty() ? "?" : s.command, s.profile.empty() ? "?" : s.profile,
                        s.thread_filter);
-    out << fmt::format("session: {} ({})\n", FormatDuration(s.duration_ns()),
-                       s.end_reason.empty() ? "ended" : s.end_reason);
+    out << fmt::format("session: {} ({}{})\n", FormatDuration(s.duration_ns()),
+                       s.end_reason.empty() ? "ended" : s.end_reason,
+                       s.exit_status ? fmt::format(", exit status {}", *s.exit_status) : "");
     RenderMessages(report, out);
     RenderEvilMethods(report, out);
     RenderStalls(report, out);
     RenderSignals(report, out);
     RenderSpanLags(report, out);
+    RenderStartup(report, out);
     RenderStats(report.stats, out);
   }
 
@@ -282,6 +284,48 @@ class TextRenderer : public Renderer {
                          b.token, b.tid, FormatDuration(b.end_ns - b.begin_ns), Relative(b.begin_ns, base),
                          b.sync_messages_enqueued, b.sync_messages_enqueued == 1 ? "" : "s",
                          b.removed ? "" : " (never removed)");
+    }
+  }
+
+  void RenderStartup(const Report& report, std::ostream& out) const {
+    const StartupReport& s = report.startup;
+    if (!s.seen) return;
+    out << "\nstartup timeline (gap from the previous milestone)\n";
+    uint64_t origin = s.milestones.empty() ? report.session.begin_ns : s.milestones.front().ts_ns;
+    uint64_t previous = origin;
+    for (const Milestone& m : s.milestones) {
+      out << fmt::format("  {:>12}  {:>12}  {:<18} {}{}\n", "+" + FormatDuration(m.ts_ns - origin),
+                         "+" + FormatDuration(m.ts_ns - previous), m.name, m.activity, m.warm ? "  (warm)" : "");
+      previous = m.ts_ns;
+    }
+    auto line = [&](const char* what, uint64_t ns, const char* note) {
+      if (ns) out << fmt::format("  {:<38} {:>12}  {}\n", what, FormatDuration(ns), note);
+    };
+    out << "\nstartup costs\n";
+    line("exec -> application create", s.exec_to_app_create_ns, "(before the app's first code; Matrix cannot see it)");
+    line("application create", s.application_create_ns, "(Matrix application_create)");
+    line("first screen (app create -> focus)", s.first_screen_ns, "(Matrix first_activity_create)");
+    line("cold start (app create -> care scene)", s.cold_ns, "(Matrix startup_duration)");
+    line("cold start from exec", s.cold_from_exec_ns, "");
+    line("time to first frame (TTID-like)", s.ttid_ns, s.exec_ns ? "(from exec)" : "(from app create)");
+    line("time to fully drawn (TTFD-like)", s.ttfd_ns, s.exec_ns ? "(from exec)" : "(from app create)");
+    if (!s.care_scene.empty())
+      out << fmt::format("  care scene: {}{}\n", s.care_scene,
+                         s.app_create_scene != s.care_scene ? fmt::format(" (after {})", s.app_create_scene) : "");
+    if (s.over_threshold) out << "  cold start over Matrix's threshold: call tree below\n";
+    if (s.excessive) out << "  cold start is excessive by Android vitals (>= 5 s)\n";
+    if (!s.missing.empty()) {
+      std::string missing;
+      for (const auto& m : s.missing) missing += (missing.empty() ? "" : ", ") + m;
+      out << fmt::format("  not reached before the session ended ({}): {}\n", report.session.end_reason, missing);
+    }
+    if (!s.tree.empty()) RenderTree(s.tree, "startup", "  ", out);
+    for (const WarmStart& w : s.warm_starts) {
+      out << fmt::format("  warm start of {}: {}{}{}\n", w.activity,
+                         w.focus_ns ? FormatDuration(w.cost_ns()) : "never focused",
+                         w.first_frame_ns ? fmt::format(", first frame after {}", FormatDuration(w.first_frame_ns - w.launch_ns)) : "",
+                         w.excessive ? " (excessive by Android vitals, >= 2 s)" : "");
+      if (!w.tree.empty()) RenderTree(w.tree, "warm start", "    ", out);
     }
   }
 

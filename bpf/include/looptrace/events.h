@@ -25,7 +25,7 @@
 #define LT_RECORD_PROBE 1 /* a profile probe point fired (a role event) */
 #define LT_RECORD_SWITCH 2 /* the main thread left or got a CPU (sched_switch) */
 #define LT_RECORD_SIGNAL 3 /* SIGQUIT sent to the target (signal_generate) */
-#define LT_RECORD_RESERVED_PROCESS 4 /* reserved: exec / exit */
+#define LT_RECORD_EXEC 4 /* the target exec()ed (sched_process_exec) */
 #define LT_RECORD_STRING 5 /* text of a string argument, sent once per address */
 #define LT_RECORD_WAKEUP 6 /* someone woke the main thread (sched_wakeup) */
 
@@ -177,6 +177,14 @@ struct lt_wakeup_record {
 	char waker_comm[LT_TASK_COMM_LEN];
 };
 
+struct lt_exec_record {
+	struct lt_record_header header;
+	__u64 ts_ns;
+	__u32 pid;
+	__u32 pad;
+	char comm[LT_TASK_COMM_LEN];
+};
+
 struct lt_signal_record {
 	struct lt_record_header header;
 	__u64 ts_ns;
@@ -215,6 +223,7 @@ LT_STATIC_ASSERT(sizeof(struct lt_beat) == 32, "beat size");
 LT_STATIC_ASSERT(sizeof(struct lt_switch_record) == 40, "switch record size");
 LT_STATIC_ASSERT(sizeof(struct lt_wakeup_record) == 48, "wakeup record size");
 LT_STATIC_ASSERT(sizeof(struct lt_signal_record) == 56, "signal record size");
+LT_STATIC_ASSERT(sizeof(struct lt_exec_record) == 40, "exec record size");
 LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_beat, tid) == 24, "beat tid offset");
 LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 136, "string record size");

@@ -274,7 +274,7 @@ TEST(ModuleCacheTest, SharesModulesByIdentityAndBuildId) {
   EXPECT_EQ(cache->size(), 1u);
 }
 
-class DebugFileTest : public ::testing::Test {
+class SymbolizerDebugFileTest : public ::testing::Test {
  protected:
   static constexpr char kBase[] = "symtest_o2_nofp_pie";
   // A copy of the stripped binary with its debuglink, in a fresh directory.
@@ -304,7 +304,7 @@ class DebugFileTest : public ::testing::Test {
   std::unique_ptr<Symbolizer> symbolizer_;
 };
 
-TEST_F(DebugFileTest, DebuglinkWithMatchingCrcIsUsed) {
+TEST_F(SymbolizerDebugFileTest, DebuglinkWithMatchingCrcIsUsed) {
   const std::string stripped = StrippedWithDebuglink();
   std::filesystem::copy_file(OriginalDebugFile(), DebugFileName());
   auto result = Lookup(stripped);
@@ -314,7 +314,7 @@ TEST_F(DebugFileTest, DebuglinkWithMatchingCrcIsUsed) {
   EXPECT_EQ(symbolizer_->cache().Get(stripped)->debug_file(), DebugFileName());
 }
 
-TEST_F(DebugFileTest, CrcMismatchIsRejectedAndCounted) {
+TEST_F(SymbolizerDebugFileTest, CrcMismatchIsRejectedAndCounted) {
   const std::string stripped = StrippedWithDebuglink();
   std::string contents = ReadFile(OriginalDebugFile());
   contents.push_back('\0');  // same build id, other CRC
@@ -328,7 +328,7 @@ TEST_F(DebugFileTest, CrcMismatchIsRejectedAndCounted) {
   EXPECT_THAT(symbolizer_->stats().ToString(), HasSubstr("debug_crc_mismatch=1"));
 }
 
-TEST_F(DebugFileTest, BuildIdMismatchIsRejectedAndCounted) {
+TEST_F(SymbolizerDebugFileTest, BuildIdMismatchIsRejectedAndCounted) {
   // The build-id tree holds another program's debug file under this build id.
   const std::string stripped = dir_.File(kBase);
   std::filesystem::copy_file(DebugVariant(kBase, std::string("buildid/") + kBase), stripped);
@@ -343,7 +343,7 @@ TEST_F(DebugFileTest, BuildIdMismatchIsRejectedAndCounted) {
   EXPECT_EQ(symbolizer_->stats().debug_build_id_mismatch, 1u);
 }
 
-TEST_F(DebugFileTest, MissingDebugFileDegradesToSymbols) {
+TEST_F(SymbolizerDebugFileTest, MissingDebugFileDegradesToSymbols) {
   const std::string stripped = StrippedWithDebuglink();
   auto result = Lookup(stripped);
   EXPECT_EQ(result->degradation, Degradation::kNoSymbols);  // an executable's .dynsym is empty
@@ -354,7 +354,7 @@ TEST_F(DebugFileTest, MissingDebugFileDegradesToSymbols) {
   EXPECT_EQ(symbolizer_->stats().debug_file_missing, 1u);
 }
 
-TEST_F(DebugFileTest, UnreadableDebugFileIsCounted) {
+TEST_F(SymbolizerDebugFileTest, UnreadableDebugFileIsCounted) {
   const std::string stripped = StrippedWithDebuglink();
   WriteFile(DebugFileName(), "not an ELF file at all");
   auto result = Lookup(stripped);

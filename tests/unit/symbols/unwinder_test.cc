@@ -253,6 +253,74 @@ TEST_P(UnwindAgainstGdbTest, MatchesGdbBacktrace) {
   }
 }
 
+TEST(UnwinderTest, BadInputDegradesWithoutCrashing) {
+  StoppedFixture fixture(FixturePath("symtest_o2_nofp_pie"));
+  ASSERT_EQ(fixture.error(), "");
+  Capture capture = CaptureStopped(fixture.pid());
+  if (capture.error.starts_with("PTRACE_SEIZE")) GTEST_SKIP() << capture.error;
+  ASSERT_EQ(capture.error, "");
+  Unwinder unwinder;
+  const UnwindInput full = capture.Input(fixture.pid());
+  auto reference = unwinder.Unwind(full);
+  ASSERT_TRUE(reference);
+  ASSERT_GE(reference->frames.size(), 8u);
+
+  // A short stack copy: fewer frames, with a reason.
+  UnwindInput shorter = full;
+  shorter.stack = std::span<const uint8_t>(capture.stack.data(), 128);
+  auto partial = unwinder.Unwind(shorter);
+  ASSERT_TRUE(partial);
+  EXPECT_LT(partial->frames.size(), reference->frames.size());
+  EXPECT_FALSE(partial->stop_reason.empty());
+  EXPECT_EQ(partial->frames.front().pc, capture.regs.rip);
+
+  // No stack at all, garbage stack bytes, no maps: frame 0 at least, never a crash.
+  UnwindInput empty = full;
+  empty.stack = {};
+  auto none = UnwindStack(empty);
+  ASSERT_TRUE(none);
+  EXPECT_GE(none->size(), 1u);
+  std::vector<uint8_t> garbage(capture.stack.size(), 0xAB);
+  UnwindInput noise = full;
+  noise.stack = garbage;
+  ASSERT_TRUE(UnwindStack(noise));
+  ASSERT_TRUE(UnwindFramePointers(noise));
+  UnwindInput no_maps = full;
+  no_maps.maps = {};
+  auto unmapped = Unwinder().Unwind(no_maps);
+  ASSERT_TRUE(unmapped);
+  EXPECT_EQ(unmapped->frames.size(), 1u);
+
+  // Missing rip or rsp is an error; a frame-pointer walk needs only rip.
+  UnwindInput no_rip = full;
+  no_rip.regs.valid_mask &= ~UnwindRegisters::Bit(16);
+  EXPECT_FALSE(UnwindStack(no_rip));
+  UnwindInput only_rip;
+  only_rip.regs.Set(16, 0x1234);
+  auto fp = UnwindFramePointers(only_rip);
+  ASSERT_TRUE(fp);
+  EXPECT_EQ(fp->size(), 1u);
+
+  // The session survives all of this and still unwinds fully.
+  auto again = unwinder.Unwind(full);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->frames.size(), reference->frames.size());
+}
+
+TEST(UnwinderTest, RegistersArePlainData) {
+  UnwindRegisters regs;
+  regs.Set(16, 0x401000);
+  regs.Set(7, 0x7ffd0000);
+  regs.Set(99, 1);  // ignored
+  EXPECT_EQ(regs.rip, 0x401000u);
+  EXPECT_EQ(regs.Get(7), 0x7ffd0000u);
+  EXPECT_EQ(regs.Get(99), 0u);
+  EXPECT_TRUE(regs.Has(16));
+  EXPECT_FALSE(regs.Has(6));
+  EXPECT_EQ(regs.valid_mask, UnwindRegisters::Bit(16) | UnwindRegisters::Bit(7));
+  EXPECT_EQ(UnwindRegisters::kNeeded & UnwindRegisters::kAll, UnwindRegisters::kNeeded);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, UnwindAgainstGdbTest,
     ::testing::Values(UnwindCase{"symtest_o2_nofp_pie", false, true},

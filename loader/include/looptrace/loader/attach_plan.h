@@ -17,6 +17,9 @@ struct TargetBinaries {
   int pid = 0;                  // live process (record): /proc/PID/maps and /proc/PID/exe
   std::string exe_path;         // run: the resolved command; record: /proc/PID/exe target
   std::string ld_library_path;  // run: the child's LD_LIBRARY_PATH
+  // run + profile detection: a library must be one the executable links (DT_NEEDED,
+  // transitively), not merely present on disk.
+  bool require_linked = false;
 };
 
 struct ResolvedProbe {

@@ -46,6 +46,10 @@ MethodIdKind MethodIdKindOf(const ProbeSpec& spec);
 struct DecoderOptions {
   // Messages at least this long get their method beats copied (MethodBeats event).
   uint64_t beat_min_cost_ns = 700'000'000;
+  // Startups at least this long get the beats from app create (cold) or the launch
+  // (warm) to the activity's focus.
+  uint64_t cold_startup_beats_ns = 10'000'000'000;
+  uint64_t warm_startup_beats_ns = 4'000'000'000;
 };
 
 class EventDecoder {
@@ -86,6 +90,9 @@ class EventDecoder {
   std::unordered_map<uint32_t, std::vector<OpenDispatch>> open_by_tid_;
   std::unordered_map<uint32_t, OpenDispatch> open_idle_;      // idle handler spans per tid
   std::unordered_map<uint64_t, std::pair<uint32_t, OpenDispatch>> open_inputs_;  // by seq
+  std::optional<OpenDispatch> app_create_;   // cold startup span start
+  std::optional<OpenDispatch> warm_launch_;  // warm startup span start
+  bool focused_once_ = false;
   std::vector<MethodIdKind> kind_by_probe_;
   std::optional<MethodIdKind> beat_kind_;
   std::unordered_map<uint64_t, std::string> sent_strings_;  // from LT_RECORD_STRING

@@ -23,6 +23,8 @@ struct SessionOptions {
   size_t ringbuf_bytes = 8u << 20;
   size_t beat_capacity = 1u << 20;             // method-beat ring records (power of two)
   uint64_t beat_min_cost_ns = 700'000'000;     // messages this long get their beats copied
+  uint64_t cold_startup_beats_ns = 10'000'000'000;  // startups this long too
+  uint64_t warm_startup_beats_ns = 4'000'000'000;
   std::string btf_path;
   int poll_interval_ms = 25;    // ring buffer drained (and the watchdog run) this often
   bool thread_tracking = true;  // sched_switch/wakeup/signal programs + cpu-clock samples

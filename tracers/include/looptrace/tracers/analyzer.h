@@ -5,6 +5,7 @@
 #include "looptrace/tracers/anr.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/looper_monitor.h"
+#include "looptrace/tracers/startup.h"
 #include "looptrace/tracers/report.h"
 
 namespace looptrace {
@@ -13,6 +14,7 @@ struct AnalysisOptions {
   LooperMonitorOptions looper;
   EvilMethodOptions evil;
   AnrOptions anr;
+  StartupOptions startup;
   const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
 };
 
@@ -29,6 +31,7 @@ class Analyzer : public EventSink {
   LooperMonitor looper_;
   EvilMethodTracer evil_;
   AnrTracer anr_;
+  StartupTracer startup_;
   uint64_t last_ts_ns_ = 0;
   bool ended_ = false;
   bool started_ = false;

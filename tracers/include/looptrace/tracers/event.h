@@ -138,6 +138,7 @@ struct LossCounters {
 struct SessionEnd {
   uint64_t ts_ns = 0;
   std::string reason;  // duration | interrupted | target-exited | end-of-recording
+  std::optional<int> exit_status;  // run: the command's exit status (128+N if killed by N)
 };
 
 // The main thread left the CPU (with why: its state and kernel stack) or got it back.
@@ -156,6 +157,13 @@ struct Wakeup {
   uint32_t waker_tid = 0;
   uint32_t waker_pid = 0;
   std::string waker_comm;
+};
+
+// The target exec()ed its program (seen when looptrace started it: `run`).
+struct ProcessExec {
+  uint64_t ts_ns = 0;
+  uint32_t pid = 0;
+  std::string comm;  // after the exec
 };
 
 // A signal sent to the target (SIGQUIT: how Android's system_server declares an ANR).
@@ -198,7 +206,7 @@ struct StallSnapshot {
 };
 
 using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats,
-                           ThreadSwitch, Wakeup, SignalSent, StallSnapshot>;
+                           ThreadSwitch, Wakeup, SignalSent, StallSnapshot, ProcessExec>;
 
 // Anything that consumes an event stream: tracers, the recording writer.
 class EventSink {

@@ -21,6 +21,7 @@ struct SessionInfo {
   uint64_t end_ns = 0;
   uint64_t wall_time_ns = 0;  // CLOCK_REALTIME at begin
   std::string end_reason;
+  std::optional<int> exit_status;  // run: the command's exit status
   std::vector<ProbeDescription> probes;
   DeviceInfo device;
 
@@ -161,6 +162,51 @@ struct BarrierLeakReport {
   uint64_t sync_messages_enqueued = 0;  // synchronous messages posted while it stood
 };
 
+struct Milestone {
+  std::string name;      // exec, app.create.begin, app.create.end, activity.launch, first.frame,
+                         // activity.focus, fully.drawn, fully.drawn.frame
+  uint64_t ts_ns = 0;
+  std::string activity;
+  bool warm = false;
+};
+
+struct WarmStart {
+  std::string activity;
+  uint64_t launch_ns = 0;
+  uint64_t focus_ns = 0;            // 0: never focused before the session ended
+  uint64_t first_frame_ns = 0;      // end of the first frame after the launch (0: none)
+  bool over_threshold = false;      // Matrix's warm threshold (4 s)
+  bool excessive = false;           // Android vitals' warm level (2 s)
+  std::vector<NamedCallNode> tree;
+  uint64_t cost_ns() const { return focus_ns > launch_ns ? focus_ns - launch_ns : 0; }
+};
+
+// Startup (Matrix's StartupTracer plus what it cannot see: exec, TTID/TTFD, frames).
+struct StartupReport {
+  bool seen = false;                  // any lifecycle role fired
+  std::vector<Milestone> milestones;  // in time order
+  std::optional<uint64_t> exec_ns;
+  std::optional<uint64_t> app_create_begin_ns, app_create_end_ns;
+  std::optional<uint64_t> first_focus_ns, care_focus_ns, first_frame_ns, fully_drawn_ns,
+      fully_drawn_frame_ns;
+  std::string app_create_scene;       // first launched activity (Matrix application_create_scene)
+  std::string care_scene;             // first focused activity that is not a splash
+  bool cold_complete = false;         // the care scene got focus
+  // Costs (0 when a milestone is missing); Matrix's names in comments.
+  uint64_t exec_to_app_create_ns = 0; // what Matrix cannot see: exec -> app create begin
+  uint64_t application_create_ns = 0; // application_create
+  uint64_t first_screen_ns = 0;       // first_activity_create: app create begin -> first focus
+  uint64_t cold_ns = 0;               // startup_duration: app create begin -> care scene focus
+  uint64_t cold_from_exec_ns = 0;     // exec -> care scene focus
+  uint64_t ttid_ns = 0;               // exec (or app create) -> first frame after launch
+  uint64_t ttfd_ns = 0;               // exec (or app create) -> first frame after fully drawn
+  bool over_threshold = false;        // Matrix's cold threshold (10 s)
+  bool excessive = false;             // Android vitals' cold level (5 s)
+  std::vector<NamedCallNode> tree;    // startup call tree when over the threshold
+  std::vector<WarmStart> warm_starts;
+  std::vector<std::string> missing;   // milestones never reached
+};
+
 struct Report {
   SessionInfo session;
   MessagesReport messages;
@@ -170,6 +216,7 @@ struct Report {
   std::vector<SignalAnrReport> signal_anrs;
   std::vector<SpanLagReport> span_lags;
   std::vector<BarrierLeakReport> barrier_leaks;
+  StartupReport startup;
   Stats stats;
 };
 

@@ -1,0 +1,195 @@
+// FrameTracer (Matrix's FrameTracer, from outside): Choreographer frames from frame/phase
+// probes, each with its vsync, refresh interval, dropped frames (Android's and Matrix's
+// fractional count and bucket), deadline/slow/frozen flags, phase costs, the time non-UI
+// messages delayed it, and for long janky frames the call tree of their doFrame message.
+// Aggregated like Matrix (per scene, and per 10 s window with more than 20 frames).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/evil_method.h"
+#include "looptrace/tracers/method_tree.h"
+#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/stats.h"
+
+namespace looptrace {
+
+struct FrameOptions {
+  uint64_t jank_tree_threshold_ns = 700'000'000;  // janky frames at least this long (cost) keep the call tree of their message
+  double refresh_hz = 0;                 // 0 = detect from vsync timestamps; else forced
+  uint64_t window_ns = 10'000'000'000;   // Matrix's FPS window (DEFAULT_FPS_TIME_SLICE_ALIVE_MS)
+  size_t min_window_frames = 21;         // Matrix reports a window only with > 20 frames
+  size_t worst_n = 10;
+  size_t max_nodes = 30;
+  CallTreeOptions tree;
+};
+
+// Choreographer callback queues, in the order doFrame runs them.
+inline constexpr uint32_t kPhaseInput = 0;
+inline constexpr uint32_t kPhaseAnimation = 1;
+inline constexpr uint32_t kPhaseInsetsAnimation = 2;
+inline constexpr uint32_t kPhaseTraversal = 3;
+inline constexpr uint32_t kPhaseCommit = 4;
+
+// "INPUT", "ANIMATION", "INSETS_ANIMATION", "TRAVERSAL", "COMMIT", else "PHASE_<n>".
+std::string PhaseName(uint32_t phase);
+
+// Matrix's bucket of a dropped-frame count: by round(dropped) (Java Math.round),
+// >= 42 FROZEN, >= 24 HIGH, >= 9 MIDDLE, >= 3 NORMAL, else BEST.
+std::string DropBucket(double matrix_dropped);
+
+// The five bucket names, BEST first.
+const std::vector<std::string>& DropBuckets();
+
+// One stretch of constant refresh rate, from `from_ns` (a vsync timestamp; 0 for the first).
+struct RefreshSegment {
+  uint64_t from_ns = 0;
+  double hz = 0;
+  uint64_t interval_ns = 0;  // floor(1e9 / hz) for a whole rate (Android's mFrameIntervalNanos)
+};
+
+// The refresh rates behind vsync timestamps (any order, duplicates allowed). Empty when there
+// are fewer than two distinct timestamps. `guessed` is set when no rate was confirmed by
+// enough agreeing deltas (the best candidate is returned). Heuristic: see frames.cc.
+std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bool* guessed);
+
+struct PhaseCost {
+  uint32_t phase = 0;
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+
+  uint64_t cost_ns() const { return end_ns - begin_ns; }
+};
+
+struct FrameRecord {
+  uint32_t tid = 0;
+  uint64_t frame_id = 0;
+  uint64_t vsync_ns = 0;           // the frame time (after Android's skip adjustment)
+  uint64_t intended_vsync_ns = 0;  // the vsync the app received for it (vsync role), else vsync_ns
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t interval_ns = 0;        // of the refresh rate current at vsync_ns
+  double refresh_hz = 0;
+  uint64_t skipped_frames = 0;     // Android's skipped vsyncs: round((vsync - intended) / interval)
+  std::vector<PhaseCost> phases;   // in order, only phases that ran
+  uint64_t dropped_frames = 0;     // Android: floor((end - vsync) / interval), the vsyncs it missed
+  double matrix_dropped = 0;       // Matrix: max(0, (total - interval) / interval), total = end - vsync
+  std::string bucket;              // DropBucket(matrix_dropped)
+  bool deadline_missed = false;    // end > vsync + interval ("janky")
+  bool slow = false;               // end - vsync > 16 ms scaled to the refresh rate (16 * 60 / hz)
+  bool frozen = false;             // end - vsync >= 700 ms
+  uint64_t delay_by_messages_ns = 0;  // other (non-frame) messages on the thread in [intended vsync, begin]
+  std::string scene;               // the activity focused last when the frame began
+  bool finished = true;            // false: its end was never seen (session end, or lost)
+  std::vector<NamedCallNode> tree; // janky frame's message call tree (beats, cost >= threshold)
+
+  uint64_t cost_ns() const { return end_ns - begin_ns; }
+  uint64_t total_ns() const { return end_ns - vsync_ns; }
+};
+
+// One scene over the session, or one Matrix window. Unfinished frames are not counted.
+struct FpsSummary {
+  std::string scene;
+  uint64_t begin_ns = 0;  // first frame's vsync
+  uint64_t end_ns = 0;    // last frame's end
+  size_t frames = 0;
+  double matrix_fps = 0;     // Matrix: min(refresh, frames * 1e9 / sum(max(total, interval)))
+  // What the screen really got: frames * 1e9 / sum over frames of
+  // max(end - max(intended vsync, previous frame's end), interval), capped at the refresh rate.
+  // Unlike Matrix it counts the vsyncs skipped while other messages held the thread; unlike a
+  // plain wall-clock span it does not count idle time when the app asked for no frame.
+  double delivered_fps = 0;
+  double refresh_hz = 0;     // mean over the frames (Matrix's REFRESH_RATE)
+  std::map<std::string, size_t> drop_level;  // Matrix dropLevel: frames per bucket (all five keys)
+  std::map<std::string, double> drop_sum;    // Matrix dropSum: rounded dropped frames per bucket
+  size_t janky = 0;   // deadline_missed
+  size_t slow = 0;
+  size_t frozen = 0;
+  uint64_t delay_by_messages_ns = 0;
+  uint64_t dropped_frames = 0;  // sum of Android's dropped_frames
+};
+
+struct FramesReport {
+  bool enabled = false;               // false when the profile maps no frame roles
+  std::vector<FrameRecord> frames;    // by begin (then tid)
+  std::vector<FpsSummary> scenes;     // per scene, by first frame
+  std::vector<FpsSummary> windows;    // Matrix windows (window_ns, >= min frames), per scene, in time order
+  std::vector<size_t> worst;          // indices into frames, by total desc, ties by begin
+  std::vector<double> refresh_rates;  // distinct rates in the order they were first used
+};
+
+// Bad or unusual input, counted (FrameTracer never drops it silently).
+struct FrameProblems {
+  uint64_t phase_without_frame = 0;      // phase.begin/end with no open frame on the thread (ignored)
+  uint64_t phase_end_without_begin = 0;  // phase.end with no open phase in the frame (ignored)
+  uint64_t phase_mismatch = 0;           // phase.end naming another phase than the open one (closed it)
+  uint64_t phase_unclosed = 0;           // phases closed by the next phase.begin or by the frame's end
+  uint64_t frame_end_without_begin = 0;  // frame.end with no open frame on the thread (ignored)
+  uint64_t frame_id_mismatch = 0;        // frame.end whose frame_id is not open (closed the innermost)
+  uint64_t nested_frames = 0;            // frame.begin while another frame was open on the thread
+  uint64_t frame_end_lost = 0;           // frames closed by an outer frame's end or by their message's end
+  uint64_t unfinished_frames = 0;        // frames still open at session end (end = session end)
+  uint64_t frame_without_vsync = 0;      // frame.begin without a usable vsync_ns (begin used)
+  uint64_t vsync_without_timestamp = 0;  // vsync events without a vsync_ns argument (ignored)
+  uint64_t refresh_rate_assumed = 0;     // too few vsync timestamps to detect the rate (guessed / 60 Hz)
+  uint64_t refresh_rate_changes = 0;     // info: refresh-rate changes detected
+};
+
+class FrameTracer {
+ public:
+  FrameTracer(FrameOptions options, Stats* stats, const MethodNamer* namer);
+
+  void OnProbe(const ProbeEvent& event);
+  void OnMessage(const Message& message);  // every completed message
+  void OnBeats(const MethodBeats& beats);
+  void Finish(uint64_t end_ns);
+  void Contribute(FramesReport* report);
+
+  const FrameProblems& problems() const { return problems_; }
+
+ private:
+  struct OpenFrame {
+    FrameRecord record;
+    std::optional<PhaseCost> phase;  // the phase running now
+  };
+  struct DoneMessage {
+    uint64_t begin_ns = 0;
+    uint64_t end_ns = 0;
+    bool has_frame = false;  // a frame began inside it (a doFrame message)
+  };
+  struct ThreadState {
+    std::vector<OpenFrame> open;                 // innermost last
+    std::deque<DoneMessage> recent;              // completed messages that may delay a frame
+    std::optional<uint64_t> vsync_received;      // latest vsync event since the last frame.begin
+    std::optional<uint64_t> last_frame_begin_ns;
+    std::vector<size_t> awaiting_message;        // frames_ waiting for their doFrame message
+    std::optional<MethodBeats> beats;            // latest message beats
+  };
+
+  void CloseInnermost(ThreadState& thread, uint64_t end_ns, bool finished);
+  uint64_t DelayByMessages(const ThreadState& thread, uint64_t from_ns, uint64_t to_ns) const;
+  std::vector<NamedCallNode> Tree(const MethodBeats& beats);
+
+  FrameOptions options_;
+  Stats* stats_;
+  Stats own_stats_;  // when constructed without one
+  const MethodNamer* namer_;
+  FrameProblems problems_;
+  std::map<uint32_t, ThreadState> threads_;
+  std::vector<FrameRecord> frames_;  // closed, in closing order
+  std::vector<uint64_t> vsync_events_;  // vsync_ns of vsync events (refresh-rate detection)
+  std::vector<uint64_t> frame_vsyncs_;  // frames' vsync_ns (detection without vsync events)
+  uint64_t last_ts_ns_ = 0;
+  std::string scene_;
+  bool saw_frames_ = false;
+  bool finished_ = false;
+  FramesReport report_;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,53 @@
+// StartupTracer: exec -> application create -> first screen -> care scene (after optional
+// splash screens), TTID/TTFD-like frames, warm starts (matrix-reference.md 7.5).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/evil_method.h"
+#include "looptrace/tracers/report.h"
+
+namespace looptrace {
+
+struct StartupOptions {
+  uint64_t cold_threshold_ns = 10'000'000'000;  // Matrix DEFAULT_STARTUP_THRESHOLD_MS_COLD
+  uint64_t warm_threshold_ns = 4'000'000'000;   // Matrix DEFAULT_STARTUP_THRESHOLD_MS_WARM
+  uint64_t vitals_cold_ns = 5'000'000'000;      // Android vitals "excessive" cold start
+  uint64_t vitals_warm_ns = 2'000'000'000;      // Android vitals "excessive" warm start
+  std::vector<std::string> splash;              // Matrix's splashActivities
+  size_t max_nodes = 30;
+  CallTreeOptions tree;
+};
+
+class StartupTracer {
+ public:
+  StartupTracer(StartupOptions options, Stats* stats, const MethodNamer* namer);
+  void OnProbe(const ProbeEvent& event);
+  void OnExec(const ProcessExec& exec);
+  void OnBeats(const MethodBeats& beats);
+  void Finish(uint64_t end_ns);
+  void Contribute(StartupReport* report);
+
+ private:
+  bool IsSplash(const std::string& activity) const;
+  std::vector<NamedCallNode> Tree(const MethodBeats& beats);
+  void Add(std::string name, uint64_t ts, std::string activity, bool warm);
+
+  StartupOptions options_;
+  Stats* stats_;
+  const MethodNamer* namer_;
+  StartupReport r_;
+  std::optional<MethodBeats> cold_beats_;
+  std::optional<MethodBeats> warm_beats_;
+  bool frame_wanted_ = false;         // a launch waits for its first frame
+  bool fully_drawn_frame_wanted_ = false;
+  std::string last_launched_;
+  std::optional<WarmStart> warm_;     // a warm start in progress
+  bool warm_phase_ = false;           // after the first warm launch, milestones are warm
+};
+
+}  // namespace looptrace

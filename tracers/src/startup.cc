@@ -1,0 +1,162 @@
+#include "looptrace/tracers/startup.h"
+
+#include <algorithm>
+
+namespace looptrace {
+
+StartupTracer::StartupTracer(StartupOptions options, Stats* stats, const MethodNamer* namer)
+    : options_(std::move(options)), stats_(stats), namer_(namer) {}
+
+bool StartupTracer::IsSplash(const std::string& activity) const {
+  return std::find(options_.splash.begin(), options_.splash.end(), activity) != options_.splash.end();
+}
+
+std::vector<NamedCallNode> StartupTracer::Tree(const MethodBeats& beats) {
+  auto nodes = BuildCallTree(beats, options_.tree, stats_);
+  TrimCallTree(&nodes, std::max<size_t>(options_.max_nodes, 1));
+  std::vector<NamedCallNode> out;
+  for (const auto& n : nodes) out.push_back({n, NameMethod(namer_, &beats, n.id, stats_)});
+  return out;
+}
+
+void StartupTracer::Add(std::string name, uint64_t ts, std::string activity, bool warm) {
+  r_.milestones.push_back({std::move(name), ts, std::move(activity), warm});
+}
+
+void StartupTracer::OnExec(const ProcessExec& exec) {
+  r_.seen = true;
+  r_.exec_ns = exec.ts_ns;
+  Add("exec", exec.ts_ns, "", false);
+}
+
+void StartupTracer::OnBeats(const MethodBeats& beats) {
+  if (beats.span == "startup") cold_beats_ = beats;
+  if (beats.span == "warm_startup") warm_beats_ = beats;
+}
+
+void StartupTracer::OnProbe(const ProbeEvent& e) {
+  auto text = [&](std::string_view name) -> std::string {
+    const EventArg* a = e.Arg(name);
+    return a && a->text ? *a->text : "";
+  };
+  switch (e.role) {
+    case Role::kAppCreateBegin:
+      r_.seen = true;
+      if (!r_.app_create_begin_ns) r_.app_create_begin_ns = e.ts_ns;
+      Add("app.create.begin", e.ts_ns, "", false);
+      break;
+    case Role::kAppCreateEnd:
+      r_.seen = true;
+      if (!r_.app_create_end_ns) r_.app_create_end_ns = e.ts_ns;
+      Add("app.create.end", e.ts_ns, "", false);
+      break;
+    case Role::kActivityLaunch: {
+      r_.seen = true;
+      std::string activity = text("name");
+      bool warm = r_.cold_complete;
+      if (r_.app_create_scene.empty() && !warm) r_.app_create_scene = activity;
+      if (warm) {
+        warm_phase_ = true;
+        // An activity launched again in a living process after the cold start: a warm start.
+        WarmStart w;
+        w.activity = activity;
+        w.launch_ns = e.ts_ns;
+        warm_ = w;
+      }
+      last_launched_ = activity;
+      frame_wanted_ = true;
+      Add("activity.launch", e.ts_ns, activity, warm);
+      break;
+    }
+    case Role::kFrameEnd:
+      if (frame_wanted_) {
+        frame_wanted_ = false;
+        if (warm_) {
+          warm_->first_frame_ns = e.ts_ns;
+        } else if (!r_.first_frame_ns) {
+          r_.first_frame_ns = e.ts_ns;
+        }
+        Add("first.frame", e.ts_ns, last_launched_, warm_phase_);
+      }
+      if (fully_drawn_frame_wanted_) {
+        fully_drawn_frame_wanted_ = false;
+        r_.fully_drawn_frame_ns = e.ts_ns;
+        Add("fully.drawn.frame", e.ts_ns, last_launched_, warm_phase_);
+      }
+      break;
+    case Role::kActivityFocus: {
+      r_.seen = true;
+      std::string activity = text("name");
+      Add("activity.focus", e.ts_ns, activity, warm_phase_);
+      if (warm_) {
+        warm_->focus_ns = e.ts_ns;
+        warm_->over_threshold = warm_->cost_ns() >= options_.warm_threshold_ns;
+        warm_->excessive = warm_->cost_ns() >= options_.vitals_warm_ns;
+        if (warm_beats_ && warm_beats_->begin_ns == warm_->launch_ns && warm_->over_threshold)
+          warm_->tree = Tree(*warm_beats_);
+        warm_beats_.reset();
+        r_.warm_starts.push_back(*warm_);
+        warm_.reset();
+        break;
+      }
+      if (r_.cold_complete) break;
+      if (!r_.first_focus_ns) r_.first_focus_ns = e.ts_ns;
+      if (IsSplash(activity)) break;  // the care scene comes after the splash screens
+      r_.care_focus_ns = e.ts_ns;
+      r_.care_scene = activity;
+      r_.cold_complete = true;
+      if (cold_beats_ && r_.app_create_begin_ns && cold_beats_->begin_ns == *r_.app_create_begin_ns &&
+          cold_beats_->end_ns == e.ts_ns)
+        r_.tree = Tree(*cold_beats_);
+      break;
+    }
+    case Role::kFullyDrawn:
+      r_.seen = true;
+      if (!r_.fully_drawn_ns) {
+        r_.fully_drawn_ns = e.ts_ns;
+        fully_drawn_frame_wanted_ = true;
+      }
+      Add("fully.drawn", e.ts_ns, last_launched_, warm_phase_);
+      break;
+    default:
+      break;
+  }
+}
+
+void StartupTracer::Finish(uint64_t end_ns) {
+  (void)end_ns;
+  if (warm_) r_.warm_starts.push_back(*warm_);  // launched, never focused
+  warm_.reset();
+}
+
+void StartupTracer::Contribute(StartupReport* report) {
+  auto since = [](std::optional<uint64_t> from, std::optional<uint64_t> to) -> uint64_t {
+    return from && to && *to >= *from ? *to - *from : 0;
+  };
+  const auto origin = r_.exec_ns ? r_.exec_ns : r_.app_create_begin_ns;
+  r_.exec_to_app_create_ns = since(r_.exec_ns, r_.app_create_begin_ns);
+  r_.application_create_ns = since(r_.app_create_begin_ns, r_.app_create_end_ns);
+  r_.first_screen_ns = since(r_.app_create_begin_ns, r_.first_focus_ns);
+  r_.cold_ns = since(r_.app_create_begin_ns, r_.care_focus_ns);
+  r_.cold_from_exec_ns = since(r_.exec_ns, r_.care_focus_ns);
+  r_.ttid_ns = since(origin, r_.first_frame_ns);
+  r_.ttfd_ns = since(origin, r_.fully_drawn_frame_ns);
+  r_.over_threshold = r_.cold_ns >= options_.cold_threshold_ns;
+  r_.excessive = std::max(r_.cold_ns, r_.cold_from_exec_ns) >= options_.vitals_cold_ns;
+  std::stable_sort(r_.milestones.begin(), r_.milestones.end(),
+                   [](const Milestone& a, const Milestone& b) { return a.ts_ns < b.ts_ns; });
+  if (r_.seen) {
+    auto need = [&](bool reached, const char* name) {
+      if (!reached) r_.missing.push_back(name);
+    };
+    need(r_.app_create_begin_ns.has_value(), "app.create.begin");
+    need(r_.app_create_end_ns.has_value(), "app.create.end");
+    need(!r_.app_create_scene.empty(), "activity.launch");
+    need(r_.first_frame_ns.has_value(), "first.frame");
+    need(r_.first_focus_ns.has_value(), "activity.focus");
+    need(r_.cold_complete, "care scene focus");
+  }
+  *report = std::move(r_);
+}
+
+}  // namespace looptrace
