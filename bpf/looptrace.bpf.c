@@ -207,12 +207,30 @@ static __always_inline void submit(struct lt_probe_record *rec)
 	bpf_ringbuf_submit(rec, flags);
 }
 
+/* A method beat goes to the beat ring; every other role to the ring buffer. */
+static __always_inline void emit(__u64 cookie, __u32 tid, __u64 now, const __u64 *values)
+{
+	struct lt_probe_record *rec;
+	__u32 i;
+
+	if (is_beat(cookie)) {
+		write_beat(cookie, tid, now, values);
+		return;
+	}
+	rec = reserve(cookie, tid, now);
+	if (!rec)
+		return;
+#pragma unroll
+	for (i = 0; i < LT_MAX_ARGS; i++)
+		rec->args[i] = values[i];
+	submit(rec);
+}
+
 static __always_inline int handle_uprobe(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 values[LT_MAX_ARGS] = {};
 	__u64 cookie;
-	struct lt_probe_record *rec;
 	__u32 tid, nargs, i;
 
 	cookie = bpf_get_attach_cookie(ctx);
@@ -235,17 +253,7 @@ static __always_inline int handle_uprobe(struct pt_regs *ctx)
 		}
 		send_strings(cookie, values);
 	}
-	if (is_beat(cookie)) {
-		write_beat(cookie, tid, now, values);
-		return 0;
-	}
-	rec = reserve(cookie, tid, now);
-	if (!rec)
-		return 0;
-#pragma unroll
-	for (i = 0; i < LT_MAX_ARGS; i++)
-		rec->args[i] = values[i];
-	submit(rec);
+	emit(cookie, tid, now, values);
 	return 0;
 }
 
@@ -273,7 +281,6 @@ int lt_usdt(struct pt_regs *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	__u64 values[LT_MAX_ARGS] = {};
 	__u64 cookie;
-	struct lt_probe_record *rec;
 	__u32 tid, nargs, i;
 	long value;
 
@@ -290,17 +297,7 @@ int lt_usdt(struct pt_regs *ctx)
 		values[i] = value;
 	}
 	send_strings(cookie, values);
-	if (is_beat(cookie)) {
-		write_beat(cookie, tid, now, values);
-		return 0;
-	}
-	rec = reserve(cookie, tid, now);
-	if (!rec)
-		return 0;
-#pragma unroll
-	for (i = 0; i < LT_MAX_ARGS; i++)
-		rec->args[i] = values[i];
-	submit(rec);
+	emit(cookie, tid, now, values);
 	return 0;
 }
 

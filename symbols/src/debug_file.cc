@@ -8,8 +8,10 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 namespace looptrace::symbols {
 namespace {

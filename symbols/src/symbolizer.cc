@@ -128,8 +128,8 @@ std::string SymbolizerStats::ToString() const {
 // ---------------------------------------------------------------------------------------
 // Module
 
-Module::Module(ModuleLocation location, Result<ElfFile> elf, const ModuleCacheOptions* options)
-    : location_(std::move(location)), options_(options) {
+Module::Module(ModuleLocation location, Result<ElfFile> elf, ModuleCacheOptions options)
+    : location_(std::move(location)), options_(std::move(options)) {
   if (elf) {
     elf_.emplace(std::move(*elf));
     build_id_ = elf_->build_id();
@@ -166,7 +166,7 @@ void Module::LoadDwarfLocked() {
       return;
     }
   }
-  debug_search_ = FindDebugFile(*elf_, location_.display_path, location_.root, options_->debug);
+  debug_search_ = FindDebugFile(*elf_, location_.display_path, location_.root, options_.debug);
   dwarf_stats_.debug_crc_mismatch += debug_search_.crc_mismatches;
   dwarf_stats_.debug_build_id_mismatch += debug_search_.build_id_mismatches;
   dwarf_stats_.debug_file_unreadable += debug_search_.unreadable;
@@ -277,7 +277,7 @@ std::shared_ptr<const Symbolization> Module::SymbolizeOffset(uint64_t offset, bo
   }
   *cache_hit = false;
   auto result = Compute(offset, 0, false, use_dwarf);
-  if (cache_.size() >= options_->address_cache_entries) cache_.clear();
+  if (cache_.size() >= options_.address_cache_entries) cache_.clear();
   cache_.emplace(key, result);
   return result;
 }
@@ -292,7 +292,7 @@ std::shared_ptr<const Symbolization> Module::SymbolizeAddress(uint64_t elf_addre
   }
   *cache_hit = false;
   auto result = Compute(0, elf_address, true, use_dwarf);
-  if (cache_.size() >= options_->address_cache_entries) cache_.clear();
+  if (cache_.size() >= options_.address_cache_entries) cache_.clear();
   cache_.emplace(key, result);
   return result;
 }
@@ -334,7 +334,7 @@ std::shared_ptr<Module> ModuleCache::Get(const ModuleLocation& location) {
       return it->second;
     }
   }
-  auto module = std::make_shared<Module>(location, ElfFile::Open(location.open_path), &options_);
+  auto module = std::make_shared<Module>(location, ElfFile::Open(location.open_path), options_);
   std::lock_guard lock(mutex_);
   if (auto it = by_identity_.find(key); it != by_identity_.end()) {
     ++stats_.modules_shared;  // loaded by another thread meanwhile

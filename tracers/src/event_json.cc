@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_common.h"
+
 namespace looptrace {
 namespace {
 
@@ -83,17 +85,7 @@ struct ToJson {
   }
   json operator()(const StallSnapshot& s) const {
     json threads = json::array();
-    for (const auto& t : s.threads) {
-      threads.push_back({{"tid", t.tid},
-                         {"name", t.name},
-                         {"state", std::string(1, t.state)},
-                         {"state_since_ns", t.state_since_ns},
-                         {"wchan", t.wchan},
-                         {"futex_address", t.futex_address},
-                         {"futex_owner_tid", t.futex_owner_tid},
-                         {"kernel_stack", t.kernel_stack},
-                         {"user_stack", t.user_stack}});
-    }
+    for (const auto& t : s.threads) threads.push_back(ThreadSnapshotToJson(t));
     json memory = json::array();
     for (const auto& [k, v] : s.memory_kb) memory.push_back(json::array({k, v}));
     return json{{"type", "stall_snapshot"}, {"anr", s.anr}, {"ts_ns", s.ts_ns}, {"tid", s.tid},

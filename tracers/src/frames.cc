@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <tuple>
 #include <utility>
 
@@ -133,6 +132,8 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
     }
     const uint64_t need = period > 0 && Multiple(candidate, period) > 1 ? kAgreeSlower : kAgreeFaster;
     if (candidate_n >= need) {
+      // The ending rate's estimate improved since it was adopted.
+      if (!segments.empty()) segments.back() = SegmentForPeriod(segments.back().from_ns, period);
       segments.push_back(SegmentForPeriod(period > 0 ? ts[candidate_start] : 0, candidate));
       period = candidate;
       period_sum = candidate_sum;
@@ -142,8 +143,6 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
     }
   }
   if (!segments.empty()) {
-    // The last period's estimate improved after it was adopted; segments keep their
-    // adoption-time estimate except the last, re-rounded with all its deltas.
     segments.back() = SegmentForPeriod(segments.back().from_ns, period);
     return segments;
   }
@@ -403,14 +402,18 @@ void FrameTracer::Finish(uint64_t end_ns) {
     return std::tie(a.begin_ns, a.tid, a.frame_id) < std::tie(b.begin_ns, b.tid, b.frame_id);
   });
 
-  // Refresh rates: the vsync events when there are enough, else the frames' vsyncs.
+  // Refresh rates from the vsync events and the frames' vsyncs together: a frame that started
+  // late had its vsync moved to the latest tick (Android's skip), often one the app never
+  // received, so the frames fill in the grid where an app busy every other vsync only
+  // receives every second tick (which alone would look like half the rate).
   std::vector<RefreshSegment> segments;
   if (options_.refresh_hz > 0) {
     segments.push_back(SegmentForHz(0, options_.refresh_hz));
   } else {
-    const std::set<uint64_t> distinct(vsync_events_.begin(), vsync_events_.end());
+    std::vector<uint64_t> vsyncs = vsync_events_;
+    vsyncs.insert(vsyncs.end(), frame_vsyncs_.begin(), frame_vsyncs_.end());
     bool guessed = false;
-    segments = DetectRefreshRate(distinct.size() >= 2 ? vsync_events_ : frame_vsyncs_, &guessed);
+    segments = DetectRefreshRate(std::move(vsyncs), &guessed);
     if (!frames_.empty() && (guessed || segments.empty())) ++problems_.refresh_rate_assumed;
     if (segments.empty()) segments.push_back(SegmentForHz(0, kDefaultHz));
     problems_.refresh_rate_changes = segments.size() - 1;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "json_common.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
@@ -111,18 +112,6 @@ std::string MatrixStack(const std::vector<NamedCallNode>& tree) {
   return out;
 }
 
-json ThreadJson(const ThreadSnapshot& t) {
-  return json{{"tid", t.tid},
-              {"name", t.name},
-              {"state", std::string(1, t.state)},
-              {"state_since_ns", t.state_since_ns},
-              {"wchan", t.wchan},
-              {"futex_address", t.futex_address},
-              {"futex_owner_tid", t.futex_owner_tid},
-              {"kernel_stack", t.kernel_stack},
-              {"user_stack", t.user_stack}};
-}
-
 std::string ThreadStackText(const ThreadSnapshot* t) {
   if (!t) return "";
   std::string out;
@@ -187,7 +176,7 @@ json StallJson(const Report& report, const StallReport& s) {
   j["off_cpu"] = intervals;
   j["tree"] = TreeJson(s.tree);
   json threads = json::array();
-  for (const auto& t : s.snapshot.threads) threads.push_back(ThreadJson(t));
+  for (const auto& t : s.snapshot.threads) threads.push_back(ThreadSnapshotToJson(t));
   j["threads"] = threads;
   return j;
 }

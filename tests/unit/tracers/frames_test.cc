@@ -272,6 +272,25 @@ TEST(Frames, NinetyAndOneTwentyHzSmooth) {
   }
 }
 
+TEST(Frames, BusyEveryOtherVsyncStaysAtTheDisplayRate) {
+  // 17 ms frames at 120 Hz: the app receives every other tick, but each frame starts more
+  // than an interval late and its vsync moves to the tick in between.
+  Sim sim;
+  Grid grid{kBase, 120};
+  for (int i = 0; i < 60; ++i) sim.Frame(grid, 17 * kMs);
+  FramesReport r = sim.Finish();
+  size_t skipped = 0;
+  for (const auto& f : r.frames) {
+    EXPECT_EQ(f.refresh_hz, 120) << f.frame_id;
+    skipped += f.skipped_frames;
+  }
+  EXPECT_GT(skipped, 50u);
+  EXPECT_EQ(sim.tracer().problems().refresh_rate_changes, 0u);
+  // 17 ms plus the start's lag behind the moved vsync: under 1e9 / 17 ms.
+  EXPECT_LT(r.scenes[0].matrix_fps, 1e9 / (17 * kMs));
+  EXPECT_GT(r.scenes[0].matrix_fps, 1e9 / (17 * kMs + 8'333'333));
+}
+
 TEST(Frames, SlowThresholdScalesWithTheRefreshRate) {
   Sim sim;
   Grid grid{kBase, 120};

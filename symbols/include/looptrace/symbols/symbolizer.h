@@ -124,7 +124,7 @@ struct ModuleLocation {
 // One ELF file and what is known about it. Thread-safe: lookups take a per-module lock.
 class Module {
  public:
-  Module(ModuleLocation location, Result<ElfFile> elf, const ModuleCacheOptions* options);
+  Module(ModuleLocation location, Result<ElfFile> elf, ModuleCacheOptions options);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -156,7 +156,7 @@ class Module {
   std::string build_id_;
   std::string load_error_;
   Degradation load_degradation_ = Degradation::kNone;
-  const ModuleCacheOptions* options_;
+  const ModuleCacheOptions options_;
 
   mutable std::mutex mutex_;
   bool dwarf_loaded_ = false;
