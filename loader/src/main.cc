@@ -40,6 +40,8 @@ struct ReportOptions {
   double startup_threshold_ms = 10000;       // Matrix cold threshold
   double warm_startup_threshold_ms = 4000;   // Matrix warm threshold
   std::vector<std::string> splash;           // Matrix splashActivities
+  double jank_tree_threshold_ms = 700;       // janky frames this long keep their call tree
+  double refresh_rate = 0;                   // 0 = measure from vsync
 };
 
 // Android's ANR timeouts by name (AOSP defaults), or a number of milliseconds.
@@ -78,6 +80,10 @@ Result<AnalysisOptions> MakeAnalysisOptions(const ReportOptions& options,
   analysis.startup.warm_threshold_ns = static_cast<uint64_t>(options.warm_startup_threshold_ms * 1e6);
   analysis.startup.splash = options.splash;
   analysis.startup.max_nodes = options.max_nodes;
+  analysis.frames.jank_tree_threshold_ns = static_cast<uint64_t>(options.jank_tree_threshold_ms * 1e6);
+  analysis.frames.refresh_hz = options.refresh_rate;
+  analysis.frames.max_nodes = options.max_nodes;
+  analysis.frames.worst_n = options.top_n;
   if (!options.method_mapping.empty()) {
     ASSIGN_OR_RETURN(*namer, loader::MappingNamer::Load(options.method_mapping));
     analysis.namer = namer->get();
@@ -141,7 +147,8 @@ Result<size_t> ParseSize(const std::string& text) {
 Result<OutputFormat> ParseFormat(const std::string& name) {
   auto format = OutputFormatFromName(name);
   if (!format)
-    return MakeError(fmt::format("unknown format '{}'", name), ExitCode::kUsage, "formats: text, json");
+    return MakeError(fmt::format("unknown format '{}'", name), ExitCode::kUsage,
+                     "formats: text, json, chrome");
   return *format;
 }
 
@@ -166,7 +173,9 @@ int TraceCommand(Options& opt, bool run) {
                                   opt.beat_buffer),
                       "example: --beat-buffer 4194304", ExitCode::kUsage});
   opt.session.beat_capacity = opt.beat_buffer;
-  opt.session.beat_min_cost_ns = static_cast<uint64_t>(opt.report.evil_threshold_ms * 1e6);
+  // Beats are copied for messages an EvilMethod or janky-frame report may need.
+  opt.session.beat_min_cost_ns =
+      static_cast<uint64_t>(std::min(opt.report.evil_threshold_ms, opt.report.jank_tree_threshold_ms) * 1e6);
   std::unique_ptr<MethodNamer> namer;
   auto analysis = MakeAnalysisOptions(opt.report, &namer);
   if (!analysis) return Fail(analysis.error());
@@ -302,7 +311,8 @@ EXIT CODES:
 
 void AddReportOptions(CLI::App* cmd, Options& opt) {
   cmd->add_option("-o,--output", opt.report.output, "write the report to FILE (.gz compresses)");
-  cmd->add_option("-f,--format", opt.report.format, "report format: text or json (JSON lines)")
+  cmd->add_option("-f,--format", opt.report.format,
+                  "text, json (JSON lines) or chrome (trace for Perfetto UI / chrome://tracing)")
       ->capture_default_str();
   cmd->add_option("--top", opt.report.top_n, "rows in the slowest-message tables")
       ->capture_default_str()
@@ -338,6 +348,12 @@ void AddReportOptions(CLI::App* cmd, Options& opt) {
   cmd->add_option("--warm-startup-threshold", opt.report.warm_startup_threshold_ms,
                   "warm startups this long get a call tree (Matrix: 4000)")
       ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--jank-tree-threshold", opt.report.jank_tree_threshold_ms,
+                  "janky frames at least MS long keep their message's call tree")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--refresh-rate", opt.report.refresh_rate, "display refresh rate in Hz (default: measured from vsync)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--splash", opt.report.splash, "splash activities: the cold start ends at the next one")
       ->delimiter(',');

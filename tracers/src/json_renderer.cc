@@ -5,11 +5,22 @@
 #include <cmath>
 
 #include "json_common.h"
+#include "looptrace/tracers/chrome_trace.h"
+#include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
 
 std::unique_ptr<Renderer> MakeTextRenderer(RenderOptions options);
+
+namespace {
+class ChromeRenderer : public Renderer {
+ public:
+  void Render(const Report& report, std::ostream& out) const override {
+    RenderChromeTrace(report.session, report.messages, report.frames, out);
+  }
+};
+}  // namespace
 
 namespace {
 
@@ -184,6 +195,69 @@ json StallJson(const Report& report, const StallReport& s) {
 // One JSON object per line, each with a "type" (schema in README "JSON output").
 class JsonRenderer : public Renderer {
  public:
+  static json FpsJson(const Report& report, const FpsSummary& s, const char* type) {
+    json j = DeviceBlock(report);
+    j["type"] = type;
+    // Matrix's Trace_FPS keys.
+    j["scene"] = s.scene;
+    json levels = json::object(), sums = json::object();
+    for (const auto& [bucket, n] : s.drop_level) levels["DROPPED_" + bucket] = n;
+    for (const auto& [bucket, n] : s.drop_sum) sums["DROPPED_" + bucket] = n;
+    j["dropLevel"] = levels;
+    j["dropSum"] = sums;
+    j["fps"] = s.matrix_fps;
+    j["tag"] = "Trace_FPS";
+    j["process"] = report.session.command;
+    j["time"] = WallMs(report, s.end_ns);
+    j["begin_ns"] = s.begin_ns;
+    j["end_ns"] = s.end_ns;
+    j["frames"] = s.frames;
+    j["delivered_fps"] = s.delivered_fps;
+    j["refresh_hz"] = s.refresh_hz;
+    j["janky"] = s.janky;
+    j["slow"] = s.slow;
+    j["frozen"] = s.frozen;
+    j["dropped_frames"] = s.dropped_frames;
+    j["delay_by_messages_ns"] = s.delay_by_messages_ns;
+    return j;
+  }
+
+  static void RenderFrames(const Report& report, std::ostream& out) {
+    const FramesReport& f = report.frames;
+    for (const FrameRecord& fr : f.frames) {
+      json phases = json::array();
+      for (const PhaseCost& p : fr.phases)
+        phases.push_back({{"phase", p.phase}, {"name", PhaseName(p.phase)}, {"begin_ns", p.begin_ns},
+                          {"end_ns", p.end_ns}, {"cost_ns", p.cost_ns()}});
+      json j{{"type", "frame"},
+             {"tid", fr.tid},
+             {"frame_id", fr.frame_id},
+             {"vsync_ns", fr.vsync_ns},
+             {"intended_vsync_ns", fr.intended_vsync_ns},
+             {"begin_ns", fr.begin_ns},
+             {"end_ns", fr.end_ns},
+             {"cost_ns", fr.cost_ns()},
+             {"total_ns", fr.total_ns()},
+             {"interval_ns", fr.interval_ns},
+             {"refresh_hz", fr.refresh_hz},
+             {"skipped_frames", fr.skipped_frames},
+             {"dropped_frames", fr.dropped_frames},
+             {"matrix_dropped", fr.matrix_dropped},
+             {"bucket", fr.bucket},
+             {"deadline_missed", fr.deadline_missed},
+             {"slow", fr.slow},
+             {"frozen", fr.frozen},
+             {"delay_by_messages_ns", fr.delay_by_messages_ns},
+             {"scene", fr.scene},
+             {"finished", fr.finished},
+             {"phases", phases}};
+      if (!fr.tree.empty()) j["tree"] = TreeJson(fr.tree);
+      Line(out, j);
+    }
+    for (const FpsSummary& s : f.windows) Line(out, FpsJson(report, s, "fps"));
+    for (const FpsSummary& s : f.scenes) Line(out, FpsJson(report, s, "fps_scene"));
+  }
+
   // Matrix's Trace_StartUp keys, then ours; plus Trace_EvilMethod "STARTUP" records for
   // startups over the threshold (with their call tree), as Matrix emits them.
   static void RenderStartup(const Report& report, std::ostream& out) {
@@ -289,6 +363,7 @@ class JsonRenderer : public Renderer {
       j.update(CostJson(n.cost));
       Line(out, j);
     }
+    RenderFrames(report, out);
     for (const EvilMethodReport& e : report.evil_methods) Line(out, EvilJson(report, e));
     for (const StallReport& s : report.stalls) Line(out, StallJson(report, s));
     for (const SignalAnrReport& s : report.signal_anrs) {
@@ -355,6 +430,7 @@ std::unique_ptr<Renderer> MakeRenderer(OutputFormat format, RenderOptions option
   switch (format) {
     case OutputFormat::kText: return MakeTextRenderer(options);
     case OutputFormat::kJson: return std::make_unique<JsonRenderer>();
+    case OutputFormat::kChrome: return std::make_unique<ChromeRenderer>();
   }
   return nullptr;
 }

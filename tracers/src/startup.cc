@@ -24,7 +24,6 @@ void StartupTracer::Add(std::string name, uint64_t ts, std::string activity, boo
 }
 
 void StartupTracer::OnExec(const ProcessExec& exec) {
-  r_.seen = true;
   r_.exec_ns = exec.ts_ns;
   Add("exec", exec.ts_ns, "", false);
 }
@@ -85,7 +84,6 @@ void StartupTracer::OnProbe(const ProbeEvent& e) {
       }
       break;
     case Role::kActivityFocus: {
-      r_.seen = true;
       std::string activity = text("name");
       Add("activity.focus", e.ts_ns, activity, warm_phase_);
       if (warm_) {
@@ -111,7 +109,6 @@ void StartupTracer::OnProbe(const ProbeEvent& e) {
       break;
     }
     case Role::kFullyDrawn:
-      r_.seen = true;
       if (!r_.fully_drawn_ns) {
         r_.fully_drawn_ns = e.ts_ns;
         fully_drawn_frame_wanted_ = true;
@@ -130,6 +127,8 @@ void StartupTracer::Finish(uint64_t end_ns) {
 }
 
 void StartupTracer::Contribute(StartupReport* report) {
+  // Only application create or an activity launch make a startup; a focus or an exec
+  // alone (a frames session, a plain program) do not.
   auto since = [](std::optional<uint64_t> from, std::optional<uint64_t> to) -> uint64_t {
     return from && to && *to >= *from ? *to - *from : 0;
   };

@@ -13,6 +13,7 @@ std::string FormatDuration(uint64_t ns) {
 std::optional<OutputFormat> OutputFormatFromName(std::string_view name) {
   if (name == "text") return OutputFormat::kText;
   if (name == "json") return OutputFormat::kJson;
+  if (name == "chrome") return OutputFormat::kChrome;
   return std::nullopt;
 }
 
@@ -36,6 +37,7 @@ class TextRenderer : public Renderer {
                        s.end_reason.empty() ? "ended" : s.end_reason,
                        s.exit_status ? fmt::format(", exit status {}", *s.exit_status) : "");
     RenderMessages(report, out);
+    RenderFrames(report, out);
     RenderEvilMethods(report, out);
     RenderStalls(report, out);
     RenderSignals(report, out);
@@ -139,6 +141,54 @@ class TextRenderer : public Renderer {
         out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns),
                            100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
       }
+    }
+  }
+
+  void RenderFrames(const Report& report, std::ostream& out) const {
+    const FramesReport& f = report.frames;
+    if (!f.enabled) {
+      if (report.messages.enabled) out << "\nframes: off (the profile maps no frame.begin/frame.end)\n";
+      return;
+    }
+    if (f.frames.empty()) {
+      out << "\nframes: none drawn during the session\n";
+      return;
+    }
+    std::string rates;
+    for (double hz : f.refresh_rates) rates += fmt::format("{}{:.0f} Hz", rates.empty() ? "" : ", ", hz);
+    out << fmt::format("\nframes: {} (refresh {})\n", f.frames.size(), rates);
+    out << fmt::format("  {:<28} {:>6} {:>10} {:>10} {:>6} {:>6} {:>6} {:>12}\n", "scene", "frames",
+                       "fps", "Matrix fps", "janky", "slow", "frozen", "msg delay");
+    for (const FpsSummary& s : f.scenes)
+      out << fmt::format("  {:<28} {:>6} {:>10.1f} {:>10.1f} {:>6} {:>6} {:>6} {:>12}\n",
+                         s.scene.empty() ? "-" : s.scene, s.frames, s.delivered_fps, s.matrix_fps, s.janky,
+                         s.slow, s.frozen, FormatDuration(s.delay_by_messages_ns));
+    out << "  dropped-frame buckets (Matrix): ";
+    std::map<std::string, size_t> levels;
+    for (const FpsSummary& s : f.scenes)
+      for (const auto& [bucket, n] : s.drop_level) levels[bucket] += n;
+    bool first = true;
+    for (const char* bucket : {"BEST", "NORMAL", "MIDDLE", "HIGH", "FROZEN"}) {
+      out << fmt::format("{}{} {}", first ? "" : ", ", bucket, levels[bucket]);
+      first = false;
+    }
+    out << "\n";
+    if (f.worst.empty()) return;
+    out << "  worst frames (total = end - vsync)\n";
+    static const char* kPhases[] = {"input", "anim", "insets", "traversal", "commit"};
+    size_t shown = 0;
+    for (size_t index : f.worst) {
+      if (shown++ == options_.top_n) break;
+      const FrameRecord& fr = f.frames[index];
+      std::string phases;
+      for (const PhaseCost& p : fr.phases)
+        phases += fmt::format(" {} {}", p.phase < 5 ? kPhases[p.phase] : "?", FormatDuration(p.cost_ns()));
+      out << fmt::format("  frame {:>5} at {} s: total {} (doFrame {}), dropped {} [{}]{}{}{}\n", fr.frame_id,
+                         Relative(fr.begin_ns, report.session.begin_ns), FormatDuration(fr.total_ns()),
+                         FormatDuration(fr.cost_ns()), fr.dropped_frames, fr.bucket, phases,
+                         fr.delay_by_messages_ns ? fmt::format(", delayed {} by messages", FormatDuration(fr.delay_by_messages_ns)) : "",
+                         fr.finished ? "" : " (unfinished)");
+      if (fr.tree.size() > 1) RenderTree(fr.tree, fmt::format("frame {}", fr.frame_id), "      ", out);
     }
   }
 
@@ -311,7 +361,9 @@ class TextRenderer : public Renderer {
     line("time to fully drawn (TTFD-like)", s.ttfd_ns, s.exec_ns ? "(from exec)" : "(from app create)");
     if (!s.care_scene.empty())
       out << fmt::format("  care scene: {}{}\n", s.care_scene,
-                         s.app_create_scene != s.care_scene ? fmt::format(" (after {})", s.app_create_scene) : "");
+                         !s.app_create_scene.empty() && s.app_create_scene != s.care_scene
+                             ? fmt::format(" (after {})", s.app_create_scene)
+                             : "");
     if (s.over_threshold) out << "  cold start over Matrix's threshold: call tree below\n";
     if (s.excessive) out << "  cold start is excessive by Android vitals (>= 5 s)\n";
     if (!s.missing.empty()) {

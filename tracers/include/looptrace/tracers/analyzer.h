@@ -4,6 +4,7 @@
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/anr.h"
 #include "looptrace/tracers/evil_method.h"
+#include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/looper_monitor.h"
 #include "looptrace/tracers/startup.h"
 #include "looptrace/tracers/report.h"
@@ -15,6 +16,7 @@ struct AnalysisOptions {
   EvilMethodOptions evil;
   AnrOptions anr;
   StartupOptions startup;
+  FrameOptions frames;
   const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
 };
 
@@ -32,6 +34,7 @@ class Analyzer : public EventSink {
   EvilMethodTracer evil_;
   AnrTracer anr_;
   StartupTracer startup_;
+  FrameTracer frames_;
   uint64_t last_ts_ns_ = 0;
   bool ended_ = false;
   bool started_ = false;

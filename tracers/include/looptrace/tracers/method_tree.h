@@ -26,6 +26,12 @@ struct CallNode {
   bool lost_exit = false;   // its exit never came (exception / longjmp): closed at its caller's exit
 };
 
+// A call-tree node with its display name.
+struct NamedCallNode {
+  CallNode node;
+  std::string name;
+};
+
 struct CallTreeOptions {
   uint32_t max_depth = 256;      // deeper frames are counted, not kept
 };

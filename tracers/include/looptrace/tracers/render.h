@@ -11,7 +11,7 @@
 
 namespace looptrace {
 
-enum class OutputFormat { kText, kJson };
+enum class OutputFormat { kText, kJson, kChrome };
 
 std::optional<OutputFormat> OutputFormatFromName(std::string_view name);
 

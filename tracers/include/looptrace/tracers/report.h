@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "looptrace/tracers/event.h"
+#include "looptrace/tracers/frames_report.h"
 #include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/stats.h"
 
@@ -73,12 +74,6 @@ struct MessagesReport {
   std::vector<Message> slowest;         // top N by cost, ties by begin_ns
   std::vector<NamedMessages> by_name;   // ordered by total cost, then name
   std::vector<Message> unfinished;      // still running at session end
-};
-
-// A call-tree node with its display name.
-struct NamedCallNode {
-  CallNode node;
-  std::string name;
 };
 
 struct EvilMethodReport {
@@ -217,6 +212,7 @@ struct Report {
   std::vector<SpanLagReport> span_lags;
   std::vector<BarrierLeakReport> barrier_leaks;
   StartupReport startup;
+  FramesReport frames;
   Stats stats;
 };
 

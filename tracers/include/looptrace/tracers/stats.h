@@ -30,6 +30,19 @@ enum class StatSeverity { kInfo, kError, kDataLoss };
   X(method_names_unknown, kInfo, "method ids or addresses without a name in the reports")         \
   X(snapshot_incomplete, kError, "stall snapshots missing a thread, a stack or the process (it exited)") \
   X(thread_tracking_off, kInfo, "thread-state tracing unavailable: no off-CPU reasons or stacks")   \
+  X(phase_without_frame, kError, "phase events with no open frame on their thread (ignored)")     \
+  X(phase_end_without_begin, kError, "phase.end with no open phase (ignored)")                      \
+  X(phase_mismatch, kError, "phase.end naming another phase than the open one")                     \
+  X(phase_unclosed, kError, "phases closed by the next phase or by their frame's end")              \
+  X(frame_end_without_begin, kDataLoss, "frame.end with no open frame (ignored)")                   \
+  X(frame_id_mismatch, kError, "frame.end whose frame id is not open")                               \
+  X(nested_frames, kInfo, "frames begun while another frame was open on the thread")                \
+  X(frame_end_lost, kDataLoss, "frames closed by an outer frame or their message ending")           \
+  X(unfinished_frames, kInfo, "frames still running when the session ended")                        \
+  X(frame_without_vsync, kError, "frames without a vsync timestamp (their begin was used)")         \
+  X(vsync_without_timestamp, kError, "vsync events without a timestamp (ignored)")                  \
+  X(refresh_rate_assumed, kInfo, "too few vsyncs to measure the refresh rate (guessed)")            \
+  X(refresh_rate_changes, kInfo, "refresh-rate changes detected")                                   \
   X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")           \
   X(events_out_of_order, kError, "events older than the previous event of the same thread")
 
