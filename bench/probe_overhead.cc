@@ -34,7 +34,7 @@ double NowNs(clockid_t clock = CLOCK_MONOTONIC) {
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-enum class Hooks { kDispatch, kMethod };
+enum class Hooks { kDispatch, kMethod, kFrame };
 
 // One iteration = two probe hits: dispatch.begin + dispatch.end (a message), or
 // method.enter + method.exit (one instrumented call, two method beats).
@@ -45,11 +45,23 @@ double RunLoop(Hooks hooks, uint64_t iterations) {
       sample_looper_dispatch_begin(i, "bench.message");
       sample_looper_dispatch_end(i);
     }
-  } else {
+  } else if (hooks == Hooks::kMethod) {
     for (uint64_t i = 0; i < iterations; ++i) {
       sample_method_enter(7);
       sample_method_exit(7);
     }
+  } else {
+    // A frame: frame.begin, five phase begin/end pairs, frame.end (12 hits), counted as
+    // 6 "pairs" so the per-hit figure below stays comparable.
+    for (uint64_t i = 0; i < iterations / 6; ++i) {
+      sample_choreographer_frame_begin(i, 1000 + i);
+      for (uint32_t phase = 0; phase < 5; ++phase) {
+        sample_choreographer_phase_begin(phase);
+        sample_choreographer_phase_end(phase);
+      }
+      sample_choreographer_frame_end(i);
+    }
+    iterations = iterations / 6 * 6;
   }
   return (NowNs() - start) / (2.0 * iterations);  // ns per probe hit
 }
@@ -64,6 +76,9 @@ AttachPlan PlanFor(Hooks hooks) {
   if (!profile) Die(profile.error().message);
   std::erase_if(profile->probes, [&](const ProbeSpec& p) {
     if (hooks == Hooks::kMethod) return p.role != Role::kMethodEnter && p.role != Role::kMethodExit;
+    if (hooks == Hooks::kFrame)
+      return p.role != Role::kFrameBegin && p.role != Role::kFrameEnd && p.role != Role::kPhaseBegin &&
+             p.role != Role::kPhaseEnd;
     return p.role != Role::kDispatchBegin && p.role != Role::kDispatchEnd;
   });
   TargetBinaries self;
@@ -208,5 +223,7 @@ int main(int argc, char** argv) {
              dispatch.loader_cpu_ns / 1e6 / (dispatch.records / 1e6), dispatch.records, dispatch.lost);
   Measurement beats = Measure(Hooks::kMethod, iterations, rounds);
   Print("method beats: beat ring, no wakeup, no record in the ring buffer", beats, iterations, rounds);
+  Measurement frames = Measure(Hooks::kFrame, iterations, rounds);
+  Print("frame and phase hooks: ring buffer records", frames, iterations, rounds);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/tracers/analyzer.h"
 #include "looptrace/tracers/event_json.h"
+#include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/method_tree.h"
 
@@ -138,5 +139,44 @@ void BM_MatrixStructuredDataToStackMillion(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * records.size());
 }
 BENCHMARK(BM_MatrixStructuredDataToStackMillion)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+namespace {
+
+// A 60 Hz frame stream with phases: frames per second the FrameTracer analyses.
+void BM_FrameTracer(benchmark::State& state) {
+  using namespace looptrace;
+  std::vector<ProbeEvent> events;
+  constexpr uint64_t kInterval = 16'666'666;
+  for (uint64_t f = 0; f < 10'000; ++f) {
+    uint64_t vsync = 1'000'000'000 + f * kInterval;
+    auto ev = [&](Role role, uint64_t ts, std::vector<EventArg> args) {
+      ProbeEvent e;
+      e.ts_ns = ts;
+      e.pid = e.tid = 1;
+      e.role = role;
+      e.args = std::move(args);
+      events.push_back(std::move(e));
+    };
+    ev(Role::kVsync, vsync, {{"vsync_ns", vsync, std::nullopt, false}});
+    ev(Role::kFrameBegin, vsync + 100'000, {{"frame_id", f, std::nullopt, false}, {"vsync_ns", vsync, std::nullopt, false}});
+    for (uint64_t p = 0; p < 5; ++p) {
+      ev(Role::kPhaseBegin, vsync + 200'000 + p * 500'000, {{"phase", p, std::nullopt, false}});
+      ev(Role::kPhaseEnd, vsync + 600'000 + p * 500'000, {{"phase", p, std::nullopt, false}});
+    }
+    ev(Role::kFrameEnd, vsync + 3'000'000, {{"frame_id", f, std::nullopt, false}});
+  }
+  for (auto _ : state) {
+    Stats stats;
+    FrameTracer tracer(FrameOptions{}, &stats, nullptr);
+    for (const auto& e : events) tracer.OnProbe(e);
+    FramesReport report;
+    tracer.Contribute(&report);
+    benchmark::DoNotOptimize(report);
+  }
+  state.SetItemsProcessed(state.iterations() * 10'000);  // frames
+}
+BENCHMARK(BM_FrameTracer)->Unit(benchmark::kMillisecond);
 
 }  // namespace
