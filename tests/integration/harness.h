@@ -36,10 +36,13 @@ struct CommandResult {
 class Process {
  public:
   explicit Process(const std::vector<std::string>& argv) {
-    int out_pipe[2], err_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) std::abort();
+    int out_pipe[2], err_pipe[2], exec_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
+        pipe2(exec_pipe, O_CLOEXEC) != 0)
+      std::abort();
     pid_ = fork();
     if (pid_ == 0) {
+      close(exec_pipe[0]);
       dup2(out_pipe[1], 1);
       dup2(err_pipe[1], 2);
       std::vector<char*> args;
@@ -50,6 +53,13 @@ class Process {
     }
     close(out_pipe[1]);
     close(err_pipe[1]);
+    // The exec pipe closes when the child execs: return only once it runs its program,
+    // so a test can attach to it by pid right away.
+    close(exec_pipe[1]);
+    char ignored;
+    while (read(exec_pipe[0], &ignored, 1) < 0 && errno == EINTR) {
+    }
+    close(exec_pipe[0]);
     out_fd_ = out_pipe[0];
     err_fd_ = err_pipe[0];
   }
