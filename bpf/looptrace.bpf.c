@@ -319,6 +319,70 @@ struct {
 	__type(value, struct lt_thread_state);
 } thread_states SEC(".maps");
 
+/* --dwarf-unwind: copy this many stack bytes (0 = off). */
+const volatile __u32 dwarf_stack_bytes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, struct lt_stack_copy);
+} stack_copies SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lt_stack_copy);
+} stack_scratch SEC(".maps");
+
+/* Copies the user registers and the top of the user stack of `task` (which is current). */
+static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid, __u64 now)
+{
+	struct lt_stack_copy *copy;
+	struct pt_regs *regs;
+	__u32 zero = 0;
+	__u64 sp;
+
+	if (!dwarf_stack_bytes)
+		return;
+	copy = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!copy)
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return;
+	copy->ts_ns = now;
+	copy->regs[0] = BPF_CORE_READ(regs, ax);
+	copy->regs[1] = BPF_CORE_READ(regs, dx);
+	copy->regs[2] = BPF_CORE_READ(regs, cx);
+	copy->regs[3] = BPF_CORE_READ(regs, bx);
+	copy->regs[4] = BPF_CORE_READ(regs, si);
+	copy->regs[5] = BPF_CORE_READ(regs, di);
+	copy->regs[6] = BPF_CORE_READ(regs, bp);
+	copy->regs[7] = BPF_CORE_READ(regs, sp);
+	copy->regs[8] = BPF_CORE_READ(regs, r8);
+	copy->regs[9] = BPF_CORE_READ(regs, r9);
+	copy->regs[10] = BPF_CORE_READ(regs, r10);
+	copy->regs[11] = BPF_CORE_READ(regs, r11);
+	copy->regs[12] = BPF_CORE_READ(regs, r12);
+	copy->regs[13] = BPF_CORE_READ(regs, r13);
+	copy->regs[14] = BPF_CORE_READ(regs, r14);
+	copy->regs[15] = BPF_CORE_READ(regs, r15);
+	copy->regs[16] = BPF_CORE_READ(regs, ip);
+	copy->valid_mask = (1u << LT_UNWIND_REGS) - 1;
+	sp = copy->regs[7];
+	/* A shallow stack ends before sp + 16 KiB: fall back to smaller copies. */
+	copy->size = 0;
+	if (bpf_probe_read_user(copy->bytes, LT_MAX_STACK_COPY, (const void *)sp) == 0)
+		copy->size = LT_MAX_STACK_COPY;
+	else if (bpf_probe_read_user(copy->bytes, LT_MAX_STACK_COPY / 4, (const void *)sp) == 0)
+		copy->size = LT_MAX_STACK_COPY / 4;
+	else if (bpf_probe_read_user(copy->bytes, 1024, (const void *)sp) == 0)
+		copy->size = 1024;
+	bpf_map_update_elem(&stack_copies, &tid, copy, BPF_ANY);
+}
+
 static __always_inline int in_target(struct task_struct *task)
 {
 	return BPF_CORE_READ(task, tgid) == target_tgid;
@@ -392,8 +456,10 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->ustack_id = ustack;
 			st->switches++;
 		}
-		if (tid == target_tgid)
+		if (tid == target_tgid) {
 			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
+			copy_user_stack(prev, tid, now);
+		}
 	}
 	if (next_in) {
 		__u32 tid = next->pid;
@@ -483,6 +549,8 @@ int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 	st->sample_kstack_id = bpf_get_stackid(ctx, &stack_traces, 0);
 	st->sample_ustack_id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
 	st->sample_ns = bpf_ktime_get_ns();
+	if (tid == target_tgid)
+		copy_user_stack(bpf_get_current_task_btf(), tid, st->sample_ns);
 	return 0;
 }
 

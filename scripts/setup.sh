@@ -13,6 +13,8 @@ packages=(
   libcli11-dev               # command-line parsing
   libfmt-dev                 # string formatting (g++ 12 has no <format>)
   systemtap-sdt-dev          # sys/sdt.h for USDT probes in the sample target
+  liblzma-dev xz-utils       # MiniDebugInfo (.gnu_debugdata) and its test fixtures
+  binutils gdb               # fixture debug files (objcopy), unwinding compared with gdb
   util-linux procps          # setpriv, ps: used by integration tests
   python3
 )

@@ -144,6 +144,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     if (int err = bpf_map__set_max_entries(skel->maps.beats, options.beat_capacity))
       return SystemError("cannot size the method-beat buffer", err);
     skel->rodata->beat_mask = options.beat_capacity - 1;
+    skel->rodata->dwarf_stack_bytes = options.dwarf_unwind ? LT_MAX_STACK_COPY : 0;
     // Attached on demand (AttachThreadTracking), not by the skeleton.
     bpf_program__set_autoattach(skel->progs.lt_sched_switch, false);
     if (with_multi)
@@ -352,6 +353,12 @@ std::vector<std::pair<uint32_t, lt_thread_state>> BpfSession::ThreadStates() con
     previous = &key;
   }
   return out;
+}
+
+std::optional<lt_stack_copy> BpfSession::StackCopy(uint32_t tid) const {
+  auto copy = std::make_unique<lt_stack_copy>();
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.stack_copies), &tid, copy.get()) != 0) return std::nullopt;
+  return *copy;
 }
 
 std::vector<uint64_t> BpfSession::StackIps(int32_t stack_id) const {

@@ -188,6 +188,7 @@ class Session {
     bpf_options.all_threads = options_.all_threads;
     bpf_options.ringbuf_bytes = options_.ringbuf_bytes;
     bpf_options.beat_capacity = options_.beat_capacity;
+    bpf_options.dwarf_unwind = options_.dwarf_unwind;
     bpf_options.btf_path = options_.btf_path;
     ASSIGN_OR_RETURN(bpf_, BpfSession::Open(bpf_options, [this](std::span<const uint8_t> raw) {
                        if (!primed_) {

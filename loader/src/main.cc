@@ -100,6 +100,7 @@ struct Options {
   std::string ringbuf_size = "8M";
   size_t beat_buffer = 1u << 20;
   bool no_thread_tracking = false;
+  bool dwarf_unwind = false;
   std::string save;
   std::vector<std::string> command;
   std::string recording;
@@ -182,6 +183,7 @@ int TraceCommand(Options& opt, bool run) {
   opt.session.anr_threshold_ns = analysis->anr.anr_threshold_ns;
   opt.session.lag_threshold_ns = analysis->anr.lag_threshold_ns;
   opt.session.thread_tracking = !opt.no_thread_tracking;
+  opt.session.dwarf_unwind = opt.dwarf_unwind;
   opt.session.cold_startup_beats_ns = analysis->startup.cold_threshold_ns;
   opt.session.warm_startup_beats_ns = analysis->startup.warm_threshold_ns;
 
@@ -377,6 +379,9 @@ void AddSessionOptions(CLI::App* cmd, Options& opt) {
   cmd->add_option("--btf", opt.session.btf_path, "kernel BTF file when /sys/kernel/btf/vmlinux is missing");
   cmd->add_flag("--no-thread-tracking", opt.no_thread_tracking,
                 "no sched_switch/wakeup/SIGQUIT programs or cpu-clock samples (no ANR causes)");
+  cmd->add_flag("--dwarf-unwind", opt.dwarf_unwind,
+                "unwind the main thread's user stack with DWARF CFI (targets without frame pointers); "
+                "copies 16 KiB of stack at each of its switch-outs");
   cmd->add_option("--beat-buffer", opt.beat_buffer,
                   "method-beat ring size in records (power of two; 32 bytes each)")
       ->capture_default_str();

@@ -88,6 +88,50 @@ std::vector<std::string> SnapshotTaker::UserStack(const std::vector<uint64_t>& i
   return frames;
 }
 
+std::optional<std::vector<std::string>> SnapshotTaker::DwarfStack(uint32_t tid, uint64_t state_since_ns) {
+  if (!bpf_) return std::nullopt;
+  auto copy = bpf_->StackCopy(tid);
+  if (!copy || copy->size == 0) return std::nullopt;
+  // A copy older than the thread's current state describes an earlier stop.
+  if (state_since_ns && copy->ts_ns + 1'000'000 < state_since_ns) return std::nullopt;
+  auto maps = symbols::ReadProcMaps(pid_);
+  if (!maps) return std::nullopt;
+  symbols::UnwindInput input;
+  input.pid = pid_;
+  for (int i = 0; i < LT_UNWIND_REGS; ++i)
+    if (copy->valid_mask & (1u << i)) input.regs.Set(i, copy->regs[i]);
+  input.stack_base = copy->regs[7];
+  input.stack = std::span<const uint8_t>(copy->bytes, copy->size);
+  input.maps = *maps;
+  auto outcome = unwinder_.Unwind(input);
+  if (!outcome || outcome->frames.empty()) {
+    stats_->Add(StatId::snapshot_incomplete);
+    return std::nullopt;
+  }
+  std::vector<std::string> frames;
+  for (const auto& frame : outcome->frames) {
+    auto where = symbolizer_->SymbolizeFull(frame.lookup_pc);
+    std::string module, function, location;
+    if (where) {
+      module = where->module.substr(where->module.find_last_of('/') + 1);
+      if (!where->frames.empty()) {
+        // Innermost inline frame first, as eu-addr2line -i prints them.
+        for (size_t i = 0; i < where->frames.size(); ++i) {
+          const auto& f = where->frames[i];
+          std::string text = fmt::format("pc {:#x} {} ({}){}{}", frame.pc, module, f.function,
+                                         f.file.empty() ? "" : " " + f.Location(), f.inlined ? " [inlined]" : "");
+          frames.push_back(std::move(text));
+        }
+        continue;
+      }
+      function = where->function;
+    }
+    frames.push_back(function.empty() ? fmt::format("pc {:#x} {}", frame.pc, module)
+                                      : fmt::format("pc {:#x} {} ({})", frame.pc, module, function));
+  }
+  return frames;
+}
+
 StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool anr, uint64_t now_ns) {
   StallSnapshot s;
   s.anr = anr;
@@ -147,7 +191,11 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
       int32_t kstack = running && st.sample_kstack_id >= 0 ? st.sample_kstack_id : st.kstack_id;
       int32_t ustack = running && st.sample_ustack_id >= 0 ? st.sample_ustack_id : st.ustack_id;
       if (!running || st.sample_kstack_id >= 0) ts.kernel_stack = kernel_stacks_->KernelStack(kstack);
-      if (ustack >= 0) {
+      // Unwound with DWARF CFI when a stack copy exists (--dwarf-unwind), else the
+      // frame-pointer walk BPF did.
+      if (auto dwarf = t == tid ? DwarfStack(t, st.since_ns) : std::nullopt) {
+        ts.user_stack = std::move(*dwarf);
+      } else if (ustack >= 0) {
         auto ips = bpf_->StackIps(ustack);
         if (ips.empty()) stats_->Add(StatId::snapshot_incomplete);
         ts.user_stack = UserStack(ips);

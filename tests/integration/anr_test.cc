@@ -214,3 +214,41 @@ TEST_F(AnrTest, IdleHandlerAndInputLagAndLeakedBarrier) {
 
 }  // namespace
 }  // namespace looptrace::testing
+
+namespace looptrace::testing {
+namespace {
+
+// Without frame pointers the BPF frame-pointer walk loses the callers; --dwarf-unwind
+// copies the stack top and unwinds it with DWARF CFI: the whole chain down to main.
+TEST(AnrDwarfUnwind, StackOfAProgramWithoutFramePointers) {
+  RequireRootOrSkip();
+  TempDir dir;
+  const std::string app = std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app-nofp";
+  auto stack_of = [&](bool dwarf) {
+    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir / "out.json", "--anr-threshold",
+                                     "1500", "--lag-threshold", "1000"};
+    if (dwarf) argv.push_back("--dwarf-unwind");
+    for (const auto& a : {std::string("--"), app, std::string("--scenario"), std::string("anr-sleep"),
+                          std::string("--stall-ms"), std::string("2000")})
+      argv.push_back(a);
+    auto r = RunCommand(argv, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto anrs = OfType(ReadJsonLines(dir / "out.json"), "anr");
+    EXPECT_EQ(anrs.size(), 1u);
+    return anrs.empty() ? json::array() : anrs[0]["threads"][0]["user_stack"];
+  };
+  auto contains = [](const json& stack, const std::string& needle) {
+    for (const auto& frame : stack)
+      if (frame.get<std::string>().find(needle) != std::string::npos) return true;
+    return false;
+  };
+  json dwarf = stack_of(true);
+  EXPECT_TRUE(contains(dwarf, "Looper::Loop")) << dwarf.dump(1);
+  EXPECT_TRUE(contains(dwarf, "__libc_start_call_main")) << dwarf.dump(1);
+  EXPECT_TRUE(contains(dwarf, "looper.cc:")) << "file:line from DWARF\n" << dwarf.dump(1);
+  json fp = stack_of(false);
+  EXPECT_FALSE(contains(fp, "Looper::Loop")) << "the frame-pointer walk should lose the callers\n" << fp.dump(1);
+}
+
+}  // namespace
+}  // namespace looptrace::testing

@@ -211,6 +211,23 @@ struct lt_thread_state {
 };
 #define LT_STATE_RUNNING 0xFFFFFFFF
 
+/*
+ * With --dwarf-unwind, the main thread's user registers and the top of its user stack
+ * at its last switch-out (and latest cpu-clock sample), for unwinding without frame
+ * pointers in user space (symbols/unwinder.h). Registers in DWARF order: rax rdx rcx
+ * rbx rsi rdi rbp rsp r8..r15 rip.
+ */
+#define LT_MAX_STACK_COPY 16384
+#define LT_UNWIND_REGS 17
+
+struct lt_stack_copy {
+	__u64 ts_ns;
+	__u64 regs[LT_UNWIND_REGS];
+	__u32 valid_mask; /* bit n: DWARF register n was captured */
+	__u32 size;       /* bytes copied from regs[7] (rsp) upwards */
+	__u8 bytes[LT_MAX_STACK_COPY];
+};
+
 #ifdef __cplusplus
 #define LT_STATIC_ASSERT static_assert
 #else
@@ -224,6 +241,7 @@ LT_STATIC_ASSERT(sizeof(struct lt_switch_record) == 40, "switch record size");
 LT_STATIC_ASSERT(sizeof(struct lt_wakeup_record) == 48, "wakeup record size");
 LT_STATIC_ASSERT(sizeof(struct lt_signal_record) == 56, "signal record size");
 LT_STATIC_ASSERT(sizeof(struct lt_exec_record) == 40, "exec record size");
+LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == 8 + 17 * 8 + 8 + LT_MAX_STACK_COPY, "stack copy size");
 LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_beat, tid) == 24, "beat tid offset");
 LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 136, "string record size");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -28,6 +29,7 @@ struct BpfSessionOptions {
   bool all_threads = false;
   size_t ringbuf_bytes = 8u << 20;  // power of two
   size_t beat_capacity = 1u << 20;  // method-beat ring records, power of two
+  bool dwarf_unwind = false;        // copy the main thread's registers + stack top
   std::string btf_path;             // empty: the kernel's /sys/kernel/btf/vmlinux
 };
 
@@ -90,6 +92,10 @@ class BpfSession : public BeatSource {
 
   // The latest state BPF saw for every thread of the target (tid -> state).
   std::vector<std::pair<uint32_t, lt_thread_state>> ThreadStates() const;
+  // The main thread's registers and stack top at its last switch-out or sample
+  // (--dwarf-unwind); nothing when off or never captured.
+  std::optional<lt_stack_copy> StackCopy(uint32_t tid) const;
+
   // Instruction pointers of a stack id (innermost first); empty if gone.
   std::vector<uint64_t> StackIps(int32_t stack_id) const;
 

@@ -29,6 +29,7 @@ struct SessionOptions {
   int poll_interval_ms = 25;    // ring buffer drained (and the watchdog run) this often
   bool thread_tracking = true;  // sched_switch/wakeup/signal programs + cpu-clock samples
   int sample_hz = 49;           // cpu-clock samples of the main thread (its stack while running)
+  bool dwarf_unwind = false;    // copy registers + stack top for DWARF unwinding (no frame pointers)
   uint64_t lag_threshold_ns = 2'000'000'000;  // watchdog: LAG snapshot
   uint64_t anr_threshold_ns = 5'000'000'000;  // watchdog: ANR snapshot
 };

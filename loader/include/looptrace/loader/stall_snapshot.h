@@ -16,6 +16,7 @@
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/symbols/kernel_symbols.h"
 #include "looptrace/symbols/process_symbolizer.h"
+#include "looptrace/symbols/unwinder.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/stats.h"
 
@@ -39,7 +40,8 @@ class SnapshotTaker {
  public:
   SnapshotTaker(pid_t pid, const BpfSession* bpf, BpfKernelStacks* kernel_stacks,
                 symbols::ProcessSymbolizer* symbolizer, Stats* stats)
-      : pid_(pid), bpf_(bpf), kernel_stacks_(kernel_stacks), symbolizer_(symbolizer), stats_(stats) {}
+      : pid_(pid), bpf_(bpf), kernel_stacks_(kernel_stacks), symbolizer_(symbolizer), stats_(stats),
+        unwinder_(symbols::UnwindOptions{}) {}
 
   // Samples the process's CPU time; call about twice a second.
   void SampleCpu(uint64_t now_ns);
@@ -47,6 +49,8 @@ class SnapshotTaker {
 
  private:
   std::vector<std::string> UserStack(const std::vector<uint64_t>& ips);
+  // DWARF unwinding of the captured stack copy, when it is the thread's latest state.
+  std::optional<std::vector<std::string>> DwarfStack(uint32_t tid, uint64_t state_since_ns);
 
   pid_t pid_;
   const BpfSession* bpf_;
@@ -54,6 +58,7 @@ class SnapshotTaker {
   symbols::ProcessSymbolizer* symbolizer_;
   Stats* stats_;
   std::deque<std::pair<uint64_t, uint64_t>> cpu_samples_;  // (monotonic ns, utime+stime ticks)
+  symbols::Unwinder unwinder_;
 };
 
 }  // namespace looptrace::loader
