@@ -275,6 +275,56 @@ int lt_uprobe_multi(struct pt_regs *ctx)
 	return handle_uprobe(ctx);
 }
 
+/*
+ * Fast path for method beats whose identity is the first argument (id and address
+ * hooks): no cookie, no argument table, nothing but the beat. About a third of the
+ * generic path's added cost, which matters at a million beats per second.
+ */
+static __always_inline int fast_beat(struct pt_regs *ctx, __u8 kind)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct lt_beat *beat;
+	__u64 index;
+	__u32 slot;
+
+	if ((pid_tgid >> 32) != target_tgid)
+		return 0;
+	if (thread_filter == LT_THREADS_MAIN) {
+		if (tid != target_tgid)
+			return 0;
+		/* one writer (the main thread): no locked instruction needed */
+		index = beat_head;
+		beat_head = index + 1;
+	} else {
+		index = __sync_fetch_and_add(&beat_head, 1);
+	}
+	slot = index & beat_mask;
+	beat = bpf_map_lookup_elem(&beats, &slot);
+	if (!beat)
+		return 0;
+	beat->ts_ns = bpf_ktime_get_ns();
+	beat->id = PT_REGS_PARM1(ctx);
+	beat->aux = 0;
+	beat->tid = tid;
+	beat->probe_id = LT_FAST_BEAT_PROBE;
+	beat->kind = kind;
+	return 0;
+}
+
+/* uprobe_multi programs (the loader sets the attach type), like lt_uprobe_multi. */
+SEC("uprobe")
+int lt_beat_enter(struct pt_regs *ctx)
+{
+	return fast_beat(ctx, LT_BEAT_ENTER);
+}
+
+SEC("uprobe")
+int lt_beat_exit(struct pt_regs *ctx)
+{
+	return fast_beat(ctx, LT_BEAT_EXIT);
+}
+
 SEC("usdt")
 int lt_usdt(struct pt_regs *ctx)
 {

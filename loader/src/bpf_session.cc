@@ -147,10 +147,10 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->dwarf_stack_bytes = options.dwarf_unwind ? LT_MAX_STACK_COPY : 0;
     // Attached on demand (AttachThreadTracking), not by the skeleton.
     bpf_program__set_autoattach(skel->progs.lt_sched_switch, false);
-    if (with_multi)
-      SetUprobeMultiAttachType(skel->progs.lt_uprobe_multi);
-    else
-      bpf_program__set_autoload(skel->progs.lt_uprobe_multi, false);
+    for (bpf_program* prog : {skel->progs.lt_uprobe_multi, skel->progs.lt_beat_enter, skel->progs.lt_beat_exit}) {
+      if (with_multi) SetUprobeMultiAttachType(prog);
+      else bpf_program__set_autoload(prog, false);
+    }
     load_error = lt_probes__load(skel.get());
     if (load_error == 0) {
       session->skel_ = skel.release();
@@ -259,7 +259,10 @@ int BpfSession::CreateMultiLink(const std::vector<const ResolvedProbe*>& probes,
     offsets.push_back(p->file_offset);
     cookies.push_back(MakeCookie(*p));
   }
-  return CreateUprobeMultiLink(bpf_program__fd(skel_->progs.lt_uprobe_multi),
+  bpf_program* prog = skel_->progs.lt_uprobe_multi;
+  if (UsesFastBeats(*probes.front()))
+    prog = probes.front()->spec.role == Role::kMethodEnter ? skel_->progs.lt_beat_enter : skel_->progs.lt_beat_exit;
+  return CreateUprobeMultiLink(bpf_program__fd(prog),
                                probes.front()->binary_path, offsets, cookies,
                                probes.front()->spec.kind == ProbeKind::kUretprobe, pid);
 }
@@ -300,7 +303,18 @@ Result<void> BpfSession::AttachMulti(const std::vector<const ResolvedProbe*>& pr
 Result<void> BpfSession::Attach(const std::vector<const ResolvedProbe*>& probes, int pid) {
   if (probes.empty()) return {};
   bool is_uprobe = probes.front()->spec.kind != ProbeKind::kUsdt;
-  if (is_uprobe && uprobe_multi_) return AttachMulti(probes, pid);
+  if (is_uprobe && uprobe_multi_) {
+    // Fast-path method entries and exits each need their own program (and link).
+    std::vector<const ResolvedProbe*> enters, exits, rest;
+    for (const ResolvedProbe* p : probes) {
+      if (!UsesFastBeats(*p)) rest.push_back(p);
+      else if (p->spec.role == Role::kMethodEnter) enters.push_back(p);
+      else exits.push_back(p);
+    }
+    for (auto* group : {&enters, &exits, &rest})
+      if (!group->empty()) RETURN_IF_ERROR(AttachMulti(*group, pid));
+    return {};
+  }
   for (const ResolvedProbe* p : probes) RETURN_IF_ERROR(AttachOne(*p, pid));
   return {};
 }
@@ -395,6 +409,13 @@ uint64_t BpfSession::Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* ou
     overwritten += unsafe;
   }
   return overwritten;
+}
+
+bool UsesFastBeats(const ResolvedProbe& probe) {
+  const ProbeSpec& spec = probe.spec;
+  return (spec.role == Role::kMethodEnter || spec.role == Role::kMethodExit) &&
+         spec.kind == ProbeKind::kUprobe && spec.args.size() == 1 && spec.args[0].source == 0 &&
+         spec.args[0].type != ArgType::kStr;
 }
 
 Stats BpfSession::ReadCounters() const {

@@ -45,6 +45,13 @@ MethodBeats EventDecoder::CopyBeats(uint32_t pid, uint32_t tid, const OpenDispat
   out.overwritten = beats_->Copy(open.beat_index, end_index, &raw);
   for (const lt_beat& b : raw) {
     if (b.tid != tid || b.ts_ns < open.begin_ns || b.ts_ns > end_ns) continue;
+    if (b.probe_id == LT_FAST_BEAT_PROBE) {  // the first argument is the identity
+      if (out.kind == MethodIdKind::kAddress && !out.names.contains(b.id) && addresses_) {
+        if (auto name = addresses_->Name(pid, b.id)) out.names.emplace(b.id, *name);
+      }
+      out.beats.push_back({b.ts_ns, b.id, b.kind == LT_BEAT_ENTER});
+      continue;
+    }
     if (b.probe_id >= plan_->probes.size()) {
       stats_->Add(StatId::unknown_probe_id);
       continue;

@@ -251,9 +251,10 @@ class Session {
     std::vector<std::vector<const ResolvedProbe*>> groups;
     for (const ResolvedProbe* p : order) {
       auto same_group = [&](const std::vector<const ResolvedProbe*>& g) {
-        return IsEndRole(g.front()->spec.role) == IsEndRole(p->spec.role) &&
-               g.front()->spec.kind == p->spec.kind && g.front()->binary_path == p->binary_path &&
-               p->spec.kind != ProbeKind::kUsdt;
+        const ResolvedProbe* f = g.front();
+        return IsEndRole(f->spec.role) == IsEndRole(p->spec.role) && f->spec.kind == p->spec.kind &&
+               f->binary_path == p->binary_path && p->spec.kind != ProbeKind::kUsdt &&
+               UsesFastBeats(*f) == UsesFastBeats(*p) && (!UsesFastBeats(*p) || f->spec.role == p->spec.role);
       };
       auto it = std::find_if(groups.begin(), groups.end(), same_group);
       if (it == groups.end()) groups.push_back({p});

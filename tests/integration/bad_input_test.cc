@@ -83,6 +83,15 @@ TEST_F(BadInputTest, NotRoot) {
   EXPECT_NE(r.err.find("hint: run looptrace as root"), std::string::npos) << r.err;
 }
 
+TEST_F(BadInputTest, RunNotRootDoesNotStartTheCommand) {
+  std::string marker = dir_ / "ran";
+  chmod(dir_.path().c_str(), 0777);
+  auto r = RunCommand({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Looptrace(), "run",
+                       "--profile", "sample", "--", "/bin/sh", "-c", "touch " + marker});
+  ExpectOneLineError(r, kPermission, "permission denied");
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command must not run untraced";
+}
+
 TEST_F(BadInputTest, RootWithoutCapabilities) {
   auto r = RunCommand({"setpriv", "--inh-caps=-all", "--bounding-set=-all", Looptrace(), "record",
                        "-p", TargetPid()});

@@ -122,6 +122,9 @@ struct lt_probe_record {
 #define LT_BEAT_ENTER 1
 #define LT_BEAT_EXIT 0
 
+/* probe_id of beats written by the cookie-less fast path (id = first argument). */
+#define LT_FAST_BEAT_PROBE 0xFFFF
+
 struct lt_beat {
 	__u64 ts_ns;
 	__u64 id;  /* method id, function address, or name string pointer */

@@ -61,6 +61,10 @@ int CreateUprobeMultiLink(int prog_fd, const std::string& path, const std::vecto
 // Marks a program (before load) for uprobe_multi attachment.
 void SetUprobeMultiAttachType(struct bpf_program* prog);
 
+// Method probes whose identity is their first argument use the cookie-less fast path
+// (uprobe_multi kernels only): the group attach keeps them apart.
+bool UsesFastBeats(const ResolvedProbe& probe);
+
 class BpfSession : public BeatSource {
  public:
   using RecordCallback = std::function<void(std::span<const uint8_t>)>;
