@@ -1,5 +1,7 @@
 #include "looptrace/symbols/method_mapping.h"
 
+#include "text_util.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,15 +13,10 @@
 namespace looptrace::symbols {
 namespace {
 
-constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+using internal::kUtf8Bom;
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
+using internal::IsSpace;
+using internal::Trim;
 
 // Splits on runs of spaces/tabs.
 std::vector<std::string_view> SplitWords(std::string_view s) {
@@ -143,22 +140,10 @@ Result<MethodMapping> MethodMapping::Load(const std::string& path,
   const std::string hint =
       "pass the methodMapping.txt written by the Matrix Gradle plugin "
       "(build/outputs/mapping/<variant>/methodMapping.txt)";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return SystemError(what, errno, ExitCode::kProfile, hint);
   std::string text;
-  char buffer[65536];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      close(fd);
-      return SystemError(what, err, ExitCode::kProfile, hint);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
+  int err = 0;
+  bool at_open = false;
+  if (!internal::ReadWholeFile(path, &text, &err, &at_open)) return SystemError(what, err, ExitCode::kProfile, hint);
   return Parse(text, path, warnings);
 }
 

@@ -1,5 +1,7 @@
 #include "looptrace/symbols/proc_maps.h"
 
+#include "text_util.h"
+
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -241,31 +243,16 @@ std::vector<MapEntry> ParseProcMaps(std::string_view text, size_t* malformed_lin
 
 Result<std::vector<MapEntry>> ReadProcMaps(int pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/maps";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ESRCH) {
+  std::string text;
+  int err = 0;
+  bool at_open = false;
+  if (!internal::ReadWholeFile(path, &text, &err, &at_open)) {
+    if (err == ENOENT || err == ESRCH)
       return SystemError("cannot read " + path, err, ExitCode::kTarget,
                          "is process " + std::to_string(pid) + " still running?");
-    }
     return SystemError("cannot read " + path, err,
                        err == EACCES || err == EPERM ? ExitCode::kPermission : ExitCode::kRuntime);
   }
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      close(fd);
-      return SystemError("cannot read " + path, err,
-                         err == ESRCH ? ExitCode::kTarget : ExitCode::kRuntime);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
   return ParseProcMaps(text);
 }
 

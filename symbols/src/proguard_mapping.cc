@@ -1,5 +1,7 @@
 #include "looptrace/symbols/proguard_mapping.h"
 
+#include "text_util.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,16 +12,11 @@
 namespace looptrace::symbols {
 namespace {
 
-constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+using internal::kUtf8Bom;
 constexpr std::string_view kArrow = " -> ";
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
+using internal::IsSpace;
+using internal::Trim;
 
 bool HasSpace(std::string_view s) {
   for (char c : s) {
@@ -157,26 +154,12 @@ std::string ProguardMethod::Descriptor() const {
 
 Result<ProguardMapping> ProguardMapping::Load(const std::string& path,
                                               std::vector<std::string>* warnings) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return SystemError("cannot open ProGuard mapping " + path, err,
-                       err == EACCES ? ExitCode::kPermission : ExitCode::kProfile);
-  }
   std::string text;
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      close(fd);
-      return SystemError("cannot read ProGuard mapping " + path, err, ExitCode::kProfile);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
+  int err = 0;
+  bool at_open = false;
+  if (!internal::ReadWholeFile(path, &text, &err, &at_open))
+    return SystemError((at_open ? "cannot open ProGuard mapping " : "cannot read ProGuard mapping ") + path,
+                       err, at_open && err == EACCES ? ExitCode::kPermission : ExitCode::kProfile);
   return Parse(text, path, warnings);
 }
 

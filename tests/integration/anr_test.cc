@@ -13,14 +13,8 @@ using nlohmann::json;
 
 constexpr int64_t kSnapshotSlackNs = 100'000'000;  // snapshot by threshold + 100 ms
 
-class AnrTest : public ::testing::Test {
+class AnrTest : public BpfTest {
  protected:
-  void SetUp() override { RequireRootOrSkip(); }
-  void TearDown() override {
-    if (!IsSkipped()) {
-      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
-    }
-  }
 
   struct Outcome {
     std::vector<json> lines;

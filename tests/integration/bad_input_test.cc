@@ -9,14 +9,8 @@ namespace {
 
 constexpr int kUsage = 2, kTarget = 3, kPermission = 4, kUnsupported = 5, kProfile = 6, kOutput = 7;
 
-class BadInputTest : public ::testing::Test {
+class BadInputTest : public BpfTest {
  protected:
-  void SetUp() override { RequireRootOrSkip(); }
-  void TearDown() override {
-    if (!IsSkipped()) {
-      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
-    }
-  }
 
   // A long-running target for the duration of one test.
   Process& Target() {

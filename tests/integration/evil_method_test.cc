@@ -14,14 +14,8 @@ using nlohmann::json;
 std::string Mapping() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app.methodMapping.txt"; }
 std::string CygApp() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app-cyg"; }
 
-class EvilMethodTest : public ::testing::Test {
+class EvilMethodTest : public BpfTest {
  protected:
-  void SetUp() override { RequireRootOrSkip(); }
-  void TearDown() override {
-    if (!IsSkipped()) {
-      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
-    }
-  }
 
   // Methods of the truth's message `msg_id`, in call (pre-)order.
   static std::vector<json> TruthMethods(const std::vector<json>& truth, uint64_t msg_id) {

@@ -22,14 +22,8 @@ std::string MatrixBucket(double dropped) {
   return "BEST";
 }
 
-class FramesTest : public ::testing::TestWithParam<std::pair<std::string, int>> {
+class FramesTest : public BpfTest, public ::testing::WithParamInterface<std::pair<std::string, int>> {
  protected:
-  void SetUp() override { RequireRootOrSkip(); }
-  void TearDown() override {
-    if (!IsSkipped()) {
-      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
-    }
-  }
   TempDir dir_;
 };
 

@@ -194,6 +194,18 @@ inline void RequireRootOrSkip() {
   FAIL() << "integration tests need root and BPF; run as root or set LOOPTRACE_ALLOW_SKIP=1";
 }
 
+// Base of the root/BPF test fixtures: fails (or skips, if allowed) without root, and
+// proves after every test that no looptrace program stayed attached.
+class BpfTest : public ::testing::Test {
+ protected:
+  void SetUp() override { RequireRootOrSkip(); }
+  void TearDown() override {
+    if (!IsSkipped()) {
+      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
+    }
+  }
+};
+
 inline void WaitForFile(const std::string& path, int timeout_ms) {
   for (int i = 0; i < timeout_ms / 10 && !std::filesystem::exists(path); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -66,14 +66,8 @@ uint64_t Counter(const std::vector<json>& lines, const std::string& name) {
   return stats.back()["counters"].value(name, ~0ull);
 }
 
-class RecordTest : public ::testing::Test {
+class RecordTest : public BpfTest {
  protected:
-  void SetUp() override { RequireRootOrSkip(); }
-  void TearDown() override {
-    if (!IsSkipped()) {
-      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
-    }
-  }
   TempDir dir_;
 };
 

@@ -9,14 +9,8 @@ namespace {
 
 using nlohmann::json;
 
-class StartupTest : public ::testing::Test {
+class StartupTest : public BpfTest {
  protected:
-  void SetUp() override { RequireRootOrSkip(); }
-  void TearDown() override {
-    if (!IsSkipped()) {
-      EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{});
-    }
-  }
 
   std::vector<json> Run(const std::string& scenario, std::vector<std::string> options = {}) {
     std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json",
