@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, then profiles the bundled sample target from outside:
-# `looptrace run` starts it with probes attached and prints the per-message report.
+# `looptrace run` starts it with probes attached and prints the reports: every message of
+# the `messages` scenario, then a slow message with its reconstructed call tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -9,3 +10,7 @@ SUDO=
 [[ $(id -u) -ne 0 ]] && SUDO=sudo
 echo "== looptrace run -- build/looptrace-sample-app --scenario messages" >&2
 $SUDO ./build/looptrace run -- ./build/looptrace-sample-app --scenario messages
+echo >&2
+echo "== looptrace run --method-mapping ... -- build/looptrace-sample-app --scenario evil" >&2
+$SUDO ./build/looptrace run --method-mapping build/looptrace-sample-app.methodMapping.txt \
+  -- ./build/looptrace-sample-app --scenario evil
