@@ -422,12 +422,25 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	copy->regs[16] = BPF_CORE_READ(regs, ip);
 	copy->valid_mask = (1u << LT_UNWIND_REGS) - 1;
 	sp = copy->regs[7];
-	/* A shallow stack ends before sp + 16 KiB: fall back to smaller copies. */
 	copy->size = 0;
+	/*
+	 * Copy as much as the stack mapping holds above sp, up to 16 KiB: a read that
+	 * crosses the top of the stack fails, so try shrinking sizes.
+	 */
 	if (bpf_probe_read_user(copy->bytes, LT_MAX_STACK_COPY, (const void *)sp) == 0)
 		copy->size = LT_MAX_STACK_COPY;
-	else if (bpf_probe_read_user(copy->bytes, LT_MAX_STACK_COPY / 4, (const void *)sp) == 0)
-		copy->size = LT_MAX_STACK_COPY / 4;
+	else if (bpf_probe_read_user(copy->bytes, 12288, (const void *)sp) == 0)
+		copy->size = 12288;
+	else if (bpf_probe_read_user(copy->bytes, 8192, (const void *)sp) == 0)
+		copy->size = 8192;
+	else if (bpf_probe_read_user(copy->bytes, 6144, (const void *)sp) == 0)
+		copy->size = 6144;
+	else if (bpf_probe_read_user(copy->bytes, 4096, (const void *)sp) == 0)
+		copy->size = 4096;
+	else if (bpf_probe_read_user(copy->bytes, 3072, (const void *)sp) == 0)
+		copy->size = 3072;
+	else if (bpf_probe_read_user(copy->bytes, 2048, (const void *)sp) == 0)
+		copy->size = 2048;
 	else if (bpf_probe_read_user(copy->bytes, 1024, (const void *)sp) == 0)
 		copy->size = 1024;
 	bpf_map_update_elem(&stack_copies, &tid, copy, BPF_ANY);

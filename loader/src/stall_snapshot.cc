@@ -1,5 +1,7 @@
 #include "looptrace/loader/stall_snapshot.h"
 
+#include "looptrace/util/log.h"
+
 #include <dirent.h>
 #include <fmt/format.h>
 #include <sys/uio.h>
@@ -92,6 +94,7 @@ std::optional<std::vector<std::string>> SnapshotTaker::DwarfStack(uint32_t tid, 
   if (!bpf_) return std::nullopt;
   auto copy = bpf_->StackCopy(tid);
   if (!copy || copy->size == 0) return std::nullopt;
+  log::V2("stack copy of thread {}: {} bytes from sp {:#x}", tid, copy->size, copy->regs[7]);
   // A copy older than the thread's current state describes an earlier stop.
   if (state_since_ns && copy->ts_ns + 1'000'000 < state_since_ns) return std::nullopt;
   auto maps = symbols::ReadProcMaps(pid_);
@@ -104,6 +107,12 @@ std::optional<std::vector<std::string>> SnapshotTaker::DwarfStack(uint32_t tid, 
   input.stack = std::span<const uint8_t>(copy->bytes, copy->size);
   input.maps = *maps;
   auto outcome = unwinder_.Unwind(input);
+  // The unwinder reports modules to libdwfl lazily, as the walk reaches them; a first
+  // walk in a session can stop where it met a new module. A second walk, with the
+  // modules known, goes on: keep the deeper one.
+  if (auto again = unwinder_.Unwind(input);
+      again && (!outcome || again->frames.size() > outcome->frames.size()))
+    outcome = std::move(again);
   if (!outcome || outcome->frames.empty()) {
     stats_->Add(StatId::snapshot_incomplete);
     return std::nullopt;
