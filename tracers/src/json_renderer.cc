@@ -45,56 +45,6 @@ json MessageJson(const Message& m, bool finished) {
   return j;
 }
 
-// Matrix's Trace_EvilMethod keys (device block, detail, cost, usage, scene, stack,
-// stackKey, tag, process, time) first, so Matrix log tooling reads it, then ours.
-json EvilJson(const Report& report, const EvilMethodReport& e) {
-  const Message& m = e.message;
-  const DeviceInfo& d = report.session.device;
-  json j;
-  j["type"] = "evil_method";
-  j["machine"] = d.machine;
-  j["cpu_app"] = d.cpu_app_percent;
-  j["mem"] = d.mem_total_bytes;
-  j["mem_free"] = d.mem_available_kb;
-  j["detail"] = "NORMAL";
-  j["cost"] = e.matrix_cost_ms;
-  j["usage"] = m.cpu_ns ? fmt::format("{:.2f}%", 100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
-                        : std::string();
-  j["scene"] = "";
-  j["stack"] = e.matrix_stack;
-  j["stackKey"] = e.stack_key;
-  j["tag"] = "Trace_EvilMethod";
-  j["process"] = e.process;
-  // Wall-clock ms when the message ended, from the session's realtime anchor.
-  j["time"] = (report.session.wall_time_ns + (m.end_ns - report.session.begin_ns)) / 1'000'000;
-  j["tid"] = m.tid;
-  j["msg_id"] = m.msg_id ? json(*m.msg_id) : json(nullptr);
-  j["name"] = m.name.empty() ? json(nullptr) : json(m.name);
-  j["begin_ns"] = m.begin_ns;
-  j["end_ns"] = m.end_ns;
-  j["cost_ns"] = m.cost_ns();
-  j["cpu_ns"] = m.cpu_ns;
-  j["stack_cost_ns"] = e.stack_cost_ns;
-  j["stack_key_name"] = e.stack_key_name;
-  j["method_id_kind"] = MethodIdKindName(e.kind);
-  j["has_beats"] = e.has_beats;
-  j["matrix_compat"] = e.matrix_compat;
-  j["nodes_before_trim"] = e.nodes_before_trim;
-  j["beats_overwritten"] = e.beats_overwritten;
-  json tree = json::array();
-  const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
-  for (const NamedCallNode& n : e.tree) {
-    json node{{"depth", n.node.depth}, {"id", n.node.id},     {"name", n.name},
-              {"count", n.node.count}, {"cost_ns", n.node.cost_ns},
-              {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}};
-    if (n.node.unfinished) node["unfinished"] = true;
-    if (n.node.lost_exit) node["exit_lost"] = true;
-    tree.push_back(std::move(node));
-  }
-  j["tree"] = std::move(tree);
-  return j;
-}
-
 json DeviceBlock(const Report& report) {
   const DeviceInfo& d = report.session.device;
   return json{{"machine", d.machine}, {"cpu_app", d.cpu_app_percent}, {"mem", d.mem_total_bytes},
@@ -110,10 +60,55 @@ json TreeJson(const std::vector<NamedCallNode>& tree) {
   uint64_t root = 1;
   for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
   for (const auto& n : tree)
-    out.push_back({{"depth", n.node.depth}, {"id", n.node.id}, {"name", n.name}, {"count", n.node.count},
-                   {"cost_ns", n.node.cost_ns},
-                   {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}});
+  {
+    json node{{"depth", n.node.depth}, {"id", n.node.id}, {"name", n.name}, {"count", n.node.count},
+              {"cost_ns", n.node.cost_ns}, {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}};
+    if (n.node.unfinished) node["unfinished"] = true;
+    if (n.node.lost_exit) node["exit_lost"] = true;
+    out.push_back(std::move(node));
+  }
   return out;
+}
+
+// The envelope every Matrix issue has: the device block, then tag, process and time
+// (Plugin.onDetectIssue), plus our record type.
+json MatrixRecord(const Report& report, const char* type, const char* tag, uint64_t ts_ns) {
+  json j = DeviceBlock(report);
+  j["type"] = type;
+  j["tag"] = tag;
+  j["process"] = report.session.command;
+  j["time"] = WallMs(report, ts_ns);
+  return j;
+}
+
+// Matrix's Trace_EvilMethod keys (device block, detail, cost, usage, scene, stack,
+// stackKey, tag, process, time) first, so Matrix log tooling reads it, then ours.
+json EvilJson(const Report& report, const EvilMethodReport& e) {
+  const Message& m = e.message;
+  json j = MatrixRecord(report, "evil_method", "Trace_EvilMethod", m.end_ns);
+  j["detail"] = "NORMAL";
+  j["cost"] = e.matrix_cost_ms;
+  j["usage"] = m.cpu_ns ? fmt::format("{:.2f}%", 100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
+                        : std::string();
+  j["scene"] = "";
+  j["stack"] = e.matrix_stack;
+  j["stackKey"] = e.stack_key;
+  j["tid"] = m.tid;
+  j["msg_id"] = m.msg_id ? json(*m.msg_id) : json(nullptr);
+  j["name"] = m.name.empty() ? json(nullptr) : json(m.name);
+  j["begin_ns"] = m.begin_ns;
+  j["end_ns"] = m.end_ns;
+  j["cost_ns"] = m.cost_ns();
+  j["cpu_ns"] = m.cpu_ns;
+  j["stack_cost_ns"] = e.stack_cost_ns;
+  j["stack_key_name"] = e.stack_key_name;
+  j["method_id_kind"] = MethodIdKindName(e.kind);
+  j["has_beats"] = e.has_beats;
+  j["matrix_compat"] = e.matrix_compat;
+  j["nodes_before_trim"] = e.nodes_before_trim;
+  j["beats_overwritten"] = e.beats_overwritten;
+  j["tree"] = TreeJson(e.tree);
+  return j;
 }
 
 std::string MatrixStack(const std::vector<NamedCallNode>& tree) {
@@ -132,7 +127,7 @@ std::string ThreadStackText(const ThreadSnapshot* t) {
 
 // Matrix's ANR/LAG keys (LooperAnrTracer) first, then ours.
 json StallJson(const Report& report, const StallReport& s) {
-  json j = DeviceBlock(report);
+  json j = MatrixRecord(report, s.anr ? "anr" : "lag", "Trace_EvilMethod", s.snapshot.ts_ns);
   const ThreadSnapshot* self = s.snapshot.threads.empty() ? nullptr : &s.snapshot.threads.front();
   uint64_t vm_size = 0, rss = 0, anon = 0;
   for (const auto& [k, v] : s.snapshot.memory_kb) {
@@ -140,7 +135,6 @@ json StallJson(const Report& report, const StallReport& s) {
     if (k == "VmRSS") rss = v;
     if (k == "RssAnon") anon = v;
   }
-  j["type"] = s.anr ? "anr" : "lag";
   j["detail"] = s.anr ? "ANR" : "LAG";
   j["cost"] = (s.snapshot.ts_ns - s.message.begin_ns) / 1'000'000;
   j["stackKey"] = s.stack_key;
@@ -152,9 +146,6 @@ json StallJson(const Report& report, const StallReport& s) {
   j["isProcessForeground"] = true;
   // Matrix's dalvik/native heap have no native-process equivalent: anonymous RSS stands in.
   j["memory"] = {{"dalvik_heap", 0}, {"native_heap", anon}, {"vm_size", vm_size}};
-  j["tag"] = "Trace_EvilMethod";
-  j["process"] = report.session.command;
-  j["time"] = WallMs(report, s.snapshot.ts_ns);
   const Message& m = s.message;
   j["tid"] = m.tid;
   j["msg_id"] = m.msg_id ? json(*m.msg_id) : json(nullptr);
@@ -196,8 +187,7 @@ json StallJson(const Report& report, const StallReport& s) {
 class JsonRenderer : public Renderer {
  public:
   static json FpsJson(const Report& report, const FpsSummary& s, const char* type) {
-    json j = DeviceBlock(report);
-    j["type"] = type;
+    json j = MatrixRecord(report, type, "Trace_FPS", s.end_ns);
     // Matrix's Trace_FPS keys.
     j["scene"] = s.scene;
     json levels = json::object(), sums = json::object();
@@ -206,9 +196,6 @@ class JsonRenderer : public Renderer {
     j["dropLevel"] = levels;
     j["dropSum"] = sums;
     j["fps"] = s.matrix_fps;
-    j["tag"] = "Trace_FPS";
-    j["process"] = report.session.command;
-    j["time"] = WallMs(report, s.end_ns);
     j["begin_ns"] = s.begin_ns;
     j["end_ns"] = s.end_ns;
     j["frames"] = s.frames;
@@ -263,16 +250,13 @@ class JsonRenderer : public Renderer {
   static void RenderStartup(const Report& report, std::ostream& out) {
     const StartupReport& s = report.startup;
     auto ms = [](uint64_t ns) { return ns / 1'000'000; };
-    json j = DeviceBlock(report);
-    j["type"] = "startup";
+    json j = MatrixRecord(report, "startup", "Trace_StartUp",
+                          s.care_focus_ns ? *s.care_focus_ns : report.session.end_ns);
     j["application_create"] = ms(s.application_create_ns);
     j["application_create_scene"] = s.app_create_scene;
     j["first_activity_create"] = ms(s.first_screen_ns);
     j["startup_duration"] = ms(s.cold_ns);
     j["is_warm_start_up"] = false;
-    j["tag"] = "Trace_StartUp";
-    j["process"] = report.session.command;
-    j["time"] = WallMs(report, s.care_focus_ns ? *s.care_focus_ns : report.session.end_ns);
     auto opt = [](const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); };
     j["exec_ns"] = opt(s.exec_ns);
     j["app_create_begin_ns"] = opt(s.app_create_begin_ns);
@@ -301,30 +285,23 @@ class JsonRenderer : public Renderer {
     j["tree"] = TreeJson(s.tree);
     Line(out, j);
     auto evil = [&](const std::vector<NamedCallNode>& tree, uint64_t cost, int sub_type) {
-      json e = DeviceBlock(report);
-      e["type"] = "startup_evil_method";
+      json e = MatrixRecord(report, "startup_evil_method", "Trace_EvilMethod", report.session.end_ns);
       e["detail"] = "STARTUP";
       e["cost"] = ms(cost);
       e["stack"] = MatrixStack(tree);
       e["stackKey"] = "";
       e["subType"] = sub_type;
-      e["tag"] = "Trace_EvilMethod";
-      e["process"] = report.session.command;
       e["tree"] = TreeJson(tree);
       Line(out, e);
     };
     if (s.over_threshold) evil(s.tree, s.cold_ns, 1);
     for (const WarmStart& w : s.warm_starts) {
-      json wj = DeviceBlock(report);
-      wj["type"] = "startup";
+      json wj = MatrixRecord(report, "startup", "Trace_StartUp", w.focus_ns ? w.focus_ns : w.launch_ns);
       wj["application_create"] = 0;
       wj["application_create_scene"] = w.activity;
       wj["first_activity_create"] = 0;
       wj["startup_duration"] = ms(w.cost_ns());
       wj["is_warm_start_up"] = true;
-      wj["tag"] = "Trace_StartUp";
-      wj["process"] = report.session.command;
-      wj["time"] = WallMs(report, w.focus_ns ? w.focus_ns : w.launch_ns);
       wj["launch_ns"] = w.launch_ns;
       wj["focus_ns"] = w.focus_ns ? json(w.focus_ns) : json(nullptr);
       wj["first_frame_ns"] = w.first_frame_ns ? json(w.first_frame_ns) : json(nullptr);
@@ -367,14 +344,11 @@ class JsonRenderer : public Renderer {
     for (const EvilMethodReport& e : report.evil_methods) Line(out, EvilJson(report, e));
     for (const StallReport& s : report.stalls) Line(out, StallJson(report, s));
     for (const SignalAnrReport& s : report.signal_anrs) {
-      json j = DeviceBlock(report);
-      j["type"] = s.from_self ? "self_sigquit" : "signal_anr";
+      json j = MatrixRecord(report, s.from_self ? "self_sigquit" : "signal_anr", "Trace_EvilMethod",
+                            s.signal.ts_ns);
       j["detail"] = "SIGNAL_ANR";
       j["scene"] = s.scene;
       j["isProcessForeground"] = true;
-      j["tag"] = "Trace_EvilMethod";
-      j["process"] = report.session.command;
-      j["time"] = WallMs(report, s.signal.ts_ns);
       j["ts_ns"] = s.signal.ts_ns;
       j["sender_pid"] = s.signal.sender_pid;
       j["sender_tid"] = s.signal.sender_tid;
@@ -390,14 +364,10 @@ class JsonRenderer : public Renderer {
       Line(out, j);
     }
     for (const SpanLagReport& l : report.span_lags) {
-      json j = DeviceBlock(report);
-      j["type"] = l.kind;
+      json j = MatrixRecord(report, l.kind.c_str(), "Trace_EvilMethod", l.end_ns);
       j["detail"] = l.kind == "idle_lag" ? "LAG_IDLE_HANDLER" : "LAG_TOUCH";
       j["scene"] = l.scene;
       j["isProcessForeground"] = true;
-      j["tag"] = "Trace_EvilMethod";
-      j["process"] = report.session.command;
-      j["time"] = WallMs(report, l.end_ns);
       j["tid"] = l.tid;
       j["name"] = l.name;
       j["begin_ns"] = l.begin_ns;
