@@ -54,8 +54,9 @@ std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, u
   return {};
 }
 
-AnrTracer::AnrTracer(AnrOptions options, Stats* stats, const MethodNamer* namer)
-    : options_(options), stats_(stats), namer_(namer) {}
+AnrTracer::AnrTracer(AnrOptions options, Stats* stats, const MethodNamer* namer,
+                     const LooperMonitor* looper)
+    : options_(options), stats_(stats), namer_(namer), looper_(looper) {}
 
 std::vector<NamedCallNode> AnrTracer::Tree(const MethodBeats& beats, std::string* stack_key) {
   auto nodes = BuildCallTree(beats, options_.tree, stats_);
@@ -88,39 +89,6 @@ void AnrTracer::OnProbe(const ProbeEvent& e) {
     return a && a->text ? *a->text : "";
   };
   switch (e.role) {
-    case Role::kDispatchBegin: {
-      Message m;
-      m.tid = e.tid;
-      m.begin_ns = e.ts_ns;
-      if (const EventArg* id = e.Arg("id")) m.msg_id = id->value;
-      m.name = text("name");
-      open_[e.tid].push_back({std::move(m)});
-      break;
-    }
-    case Role::kDispatchEnd: {
-      auto& stack = open_[e.tid];
-      if (stack.empty()) break;
-      Message m = std::move(stack.back().message);
-      stack.pop_back();
-      m.end_ns = std::max(e.ts_ns, m.begin_ns);
-      // Every stall snapshot of this message (LAG, ANR) ends now.
-      for (auto it = pending_.begin(); it != pending_.end();) {
-        if (std::get<0>(it->first) == e.tid && std::get<1>(it->first) == m.begin_ns) {
-          PendingStall pending = std::move(it->second);
-          it = pending_.erase(it);
-          pending.report.message.end_ns = m.end_ns;
-          Finalize(std::move(pending), m.end_ns, true);
-        } else {
-          ++it;
-        }
-      }
-      if (stack.empty()) {
-        // No message open: keep only a little off-CPU history.
-        auto& intervals = intervals_[e.tid];
-        while (!intervals.empty() && intervals.front().end_ns < m.end_ns) intervals.pop_front();
-      }
-      break;
-    }
     case Role::kFrameBegin:
       frame_[e.tid] = fmt::format("frame {}", arg("frame_id"));
       break;
@@ -202,6 +170,25 @@ void AnrTracer::OnProbe(const ProbeEvent& e) {
   }
 }
 
+void AnrTracer::OnMessageEnd(const Message& m) {
+  // Every stall snapshot of this message (LAG, ANR) ends now.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (std::get<0>(it->first) == m.tid && std::get<1>(it->first) == m.begin_ns) {
+      PendingStall pending = std::move(it->second);
+      it = pending_.erase(it);
+      pending.report.message.end_ns = m.end_ns;
+      Finalize(std::move(pending), m.end_ns, true);
+    } else {
+      ++it;
+    }
+  }
+  if (looper_->OpenMessages(m.tid).empty()) {
+    // No message open: keep only a little off-CPU history.
+    auto& intervals = intervals_[m.tid];
+    while (!intervals.empty() && intervals.front().end_ns < m.end_ns) intervals.pop_front();
+  }
+}
+
 void AnrTracer::OnBeats(const MethodBeats& beats) {
   if (beats.span == "idle" || beats.span == "input") span_beats_[{beats.span, beats.begin_ns}] = beats;
   if (beats.span != "open") return;
@@ -232,16 +219,15 @@ void AnrTracer::OnSwitch(const ThreadSwitch& e) {
     interval.waker_comm = w->second.waker_comm;
   }
   // Only intervals inside a running message can matter to a stall report.
-  if (!open_[e.tid].empty()) intervals_[e.tid].push_back(std::move(interval));
+  if (!looper_->OpenMessages(e.tid).empty()) intervals_[e.tid].push_back(std::move(interval));
 }
 
 void AnrTracer::OnWakeup(const Wakeup& e) { last_wakeup_[e.tid] = e; }
 
 void AnrTracer::OnSnapshot(const StallSnapshot& snapshot) {
-  const auto& stack = open_[snapshot.tid];
   const Message* message = nullptr;
-  for (const auto& open : stack)
-    if (open.message.begin_ns == snapshot.message_begin_ns) message = &open.message;
+  for (const Message* open : looper_->OpenMessages(snapshot.tid))
+    if (open->begin_ns == snapshot.message_begin_ns) message = open;
   PendingStall pending;
   StallReport& r = pending.report;
   r.anr = snapshot.anr;
@@ -328,10 +314,10 @@ void AnrTracer::OnSignal(const SignalSent& signal, uint32_t pid) {
   r.signal = signal;
   r.from_self = signal.sender_pid == pid;
   r.scene = scene_;
-  auto& stack = open_[pid];
-  if (!stack.empty()) {
+  auto open = looper_->OpenMessages(pid);
+  if (!open.empty()) {
     r.stalled = true;
-    r.message = stack.front().message;
+    r.message = *open.front();
     r.message.end_ns = std::max(signal.ts_ns, r.message.begin_ns);
   }
   signals_.push_back(std::move(r));

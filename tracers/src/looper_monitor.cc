@@ -48,6 +48,13 @@ std::optional<Message> LooperMonitor::OnProbe(const ProbeEvent& event) {
   return m;
 }
 
+std::vector<const Message*> LooperMonitor::OpenMessages(uint32_t tid) const {
+  std::vector<const Message*> out;
+  if (auto it = open_by_tid_.find(tid); it != open_by_tid_.end())
+    for (const Open& open : it->second) out.push_back(&open.message);
+  return out;
+}
+
 void LooperMonitor::Finish(uint64_t end_ns) {
   for (auto& [tid, stack] : open_by_tid_) {
     for (auto& open : stack) {

@@ -8,7 +8,7 @@ Analyzer::Analyzer(AnalysisOptions options)
     : options_(options),
       looper_(options_.looper, &report_.stats),
       evil_(options_.evil, &report_.stats, options_.namer),
-      anr_(options_.anr, &report_.stats, options_.namer),
+      anr_(options_.anr, &report_.stats, options_.namer, &looper_),
       startup_(options_.startup, &report_.stats, options_.namer),
       frames_(options_.frames, &report_.stats, options_.namer) {}
 
@@ -38,6 +38,7 @@ void Analyzer::OnEvent(const Event& event) {
     if (auto message = looper_.OnProbe(*probe)) {
       evil_.OnMessage(*message, report_.session.command);
       frames_.OnMessage(*message);
+      anr_.OnMessageEnd(*message);
     }
     anr_.OnProbe(*probe);
     startup_.OnProbe(*probe);

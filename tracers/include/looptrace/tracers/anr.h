@@ -14,6 +14,7 @@
 
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/evil_method.h"
+#include "looptrace/tracers/looper_monitor.h"
 #include "looptrace/tracers/report.h"
 
 namespace looptrace {
@@ -38,9 +39,11 @@ std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, u
 
 class AnrTracer {
  public:
-  AnrTracer(AnrOptions options, Stats* stats, const MethodNamer* namer);
+  // `looper` says which messages are running (it pairs dispatch.begin/end).
+  AnrTracer(AnrOptions options, Stats* stats, const MethodNamer* namer, const LooperMonitor* looper);
 
   void OnProbe(const ProbeEvent& event);
+  void OnMessageEnd(const Message& message);  // a message the looper monitor completed
   void OnBeats(const MethodBeats& beats);
   void OnSwitch(const ThreadSwitch& event);
   void OnWakeup(const Wakeup& event);
@@ -50,9 +53,6 @@ class AnrTracer {
   void Contribute(Report* report);
 
  private:
-  struct OpenMessage {
-    Message message;
-  };
   struct PendingStall {
     StallReport report;
     std::optional<MethodBeats> open_beats;
@@ -64,7 +64,7 @@ class AnrTracer {
   AnrOptions options_;
   Stats* stats_;
   const MethodNamer* namer_;
-  std::map<uint32_t, std::vector<OpenMessage>> open_;          // per tid
+  const LooperMonitor* looper_;
   // (tid, message begin, anr level) -> stall waiting for its message to end
   std::map<std::tuple<uint32_t, uint64_t, bool>, PendingStall> pending_;
   std::map<uint32_t, std::deque<OffCpuInterval>> intervals_;   // recent, per tid

@@ -28,6 +28,10 @@ class LooperMonitor {
   void Finish(uint64_t end_ns);
   void Contribute(MessagesReport* report) const;
 
+  // Messages running now on `tid`, outermost first (other tracers ask instead of pairing
+  // dispatch events themselves).
+  std::vector<const Message*> OpenMessages(uint32_t tid) const;
+
  private:
   struct Open {
     Message message;
