@@ -96,7 +96,6 @@ void EvilMethodTracer::OnSpanEnd(const Span& span) {
     report.stack_key = std::move(tree.stack_key);
     report.stack_key_name = std::move(tree.stack_key_name);
     report.tree = std::move(tree.nodes);
-    if (report.tree.size() <= 1) report.stack_key.clear();  // no method ran: no key to give
     for (const auto& n : report.tree)
       report.matrix_stack += fmt::format("{},{},{},{}\n", n.node.depth, n.node.id, n.node.count, n.node.cost_ns / 1'000'000);
     report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;

@@ -224,7 +224,8 @@ NamedCallTree BuildNamedCallTree(const MethodBeats& beats, size_t max_nodes, uin
   tree.stack_cost_ns = std::max(min_stack_cost_ns, max_cost);
   tree.nodes.reserve(nodes.size());
   for (const auto& n : nodes) tree.nodes.push_back({n, NameMethod(namer, &beats, n.id, stats)});
-  if (const CallNode* key = StackKeyNode(nodes, tree.stack_cost_ns)) {
+  // Only the span itself (no method ran): no key, rather than the dispatch sentinel.
+  if (const CallNode* key = nodes.size() > 1 ? StackKeyNode(nodes, tree.stack_cost_ns) : nullptr) {
     tree.stack_key = FormatStackKey(key->id, beats.kind);
     tree.stack_key_name = tree.nodes[static_cast<size_t>(key - nodes.data())].name;
   }

@@ -292,7 +292,9 @@ class TextRenderer : public Renderer {
                            iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, iv.waker_comm) : "",
                            iv.open ? ", still waiting" : "");
       }
-      if (!s.tree.empty()) {
+      if (s.tree.size() == 1) {
+        out << "No instrumented method was running at the snapshot\n";
+      } else if (!s.tree.empty()) {
         out << fmt::format("Methods running at the snapshot (stackKey {}):\n", s.stack_key);
         RenderTree(s.tree, m.name, "  ", out);
       }

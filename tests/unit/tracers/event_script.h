@@ -36,9 +36,11 @@ inline ProbeEvent Probe(Role role, uint64_t ts, std::vector<EventArg> args, uint
   return e;
 }
 
-// When an event happens (method beats: at their slice's begin, so they precede its end).
+// When an event happens. Method beats of a span: at its begin, so they precede its end; an
+// open message's slice: with its snapshot (at the slice's end).
 inline uint64_t TimeOf(const Event& event) {
-  if (const auto* beats = std::get_if<MethodBeats>(&event)) return beats->begin_ns;
+  if (const auto* beats = std::get_if<MethodBeats>(&event))
+    return beats->span == "open" ? beats->end_ns : beats->begin_ns;
   return std::visit(
       [](const auto& e) -> uint64_t {
         if constexpr (requires { e.ts_ns; }) return e.ts_ns;
