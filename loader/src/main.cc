@@ -149,7 +149,7 @@ Result<OutputFormat> ParseFormat(const std::string& name) {
   auto format = OutputFormatFromName(name);
   if (!format)
     return MakeError(fmt::format("unknown format '{}'", name), ExitCode::kUsage,
-                     "formats: text, json, chrome");
+                     "formats: text, json, chrome, html");
   return *format;
 }
 
@@ -314,7 +314,7 @@ EXIT CODES:
 void AddReportOptions(CLI::App* cmd, Options& opt) {
   cmd->add_option("-o,--output", opt.report.output, "write the report to FILE (.gz compresses)");
   cmd->add_option("-f,--format", opt.report.format,
-                  "text, json (JSON lines) or chrome (trace for Perfetto UI / chrome://tracing)")
+                  "text, json (JSON lines), chrome (trace for Perfetto UI / chrome://tracing) or html (one self-contained page)")
       ->capture_default_str();
   cmd->add_option("--top", opt.report.top_n, "rows in the slowest-message tables")
       ->capture_default_str()

@@ -7,6 +7,7 @@
 #include "json_common.h"
 #include "looptrace/tracers/chrome_trace.h"
 #include "looptrace/tracers/frames.h"
+#include "looptrace/tracers/html_renderer.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
@@ -401,6 +402,7 @@ std::unique_ptr<Renderer> MakeRenderer(OutputFormat format, RenderOptions option
     case OutputFormat::kText: return MakeTextRenderer(options);
     case OutputFormat::kJson: return std::make_unique<JsonRenderer>();
     case OutputFormat::kChrome: return std::make_unique<ChromeRenderer>();
+    case OutputFormat::kHtml: return MakeHtmlRenderer(options);
   }
   return nullptr;
 }

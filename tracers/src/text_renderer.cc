@@ -14,6 +14,7 @@ std::optional<OutputFormat> OutputFormatFromName(std::string_view name) {
   if (name == "text") return OutputFormat::kText;
   if (name == "json") return OutputFormat::kJson;
   if (name == "chrome") return OutputFormat::kChrome;
+  if (name == "html") return OutputFormat::kHtml;
   return std::nullopt;
 }
 

@@ -11,7 +11,7 @@
 
 namespace looptrace {
 
-enum class OutputFormat { kText, kJson, kChrome };
+enum class OutputFormat { kText, kJson, kChrome, kHtml };
 
 std::optional<OutputFormat> OutputFormatFromName(std::string_view name);
 
