@@ -251,5 +251,72 @@ TEST_F(HtmlReportTest, HostileNamesStayText) {
   EXPECT_NE(dom.find("<title>looptrace report: pid 28206 (&lt;sample&gt; &amp; 'app')</title>"), std::string::npos);
 }
 
+// Zoom and pan, driven by a script appended to the page: it double-clicks a bar, resets,
+// zooms with Ctrl+wheel, pans with D and clicks a bar, writing what it saw after each step.
+TEST_F(HtmlReportTest, TimelineZoomsPansAndSelects) {
+  ReplayToDom(Golden("looper/basic/input.events.jsonl"));
+  const std::string driver = R"JS(
+<script>
+(function () {
+  var out = [];
+  var box = document.querySelector('#timeline .timeline-box');
+  function bars() { return document.querySelectorAll('#timeline rect.msg').length; }
+  function view() { return document.querySelector('#timeline .timeline-tools .muted').textContent; }
+  function bar(id) { return document.querySelector('#timeline rect.msg[data-msg-id="' + id + '"]'); }
+  function note() { out.push(bars() + ' bars, ' + view()); }
+  function later(fn) { setTimeout(fn, 250); }  // after the page's redraw
+  var steps = [
+    function () { bar(2).dispatchEvent(new MouseEvent('dblclick', {bubbles: true})); },
+    function () { box.dispatchEvent(new KeyboardEvent('keydown', {key: '0', bubbles: true})); },
+    function () {
+      var r = box.getBoundingClientRect();
+      box.dispatchEvent(new WheelEvent('wheel', {deltaY: -700, ctrlKey: true, clientX: r.left + 150, clientY: r.top + 40,
+                                                 bubbles: true, cancelable: true}));
+    },
+    function () { box.dispatchEvent(new KeyboardEvent('keydown', {key: 'd', bubbles: true})); },
+    function () {
+      var b = bar(2) || bar(1);
+      b.dispatchEvent(new MouseEvent('mousedown', {bubbles: true, button: 0, clientX: 300, clientY: 50}));
+      window.dispatchEvent(new MouseEvent('mouseup', {bubbles: true, button: 0, clientX: 300, clientY: 50}));
+    }
+  ];
+  note();
+  (function run(i) {
+    if (i === steps.length) {
+      out.push('details: ' + document.querySelector('#timeline .details-panel').textContent);
+      var pre = document.createElement('pre');
+      pre.id = 'driver-out';
+      pre.textContent = out.join('\n');
+      document.body.appendChild(pre);
+      return;
+    }
+    steps[i]();
+    later(function () { note(); run(i + 1); });
+  })(0);
+})();
+</script>
+)JS";
+  std::string html = ReadAll(dir_ / "report.html");
+  html.insert(html.rfind("</body>"), driver);
+  std::ofstream(dir_ / "driven.html") << html;
+  const std::string dom = browser_.DumpDom(dir_ / "driven.html");
+  ExpectRenderedCleanly(dom);
+  size_t at = dom.find("<pre id=\"driver-out\">");
+  ASSERT_NE(at, std::string::npos) << "the driver did not finish";
+  std::vector<std::string> seen;
+  std::istringstream lines(dom.substr(at + 21, dom.find("</pre>", at) - at - 21));
+  for (std::string line; std::getline(lines, line);) seen.push_back(line);
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen[0], "5 bars, view +0.000000 s .. +0.100000 s (100.00 ms)");
+  // msg.sleep (50 ms) fills the view with 15% on each side; msg.spin2/3 are out of view.
+  EXPECT_EQ(seen[1], "4 bars, view +0.002500 s .. +0.067500 s (65.00 ms)");
+  EXPECT_EQ(seen[2], seen[0]);
+  EXPECT_NE(seen[3], seen[0]);
+  EXPECT_NE(seen[3].find("view +0.000000 s"), std::string::npos) << "zoomed around the left edge: " << seen[3];
+  EXPECT_EQ(seen[4].find("view +0.000000 s"), std::string::npos) << "panned right: " << seen[4];
+  EXPECT_NE(seen[6].find("details: msg.sleep"), std::string::npos) << seen[6];
+  EXPECT_NE(seen[6].find("cost50.00 ms"), std::string::npos) << seen[6];
+}
+
 }  // namespace
 }  // namespace looptrace::testing

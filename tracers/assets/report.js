@@ -186,6 +186,8 @@
       var key = st.tid + ':' + st.begin_ns;
       if (!m.stallByMessage[key] || st.type === 'anr') m.stallByMessage[key] = st;
     });
+    m.messagesByTid = {};
+    m.messages.forEach(function (r) { (m.messagesByTid[num(r.tid)] = m.messagesByTid[num(r.tid)] || []).push(r); });
     m.evilByMessage = {};
     of('evil_method').forEach(function (e, i) { m.evilByMessage[e.tid + ':' + e.begin_ns] = i; });
     return m;
@@ -315,9 +317,40 @@
     return box;
   }
 
+  // Every field of a record, formatted when first opened.
   function rawRecord(r) {
-    return h('details', null, h('summary', {class: 'muted'}, 'all fields (JSON)'),
-      h('pre', {class: 'raw'}, JSON.stringify(r, null, 2)));
+    var d = h('details', null, h('summary', {class: 'muted'}, 'all fields (JSON)'));
+    d.addEventListener('toggle', function () {
+      if (d.open && d.children.length === 1) d.appendChild(h('pre', {class: 'raw'}, JSON.stringify(r, null, 2)));
+    });
+    return d;
+  }
+
+  // Content built only once its card is open: a long session can have hundreds of call
+  // trees. hydrate() runs after the page is built (see main).
+  function lazy(build) {
+    var holder = h('div', {class: 'lazy'});
+    holder.__build = build;
+    return holder;
+  }
+
+  function hydrateOne(holder) {
+    var build = holder.__build;
+    if (!build) return;
+    holder.__build = null;
+    try {
+      append(holder, [build()]);
+    } catch (e) {
+      holder.appendChild(renderError('a call tree', e));
+    }
+  }
+
+  function hydrate(root) {
+    Array.prototype.forEach.call(root.querySelectorAll('div.lazy'), function (holder) {
+      var card = holder.parentNode ? holder.parentNode.closest('details') : null;
+      if (!card || card.open) hydrateOne(holder);
+      else card.addEventListener('toggle', function () { if (card.open) hydrateOne(holder); });
+    });
   }
 
   // A sortable (and optionally filterable) table. columns: {label, value(row), fmt(v,row),
@@ -589,7 +622,9 @@
     if (!fields.length) return noneText ? h('div', {class: 'note'}, noneText) : null;
     var label = r.type === 'frame' ? 'frame ' + r.frame_id :
       /startup/.test(str(r.type)) ? 'startup' : 'message ' + msgName(r);
-    return fields.map(function (k) { return callTree(TREE_TITLES[k] || 'Call tree (' + k + ')', r[k], label); });
+    return lazy(function () {
+      return fields.map(function (k) { return callTree(TREE_TITLES[k] || 'Call tree (' + k + ')', r[k], label); });
+    });
   }
 
   // ------------------------------------------------------------------ header
@@ -675,7 +710,7 @@
       out.push(h('div', {class: 'banner info'}, 'Long session: the timeline draws ' +
         num(tm.messages_embedded).toLocaleString('en-US') + ' of ' + num(tm.messages_total).toLocaleString('en-US') +
         ' messages and ' + num(tm.frames_embedded).toLocaleString('en-US') + ' of ' + num(tm.frames_total).toLocaleString('en-US') +
-        ' frames one by one (the costliest, and every janky frame); the rest are grey summary bars per ' +
+        ' frames one by one (the costliest, and every janky frame); the rest are pale summary bars per ' +
         dur(tm.bucket_ns) + '. Tables and statistics cover everything. Use -f json or -f chrome for every record.'));
     }
     return out;
@@ -755,7 +790,7 @@
       h('span', null, h('span', {class: 'sw c-slow'}), '100-700 ms'),
       h('span', null, h('span', {class: 'sw c-bad'}), '>= 700 ms'),
       h('span', null, h('span', {class: 'sw gap'}), 'between messages (idle / poll)'),
-      h('span', null, h('span', {class: 'sw agg'}), 'aggregated'),
+      h('span', null, h('span', {class: 'sw agg'}), 'pale: merged at this zoom'),
       h('span', null, 'frames: '), h('span', null, h('span', {class: 'sw c-ok'}), 'on time'),
       h('span', null, h('span', {class: 'sw c-slow'}), 'deadline missed'),
       h('span', null, h('span', {class: 'sw c-bad'}), 'slow'),
@@ -791,14 +826,19 @@
       v1 = b;
       schedule();
     }
+    // One redraw per frame; the timer covers pages that get no animation frames (a
+    // background tab, a headless browser dumping the DOM).
     var pending = false;
     function schedule() {
       if (pending) return;
       pending = true;
-      window.requestAnimationFrame(function () {
+      var run = function () {
+        if (!pending) return;
         pending = false;
         draw();
-      });
+      };
+      window.requestAnimationFrame(run);
+      window.setTimeout(run, 100);
     }
 
     var tools = h('div', {class: 'timeline-tools'},
@@ -891,14 +931,17 @@
       var cols = {};
       merged.forEach(function (r) {
         var key = opts.row(r) + ':' + Math.floor(x(opts.begin(r)) / 2);
-        var c = cols[key] || (cols[key] = {row: opts.row(r), x: Math.floor(x(opts.begin(r)) / 2) * 2, end: 0, n: 0, max: 0});
+        var c = cols[key] || (cols[key] = {row: opts.row(r), x: Math.floor(x(opts.begin(r)) / 2) * 2, end: 0, n: 0, max: 0, worst: r});
         c.n++;
         c.end = Math.max(c.end, x(opts.end(r)));
-        c.max = Math.max(c.max, opts.end(r) - opts.begin(r));
+        if (opts.end(r) - opts.begin(r) > c.max) {
+          c.max = opts.end(r) - opts.begin(r);
+          c.worst = r;
+        }
       });
       Object.keys(cols).forEach(function (k) {
         var c = cols[k];
-        g.appendChild(s('rect', {class: opts.aggClass, x: c.x, y: opts.y(c.row), width: Math.max(2, c.end - c.x),
+        g.appendChild(s('rect', {class: opts.aggClass + ' ' + opts.colour(c.worst), x: c.x, y: opts.y(c.row), width: Math.max(2, c.end - c.x),
           height: opts.h, tip: {title: c.n + ' ' + opts.what + ' merged at this zoom', lines: ['longest ' + dur(c.max), 'zoom in to see them one by one']}}));
       });
       one.forEach(function (r) { opts.drawOne(g, r); });
@@ -924,7 +967,7 @@
       (msgBuckets[lane.tid] || []).forEach(function (b) {
         var a = M.t0 + num(b[1]) * bucketNs, e = a + bucketNs;
         if (e < v0 || a > v1) return;
-        g.appendChild(s('rect', {class: 'msg-agg summarised', x: x(a), y: rowY(0), width: Math.max(1, x(e) - x(a)), height: ROW,
+        g.appendChild(s('rect', {class: 'msg-agg summarised ' + costClass(b[4]), x: x(a), y: rowY(0), width: Math.max(1, x(e) - x(a)), height: ROW,
           tip: {title: num(b[2]) + ' short messages (not embedded one by one)', lines: ['total ' + dur(b[3]), 'longest ' + dur(b[4])]}}));
       });
       drawBars(g, msgs, {
@@ -932,6 +975,7 @@
         end: function (r) { return num(r.end_ns); },
         row: function (r) { return Math.min(num(r.depth), lane.rows - 1); },
         y: rowY, h: ROW, aggClass: 'msg-agg', what: 'messages',
+        colour: function (r) { return costClass(r.cost_ns); },
         drawOne: function (gg, r) {
           var bx = x(num(r.begin_ns)), w = Math.max(1, x(num(r.end_ns)) - bx);
           var unfinished = r.type === 'unfinished_message';
@@ -958,7 +1002,7 @@
       (frameBuckets[lane.tid] || []).forEach(function (b) {
         var a = M.t0 + num(b[1]) * bucketNs, e = a + bucketNs;
         if (e < v0 || a > v1) return;
-        g.appendChild(s('rect', {class: 'frame-agg summarised', x: x(a), y: y, width: Math.max(1, x(e) - x(a)), height: ROW,
+        g.appendChild(s('rect', {class: 'frame-agg summarised ' + (num(b[5]) ? 'c-slow' : 'c-ok'), x: x(a), y: y, width: Math.max(1, x(e) - x(a)), height: ROW,
           tip: {title: num(b[2]) + ' frames (not embedded one by one)', lines: ['longest ' + dur(b[4]), num(b[5]) + ' janky']}}));
       });
       drawBars(g, frames, {
@@ -966,6 +1010,7 @@
         end: function (r) { return num(r.end_ns); },
         row: function () { return 0; },
         y: function () { return y; }, h: ROW, aggClass: 'frame-agg', what: 'frames',
+        colour: frameClass,
         drawOne: function (gg, f) {
           var iv = num(f.intended_vsync_ns), vs = num(f.vsync_ns);
           if (vs > iv && x(vs) - x(iv) >= 1) {
@@ -1129,9 +1174,9 @@
     }
 
     this.root = h('div', null, tools, box, legend, details);
-    // First draw once the box is in the document (its width is known then).
-    window.requestAnimationFrame(draw);
+    // Drawn now, and again once the box is in the document (its width is known then).
     draw();
+    schedule();
     self.draw = draw;
   }
 
@@ -1181,11 +1226,22 @@
   // Messages on the frame's thread that ran between its vsync and its doFrame.
   function messagesInFront(f) {
     var a = num(f.intended_vsync_ns), b = num(f.begin_ns);
-    return M.messages.filter(function (r) {
-      if (num(r.tid) !== num(f.tid)) return false;
-      if (num(r.begin_ns) <= num(f.begin_ns) && num(r.end_ns) >= num(f.end_ns)) return false;  // its own doFrame
-      return num(r.end_ns) > a && num(r.begin_ns) < b;
-    });
+    var list = M.messagesByTid[num(f.tid)] || [];
+    // First message beginning at or after the vsync, then back over the few that may
+    // have begun before it and still run (top-level messages do not overlap).
+    var lo = 0, hi = list.length;
+    while (lo < hi) {
+      var mid = (lo + hi) >> 1;
+      if (num(list[mid].begin_ns) < a) lo = mid + 1;
+      else hi = mid;
+    }
+    var out = [];
+    for (var i = Math.max(0, lo - 4); i < list.length && num(list[i].begin_ns) < b; i++) {
+      var r = list[i];
+      if (num(r.begin_ns) <= num(f.begin_ns) && num(r.end_ns) >= num(f.end_ns)) continue;  // its own doFrame
+      if (num(r.end_ns) > a) out.push(r);
+    }
+    return out;
   }
 
   function frameDetails(f) {
@@ -1608,8 +1664,8 @@
     var withTrees = janky.filter(function (f) { return treeFields(f).length; });
     if (withTrees.length) {
       out.push(h('h3', null, 'Janky frames with call trees'));
-      withTrees.forEach(function (f) {
-        out.push(h('details', {class: 'item', open: 'open'},
+      withTrees.forEach(function (f, i) {
+        out.push(h('details', {class: 'item', open: i < 5 ? 'open' : null},
           h('summary', null, h('b', null, 'frame ' + f.frame_id), h('span', {class: 'cost'}, dur(f.total_ns)), ' ' + frameClassName(f) + ' at ' + rel(f.vsync_ns)),
           h('div', {class: 'body'}, frameDetails(f), callTrees(f), rawRecord(f))));
       });
@@ -1900,7 +1956,12 @@
 
   // ------------------------------------------------------------------ main
 
+  function now() {
+    return window.performance && performance.now ? performance.now() : Date.now();
+  }
+
   function main() {
+    var started = now();
     var root = document.getElementById('report');
     try {
       M = loadModel();
@@ -1928,7 +1989,9 @@
     if (unknown.length) root.appendChild(section('other', 'Other records', function () { return otherSection(unknown); }));
     root.appendChild(h('footer', null, 'Generated by looptrace from ' + count(M.records.length, 'record') +
       ' (the same records as -f json). Self-contained: no network access.'));
+    hydrate(root);
     root.setAttribute('aria-busy', 'false');
+    document.body.setAttribute('data-render-ms', String(Math.round(now() - started)));
     document.body.setAttribute('data-rendered', renderErrors ? 'errors' : 'ok');
   }
 

@@ -17,7 +17,7 @@ struct HtmlOptions {
   // timeline (the costliest, janky frames first); the rest are summarised per time bucket.
   // Summary records (by name, per thread, FPS, stats) always cover every message and frame.
   size_t max_messages = 20000;
-  size_t max_frames = 20000;
+  size_t max_frames = 10000;
   size_t buckets = 2000;  // time buckets of the summarised rest, over the session
 };
 
