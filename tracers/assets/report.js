@@ -882,7 +882,7 @@
       for (var t = Math.ceil((v0 - M.t0) / step) * step + M.t0; t <= v1; t += step) {
         var tx = x(t);
         axis.appendChild(s('line', {class: 'grid', x1: tx, x2: tx, y1: AXIS - 6, y2: height}));
-        axis.appendChild(s('text', {x: tx + 3, y: AXIS - 10}, tickLabel(t, step)));
+        if (tx < width - 40) axis.appendChild(s('text', {x: tx + 3, y: AXIS - 10}, tickLabel(t, step)));
       }
       svg.appendChild(axis);
       // Lanes.
