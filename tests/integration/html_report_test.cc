@@ -251,6 +251,40 @@ TEST_F(HtmlReportTest, HostileNamesStayText) {
   EXPECT_NE(dom.find("<title>looptrace report: pid 28206 (&lt;sample&gt; &amp; 'app')</title>"), std::string::npos);
 }
 
+// Records and fields this page does not know yet (a newer looptrace) are still shown: a
+// sampled call tree next to the instrumented one, a new record type, a new loss counter.
+TEST_F(HtmlReportTest, UnknownRecordsAndFieldsAreShown) {
+  const std::string golden = Golden("evil/id-hooks");
+  ReplayToDom(golden + "/input.events.jsonl", {"--method-mapping", golden + "/../methodMapping.txt"});
+  std::string html = ReadAll(dir_ / "report.html");
+  const std::string open = "id=\"looptrace-data\">\n";
+  const size_t begin = html.find(open) + open.size();
+  const size_t end = html.find("</script>", begin);
+  std::string data;
+  for (json record : ParseJsonLines(html.substr(begin, end - begin))) {
+    if (record["type"] == "evil_method")
+      record["sampled_tree"] = json::array({{{"depth", 0}, {"name", ""}, {"cost_ns", 2000000000}},
+                                            {{"depth", 1}, {"name", "sampled.Hot()"}, {"cost_ns", 1500000000}}});
+    if (record["type"] == "stats") record["counters"]["future_loss"] = 7;
+    data += record.dump() + "\n";
+  }
+  data += json{{"type", "future_thing"}, {"what", "new"},
+               {"tree", json::array({{{"depth", 0}, {"name", "future.Root()"}, {"cost_ns", 5}}})}}.dump() + "\n";
+  html.replace(begin, end - begin, data);
+  std::ofstream(dir_ / "future.html") << html;
+  const std::string dom = browser_.DumpDom(dir_ / "future.html");
+  ExpectRenderedCleanly(dom);
+  const std::string slow = Section(dom, "slow");
+  EXPECT_NE(slow.find("Call tree (method beats)"), std::string::npos);
+  EXPECT_NE(slow.find("Call tree (sampled stacks)"), std::string::npos);
+  EXPECT_NE(slow.find("sampled.Hot()"), std::string::npos);
+  EXPECT_EQ(CountMatches(slow, std::regex("class=\"icicle\"")), 2u);
+  const std::string other = Section(dom, "other");
+  EXPECT_NE(other.find("future_thing"), std::string::npos);
+  EXPECT_NE(other.find("future.Root()"), std::string::npos);
+  EXPECT_NE(Section(dom, "quality").find("future_loss"), std::string::npos);
+}
+
 // Zoom and pan, driven by a script appended to the page: it double-clicks a bar, resets,
 // zooms with Ctrl+wheel, pans with D and clicks a bar, writing what it saw after each step.
 TEST_F(HtmlReportTest, TimelineZoomsPansAndSelects) {
