@@ -1510,7 +1510,7 @@
         counts[i]++;
       });
     }
-    var W = 1000, H = 200, L = 40, B = 40, T = 10;
+    var W = 1000, H = 210, L = 40, B = 40, T = 20;
     var plotH = H - T - B, n = edges.length, bw = (W - L - 10) / n;
     var max = 0;
     counts.forEach(function (c) { max = Math.max(max, num(c)); });
