@@ -151,7 +151,8 @@ class HtmlRenderer : public Renderer {
         << "<script type=\"application/x-ndjson\" id=\"" << kHtmlDataId << "\">\n"
         << EscapeJsonForScript(lines.str()) << "</script>\n"
         << "<script type=\"application/json\" id=\"" << kHtmlMetaId << "\">"
-        << EscapeJsonForScript(Meta(report, messages, frames).dump()) << "</script>\n"
+        << EscapeJsonForScript(Meta(report, messages, frames).dump(-1, ' ', false, json::error_handler_t::replace))
+        << "</script>\n"
         << "<script>\n" << html_assets::kReportJs << "</script>\n</body>\n</html>\n";
   }
 

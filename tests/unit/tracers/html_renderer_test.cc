@@ -160,6 +160,18 @@ TEST(HtmlRenderer, NamesCannotBreakOutOfTheScriptBlocks) {
             std::string::npos);
 }
 
+// Names come from the target's memory: any bytes. They must not make the report throw.
+TEST(HtmlRenderer, InvalidUtf8NamesAreReplacedNotFatal) {
+  Report report = NastyReport();
+  report.messages.messages[0].name = "latin1 caf\xe9 \xff";
+  std::string html;
+  ASSERT_NO_THROW(html = Render(report, OutputFormat::kHtml));
+  auto lines = Lines(Block(html, kHtmlDataId));
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(json::parse(lines[1])["name"], "latin1 caf\xef\xbf\xbd \xef\xbf\xbd");  // U+FFFD each
+  EXPECT_EQ(Lines(Render(report, OutputFormat::kJson))[1], json::parse(lines[1]).dump());
+}
+
 TEST(HtmlRenderer, EscapeJsonForScriptKeepsTheValue) {
   const std::string nasty = json{{"k", "</script> <!-- & > \xe2\x80\xa8\xe2\x80\xa9 \\u003c"}}.dump();
   const std::string escaped = EscapeJsonForScript(nasty);
@@ -181,6 +193,9 @@ TEST(HtmlRenderer, PageIsSelfContained) {
   EXPECT_FALSE(std::regex_search(html, std::regex(R"(<(link|img|iframe)\b|\bsrc\s*=|@import|url\(\s*['"]?[a-z]+:)")));
   // The browser enforces it too.
   EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none';"), std::string::npos);
+  // The assets are compiled in byte for byte.
+  for (const char* asset : {"report.js", "report.css"})
+    EXPECT_NE(html.find(ReadFile(fs::path(LOOPTRACE_SOURCE_DIR) / "tracers/assets" / asset)), std::string::npos) << asset;
   // The page's code is plain ASCII (it is compiled in as raw string literals).
   for (char c : Block(html, kHtmlMetaId) + html.substr(html.rfind("<script>")))
     ASSERT_TRUE(static_cast<unsigned char>(c) < 0x80) << "non-ASCII byte in the page code";
