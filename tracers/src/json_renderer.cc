@@ -380,7 +380,10 @@ class JsonRenderer : public Renderer {
   }
 
  private:
-  static void Line(std::ostream& out, const json& j) { out << j.dump() << '\n'; }
+  // Names read from the target may be any bytes: invalid UTF-8 becomes U+FFFD instead of throwing.
+  static void Line(std::ostream& out, const json& j) {
+    out << j.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+  }
 };
 
 }  // namespace
