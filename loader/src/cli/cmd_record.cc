@@ -112,6 +112,7 @@ class TraceCommand : public Command {
     }
     RenderOptions render;
     render.top_n = analysis_.common.top_n;
+    render.verbose = log::Enabled(log::Level::kV1);
     Report report = pipeline.TakeReport();
     MakeRenderer(output_.format, render)->Render(report, (*out)->stream());
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
