@@ -253,6 +253,7 @@ class Session {
       auto same_group = [&](const std::vector<const ResolvedProbe*>& g) {
         const ResolvedProbe* f = g.front();
         return IsEndRole(f->spec.role) == IsEndRole(p->spec.role) && f->spec.kind == p->spec.kind &&
+               AttachAsReturnProbe(*f) == AttachAsReturnProbe(*p) &&
                f->binary_path == p->binary_path && p->spec.kind != ProbeKind::kUsdt &&
                UsesFastBeats(*f) == UsesFastBeats(*p) && (!UsesFastBeats(*p) || f->spec.role == p->spec.role);
       };
@@ -260,6 +261,7 @@ class Session {
       if (it == groups.end()) groups.push_back({p});
       else it->push_back(p);
     }
+    groups = SplitIntoLinks(std::move(groups));
     auto started = std::chrono::steady_clock::now();
     for (const auto& group : groups) {
       if (int sig = TakePendingSignal(signal_fd_)) {
@@ -271,7 +273,7 @@ class Session {
                          ExitCode::kInterrupted);
       }
       RETURN_IF_ERROR(bpf_->Attach(group, pid));
-      if (std::chrono::steady_clock::now() - started > std::chrono::seconds(2))
+      if (std::chrono::steady_clock::now() - started > std::chrono::seconds(1))
         log::Info("attached {} of {} probe points...", bpf_->attached_points(), order.size());
     }
     log::V1("attached {} probe points with {}", bpf_->attached_points(),
@@ -485,6 +487,7 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
 
   TargetBinaries target;
   target.pid = pid;
+  target.exact_entry = options.exact_entry;
   ASSIGN_OR_RETURN(target.exe_path, ExecutableOf(pid));
   ASSIGN_OR_RETURN(auto chosen, ChooseProfile(options.profile, target));
   auto& [profile, plan] = chosen;
@@ -520,6 +523,7 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
 
   TargetBinaries target;
   target.exe_path = InterpreterOrSelf(command_path);
+  target.exact_entry = options.exact_entry;
   if (const char* ld = getenv("LD_LIBRARY_PATH")) target.ld_library_path = ld;
   ASSIGN_OR_RETURN(auto chosen, ChooseProfile(options.profile, target));
   auto& [profile, plan] = chosen;

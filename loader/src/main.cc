@@ -11,6 +11,7 @@
 #include "looptrace/loader/live_session.h"
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/output_file.h"
+#include "looptrace/loader/probe_listing.h"
 #include "looptrace/loader/profile.h"
 #include "looptrace/loader/recording.h"
 #include "looptrace/symbols/method_mapping.h"
@@ -256,26 +257,15 @@ int ProbesCommand(Options& opt) {
     return Fail(Error{"probes needs -p PID or --exe PATH", "example: looptrace probes -p 1234",
                       ExitCode::kUsage});
   }
+  target.exact_entry = opt.session.exact_entry;
   auto chosen = loader::ChooseProfile(opt.session.profile, target);
   if (!chosen) return Fail(chosen.error());
   const auto& [profile, plan] = *chosen;
-  std::cout << fmt::format("profile {} ({})\n", profile.name, profile.source);
-  std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind",
-                           "point", "offset", "cost", "binary");
-  size_t slow = 0;
-  for (const auto& p : plan.probes) {
-    std::string cost = std::string(symbols::ProbeCostName(p.instruction.cost));
-    if (!p.instruction.mnemonic.empty()) cost += " (" + p.instruction.mnemonic + ")";
-    if (p.instruction.cost == symbols::ProbeCost::kSingleStep) ++slow;
-    std::string point = p.symbol;
-    if (p.usdt_sites > 1) point += fmt::format(" [{} sites]", p.usdt_sites);
-    std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>#10x}  {:<12} {}\n", p.probe_id,
-                             RoleName(p.spec.role), loader::ProbeKindName(p.spec.kind), point,
-                             p.file_offset, cost, p.binary_path);
-  }
+  const size_t slow = loader::PrintProbeList(profile, plan, std::cout);
   if (slow)
     log::Warning("{} probe point{} start with an instruction the kernel single-steps (~15x slower "
-                 "per hit than an emulated nop/push); prefer a nop5-padded or frame-pointer entry",
+                 "per hit than an emulated nop/push) and could not be moved (see above); prefer a "
+                 "nop5-padded or frame-pointer entry",
                  slow, slow == 1 ? "" : "s");
   return 0;
 }
@@ -382,6 +372,9 @@ void AddSessionOptions(CLI::App* cmd, Options& opt) {
   cmd->add_flag("--dwarf-unwind", opt.dwarf_unwind,
                 "unwind the main thread's user stack with DWARF CFI (targets without frame pointers); "
                 "copies 16 KiB of stack at each of its switch-outs");
+  cmd->add_flag("--exact-entry", opt.session.exact_entry,
+                "probe every symbol at its first instruction, even where the kernel single-steps it "
+                "(no move to the entry block, call sites or after calls)");
   cmd->add_option("--beat-buffer", opt.beat_buffer,
                   "method-beat ring size in records (power of two; 32 bytes each)")
       ->capture_default_str();
@@ -422,6 +415,7 @@ int main(int argc, char** argv) {
   probes->add_option("--exe", opt.command, "resolve against this executable instead of a pid")
       ->excludes(pid_opt);
   probes->add_option("--profile", opt.session.profile, "built-in profile name or profile file");
+  probes->add_flag("--exact-entry", opt.session.exact_entry, "show the points without relocation");
 
   app.add_subcommand("profiles", "list built-in profiles");
 

@@ -58,6 +58,12 @@ class AttachedLink {
 // negative errno. The program must have been loaded with the uprobe_multi attach type.
 int CreateUprobeMultiLink(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
                           const std::vector<uint64_t>& cookies, bool retprobe, int pid);
+// The loader attaches a group of points in uprobe_multi links of at most this many, so it
+// can report progress between them (bench/attach_scale.cc measures the cost).
+inline constexpr size_t kMaxPointsPerLink = 4096;
+// Splits attach groups whose points (AttachPointCount) exceed kMaxPointsPerLink.
+std::vector<std::vector<const ResolvedProbe*>> SplitIntoLinks(
+    std::vector<std::vector<const ResolvedProbe*>> groups);
 // Marks a program (before load) for uprobe_multi attachment.
 void SetUprobeMultiAttachType(struct bpf_program* prog);
 
@@ -75,8 +81,9 @@ class BpfSession : public BeatSource {
   BpfSession(const BpfSession&) = delete;
   BpfSession& operator=(const BpfSession&) = delete;
 
-  // Attaches probe points of one binary and one kind (uprobe or uretprobe) for process
-  // `pid`: one uprobe_multi link when the kernel has them, else one link per point.
+  // Attaches probe points of one binary and one kind (uprobe or uretprobe, as
+  // AttachAsReturnProbe says) for process `pid`, each at all its AttachOffsets: one
+  // uprobe_multi link when the kernel has them, else one link per offset.
   // USDT points are attached one by one.
   Result<void> Attach(const std::vector<const ResolvedProbe*>& probes, int pid);
   size_t attached_points() const { return attached_points_; }

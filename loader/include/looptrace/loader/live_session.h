@@ -32,6 +32,7 @@ struct SessionOptions {
   bool dwarf_unwind = false;    // copy registers + stack top for DWARF unwinding (no frame pointers)
   uint64_t lag_threshold_ns = 2'000'000'000;  // watchdog: LAG snapshot
   uint64_t anr_threshold_ns = 5'000'000'000;  // watchdog: ANR snapshot
+  bool exact_entry = false;     // --exact-entry: no probe relocation (probe_placement.h)
 };
 
 // Blocks SIGINT/SIGTERM and returns a signalfd for them: signals are then handled in
