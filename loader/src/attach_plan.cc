@@ -202,7 +202,7 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       RETURN_IF_ERROR(add(std::move(probe)));
     }
   }
-  PlaceProbes(plan, elf_cache, target.exact_entry);
+  PlaceProbes(plan, elf_cache, target);
   return plan;
 }
 

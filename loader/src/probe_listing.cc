@@ -30,7 +30,7 @@ size_t PrintProbeList(const Profile& profile, const AttachPlan& plan, std::ostre
       out << fmt::format("       {}\n", p.placement_note);
       continue;
     }
-    out << fmt::format("       moved off the entry ({}): {}\n", CostText(p.entry_instruction), p.placement_note);
+    out << fmt::format("       moved off the entry ({}): {}\n", p.entry_instruction.mnemonic, p.placement_note);
     for (const ProbeLocation& l : p.locations)
       out << fmt::format("       -> {:<11} {:>#10x}  {:<28} {}\n", PlacementName(p.placement), l.file_offset,
                          l.where, CostText(l.instruction));

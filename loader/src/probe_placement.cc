@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <utility>
 
 #include "looptrace/events.h"
 #include "looptrace/symbols/probe_relocation.h"
+#include "looptrace/symbols/proc_maps.h"
 
 namespace looptrace::loader {
 namespace {
@@ -68,6 +70,42 @@ symbols::InstructionInfo Worst(const std::vector<ProbeLocation>& locations) {
 
 std::string Plural(size_t n, std::string_view word) {
   return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+// The target's modules besides `binary`, with what each imports.
+symbols::OtherModules ModulesOtherThan(const std::string& binary, const TargetBinaries& target) {
+  std::vector<std::string> paths;
+  if (target.pid > 0) {
+    if (auto maps = symbols::ReadProcMaps(target.pid))
+      for (const auto& m : *maps)
+        if (m.path.starts_with("/")) paths.push_back(symbols::MappedFileOpenPath(target.pid, m));
+  } else {
+    paths.push_back(target.exe_path);
+    if (const char* preload = getenv("LD_PRELOAD")) {
+      std::string list = preload;
+      for (size_t at = 0; at < list.size();) {
+        size_t end = list.find_first_of(": ", at);
+        if (end == std::string::npos) end = list.size();
+        if (end > at) paths.push_back(list.substr(at, end - at));
+        at = end + 1;
+      }
+    }
+    for (size_t i = 0; i < paths.size() && i < 512; ++i) {
+      auto info = symbols::ReadDynamicInfo(paths[i]);
+      if (!info) continue;
+      for (const auto& needed : info->needed)
+        if (auto path = symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path))
+          paths.push_back(*path);
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  symbols::OtherModules others;
+  for (const std::string& path : paths) {
+    if (path == binary) continue;
+    if (auto imports = symbols::ReadDynamicImports(path)) others.imports.emplace_back(path, std::move(*imports));
+  }
+  return others;
 }
 
 // Every probe on one function entry of one binary.
@@ -132,9 +170,9 @@ void Decide(Group& g, size_t max_sites) {
           p->locations.push_back(ToLocation(
               s.site, fmt::format("{} in {}", s.tail_call ? "tail call" : "call", s.caller.empty() ? "?" : s.caller)));
         p->placement_note = fmt::format(
-            "call sites: {} of {} are all its entries (not exported, address never taken), with the "
-            "arguments in their registers; entry block: {}",
-            Plural(calls.sites.size(), "direct call"), name, block_why);
+            "call sites: all entries are direct calls ({}; address never taken, {}), the arguments "
+            "in their registers; entry block: {}",
+            calls.sites.size(), calls.note.empty() ? "not exported" : calls.note, block_why);
       } else {
         Keep(*p, fmt::format("entry block: {}; call sites: {}", block_why, calls_why));
         if (first_kept.empty()) first_kept = fmt::format("its {} uprobe", RoleName(p->spec.role));
@@ -194,7 +232,8 @@ void Decide(Group& g, size_t max_sites) {
 }  // namespace
 
 void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>& elves,
-                 bool exact_entry) {
+                 const TargetBinaries& target) {
+  const bool exact_entry = target.exact_entry;
   std::vector<Group> groups;
   for (ResolvedProbe& p : plan.probes) {
     if (!IsSingleStep(p)) continue;
@@ -237,7 +276,8 @@ void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>
       for (Group* g : members) g->error = relocator.error().message;
       continue;
     }
-    auto analyses = (*relocator)->Analyze(functions);
+    const symbols::OtherModules others = ModulesOtherThan(binary, target);
+    auto analyses = (*relocator)->Analyze(functions, &others);
     size_t next = 0;
     for (Group* g : members)
       if (g->function) g->analysis = std::move(analyses[next++]);

@@ -133,6 +133,19 @@ class TargetSet {
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;
 };
 
+// Why an exported function may be entered from another module ("" if no known module
+// imports it; `note` then says what the conclusion rests on).
+std::string ExportedWhy(const Symbol& fn, const OtherModules* others, std::string* note) {
+  if (!others) return "it is exported (.dynsym): other modules may call it";
+  for (const auto& [path, names] : others->imports)
+    if (std::binary_search(names.begin(), names.end(), fn.name))
+      return fmt::format("it is exported (.dynsym) and {} imports it: calls from there would be missed", path);
+  *note = fmt::format("exported (.dynsym) but imported by none of the target's {} other modules; a "
+                      "library loaded later that calls it would be missed, --exact-entry keeps the entry",
+                      others->imports.size());
+  return "";
+}
+
 }  // namespace
 
 const char* ArgumentRegisterName(int index) {
@@ -230,6 +243,7 @@ Result<void> ProbeRelocator::Impl::Load() {
   if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
     return MakeError("cannot initialise the capstone x86-64 disassembler");
   cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+  cs_option(cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);  // as objdump and the rest of looptrace
   insn = cs_malloc(cs);
 
   Elf* e = elf.elf();
@@ -480,7 +494,7 @@ void ProbeRelocator::Impl::DecodeReferences(uint64_t begin, uint64_t end, const 
       RefKind kind = InGroup(i, X86_GRP_CALL) ? RefKind::kCall
                      : i.id == X86_INS_JMP    ? RefKind::kJump
                                               : RefKind::kConditionalJump;
-      out->push_back({i.address, *direct, kind, i.size, Describe(i)});
+      out->push_back({i.address, *direct, kind, static_cast<uint8_t>(i.size), Describe(i)});
     }
     for (uint8_t o = 0; o < x86.op_count; ++o) {
       const cs_x86_op& op = x86.operands[o];
@@ -491,7 +505,7 @@ void ProbeRelocator::Impl::DecodeReferences(uint64_t begin, uint64_t end, const 
       if (op.type == X86_OP_MEM && op.mem.base == X86_REG_INVALID && op.mem.index == X86_REG_INVALID)
         value = static_cast<uint64_t>(op.mem.disp);
       if (value && targets.Has(*value))
-        out->push_back({i.address, *value, RefKind::kOperand, i.size, Describe(i)});
+        out->push_back({i.address, *value, RefKind::kOperand, static_cast<uint8_t>(i.size), Describe(i)});
     }
     return true;
   });
@@ -603,7 +617,28 @@ Result<std::unique_ptr<ProbeRelocator>> ProbeRelocator::Create(const ElfFile& el
   return std::unique_ptr<ProbeRelocator>(new ProbeRelocator(std::move(impl)));
 }
 
-std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* const> functions) {
+Result<std::vector<std::string>> ReadDynamicImports(const std::string& path) {
+  ASSIGN_OR_RETURN(ElfFile elf, ElfFile::Open(path));
+  std::vector<std::string> names;
+  Elf* e = elf.elf();
+  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    size_t count = shdr.sh_entsize ? shdr.sh_size / shdr.sh_entsize : 0;
+    for (size_t i = 1; d && i < count; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(d, static_cast<int>(i), &sym) || sym.st_shndx != SHN_UNDEF) continue;
+      if (const char* name = elf_strptr(e, shdr.sh_link, sym.st_name); name && *name) names.emplace_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* const> functions,
+                                                        const OtherModules* others) {
   Impl& m = *impl_;
   std::vector<RelocationAnalysis> results(functions.size());
   if (m.code.empty()) {
@@ -629,8 +664,8 @@ std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* 
     }
     std::string& why = r.call_sites.why_not;
     if (fn.is_ifunc) why = "it is an IFUNC resolver";
-    else if (m.exported.contains(fn.address)) why = "it is exported (.dynsym): other modules may call it";
-    else why = m.FallThroughInto(fn);
+    else if (m.exported.contains(fn.address)) why = ExportedWhy(fn, others, &r.call_sites.note);
+    if (why.empty()) why = m.FallThroughInto(fn);
     if (why.empty()) {
       targets.Add(fn.address, fn.address);
       by_entry[fn.address].push_back(i);

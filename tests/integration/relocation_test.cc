@@ -94,9 +94,12 @@ class RelocationTest : public BpfTest {
   }
 
   // The tree shapes (name, depth, count per node), message by message.
+  // (Only msg.tree messages: whether a frame message also passes the threshold depends on
+  // the machine's load and on the probes' own cost.)
   static std::vector<std::string> Trees(const Run& run) {
     std::vector<std::string> trees;
     for (const auto& report : OfType(run.out, "evil_method")) {
+      if (report["name"] != "msg.tree") continue;
       std::string shape = report["name"].get<std::string>() + ":";
       for (const auto& node : report["tree"])
         shape += fmt(node);
@@ -126,11 +129,16 @@ TEST_F(RelocationTest, ProbesShowsEachMovedPointAndWhy) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("single-steps"), std::string::npos) << r.err;  // nothing left single-stepped
   SCOPED_TRACE(r.out);
-  EXPECT_NE(PlacementOf(r.out, "dispatch.begin").find("call sites: 2 direct calls"), std::string::npos);
+  EXPECT_NE(PlacementOf(r.out, "dispatch.begin").find("call sites: all entries are direct calls"),
+            std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "dispatch.end").find("after calls"), std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "method.enter").find("call sites"), std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "method.exit").find("call sites"), std::string::npos);
-  EXPECT_NE(PlacementOf(r.out, "frame.begin").find("call sites: 1 direct call"), std::string::npos);
+  EXPECT_NE(PlacementOf(r.out, "frame.begin").find("call sites: all entries are direct calls (1;"),
+            std::string::npos);
+  // The -finstrument-functions hooks are exported (glibc defines them too), but no module
+  // of the target imports them.
+  EXPECT_NE(PlacementOf(r.out, "method.enter").find("imported by none of the target's"), std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "phase.begin").find("call sites"), std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "vsync").find("entry block"), std::string::npos);
   EXPECT_NE(r.out.find("-> call sites "), std::string::npos);
@@ -172,7 +180,7 @@ TEST_F(RelocationTest, SameMessagesFramesAndTreesAsExactEntries) {
   // msg.tree runs work_a -> (work_b -> work_d), work_c x2 (merged): 20 of the 60 messages.
   ASSERT_EQ(moved_trees.size(), 20u);
   EXPECT_EQ(moved_trees.front(),
-            "msg.tree: 0/msg.treex1 1/handle_treex1 2/work_ax1 3/work_bx1 4/work_dx1 3/work_cx2");
+            "msg.tree: 0/x1 1/handle_treex1 2/work_ax1 3/work_bx1 4/work_dx1 3/work_cx2");
 }
 
 }  // namespace

@@ -30,8 +30,11 @@
 namespace looptrace::loader {
 
 // Places every uprobe/uretprobe of `plan` (in place). `elves` holds the plan's binaries.
-// With `exact_entry` nothing moves; single-stepped probes get a note saying so.
+// With target.exact_entry nothing moves; single-stepped probes get a note saying so. An
+// exported function counts as called only from its own binary when none of the target's
+// other modules (mapped by target.pid, else the executable's DT_NEEDED closure and
+// LD_PRELOAD) imports its name.
 void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>& elves,
-                 bool exact_entry);
+                 const TargetBinaries& target);
 
 }  // namespace looptrace::loader

@@ -80,14 +80,26 @@ struct CallSite {
 };
 
 struct CallSites {
-  // True when every entry into the function is one of `sites`: it is not in .dynsym (no
-  // other module can call it), not the program's entry point or a DT_INIT/DT_FINI
+  // True when every entry into the function is one of `sites`: no other module can call
+  // it (it is not in .dynsym, or it is and none of the target's other modules imports its
+  // name, see OtherModules), it is not the program's entry point or a DT_INIT/DT_FINI
   // function, no instruction, datum or relocation holds its address, no conditional
   // branch reaches it, and no code can fall through into it.
   bool complete = false;
   std::string why_not;  // set when !complete
+  std::string note;     // a condition the conclusion rests on ("exported, but ...")
   std::vector<CallSite> sites;
 };
+
+// The other modules of the target process and the symbol names each imports (undefined
+// in its .dynsym): an exported function may be called by a module that imports its name.
+// A library loaded later (dlopen) is not known here.
+struct OtherModules {
+  std::vector<std::pair<std::string, std::vector<std::string>>> imports;  // (path, sorted names)
+};
+
+// Names of the undefined symbols of `path`'s .dynsym (what it imports), sorted.
+Result<std::vector<std::string>> ReadDynamicImports(const std::string& path);
 
 struct RelocationAnalysis {
   EntryBlockPoint entry_block;
@@ -105,7 +117,10 @@ class ProbeRelocator {
   // One result per function, in order. The binary's code is scanned twice whatever the
   // number of functions (for references to their entries and entry blocks, then to the
   // instructions after their call sites), so pass them in one batch.
-  std::vector<RelocationAnalysis> Analyze(std::span<const Symbol* const> functions);
+  // `others`: the target's other modules; without it every exported function keeps
+  // its entry.
+  std::vector<RelocationAnalysis> Analyze(std::span<const Symbol* const> functions,
+                                          const OtherModules* others = nullptr);
 
  private:
   struct Impl;
