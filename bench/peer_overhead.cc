@@ -184,6 +184,7 @@ double Median(std::vector<double> v) {
 }
 
 struct Mode {
+  Mode(std::string n, std::function<Sample()> r) : name(std::move(n)), run(std::move(r)) {}
   std::string name;
   std::function<Sample()> run;
   int hits = 2;  // probe hits per iteration

@@ -418,14 +418,15 @@ uint64_t BpfSession::Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* ou
   return overwritten;
 }
 
-std::vector<std::vector<const ResolvedProbe*>> SplitIntoLinks(
-    std::vector<std::vector<const ResolvedProbe*>> groups) {
+std::vector<std::vector<const ResolvedProbe*>> BpfSession::SplitIntoLinks(
+    std::vector<std::vector<const ResolvedProbe*>> groups) const {
+  const size_t limit = uprobe_multi_ ? kMaxPointsPerLink : kMaxPointsPerPerfGroup;
   std::vector<std::vector<const ResolvedProbe*>> out;
   for (auto& group : groups) {
     out.emplace_back();
     size_t points = 0;
     for (const ResolvedProbe* p : group) {
-      if (points > 0 && points + AttachPointCount(*p) > kMaxPointsPerLink) {
+      if (points > 0 && points + AttachPointCount(*p) > limit) {
         out.emplace_back();
         points = 0;
       }

@@ -261,7 +261,7 @@ class Session {
       if (it == groups.end()) groups.push_back({p});
       else it->push_back(p);
     }
-    groups = SplitIntoLinks(std::move(groups));
+    groups = bpf_->SplitIntoLinks(std::move(groups));
     auto started = std::chrono::steady_clock::now();
     for (const auto& group : groups) {
       if (int sig = TakePendingSignal(signal_fd_)) {

@@ -235,20 +235,16 @@ void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>
                  const TargetBinaries& target) {
   const bool exact_entry = target.exact_entry;
   std::vector<Group> groups;
+  std::map<std::pair<std::string, uint64_t>, size_t> group_of;
   for (ResolvedProbe& p : plan.probes) {
     if (!IsSingleStep(p)) continue;
     if (exact_entry) {
       Keep(p, "--exact-entry");
       continue;
     }
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.binary == p.binary_path && g.address == p.address;
-    });
-    if (it == groups.end()) {
-      groups.push_back(Group{p.binary_path, p.address, {}, nullptr, {}, "", ""});
-      it = std::prev(groups.end());
-    }
-    it->probes.push_back(&p);
+    auto [it, fresh] = group_of.try_emplace({p.binary_path, p.address}, groups.size());
+    if (fresh) groups.push_back(Group{p.binary_path, p.address, {}, nullptr, {}, "", ""});
+    groups[it->second].probes.push_back(&p);
   }
   if (groups.empty()) return;
 

@@ -24,6 +24,10 @@ constexpr uint32_t kRelative = 8, kIrelative = 37, kAbs64 = 1, kGlobDat = 6, kJu
 constexpr int64_t kDtInit = 12, kDtFini = 13, kDtTextrel = 22, kDtFlags = 30;
 constexpr uint64_t kDfTextrel = 0x4;
 
+// Most code Scan disassembles to verify candidate references (capstone decodes about 0.5 M
+// instructions, ~2 MiB, per second on our VMs): beyond it, relocation gives up with a reason.
+constexpr uint64_t kDecodeBudgetBytes = 4u << 20;
+
 // Longest entry block we look into (instructions).
 constexpr int kMaxEntryInstructions = 32;
 
@@ -169,6 +173,7 @@ struct ProbeRelocator::Impl {
     std::string why;              // what is wrong, when !understood or indirect_jump
   };
   std::unordered_map<uint64_t, Flow> flows;
+  std::string budget_note;  // why the last Scan gave up
 
   explicit Impl(const ElfFile& file) : elf(file) {}
   ~Impl() {
@@ -234,7 +239,9 @@ struct ProbeRelocator::Impl {
   BlockWalk WalkBlock(uint64_t begin, uint64_t end);
   EntryBlockPoint EntryBlock(const Symbol& fn);
   std::string FallThroughInto(const Symbol& fn);
-  std::vector<Reference> Scan(const TargetSet& targets);
+  // Sets *over_budget (and returns nothing) when verifying the candidates would
+  // disassemble more than kDecodeBudgetBytes.
+  std::vector<Reference> Scan(const TargetSet& targets, bool* over_budget);
   void DecodeReferences(uint64_t begin, uint64_t end, const TargetSet& targets,
                         std::vector<Reference>* out, const std::vector<uint64_t>& hits);
 };
@@ -354,6 +361,16 @@ const ProbeRelocator::Impl::Flow& ProbeRelocator::Impl::FlowOf(const Symbol& fn)
   for (const Symbol* cold : elf.FindFunctions(fn.name + ".cold"))
     if (cold->size) parts.push_back(cold);
   for (const Symbol* part : parts) {
+    // Most functions have no byte sequence that could encode an indirect jmp (ff /4, ff /5):
+    // those need no disassembly (capstone decodes ~0.5 M instructions/s here).
+    const Region* region = CodeRegion(part->address);
+    if (region && part->address + part->size <= region->address + region->size) {
+      const uint8_t* bytes = region->data + (part->address - region->address);
+      bool maybe = false;
+      for (uint64_t k = 0; k + 1 < part->size && !maybe; ++k)
+        maybe = bytes[k] == 0xff && (((bytes[k + 1] >> 3) & 7) == 4 || ((bytes[k + 1] >> 3) & 7) == 5);
+      if (!maybe) continue;
+    }
     uint64_t bad = Decode(part->address, part->address + part->size, [&](const cs_insn& i) {
       if (IsIndirectJump(i)) {
         flow.indirect_jump = i.address;
@@ -521,18 +538,26 @@ void ProbeRelocator::Impl::DecodeReferences(uint64_t begin, uint64_t end, const 
 // rip-relative displacements, rel8 branches nearby, absolute values where addresses are
 // absolute); each function holding a candidate is then disassembled from its start to
 // keep only real instructions.
-std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets) {
+std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets, bool* over_budget) {
+  *over_budget = false;
   std::vector<Reference> refs;
   if (targets.empty()) return refs;
   std::vector<uint64_t> hits;
   for (const Region& r : code) {
     const uint8_t* p = r.data;
-    for (uint64_t i = 0; i + 4 <= r.size; ++i) {
+    for (uint64_t i = 1; i + 4 <= r.size; ++i) {
       int32_t disp;
       std::memcpy(&disp, p + i, 4);
       const uint64_t next = r.address + i + 4 + static_cast<uint64_t>(static_cast<int64_t>(disp));
-      // rip-relative operands may be followed by an immediate of 1, 2 or 4 bytes.
-      if (targets.Has(next) || targets.Has(next + 1) || targets.Has(next + 2) || targets.Has(next + 4) ||
+      const uint8_t op = p[i - 1];
+      // call/jmp rel32 (e8, e9) and jcc rel32 (0f 8x) end with their displacement; a
+      // rip-relative operand's ModRM (mod 00, r/m 101) precedes its displacement, which an
+      // immediate of 1, 2 or 4 bytes may follow.
+      const bool branch = op == 0xe8 || op == 0xe9 || (i >= 2 && p[i - 2] == 0x0f && (op & 0xf0) == 0x80);
+      const bool rip_relative = (op & 0xc7) == 0x05;
+      if ((branch && targets.Has(next)) ||
+          (rip_relative && (targets.Has(next) || targets.Has(next + 1) || targets.Has(next + 2) ||
+                            targets.Has(next + 4))) ||
           (absolute_addresses && targets.Has(static_cast<uint32_t>(disp)))) {
         hits.push_back(r.address + i);
       }
@@ -551,8 +576,14 @@ std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets) {
   }
   std::sort(hits.begin(), hits.end());
   hits.erase(std::unique(hits.begin(), hits.end()), hits.end());
-  // Disassemble each function (or stretch of unnamed code) holding a candidate once.
-  std::set<uint64_t> decoded;
+  // Each function (or stretch of unnamed code) holding a candidate, disassembled once.
+  struct Stretch {
+    uint64_t begin, end;
+    std::vector<uint64_t> hits;
+  };
+  std::vector<Stretch> stretches;
+  std::set<uint64_t> seen;
+  uint64_t bytes = 0;
   for (size_t h = 0; h < hits.size(); ++h) {
     const uint64_t hit = hits[h];
     uint64_t begin = 0, end = 0;
@@ -579,11 +610,20 @@ std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets) {
         }
       }
     }
-    if (!decoded.insert(begin).second) continue;
-    std::vector<uint64_t> inside;
-    for (size_t k = h; k < hits.size() && hits[k] < end; ++k) inside.push_back(hits[k]);
-    DecodeReferences(begin, end, targets, &refs, inside);
+    if (!seen.insert(begin).second) continue;
+    Stretch stretch{begin, end, {}};
+    for (size_t k = h; k < hits.size() && hits[k] < end; ++k) stretch.hits.push_back(hits[k]);
+    bytes += end - begin;
+    stretches.push_back(std::move(stretch));
   }
+  if (bytes > kDecodeBudgetBytes) {
+    *over_budget = true;
+    budget_note = fmt::format("checking every candidate reference would disassemble {:.1f} MiB of code, over "
+                              "the {} MiB budget",
+                              static_cast<double>(bytes) / (1 << 20), kDecodeBudgetBytes >> 20);
+    return refs;
+  }
+  for (const Stretch& stretch : stretches) DecodeReferences(stretch.begin, stretch.end, targets, &refs, stretch.hits);
   // Data: pointers stored as-is (ET_EXEC), or relocated (ET_DYN).
   if (absolute_addresses) {
     for (const Region& r : data) {
@@ -672,7 +712,25 @@ std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* 
     }
   }
   std::sort(skipped.begin(), skipped.end());
-  for (const Reference& ref : m.Scan(targets)) {
+  bool over_budget = false;
+  std::vector<Reference> refs = m.Scan(targets, &over_budget);
+  if (over_budget) {
+    // Give up the call sites (they need the most checking), then try the entry blocks alone.
+    for (auto& [entry, indices] : by_entry)
+      for (size_t i : indices) results[i].call_sites.why_not = m.budget_note;
+    by_entry.clear();
+    TargetSet blocks(low, high);
+    for (auto& [first, last, i] : skipped) blocks.Add(first, last);
+    refs = m.Scan(blocks, &over_budget);
+    if (over_budget) {
+      for (auto& [first, last, i] : skipped) {
+        results[i].entry_block.point.reset();
+        results[i].entry_block.why_not = m.budget_note;
+      }
+      skipped.clear();
+    }
+  }
+  for (const Reference& ref : refs) {
     if (auto it = by_entry.find(ref.target); it != by_entry.end()) {
       for (size_t i : it->second) {
         CallSites& cs = results[i].call_sites;
@@ -776,7 +834,16 @@ std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* 
   }
   std::sort(after_ranges.begin(), after_ranges.end(),
             [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
-  for (const Reference& ref : m.Scan(afters)) {
+  std::vector<Reference> after_refs = m.Scan(afters, &over_budget);
+  if (over_budget) {
+    for (auto& [first, last, site] : after_ranges) {
+      site->after.reset();
+      site->after_emulated.reset();
+      site->after_why_not = m.budget_note;
+    }
+    after_ranges.clear();
+  }
+  for (const Reference& ref : after_refs) {
     // The ranges of different sites do not overlap (each ends before the next call).
     auto it = std::upper_bound(after_ranges.begin(), after_ranges.end(), ref.target,
                                [](uint64_t t, const auto& r) { return t < std::get<0>(r); });

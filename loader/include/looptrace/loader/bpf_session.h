@@ -59,11 +59,12 @@ class AttachedLink {
 int CreateUprobeMultiLink(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
                           const std::vector<uint64_t>& cookies, bool retprobe, int pid);
 // The loader attaches a group of points in uprobe_multi links of at most this many, so it
-// can report progress between them (bench/attach_scale.cc measures the cost).
-inline constexpr size_t kMaxPointsPerLink = 4096;
-// Splits attach groups whose points (AttachPointCount) exceed kMaxPointsPerLink.
-std::vector<std::vector<const ResolvedProbe*>> SplitIntoLinks(
-    std::vector<std::vector<const ResolvedProbe*>> groups);
+// can report progress between them. Each link costs one RCU grace period to detach
+// (~40-70 ms here, bench/attach_scale.cc), and 20,000 points attach in ~60 ms: links are
+// only split where attaching would take seconds.
+inline constexpr size_t kMaxPointsPerLink = 1u << 17;
+// Without uprobe_multi every point is its own link anyway: progress every this many.
+inline constexpr size_t kMaxPointsPerPerfGroup = 256;
 // Marks a program (before load) for uprobe_multi attachment.
 void SetUprobeMultiAttachType(struct bpf_program* prog);
 
@@ -86,6 +87,10 @@ class BpfSession : public BeatSource {
   // uprobe_multi link when the kernel has them, else one link per offset.
   // USDT points are attached one by one.
   Result<void> Attach(const std::vector<const ResolvedProbe*>& probes, int pid);
+  // Splits attach groups so none holds more points (AttachPointCount) than one step of
+  // attaching should: kMaxPointsPerLink, or kMaxPointsPerPerfGroup without uprobe_multi.
+  std::vector<std::vector<const ResolvedProbe*>> SplitIntoLinks(
+      std::vector<std::vector<const ResolvedProbe*>> groups) const;
   size_t attached_points() const { return attached_points_; }
   size_t skipped_points() const { return skipped_points_; }  // glob matches the kernel refused
   bool uses_uprobe_multi() const { return uprobe_multi_; }
