@@ -88,7 +88,8 @@ Sample RunNone(const Paths& paths, const std::string& variant, uint64_t count) {
 
 // An empty program on the hook's entry (uprobe) and return (uretprobe), or entries only.
 Sample RunEmpty(const Paths& paths, const std::string& variant, uint64_t count,
-                const std::vector<std::string>& entries, const std::vector<std::string>& returns) {
+                const std::vector<std::string>& entries, const std::vector<std::string>& returns,
+                bool multi = true) {
   auto elf = looptrace::symbols::ElfFile::Open(paths.target);
   if (!elf) Die(elf.error().message);
   auto offsets_of = [&](const std::vector<std::string>& names) {
@@ -104,12 +105,23 @@ Sample RunEmpty(const Paths& paths, const std::string& variant, uint64_t count,
   if (!target.WaitFor(false, "ready", 30)) Die("target did not start");
   empty_probe* skel = empty_probe__open();
   if (!skel) Die("cannot open the empty program");
-  looptrace::loader::SetUprobeMultiAttachType(skel->progs.lt_empty_uprobe);
+  if (multi) looptrace::loader::SetUprobeMultiAttachType(skel->progs.lt_empty_uprobe);
   if (empty_probe__load(skel)) Die("cannot load the empty program");
   std::vector<int> links;
+  std::vector<bpf_link*> perf_links;  // one perf-event uprobe per point, as bpftrace attaches
   for (bool ret : {false, true}) {
     auto offsets = offsets_of(ret ? returns : entries);
     if (offsets.empty()) continue;
+    if (!multi) {
+      for (uint64_t offset : offsets) {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
+        bpf_link* link = bpf_program__attach_uprobe_opts(skel->progs.lt_empty_uprobe, target.pid(),
+                                                         paths.target.c_str(), offset, &opts);
+        if (!link) Die("cannot attach the empty program");
+        perf_links.push_back(link);
+      }
+      continue;
+    }
     int fd = looptrace::loader::CreateUprobeMultiLink(bpf_program__fd(skel->progs.lt_empty_uprobe), paths.target,
                                                       offsets, {}, ret, target.pid());
     if (fd < 0) Die("cannot attach the empty program");
@@ -119,6 +131,7 @@ Sample RunEmpty(const Paths& paths, const std::string& variant, uint64_t count,
   Sample s{ParseTiming(target), std::nullopt};
   target.Wait();
   for (int fd : links) close(fd);
+  for (bpf_link* link : perf_links) bpf_link__destroy(link);
   empty_probe__destroy(skel);
   return s;
 }
@@ -269,6 +282,8 @@ int main(int argc, char** argv) {
       {"(a) no tracer", [&] { return RunNone(paths, "dispatch", count); }},
       {"(b) empty BPF program (uprobe + uretprobe)",
        [&] { return RunEmpty(paths, "dispatch", count, {"bench_dispatch"}, {"bench_dispatch"}); }},
+      {"(b') empty BPF program, perf-event links",
+       [&] { return RunEmpty(paths, "dispatch", count, {"bench_dispatch"}, {"bench_dispatch"}, false); }},
       {"(c) looptrace", [&] { return RunLooptrace(paths, "dispatch", count, dispatch, false); }},
   };
   if (bpftrace) {
