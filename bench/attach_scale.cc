@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     if (target) {
       target->Write("go\n");
       if (!target->WaitFor(false, "called", 60)) Die("the target did not call its functions");
-      beats_seen = (*session)->beat_head();
+      beats_seen = (*session)->beats().head();
       beats_expected = 2 * functions;
       all_beats &= beats_seen == beats_expected;
     }
