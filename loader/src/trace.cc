@@ -25,8 +25,8 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
   for (const auto& p : plan.probes)
     if (p.instruction.cost == symbols::ProbeCost::kSingleStep) slow.push_back(&p);
   for (const ResolvedProbe* p : slow) {
-    auto text = fmt::format("{}:{} starts with '{}', which the kernel single-steps (~15x the cost "
-                            "of an emulated instruction)",
+    auto text = fmt::format("{}:{} fires on '{}', which the kernel single-steps (~15x the cost "
+                            "of an emulated instruction; `looptrace probes` says why it was not moved)",
                             p->binary_path, p->symbol, p->instruction.mnemonic);
     if (slow.size() <= 3) log::Warning("{}", text);
     else log::V1("{}", text);
