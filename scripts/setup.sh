@@ -17,7 +17,7 @@ packages=(
   binutils gdb               # fixture debug files (objcopy), unwinding compared with gdb
   util-linux procps          # setpriv, ps: used by integration tests
   libcapstone-dev            # x86 disassembly: probe relocation to emulated instructions
-  bpftrace                   # peer benchmark (bench/peer_overhead.sh)
+  bpftrace                   # peer benchmark (bench/peer_overhead.cc)
   python3
 )
 
