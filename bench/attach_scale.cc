@@ -120,8 +120,10 @@ int main(int argc, char** argv) {
     }
     BpfSessionOptions options;
     options.target_tgid = static_cast<uint32_t>(pid);
+    options.thread_tracking = false;
+    for (const auto& p : plan.probes) options.probe_configs.push_back(MakeProbeConfig(p));
     auto start = std::chrono::steady_clock::now();
-    auto session = BpfSession::Open(options, [](std::span<const uint8_t>) {});
+    auto session = BpfSession::Open(options, [](std::span<const uint8_t>) {}, [](const lt_record&) {});
     if (!session) Die(session.error().message);
     load_ms.push_back(MsSince(start));
     if (!(*session)->uses_uprobe_multi()) Die("this kernel has no uprobe_multi links (needs >= 6.6)");

@@ -31,14 +31,28 @@ bool IsSingleStep(const ResolvedProbe& p) {
   return p.spec.kind != ProbeKind::kUsdt && p.entry_instruction.cost == symbols::ProbeCost::kSingleStep;
 }
 
-// Registers a probe reads (arguments 1..6), and whether it reads memory through them.
-symbols::ArgumentMask ArgumentsRead(const ProbeSpec& spec, bool* reads_memory) {
+// Registers a probe reads (arguments 1..6, the return value), for its recorded arguments,
+// string lengths and conditions; whether it reads memory through them (strings); and the
+// first stack argument (7..12) it reads, if any: those sit at the entry's %rsp + 8 * k,
+// which a call site (no return address pushed yet) or a skipped push/sub moves.
+symbols::ArgumentMask ArgumentsRead(const ProbeSpec& spec, bool* reads_memory, int* stack_argument) {
   symbols::ArgumentMask mask = 0;
   *reads_memory = false;
-  for (const ArgSpec& arg : spec.args) {
-    if (arg.source < 6) mask |= 1u << arg.source;
-    if (arg.source == LT_ARG_SOURCE_RETVAL) mask |= symbols::kReturnRegister;
+  *stack_argument = 0;
+  auto add = [&](uint8_t source) {
+    if (source < 6) mask |= 1u << source;
+    else if (source < LT_MAX_SOURCES && !*stack_argument) *stack_argument = source + 1;
+    if (source == LT_SOURCE_RETVAL) mask |= symbols::kReturnRegister;
+  };
+  auto add_arg = [&](const ArgSource& arg) {
+    add(arg.source);
+    if (arg.length_source != LT_SOURCE_NONE) add(arg.length_source);
     if (arg.type == ArgType::kStr) *reads_memory = true;
+  };
+  for (const ArgSpec& arg : spec.args) add_arg(arg);
+  for (const Condition& condition : spec.conditions) {
+    add_arg(condition.arg);
+    if (IsStringOp(condition.op)) *reads_memory = true;
   }
   return mask;
 }
@@ -143,9 +157,17 @@ void Decide(Group& g, size_t max_sites) {
       Keep(*p, g.error);
       continue;
     }
+    bool reads_memory = false;
+    int stack_argument = 0;
+    const symbols::ArgumentMask reads = ArgumentsRead(p->spec, &reads_memory, &stack_argument);
+    if (stack_argument) {
+      Keep(*p, fmt::format("it reads arg{}, a stack argument, whose slot is relative to the entry's %rsp",
+                           stack_argument));
+      if (first_kept.empty())
+        first_kept = fmt::format("its {} {}", RoleName(p->spec.role), ProbeKindName(p->spec.kind));
+      continue;
+    }
     if (p->spec.kind == ProbeKind::kUprobe) {
-      bool reads_memory = false;
-      const symbols::ArgumentMask reads = ArgumentsRead(p->spec, &reads_memory);
       std::string block_why = block.why_not;
       if (block.point) {
         if (block.written_arguments & reads)
@@ -191,8 +213,6 @@ void Decide(Group& g, size_t max_sites) {
       }
     }
     if (after_why.empty()) {
-      bool reads_memory = false;
-      const symbols::ArgumentMask reads = ArgumentsRead(p->spec, &reads_memory);
       p->placement = Placement::kAfterCalls;
       p->locations.clear();
       size_t later = 0;

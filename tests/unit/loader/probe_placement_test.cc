@@ -77,6 +77,20 @@ TEST(ProbePlacement, ArgumentWrittenBeforeTheEntryBlockPointKeepsTheEntry) {
   EXPECT_EQ(Probe(no_args, Role::kVsync).placement, Placement::kEntryBlock);
 }
 
+TEST(ProbePlacement, ConditionsCountAsReadsAndStackArgumentsStay) {
+  const std::string bin = Shapes();
+  // The condition reads arg1, which the skipped add writes; there is no call site.
+  AttachPlan cond = Resolve("probe vsync uprobe " + bin + " shape_writes_arg1 if arg1 > 3\n");
+  const ResolvedProbe& c = Probe(cond, Role::kVsync);
+  EXPECT_EQ(c.placement, Placement::kEntry);
+  EXPECT_TRUE(Contains(c.placement_note, "write %rdi (arg1)")) << c.placement_note;
+  // Arguments 7..12 are read at the entry's %rsp: such a probe never moves.
+  AttachPlan stack = Resolve("probe vsync uprobe " + bin + " shape_skip vsync_ns=arg7\n");
+  const ResolvedProbe& st = Probe(stack, Role::kVsync);
+  EXPECT_EQ(st.placement, Placement::kEntry);
+  EXPECT_TRUE(Contains(st.placement_note, "arg7, a stack argument")) << st.placement_note;
+}
+
 TEST(ProbePlacement, AnEntryThatMustStayKeepsTheOtherProbesOfTheFunction) {
   // shape_dispatch's second call returns to a loop target: its uretprobe must stay, so
   // its entry keeps a breakpoint and the uprobe stays there too (moving it would add a trap).
