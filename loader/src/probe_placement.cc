@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -12,6 +13,7 @@
 #include "looptrace/events.h"
 #include "looptrace/symbols/probe_relocation.h"
 #include "looptrace/symbols/proc_maps.h"
+#include "looptrace/util/log.h"
 
 namespace looptrace::loader {
 namespace {
@@ -293,7 +295,12 @@ void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>
       continue;
     }
     const symbols::OtherModules others = ModulesOtherThan(binary, target);
+    const auto started = std::chrono::steady_clock::now();
     auto analyses = (*relocator)->Analyze(functions, &others);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (seconds > 1.0)
+      log::Info("disassembling {} for cheaper probe points took {:.1f} s ({} functions; --exact-entry skips it)",
+                binary, seconds, functions.size());
     size_t next = 0;
     for (Group* g : members)
       if (g->function) g->analysis = std::move(analyses[next++]);
