@@ -16,6 +16,8 @@ packages=(
   liblzma-dev xz-utils       # MiniDebugInfo (.gnu_debugdata) and its test fixtures
   binutils gdb               # fixture debug files (objcopy), unwinding compared with gdb
   util-linux procps          # setpriv, ps: used by integration tests
+  libcapstone-dev            # x86 disassembly: probe relocation to emulated instructions
+  bpftrace                   # peer benchmark (bench/peer_overhead.cc)
   python3
   chromium                   # headless browser for the HTML report tests
 )
