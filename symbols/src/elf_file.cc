@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -321,6 +322,30 @@ Result<void> ReadMiniDebugInfo(Elf_Scn* scn, const std::string& path, std::vecto
   return status;
 }
 
+// The dynamic section: the SHT_DYNAMIC section the PT_DYNAMIC segment points at (what the
+// dynamic linker reads), else the first one. A file has one; a malformed file with more
+// must still give ElfFile and ReadDynamicInfo the same answer.
+Elf_Scn* FindDynamicSection(Elf* elf) {
+  std::optional<uint64_t> segment_offset;
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0) {
+    for (size_t i = 0; i < phnum && !segment_offset; ++i) {
+      GElf_Phdr phdr;
+      if (gelf_getphdr(elf, static_cast<int>(i), &phdr) != nullptr && phdr.p_type == PT_DYNAMIC) {
+        segment_offset = phdr.p_offset;
+      }
+    }
+  }
+  Elf_Scn* first = nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC) continue;
+    if (segment_offset && shdr.sh_offset == *segment_offset) return scn;
+    if (first == nullptr) first = scn;
+  }
+  return first;
+}
+
 // Open file descriptor + ELF handle with errors naming the path.
 Result<std::pair<int, Elf*>> OpenElf(const std::string& path, uint64_t* file_size) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -393,7 +418,6 @@ struct ElfFile::SectionRefs {
   Elf_Scn* dynsym = nullptr;
   Elf_Scn* versym = nullptr;
   Elf_Scn* verdef = nullptr;
-  Elf_Scn* dynamic = nullptr;
   Elf_Scn* debuglink = nullptr;
   Elf_Scn* gnu_debugdata = nullptr;
   std::vector<Elf_Scn*> notes;
@@ -411,8 +435,8 @@ Result<void> ElfFile::Load() {
   SectionRefs sections;
   RETURN_IF_ERROR(ScanSections(&sections));
   RETURN_IF_ERROR(ReadNotes(sections, note_segments, layout));
-  if (sections.dynamic != nullptr) {
-    RETURN_IF_ERROR(ReadDynamicSection(handle_.elf, sections.dynamic, path_, &dynamic_));
+  if (Elf_Scn* dynamic = FindDynamicSection(handle_.elf)) {
+    RETURN_IF_ERROR(ReadDynamicSection(handle_.elf, dynamic, path_, &dynamic_));
   }
   if (sections.debuglink != nullptr) {
     debuglink_ = ReadDebugLink(sections.debuglink, layout.swap, &malformed_entries_);
@@ -505,7 +529,6 @@ Result<void> ElfFile::ScanSections(SectionRefs* refs) {
       case SHT_DYNSYM: refs->dynsym = scn; break;
       case SHT_GNU_versym: refs->versym = scn; break;
       case SHT_GNU_verdef: refs->verdef = scn; break;
-      case SHT_DYNAMIC: refs->dynamic = scn; break;
       case SHT_NOTE: refs->notes.push_back(scn); break;
       case SHT_PROGBITS:
         if (have_shstrndx) {
@@ -946,13 +969,7 @@ Result<DynamicInfo> ReadDynamicInfo(const std::string& path) {
   auto [fd, elf] = opened;
   DynamicInfo info;
   Result<void> status;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) != nullptr && shdr.sh_type == SHT_DYNAMIC) {
-      status = ReadDynamicSection(elf, scn, path, &info);
-      break;
-    }
-  }
+  if (Elf_Scn* scn = FindDynamicSection(elf)) status = ReadDynamicSection(elf, scn, path, &info);
   elf_end(elf);
   close(fd);
   if (!status) return std::unexpected(status.error());

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "looptrace/symbols/probe_cost.h"
+#include "../fuzz_corpus.h"
 #include "symbols_test_util.h"
 
 namespace looptrace::symbols {
@@ -689,6 +690,22 @@ TEST(DynamicInfo, ReadsRunpathAndNeeded) {
   auto missing = ReadDynamicInfo("/nonexistent");
   ASSERT_FALSE(missing.has_value());
   EXPECT_THAT(missing.error().message, HasSubstr("/nonexistent"));
+}
+
+// Caught by the elf_file fuzz harness's cross-check of ElfFile against ReadDynamicInfo, on an
+// input made by hand after reading both (libFuzzer had not produced one in 15 min): with
+// two SHT_DYNAMIC sections (here .interp retyped), ElfFile read the last and
+// ReadDynamicInfo the first, so `run`'s library search and the symbolizer saw different
+// DT_NEEDED/RUNPATH. Both now take the one PT_DYNAMIC points at, as ld.so does.
+TEST(ElfFileTest, FuzzTwoDynamicSectionsReadTheOneTheLoaderUses) {
+  const std::string path =
+      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_two_dynamic_sections");
+  ASSERT_EQ(ReadFile(path).size(), 16584u);
+  ElfFile file = OpenOrDie(path);
+  auto dynamic = ReadDynamicInfo(path);
+  ASSERT_TRUE(dynamic) << dynamic.error().message;
+  EXPECT_THAT(file.dynamic().needed, ElementsAre("libc.so.6"));
+  EXPECT_THAT(dynamic->needed, ElementsAre("libc.so.6"));
 }
 
 }  // namespace
