@@ -50,11 +50,14 @@ ExitCode CodeForErrno(int err) {
   return (err == EACCES || err == EPERM) ? ExitCode::kPermission : ExitCode::kProfile;
 }
 
-// A note's owner without the trailing NUL(s).
+// A note's owner: its n_namesz bytes without the terminating NUL. Compared as elfutils,
+// the kernel and libbpf do, so "GNU" is only a 4-byte "GNU\0" (not "GNU\0\0\0\0\0").
 std::string_view NoteOwner(const Elf_Data* data, const GElf_Nhdr& nhdr, size_t name_offset) {
   if (nhdr.n_namesz == 0) return {};
   const char* name = static_cast<const char*>(data->d_buf) + name_offset;
-  return std::string_view(name, strnlen(name, nhdr.n_namesz));
+  size_t length = nhdr.n_namesz;
+  if (name[length - 1] == '\0') --length;
+  return std::string_view(name, length);
 }
 
 // Calls visit(owner, type, desc, descsz) for each note of a note section or segment.

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "looptrace/symbols/debug_file.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "../fuzz_corpus.h"
 #include "symbols_test_util.h"
@@ -706,6 +707,22 @@ TEST(ElfFileTest, FuzzTwoDynamicSectionsReadTheOneTheLoaderUses) {
   ASSERT_TRUE(dynamic) << dynamic.error().message;
   EXPECT_THAT(file.dynamic().needed, ElementsAre("libc.so.6"));
   EXPECT_THAT(dynamic->needed, ElementsAre("libc.so.6"));
+}
+
+// Caught the same way (the harness cross-checks ElfFile's build id against ReadBuildId):
+// a build-id note whose owner is "GNU\0" padded to n_namesz 8. ElfFile took it as a build
+// id, ReadBuildId (like elfutils, the kernel and perf) did not, so the file's own debug
+// file would be rejected for a build-id mismatch. Owners now match exactly.
+TEST(ElfFileTest, FuzzBuildIdNoteOwnerMustBeExactlyGnu) {
+  const std::string path =
+      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_8");
+  ASSERT_EQ(ReadFile(path).size(), 13688u);
+  ElfFile file = OpenOrDie(path);
+  EXPECT_EQ(file.build_id(), "");
+  auto build_id = ReadBuildId(path);
+  ASSERT_TRUE(build_id) << build_id.error().message;
+  EXPECT_EQ(*build_id, "");
+  EXPECT_FALSE(file.FindUsdt("seed", "leaf").empty());  // other notes still read
 }
 
 }  // namespace
