@@ -50,14 +50,14 @@ ExitCode CodeForErrno(int err) {
   return (err == EACCES || err == EPERM) ? ExitCode::kPermission : ExitCode::kProfile;
 }
 
-// A note's owner: its n_namesz bytes without the terminating NUL. Compared as elfutils,
-// the kernel and libbpf do, so "GNU" is only a 4-byte "GNU\0" (not "GNU\0\0\0\0\0").
+// A note's owner: its n_namesz bytes, which end with the terminating NUL (gABI), without
+// it; a name without one owns nothing. Compared as elfutils, the kernel and libbpf do, so
+// "GNU" is only a 4-byte "GNU\0" (not "GNU" of n_namesz 3, nor "GNU\0" padded to 8).
 std::string_view NoteOwner(const Elf_Data* data, const GElf_Nhdr& nhdr, size_t name_offset) {
   if (nhdr.n_namesz == 0) return {};
   const char* name = static_cast<const char*>(data->d_buf) + name_offset;
-  size_t length = nhdr.n_namesz;
-  if (name[length - 1] == '\0') --length;
-  return std::string_view(name, length);
+  if (name[nhdr.n_namesz - 1] != '\0') return {};
+  return std::string_view(name, nhdr.n_namesz - 1);
 }
 
 // Calls visit(owner, type, desc, descsz) for each note of a note section or segment.

@@ -725,5 +725,19 @@ TEST(ElfFileTest, FuzzBuildIdNoteOwnerMustBeExactlyGnu) {
   EXPECT_FALSE(file.FindUsdt("seed", "leaf").empty());  // other notes still read
 }
 
+// Found by libFuzzer (elf_file target, the same cross-check) after the fix above: a
+// build-id note with n_namesz 3 ("GNU" without its NUL) was still a build id for ElfFile.
+// A name must end with its NUL to own a note.
+TEST(ElfFileTest, FuzzBuildIdNoteOwnerNeedsItsNul) {
+  const std::string path =
+      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_3");
+  ASSERT_EQ(ReadFile(path).size(), 5930u);
+  ElfFile file = OpenOrDie(path);
+  EXPECT_EQ(file.build_id(), "");
+  auto build_id = ReadBuildId(path);
+  ASSERT_TRUE(build_id) << build_id.error().message;
+  EXPECT_EQ(*build_id, "");
+}
+
 }  // namespace
 }  // namespace looptrace::symbols
