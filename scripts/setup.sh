@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   clang llvm                 # clang -target bpf for the BPF objects
+  clang-14 libclang-rt-14-dev  # libFuzzer + ASan/UBSan runtimes for the fuzz build (build-fuzz)
   libbpf-dev bpftool         # libbpf 1.1.2 + skeleton generation
   libelf-dev libdw-dev elfutils zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
