@@ -7,6 +7,7 @@
 #include "looptrace/events.h"
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/tracers/pipeline.h"
+#include "looptrace/tracers/text_pool.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/matrix_compat.h"
@@ -73,7 +74,8 @@ void BM_EventToJsonLine(benchmark::State& state) {
   e.ts_ns = 123456789;
   e.pid = e.tid = 42;
   e.role = Role::kDispatchBegin;
-  e.args = {{"id", 7, std::nullopt, false}, {"name", 0x1000, std::string("msg.spin"), true}};
+  e.args.push_back({"id", 7, nullptr, false});
+  e.args.push_back({"name", 0x1000, TextPool::Intern("msg.spin"), true});
   Event event = e;
   for (auto _ : state) benchmark::DoNotOptimize(EventToJsonLine(event));
   state.SetItemsProcessed(state.iterations());
@@ -159,16 +161,16 @@ void BM_FrameTracer(benchmark::State& state) {
       e.ts_ns = ts;
       e.pid = e.tid = 1;
       e.role = role;
-      e.args = std::move(args);
+      for (const auto& a : args) e.args.push_back(a);
       events.push_back(std::move(e));
     };
-    ev(Role::kVsync, vsync, {{"vsync_ns", vsync, std::nullopt, false}});
-    ev(Role::kFrameBegin, vsync + 100'000, {{"frame_id", f, std::nullopt, false}, {"vsync_ns", vsync, std::nullopt, false}});
+    ev(Role::kVsync, vsync, {{"vsync_ns", vsync, nullptr, false}});
+    ev(Role::kFrameBegin, vsync + 100'000, {{"frame_id", f, nullptr, false}, {"vsync_ns", vsync, nullptr, false}});
     for (uint64_t p = 0; p < 5; ++p) {
-      ev(Role::kPhaseBegin, vsync + 200'000 + p * 500'000, {{"phase", p, std::nullopt, false}});
-      ev(Role::kPhaseEnd, vsync + 600'000 + p * 500'000, {{"phase", p, std::nullopt, false}});
+      ev(Role::kPhaseBegin, vsync + 200'000 + p * 500'000, {{"phase", p, nullptr, false}});
+      ev(Role::kPhaseEnd, vsync + 600'000 + p * 500'000, {{"phase", p, nullptr, false}});
     }
-    ev(Role::kFrameEnd, vsync + 3'000'000, {{"frame_id", f, std::nullopt, false}});
+    ev(Role::kFrameEnd, vsync + 3'000'000, {{"frame_id", f, nullptr, false}});
   }
   AnalysisOptions options;
   for (auto _ : state) {

@@ -12,7 +12,12 @@ std::string Comm(const char (&text)[LT_TASK_COMM_LEN]) { return std::string(text
 
 EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* stats, uint32_t pid,
                            KernelStackNamer* kernel_stacks, IdentityTable* identities)
-    : plan_(plan), strings_(strings), stats_(stats), pid_(pid), kernel_stacks_(kernel_stacks), identities_(identities) {}
+    : plan_(plan), strings_(strings), stats_(stats), pid_(pid), kernel_stacks_(kernel_stacks), identities_(identities) {
+  for (const auto& p : plan_->probes) {
+    arg_names_.emplace_back();
+    for (const auto& a : p.spec.args) arg_names_.back().push_back(TextPool::Name(a.name));
+  }
+}
 
 void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
   if (rec.probe_id >= plan_->probes.size()) {
@@ -28,18 +33,18 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
   e.probe_id = rec.probe_id;
   e.thread_cpu_ns = rec.probe.thread_cpu_ns;
   e.beat_index = rec.probe.beat_index;
-  e.args.reserve(probe.spec.args.size());
+  const auto& names = arg_names_[rec.probe_id];
   for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i) {
     const ArgSpec& spec = probe.spec.args[i];
     const uint64_t raw = rec.probe.args[i];
-    EventArg arg{spec.name, raw, std::nullopt};
+    EventArg arg{names[i], raw, nullptr, false};
     if (spec.type == ArgType::kInt) arg.value = static_cast<uint64_t>(static_cast<int64_t>(raw));
     if (spec.type == ArgType::kStr) {
       arg.is_string = true;
-      arg.text = strings_ ? strings_->Lookup(pid_, raw) : std::nullopt;
+      arg.text = strings_ ? strings_->Find(pid_, raw) : nullptr;
       if (!arg.text) stats_->Add(StatId::string_read_failed);
     }
-    e.args.push_back(std::move(arg));
+    e.args.push_back(arg);
   }
   out->push_back(std::move(e));
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "json_common.h"
+#include "looptrace/tracers/text_pool.h"
 
 namespace looptrace {
 namespace {
@@ -164,9 +165,9 @@ Result<Event> ParseProbe(const json& j) {
   e.thread_cpu_ns = FieldOr<uint64_t>(j, "thread_cpu_ns", 0);
   if (auto it = j.find("args"); it != j.end() && it->is_object()) {
     for (const auto& [name, value] : it->items()) {
-      EventArg arg{name, 0, std::nullopt};
+      EventArg arg{TextPool::Name(name), 0, nullptr, false};
       if (value.is_string()) {
-        arg.text = value.get<std::string>();
+        arg.text = TextPool::Intern(value.get_ref<const std::string&>());
         arg.is_string = true;
       } else if (value.is_number_unsigned()) {
         arg.value = value.get<uint64_t>();
@@ -177,7 +178,7 @@ Result<Event> ParseProbe(const json& j) {
       } else {
         return MakeError("argument '" + name + "' must be a number, a string or null");
       }
-      e.args.push_back(std::move(arg));
+      if (!e.args.push_back(arg)) return MakeError("more arguments than an event can carry");
     }
   }
   return e;

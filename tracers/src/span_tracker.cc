@@ -174,10 +174,18 @@ void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& list
   End(s, e, SpanClose::kEnded, listener);
 }
 
+SpanTracker::Thread& SpanTracker::ThreadOf(uint32_t tid) {
+  if (!last_thread_ || tid != last_tid_) {
+    last_thread_ = &threads_[tid];
+    last_tid_ = tid;
+  }
+  return *last_thread_;
+}
+
 void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
   const RoleInfo& info = InfoOf(e.role);
   if (info.edge == RoleEdge::kBeat) return;
-  Thread& t = threads_[e.tid];
+  Thread& t = ThreadOf(e.tid);
   auto key = [&](std::string_view name) -> uint64_t {
     const EventArg* a = e.Arg(name);
     return a ? a->value : 0;

@@ -44,6 +44,7 @@ class EventDecoder {
   uint32_t pid_;
   KernelStackNamer* kernel_stacks_;
   IdentityTable* identities_;
+  std::vector<std::vector<std::string_view>> arg_names_;  // per probe, interned
 };
 
 }  // namespace looptrace::loader

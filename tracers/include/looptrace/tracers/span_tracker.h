@@ -136,7 +136,11 @@ class SpanTracker {
   MessageDefinition definition_ = MessageDefinition::kDispatch;
   uint64_t next_id_ = 1;
   uint64_t frames_seen_ = 0;
+  Thread& ThreadOf(uint32_t tid);
+
   std::map<uint32_t, Thread> threads_;
+  uint32_t last_tid_ = 0;           // the last thread looked up (most events are one thread's)
+  Thread* last_thread_ = nullptr;   // map nodes do not move
   std::map<uint64_t, Span> inputs_;    // by seq
   std::map<uint64_t, Span> barriers_;  // by token
   std::optional<Span> launch_;
