@@ -9,7 +9,7 @@
 # Toolchain: clang++-14 with -fsanitize=fuzzer,address,undefined. clang 14 cannot compile
 # libstdc++ 12's <expected> (it needs __cpp_concepts >= 202002L), so the build puts
 # tests/fuzz/compat/ first on the include path: a minimal std::expected covering what the
-# project uses. The symbols sources are compiled into each harness (instrumented);
+# project uses. The symbols and util sources are compiled into each harness (instrumented);
 # libelf, libdw, liblzma and zlib are the system libraries (not instrumented).
 #
 # Seeds: the ELF fixtures of a normal build (build/tests/fixtures, if present) and the
@@ -37,7 +37,7 @@ libs=(-lelf -ldw -llzma -lz -lfmt)
 
 # The library sources, compiled once with coverage instrumentation (-fsanitize=fuzzer-no-link).
 objects=()
-for src in "$root"/symbols/src/*.cc; do
+for src in "$root"/symbols/src/*.cc "$root"/util/src/*.cc; do
   obj=$out/obj/$(basename "${src%.cc}").o
   if [[ ! -f $obj || $src -nt $obj || $root/tests/fuzz/compat/expected -nt $obj ]]; then
     echo "fuzz: compiling $(basename "$src")" >&2

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "looptrace/events.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 
@@ -259,7 +260,8 @@ void EventDecoder::Decode(std::span<const uint8_t> raw, std::vector<Event>* out)
       lt_string_record rec;
       std::memcpy(&rec, raw.data(), sizeof(rec));
       size_t length = std::min<size_t>(rec.length, LT_MAX_STRING - 1);
-      sent_strings_[rec.address] = std::string(rec.text, strnlen(rec.text, length));
+      // Bytes from the target: valid UTF-8 from here on (SanitizingSink would copy each event).
+      sent_strings_[rec.address] = SafeText(std::string_view(rec.text, strnlen(rec.text, length)));
       return;
     }
     default:

@@ -24,7 +24,9 @@
 #include "looptrace/loader/stall_snapshot.h"
 #include "looptrace/loader/string_reader.h"
 #include "looptrace/symbols/process_symbolizer.h"
+#include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/util/log.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::loader {
 namespace {
@@ -65,10 +67,10 @@ int TakePendingSignal(int signal_fd) {
   return n == sizeof(info) ? static_cast<int>(info.ssi_signo) : 0;
 }
 
+// The name may hold any byte but NUL, newlines included: only the kernel's final one goes.
 std::string ReadComm(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/comm", pid));
-  std::string comm;
-  std::getline(in, comm);
+  std::string comm = ReadRegularFile(fmt::format("/proc/{}/comm", pid), "", 4096).value_or("");
+  if (comm.ends_with('\n')) comm.pop_back();
   return comm;
 }
 
@@ -154,17 +156,16 @@ DeviceInfo ReadDeviceInfo(pid_t pid) {
   uint64_t total = 0;
   stat >> cpu;
   for (int i = 0; i < 7 && stat >> value; ++i) total += value;
-  std::ifstream pstat(fmt::format("/proc/{}/stat", pid));
-  std::string line;
-  std::getline(pstat, line);
+  // The whole file: the comm in it may hold ')' and newlines (prctl(PR_SET_NAME)).
+  std::string line = ReadRegularFile(fmt::format("/proc/{}/stat", pid), "", kMaxProcFileBytes).value_or("");
   if (size_t paren = line.rfind(')'); paren != std::string::npos && total) {
-    std::istringstream fields(line.substr(paren + 2));
-    std::string field;
+    std::istringstream fields(line.substr(paren + 1));
     uint64_t utime = 0, stime = 0;
+    std::string field;
     for (int i = 3; fields >> field; ++i) {  // field 3 is the state
-      if (i == 14) utime = std::stoull(field);
+      if (i == 14) utime = std::strtoull(field.c_str(), nullptr, 10);
       if (i == 15) {
-        stime = std::stoull(field);
+        stime = std::strtoull(field.c_str(), nullptr, 10);
         break;
       }
     }
@@ -177,7 +178,7 @@ DeviceInfo ReadDeviceInfo(pid_t pid) {
 class Session {
  public:
   Session(const SessionOptions& options, int signal_fd, EventSink& sink)
-      : options_(options), signal_fd_(signal_fd), sink_(sink) {}
+      : options_(options), signal_fd_(signal_fd), safe_sink_(sink), sink_(safe_sink_) {}
 
   Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
     profile_name_ = profile.name;
@@ -364,6 +365,7 @@ class Session {
  private:
   SessionOptions options_;
   int signal_fd_;
+  SanitizingSink safe_sink_;  // names from the target: valid UTF-8, capped, before any tracer
   EventSink& sink_;
   std::string profile_name_;
   AttachPlan plan_;
@@ -402,9 +404,14 @@ Result<std::string> ExecutableOf(pid_t pid) {
 
 // `#!/usr/bin/python3 -u` scripts run the interpreter: that is the binary to probe.
 std::string InterpreterOrSelf(const std::string& path) {
-  std::ifstream in(path);
-  std::string first;
-  if (!std::getline(in, first) || !first.starts_with("#!")) return path;
+  // The first line only (the kernel reads at most 256 bytes of it), never blocking.
+  auto file = OpenRegularFile(path, "", kMaxElfBytes);
+  if (!file) return path;
+  char head[256];
+  const ssize_t n = read(file->fd.get(), head, sizeof(head));
+  std::string first(head, n > 0 ? static_cast<size_t>(n) : 0);
+  first = first.substr(0, first.find('\n'));
+  if (!first.starts_with("#!")) return path;
   std::string rest = first.substr(2);
   rest.erase(0, rest.find_first_not_of(" \t"));
   std::string interpreter = rest.substr(0, rest.find_first_of(" \t"));

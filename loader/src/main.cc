@@ -18,6 +18,7 @@
 #include "looptrace/tracers/analyzer.h"
 #include "looptrace/tracers/render.h"
 #include "looptrace/util/log.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 namespace {
@@ -259,7 +260,7 @@ int ProbesCommand(Options& opt) {
   auto chosen = loader::ChooseProfile(opt.session.profile, target);
   if (!chosen) return Fail(chosen.error());
   const auto& [profile, plan] = *chosen;
-  std::cout << fmt::format("profile {} ({})\n", profile.name, profile.source);
+  std::cout << fmt::format("profile {} ({})\n", EscapeForTerminal(profile.name), EscapeForTerminal(profile.source));
   std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind",
                            "point", "offset", "cost", "binary");
   size_t slow = 0;
@@ -269,9 +270,10 @@ int ProbesCommand(Options& opt) {
     if (p.instruction.cost == symbols::ProbeCost::kSingleStep) ++slow;
     std::string point = p.symbol;
     if (p.usdt_sites > 1) point += fmt::format(" [{} sites]", p.usdt_sites);
+    // Symbols and paths come from the target's files: escaped for the terminal.
     std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>#10x}  {:<12} {}\n", p.probe_id,
-                             RoleName(p.spec.role), loader::ProbeKindName(p.spec.kind), point,
-                             p.file_offset, cost, p.binary_path);
+                             RoleName(p.spec.role), loader::ProbeKindName(p.spec.kind), EscapeForTerminal(point),
+                             p.file_offset, EscapeForTerminal(cost), EscapeForTerminal(p.binary_path));
   }
   if (slow)
     log::Warning("{} probe point{} start with an instruction the kernel single-steps (~15x slower "

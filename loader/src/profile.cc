@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "looptrace/util/safe_file.h"
+
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 namespace looptrace::loader {
 
@@ -246,12 +246,10 @@ Result<Profile> LoadProfile(std::string_view name_or_path) {
                      ExitCode::kProfile, "built-in profiles: " + Join(names) +
                                              "; or pass a profile file path");
   }
-  std::ifstream in{std::string(name_or_path)};
-  if (!in) return SystemError(fmt::format("cannot read profile {}", name_or_path), errno,
-                              ExitCode::kProfile);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return ParseProfile(buffer.str(), name_or_path);
+  // A regular file of at most kMaxProfileBytes, opened so that a FIFO or device cannot block.
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadRegularFile(std::string(name_or_path), "profile", kMaxProfileBytes, ExitCode::kProfile));
+  return ParseProfile(text, name_or_path);
 }
 
 }  // namespace looptrace::loader

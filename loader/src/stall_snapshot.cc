@@ -1,6 +1,7 @@
 #include "looptrace/loader/stall_snapshot.h"
 
 #include "looptrace/util/log.h"
+#include "looptrace/util/safe_file.h"
 
 #include <dirent.h>
 #include <fmt/format.h>
@@ -14,23 +15,37 @@
 namespace looptrace::loader {
 namespace {
 
-std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+// A /proc file, bounded and without blocking ("" if it is gone).
+std::string ReadProcFile(const std::string& path) {
+  return ReadRegularFile(path, "", kMaxProcFileBytes).value_or("");
 }
 
-// Fields of /proc/.../stat after the "(comm)" (field 3 = state is index 0).
+std::string ReadLine(const std::string& path) {
+  std::string text = ReadProcFile(path);
+  return text.substr(0, text.find('\n'));
+}
+
+// A thread name: any bytes, newlines included (prctl(PR_SET_NAME)); only the final
+// newline is the kernel's.
+std::string ReadComm(const std::string& path) {
+  std::string text = ReadProcFile(path);
+  if (text.ends_with('\n')) text.pop_back();
+  return text;
+}
+
+// Fields of /proc/.../stat after the "(comm)" (field 3 = state is index 0). The whole
+// file is read: the comm may hold ')' and newlines.
 std::vector<std::string> StatFields(const std::string& path) {
-  std::string line = ReadLine(path);
+  std::string text = ReadProcFile(path);
   std::vector<std::string> fields;
-  size_t paren = line.rfind(')');
+  size_t paren = text.rfind(')');
   if (paren == std::string::npos) return fields;
-  std::istringstream in(line.substr(paren + 2));
+  std::istringstream in(text.substr(paren + 1));
   for (std::string f; in >> f;) fields.push_back(f);
   return fields;
 }
+
+uint64_t ToU64(const std::string& text) { return std::strtoull(text.c_str(), nullptr, 10); }
 
 constexpr long kSysFutex = 202;  // x86-64
 constexpr int kFutexCmdMask = 0x7f;
@@ -67,7 +82,7 @@ std::vector<std::string> BpfKernelStacks::KernelStack(int32_t stack_id) {
 void SnapshotTaker::SampleCpu(uint64_t now_ns) {
   auto fields = StatFields(fmt::format("/proc/{}/stat", pid_));
   if (fields.size() < 13) return;
-  uint64_t ticks = std::stoull(fields[11]) + std::stoull(fields[12]);  // utime + stime
+  uint64_t ticks = ToU64(fields[11]) + ToU64(fields[12]);  // utime + stime
   cpu_samples_.emplace_back(now_ns, ticks);
   while (cpu_samples_.size() > 2 && now_ns - cpu_samples_.front().first > 5'000'000'000ull)
     cpu_samples_.pop_front();
@@ -168,7 +183,7 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
     ThreadSnapshot ts;
     ts.tid = t;
     const std::string dir = fmt::format("{}/{}", task_dir, t);
-    ts.name = ReadLine(dir + "/comm");
+    ts.name = ReadComm(dir + "/comm");
     auto fields = StatFields(dir + "/stat");
     if (fields.empty()) {
       stats_->Add(StatId::snapshot_incomplete);  // the thread vanished meanwhile
@@ -236,8 +251,8 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
   }
   auto pfields = StatFields(fmt::format("/proc/{}/stat", pid_));
   if (pfields.size() > 16) {
-    s.priority = std::stoi(pfields[15]);
-    s.nice = std::stoi(pfields[16]);
+    s.priority = static_cast<int>(std::strtol(pfields[15].c_str(), nullptr, 10));
+    s.nice = static_cast<int>(std::strtol(pfields[16].c_str(), nullptr, 10));
   }
   return s;
 }

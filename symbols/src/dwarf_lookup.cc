@@ -1,9 +1,12 @@
 #include "dwarf_lookup.h"
 
+#include "looptrace/util/safe_file.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <cstring>
 
 #include "looptrace/symbols/demangle.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::symbols {
 namespace {
@@ -39,10 +43,16 @@ bool UData(Dwarf_Die* die, unsigned int attribute, Dwarf_Word* value) {
 
 std::unique_ptr<DwarfLookup> DwarfLookup::Open(const std::string& path, OpenError* error) {
   std::unique_ptr<DwarfLookup> lookup(new DwarfLookup());
-  lookup->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  lookup->fd_ = OpenForReading(path);
   if (lookup->fd_ < 0) {
     error->failure = OpenFailure::kUnreadable;
     error->message = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st;
+  if (fstat(lookup->fd_, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxElfBytes) {
+    error->failure = OpenFailure::kUnreadable;
+    error->message = "cannot open " + path + ": not a regular file of at most " + FormatBytes(kMaxElfBytes);
     return nullptr;
   }
   elf_version(EV_CURRENT);

@@ -8,6 +8,7 @@
 #include "looptrace/tracers/chrome_trace.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 
@@ -391,7 +392,12 @@ class JsonRenderer : public Renderer {
   }
 
  private:
-  static void Line(std::ostream& out, const json& j) { out << j.dump() << '\n'; }
+  // Strings are made valid UTF-8 where they enter (SanitizingSink); `replace` is the last
+  // guard, so a stray invalid byte becomes U+FFFD instead of an exception. C1 controls and
+  // bidi overrides, which JSON allows raw, are written as \u escapes (terminal-safe).
+  static void Line(std::ostream& out, const json& j) {
+    out << EscapeJsonForTerminal(j.dump(-1, ' ', false, json::error_handler_t::replace)) << '\n';
+  }
 };
 
 }  // namespace
