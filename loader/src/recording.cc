@@ -10,9 +10,9 @@ namespace looptrace::loader {
 
 Result<std::unique_ptr<RecordingWriter>> RecordingWriter::Create(const std::string& path) {
   ASSIGN_OR_RETURN(auto file, OutputFile::Create(path));
-  // Said once, while the session still runs; the report does not depend on the recording.
+  // Said once, at the failed write, while the session still runs (the report is a separate file).
   file->set_on_failure([](const Error& error) {
-    log::Warning("{}; the recording stops here (the report is not affected)", error.message);
+    log::Warning("{}; the recording stops here", error.message);
     log::Hint(error.hint);
   });
   file->stream() << RecordingHeaderLine() << '\n';
