@@ -21,7 +21,7 @@
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/loader/profile.h"
 #include "looptrace/loader/string_reader.h"
-#include "looptrace/tracers/analyzer.h"
+#include "looptrace/tracers/pipeline.h"
 
 namespace {
 
@@ -112,13 +112,14 @@ struct EmptyProbe {
 // The real thing: looptrace's BPF program, ring buffer, decoder and analyzer.
 struct LooptraceProbe {
   explicit LooptraceProbe(const AttachPlan& plan) : plan_(plan), decoder_(&plan_, &strings_, &stats_) {
+    pipeline_ = std::make_unique<Pipeline>(analysis_);
     BpfSessionOptions options;
     options.target_tgid = getpid();
     auto session = BpfSession::Open(options, [this](std::span<const uint8_t> raw) {
       ++records_;
       decoded_.clear();
       decoder_.Decode(raw, &decoded_);
-      for (const Event& event : decoded_) analyzer_.OnEvent(event);
+      for (const Event& event : decoded_) pipeline_->OnEvent(event);
     });
     if (!session) Die(session.error().message);
     session_ = std::move(*session);
@@ -147,11 +148,13 @@ struct LooptraceProbe {
   }
 
   AttachPlan plan_;
-  ProcessStringReader strings_;
+  ProcessStringReader process_strings_;
+  StringTable strings_{&process_strings_};
   Stats stats_;
   EventDecoder decoder_;
   std::vector<Event> decoded_;
-  Analyzer analyzer_{AnalysisOptions{}};
+  AnalysisOptions analysis_;
+  std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<BpfSession> session_;
   std::thread consumer_;
   std::atomic<bool> stop_{false};

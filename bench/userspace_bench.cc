@@ -6,7 +6,7 @@
 
 #include "looptrace/events.h"
 #include "looptrace/loader/event_decoder.h"
-#include "looptrace/tracers/analyzer.h"
+#include "looptrace/tracers/pipeline.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/matrix_compat.h"
@@ -52,7 +52,8 @@ void BM_DecodeAndAnalyze(benchmark::State& state) {
   for (auto _ : state) {
     Stats stats;
     EventDecoder decoder(&plan, nullptr, &stats);
-    Analyzer analyzer(AnalysisOptions{});
+    AnalysisOptions options;
+    Pipeline analyzer(options);
     std::vector<Event> events;
     for (const auto& r : records) {
       events.clear();
@@ -144,7 +145,7 @@ BENCHMARK(BM_MatrixStructuredDataToStackMillion)->Unit(benchmark::kMillisecond);
 
 namespace {
 
-// A 60 Hz frame stream with phases: frames per second the FrameTracer analyses.
+// A 60 Hz frame stream with phases: frames per second the span tracker and tracers analyse.
 void BM_FrameTracer(benchmark::State& state) {
   using namespace looptrace;
   std::vector<ProbeEvent> events;
@@ -167,13 +168,11 @@ void BM_FrameTracer(benchmark::State& state) {
     }
     ev(Role::kFrameEnd, vsync + 3'000'000, {{"frame_id", f, std::nullopt, false}});
   }
+  AnalysisOptions options;
   for (auto _ : state) {
-    Stats stats;
-    FrameTracer tracer(FrameOptions{}, &stats, nullptr);
-    for (const auto& e : events) tracer.OnProbe(e);
-    FramesReport report;
-    tracer.Contribute(&report);
-    benchmark::DoNotOptimize(report);
+    Pipeline pipeline(options);
+    for (const auto& e : events) pipeline.OnEvent(e);
+    benchmark::DoNotOptimize(pipeline.TakeReport());
   }
   state.SetItemsProcessed(state.iterations() * 10'000);  // frames
 }

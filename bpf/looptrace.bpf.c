@@ -538,8 +538,12 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(lt_sched_wakeup, struct task_struct *p)
+/*
+ * sched_waking runs in the waker's context; sched_wakeup may run on the wakee's CPU from an
+ * IPI (remote wakeups), where "current" is whatever ran there, often the idle task.
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(lt_sched_waking, struct task_struct *p)
 {
 	struct task_struct *waker;
 	struct lt_wakeup_record *rec;

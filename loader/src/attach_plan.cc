@@ -9,6 +9,7 @@
 
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
+#include "looptrace/util/log.h"
 
 namespace looptrace::loader {
 
@@ -175,6 +176,30 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
     }
   }
   return plan;
+}
+
+Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requested, const TargetBinaries& target) {
+  if (!requested.empty()) {
+    ASSIGN_OR_RETURN(Profile profile, LoadProfile(requested));
+    ASSIGN_OR_RETURN(AttachPlan plan, ResolveProfile(profile, target));
+    return std::pair{std::move(profile), std::move(plan)};
+  }
+  std::string tried;
+  TargetBinaries strict = target;
+  strict.require_linked = true;
+  for (const auto& builtin : BuiltinProfiles()) {
+    ASSIGN_OR_RETURN(Profile profile, ParseProfile(builtin.text, "builtin:" + std::string(builtin.name)));
+    auto plan = ResolveProfile(profile, strict);
+    if (plan) {
+      log::V1("profile {} matches the target", profile.name);
+      return std::pair{std::move(profile), std::move(*plan)};
+    }
+    log::V1("profile {} does not match: {}", profile.name, plan.error().message);
+    tried += (tried.empty() ? "" : ", ") + profile.name;
+  }
+  return MakeError(fmt::format("no built-in profile matches {} (tried {})",
+                               target.pid > 0 ? fmt::format("pid {}", target.pid) : target.exe_path, tried),
+                   ExitCode::kProfile, "pass --profile FILE with the target's probe points (see README \"Profiles\")");
 }
 
 }  // namespace looptrace::loader

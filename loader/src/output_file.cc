@@ -105,9 +105,10 @@ std::optional<int> DescriptorOfPath(const std::string& path) {
   return fd;
 }
 
-// The kernel's protected_symlinks rule, also for group-writable directories: a link is
-// followed if its owner is root or us, or owns its directory and nobody else may write there.
-bool TrustedSymlink(const struct stat& link, const struct stat& dir) {
+// The kernel's protected_symlinks rule, also for group-writable directories: a link (or a
+// FIFO) is used if its owner is root or us, or owns its directory and nobody else may write
+// there. Others could have planted it.
+bool TrustedEntry(const struct stat& link, const struct stat& dir) {
   if (link.st_uid == 0 || link.st_uid == geteuid()) return true;
   const bool others_may_write = (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0;
   return !others_may_write && link.st_uid == dir.st_uid;
@@ -294,10 +295,15 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& shown_pa
 
   std::unique_ptr<OutputFile> out(new OutputFile());
   out->path_ = shown_path;
+  struct stat dir_st;
+  if (fstat(dir_fd.get(), &dir_st) != 0) return SystemError(what, errno, ExitCode::kOutput);
+  if (exists && S_ISFIFO(st.st_mode) && !TrustedEntry(st, dir_st))
+    return MakeError(fmt::format("{}: it is a FIFO owned by uid {} in {}, a directory others may write to; "
+                                 "refusing to write to it",
+                                 what, st.st_uid, dir),
+                     ExitCode::kOutput, "remove it, or write elsewhere");
   if (exists && S_ISLNK(st.st_mode)) {
-    struct stat dir_st;
-    if (fstat(dir_fd.get(), &dir_st) != 0) return SystemError(what, errno, ExitCode::kOutput);
-    if (!TrustedSymlink(st, dir_st))
+    if (!TrustedEntry(st, dir_st))
       return MakeError(fmt::format("{}: it is a symbolic link owned by uid {} in {}, a directory others may "
                                    "write to; refusing to follow it",
                                    what, st.st_uid, dir),

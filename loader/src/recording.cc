@@ -12,7 +12,7 @@ Result<std::unique_ptr<RecordingWriter>> RecordingWriter::Create(const std::stri
   ASSIGN_OR_RETURN(auto file, OutputFile::Create(path));
   // Said once, at the failed write, while the session still runs (the report is a separate file).
   file->set_on_failure([](const Error& error) {
-    log::Warning("{}; the recording stops here", error.message);
+    log::Warning("{}; the recording stops here (the report is still written)", error.message);
     log::Hint(error.hint);
   });
   file->stream() << RecordingHeaderLine() << '\n';

@@ -1,7 +1,8 @@
 #include "looptrace/loader/stall_snapshot.h"
 
+#include "looptrace/loader/proc_readers.h"
+
 #include "looptrace/util/log.h"
-#include "looptrace/util/safe_file.h"
 
 #include <dirent.h>
 #include <fmt/format.h>
@@ -14,38 +15,6 @@
 
 namespace looptrace::loader {
 namespace {
-
-// A /proc file, bounded and without blocking ("" if it is gone).
-std::string ReadProcFile(const std::string& path) {
-  return ReadRegularFile(path, "", kMaxProcFileBytes).value_or("");
-}
-
-std::string ReadLine(const std::string& path) {
-  std::string text = ReadProcFile(path);
-  return text.substr(0, text.find('\n'));
-}
-
-// A thread name: any bytes, newlines included (prctl(PR_SET_NAME)); only the final
-// newline is the kernel's.
-std::string ReadComm(const std::string& path) {
-  std::string text = ReadProcFile(path);
-  if (text.ends_with('\n')) text.pop_back();
-  return text;
-}
-
-// Fields of /proc/.../stat after the "(comm)" (field 3 = state is index 0). The whole
-// file is read: the comm may hold ')' and newlines.
-std::vector<std::string> StatFields(const std::string& path) {
-  std::string text = ReadProcFile(path);
-  std::vector<std::string> fields;
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return fields;
-  std::istringstream in(text.substr(paren + 1));
-  for (std::string f; in >> f;) fields.push_back(f);
-  return fields;
-}
-
-uint64_t ToU64(const std::string& text) { return std::strtoull(text.c_str(), nullptr, 10); }
 
 constexpr long kSysFutex = 202;  // x86-64
 constexpr int kFutexCmdMask = 0x7f;
@@ -80,10 +49,9 @@ std::vector<std::string> BpfKernelStacks::KernelStack(int32_t stack_id) {
 }
 
 void SnapshotTaker::SampleCpu(uint64_t now_ns) {
-  auto fields = StatFields(fmt::format("/proc/{}/stat", pid_));
-  if (fields.size() < 13) return;
-  uint64_t ticks = ToU64(fields[11]) + ToU64(fields[12]);  // utime + stime
-  cpu_samples_.emplace_back(now_ns, ticks);
+  auto ticks = ReadCpuTicks(pid_);
+  if (!ticks) return;
+  cpu_samples_.emplace_back(now_ns, *ticks);
   while (cpu_samples_.size() > 2 && now_ns - cpu_samples_.front().first > 5'000'000'000ull)
     cpu_samples_.pop_front();
 }
@@ -183,22 +151,22 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
     ThreadSnapshot ts;
     ts.tid = t;
     const std::string dir = fmt::format("{}/{}", task_dir, t);
-    ts.name = ReadComm(dir + "/comm");
+    ts.name = ReadName(dir + "/comm");
     auto fields = StatFields(dir + "/stat");
     if (fields.empty()) {
       stats_->Add(StatId::snapshot_incomplete);  // the thread vanished meanwhile
       continue;
     }
     ts.state = fields[0].empty() ? '?' : fields[0][0];
-    ts.wchan = ReadLine(dir + "/wchan");
+    ts.wchan = ReadFirstLine(dir + "/wchan");
     // "202 0xuaddr 0xop ..." while blocked in futex(): the address it waits on.
-    std::istringstream syscall(ReadLine(dir + "/syscall"));
+    std::istringstream syscall(ReadFirstLine(dir + "/syscall"));
     long nr = -1;
     std::string uaddr, op;
-    if (syscall >> nr >> uaddr >> op && nr == kSysFutex) {
-      int cmd = static_cast<int>(std::stol(op, nullptr, 16)) & kFutexCmdMask;
+    if (syscall >> nr >> uaddr >> op && nr == kSysFutex && ParseUnsigned(op, 16) && ParseUnsigned(uaddr, 16)) {
+      int cmd = static_cast<int>(*ParseUnsigned(op, 16)) & kFutexCmdMask;
       if (cmd == kFutexWait || cmd == kFutexWaitBitset || cmd == kFutexLockPi || cmd == kFutexLockPi2) {
-        ts.futex_address = std::stoull(uaddr, nullptr, 16);
+        ts.futex_address = *ParseUnsigned(uaddr, 16);
         // glibc's pthread_mutex_t keeps its owner's tid 8 bytes after the futex word.
         int32_t owner = 0;
         iovec local{&owner, sizeof(owner)};
@@ -239,20 +207,11 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
                               static_cast<double>(sysconf(_SC_CLK_TCK)) / ((t1 - t0) / 1e9);
     }
   }
-  std::ifstream status(fmt::format("/proc/{}/status", pid_));
-  for (std::string line; std::getline(status, line);) {
-    if (!line.starts_with("Vm") && !line.starts_with("Rss")) continue;
-    size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    try {
-      s.memory_kb.emplace_back(line.substr(0, colon), std::stoull(line.substr(colon + 1)));
-    } catch (...) {
-    }
-  }
+  s.memory_kb = ReadMemoryFields(pid_);
   auto pfields = StatFields(fmt::format("/proc/{}/stat", pid_));
   if (pfields.size() > 16) {
-    s.priority = static_cast<int>(std::strtol(pfields[15].c_str(), nullptr, 10));
-    s.nice = static_cast<int>(std::strtol(pfields[16].c_str(), nullptr, 10));
+    s.priority = static_cast<int>(ParseSigned(pfields[15]).value_or(0));
+    s.nice = static_cast<int>(ParseSigned(pfields[16]).value_or(0));
   }
   return s;
 }

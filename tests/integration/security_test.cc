@@ -261,6 +261,19 @@ TEST_F(SecurityTest, LinksPlantedByOthersInStickyDirectoriesAreNeverFollowed) {
   EXPECT_TRUE(S_ISREG(st.st_mode));
   EXPECT_EQ(st.st_uid, 0u);
 
+  // A FIFO another user planted (with a reader waiting for root's report): refused.
+  const std::string fifo = shared + "/fifo.txt";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
+  ASSERT_EQ(chown(fifo.c_str(), 65534, 65534), 0);
+  int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  r = RunCommand({Looptrace(), "report", recording, "-o", fifo});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_NE(r.err.find("it is a FIFO owned by uid 65534"), std::string::npos) << r.err;
+  char byte;
+  EXPECT_LE(read(reader, &byte, 1), 0) << "nothing reached the planted FIFO";
+  close(reader);
+
   // Devices are written in place, never replaced.
   r = RunCommand({Looptrace(), "report", recording, "-o", "/dev/null"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -1,6 +1,10 @@
 #include "looptrace/tracers/anr.h"
 
+#include "looptrace/tracers/messages.h"
+
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include <algorithm>
 #include <set>
@@ -54,143 +58,78 @@ std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, u
   return {};
 }
 
-AnrTracer::AnrTracer(AnrOptions options, Stats* stats, const MethodNamer* namer,
-                     const LooperMonitor* looper)
-    : options_(options), stats_(stats), namer_(namer), looper_(looper) {}
-
-std::vector<NamedCallNode> AnrTracer::Tree(const MethodBeats& beats, std::string* stack_key) {
-  auto nodes = BuildCallTree(beats, options_.tree, stats_);
-  TrimCallTree(&nodes, std::max<size_t>(options_.max_nodes, 1));
-  uint64_t max_cost = 0;
-  for (const auto& n : nodes) max_cost = std::max(max_cost, n.cost_ns);
-  if (stack_key) {
-    if (const CallNode* key = StackKeyNode(nodes, max_cost))
-      *stack_key = beats.kind == MethodIdKind::kId || key->id == kDispatchMethodId
-                       ? fmt::format("{}|", key->id)
-                       : fmt::format("{:#x}|", key->id);
-  }
-  std::vector<NamedCallNode> out;
-  for (const auto& n : nodes) out.push_back({n, NameMethod(namer_, &beats, n.id, stats_)});
-  return out;
+Result<uint64_t> ParseAnrThreshold(std::string_view text) {
+  static const std::pair<const char*, uint64_t> kPresets[] = {
+      {"input", 5000}, {"broadcast", 10000}, {"broadcast-bg", 60000}, {"service", 20000},
+      {"service-bg", 200000}, {"bind-application", 15000}, {"job", 8000}};
+  for (auto [name, ms] : kPresets)
+    if (text == name) return ms * 1'000'000;
+  double ms = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (ec == std::errc() && ptr == text.data() + text.size() && ms > 0 && ms < 1e12)
+    return static_cast<uint64_t>(ms * 1e6);
+  return MakeError(fmt::format("invalid --anr-threshold '{}'", text), ExitCode::kUsage,
+                   "milliseconds, or one of input (5 s), broadcast (10 s), broadcast-bg (60 s), "
+                   "service (20 s), service-bg (200 s), bind-application (15 s), job (8 s)");
 }
 
-std::string AnrTracer::CurrentFrame(uint32_t tid) const {
-  auto it = frame_.find(tid);
-  return it == frame_.end() ? "" : it->second;
-}
-
-void AnrTracer::OnProbe(const ProbeEvent& e) {
-  auto arg = [&](std::string_view name) -> uint64_t {
-    const EventArg* a = e.Arg(name);
-    return a ? a->value : 0;
+void AnrOptions::Declare(OptionSet& options) {
+  OptionDeclaration anr;
+  anr.name = "anr-threshold";
+  anr.value_name = "MS|PRESET";
+  anr.help = "ANR snapshot when a message runs this long: MS or input|broadcast|broadcast-bg|service|"
+             "service-bg|bind-application|job";
+  anr.default_text = std::to_string(anr_threshold_ns / 1'000'000);
+  anr.set = [this](std::string_view text) -> Result<void> {
+    ASSIGN_OR_RETURN(anr_threshold_ns, ParseAnrThreshold(text));
+    return {};
   };
-  auto text = [&](std::string_view name) -> std::string {
-    const EventArg* a = e.Arg(name);
-    return a && a->text ? *a->text : "";
-  };
-  switch (e.role) {
-    case Role::kFrameBegin:
-      frame_[e.tid] = fmt::format("frame {}", arg("frame_id"));
-      break;
-    case Role::kFrameEnd:
-      frame_.erase(e.tid);
-      break;
-    case Role::kPhaseBegin: {
-      static constexpr const char* kPhases[] = {"INPUT", "ANIMATION", "INSETS_ANIMATION", "TRAVERSAL", "COMMIT"};
-      uint64_t phase = arg("phase");
-      std::string base = CurrentFrame(e.tid);
-      if (size_t cut = base.find(" phase "); cut != std::string::npos) base.resize(cut);
-      frame_[e.tid] = (base.empty() ? "frame ?" : base) + " phase " +
-                      (phase < 5 ? kPhases[phase] : std::to_string(phase));
-      break;
-    }
-    case Role::kActivityFocus:
-      if (!text("name").empty()) scene_ = text("name");
-      break;
-    case Role::kIdleBegin:
-      open_idle_[e.tid] = {e.ts_ns, text("name")};
-      break;
-    case Role::kIdleEnd: {
-      auto it = open_idle_.find(e.tid);
-      if (it == open_idle_.end()) break;
-      auto [begin, name] = it->second;
-      open_idle_.erase(it);
-      if (e.ts_ns - begin < options_.idle_lag_threshold_ns) break;
-      SpanLagReport lag{"idle_lag", e.tid, begin, e.ts_ns, name.empty() ? "idle handler" : name, {}, scene_};
-      if (auto b = span_beats_.find({"idle", begin}); b != span_beats_.end()) {
-        lag.tree = Tree(b->second, nullptr);
-        span_beats_.erase(b);
-      }
-      span_lags_.push_back(std::move(lag));
-      break;
-    }
-    case Role::kInputReceive:
-      open_inputs_[arg("seq")] = {e.tid, e.ts_ns};
-      break;
-    case Role::kInputFinish: {
-      auto it = open_inputs_.find(arg("seq"));
-      if (it == open_inputs_.end()) break;
-      auto [tid, begin] = it->second;
-      uint64_t seq = it->first;
-      open_inputs_.erase(it);
-      if (e.ts_ns - begin < options_.input_lag_threshold_ns) break;
-      SpanLagReport lag{"input_lag", tid, begin, e.ts_ns, fmt::format("input {}", seq), {}, scene_};
-      if (auto b = span_beats_.find({"input", begin}); b != span_beats_.end()) {
-        lag.tree = Tree(b->second, nullptr);
-        span_beats_.erase(b);
-      }
-      span_lags_.push_back(std::move(lag));
-      break;
-    }
-    case Role::kBarrierPost: {
-      BarrierLeakReport b;
-      b.tid = e.tid;
-      b.token = arg("token");
-      b.begin_ns = e.ts_ns;
-      barriers_[b.token] = b;
-      break;
-    }
-    case Role::kBarrierRemove: {
-      auto it = barriers_.find(arg("token"));
-      if (it == barriers_.end()) break;
-      BarrierLeakReport b = it->second;
-      barriers_.erase(it);
-      b.end_ns = e.ts_ns;
-      b.removed = true;
-      if (b.end_ns - b.begin_ns >= options_.barrier_threshold_ns && b.sync_messages_enqueued > 0)
-        barrier_leaks_.push_back(b);
-      break;
-    }
-    case Role::kMessageEnqueue:
-      if (arg("async") == 0)
-        for (auto& [token, b] : barriers_) ++b.sync_messages_enqueued;
-      break;
-    default:
-      break;
-  }
+  options.Custom(std::move(anr));
+  options.Milliseconds("lag-threshold", &lag_threshold_ns, "LAG snapshot of a message running this long (Matrix's 2 s)");
 }
 
-void AnrTracer::OnMessageEnd(const Message& m) {
+AnrTracer::AnrTracer(const AnrOptions& options, const TracerContext& context)
+    : options_(options), context_(context) {}
+
+std::vector<WatchThreshold> AnrTracer::Watches() const {
+  return {{SpanKind::kMessage, options_.lag_threshold_ns, "lag"},
+          {SpanKind::kMessage, options_.anr_threshold_ns, "anr"}};
+}
+
+bool AnrTracer::MessageOpen(uint32_t tid) const {
+  return context_.spans->Innermost(tid, SpanKind::kMessage) != nullptr;
+}
+
+void AnrTracer::OnEvent(const Event& event) {
+  if (const auto* sw = std::get_if<ThreadSwitch>(&event)) OnSwitch(*sw);
+  else if (const auto* wakeup = std::get_if<Wakeup>(&event)) last_wakeup_[wakeup->tid] = *wakeup;
+  else if (const auto* snapshot = std::get_if<StallSnapshot>(&event)) OnSnapshot(*snapshot);
+  else if (const auto* signal = std::get_if<SignalSent>(&event)) OnSignal(*signal);
+  else if (const auto* beats = std::get_if<MethodBeats>(&event)) OnOpenBeats(*beats);
+}
+
+void AnrTracer::OnSpanEnd(const Span& span) {
+  if (span.kind != SpanKind::kMessage || span.close == SpanClose::kLost) return;
+  const bool finished = span.close == SpanClose::kEnded;
   // Every stall snapshot of this message (LAG, ANR) ends now.
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (std::get<0>(it->first) == m.tid && std::get<1>(it->first) == m.begin_ns) {
+    if (std::get<0>(it->first) == span.tid && std::get<1>(it->first) == span.begin_ns) {
       PendingStall pending = std::move(it->second);
       it = pending_.erase(it);
-      pending.report.message.end_ns = m.end_ns;
-      Finalize(std::move(pending), m.end_ns, true);
+      pending.report.message.end_ns = span.end_ns;
+      Finalize(std::move(pending), span.end_ns, finished);
     } else {
       ++it;
     }
   }
-  if (looper_->OpenMessages(m.tid).empty()) {
+  if (!MessageOpen(span.tid)) {
     // No message open: keep only a little off-CPU history.
-    auto& intervals = intervals_[m.tid];
-    while (!intervals.empty() && intervals.front().end_ns < m.end_ns) intervals.pop_front();
+    auto& intervals = intervals_[span.tid];
+    while (!intervals.empty() && intervals.front().end_ns < span.end_ns) intervals.pop_front();
   }
 }
 
-void AnrTracer::OnBeats(const MethodBeats& beats) {
-  if (beats.span == "idle" || beats.span == "input") span_beats_[{beats.span, beats.begin_ns}] = beats;
+void AnrTracer::OnOpenBeats(const MethodBeats& beats) {
   if (beats.span != "open") return;
   // The open slice of a stalled message, copied with its snapshot.
   for (auto& [key, pending] : pending_)
@@ -219,14 +158,12 @@ void AnrTracer::OnSwitch(const ThreadSwitch& e) {
     interval.waker_comm = w->second.waker_comm;
   }
   // Only intervals inside a running message can matter to a stall report.
-  if (!looper_->OpenMessages(e.tid).empty()) intervals_[e.tid].push_back(std::move(interval));
+  if (MessageOpen(e.tid)) intervals_[e.tid].push_back(std::move(interval));
 }
 
-void AnrTracer::OnWakeup(const Wakeup& e) { last_wakeup_[e.tid] = e; }
-
 void AnrTracer::OnSnapshot(const StallSnapshot& snapshot) {
-  const Message* message = nullptr;
-  for (const Message* open : looper_->OpenMessages(snapshot.tid))
+  const Span* message = nullptr;
+  for (const Span* open : context_.spans->Open(snapshot.tid, SpanKind::kMessage))
     if (open->begin_ns == snapshot.message_begin_ns) message = open;
   PendingStall pending;
   StallReport& r = pending.report;
@@ -234,14 +171,14 @@ void AnrTracer::OnSnapshot(const StallSnapshot& snapshot) {
   r.threshold_ns = snapshot.anr ? options_.anr_threshold_ns : options_.lag_threshold_ns;
   r.snapshot = snapshot;
   if (message) {
-    r.message = *message;
+    r.message = MessageOf(*message);
   } else {
     r.message.tid = snapshot.tid;
     r.message.begin_ns = snapshot.message_begin_ns;
   }
   r.message.end_ns = snapshot.ts_ns;
-  r.frame = CurrentFrame(snapshot.tid);
-  r.scene = scene_;
+  r.frame = context_.spans->CurrentFrame(snapshot.tid);
+  r.scene = context_.spans->scene();
   // One report per message and level: a repeated snapshot does not duplicate it.
   pending_.try_emplace({snapshot.tid, snapshot.message_begin_ns, snapshot.anr}, std::move(pending));
 }
@@ -305,55 +242,41 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   } else {
     r.stuck_reason = "running";
   }
-  if (pending.open_beats) r.tree = Tree(*pending.open_beats, &r.stack_key);
+  if (pending.open_beats) {
+    NamedCallTree tree = BuildNamedCallTree(*pending.open_beats, context_.common->max_nodes, 0, context_.namer,
+                                            context_.stats, options_.tree);
+    r.tree = std::move(tree.nodes);
+    r.stack_key = std::move(tree.stack_key);
+  }
   stalls_.push_back(std::move(r));
 }
 
-void AnrTracer::OnSignal(const SignalSent& signal, uint32_t pid) {
+void AnrTracer::OnSignal(const SignalSent& signal) {
+  const uint32_t pid = context_.session->pid;
   SignalAnrReport r;
   r.signal = signal;
   r.from_self = signal.sender_pid == pid;
-  r.scene = scene_;
-  auto open = looper_->OpenMessages(pid);
+  r.scene = context_.spans->scene();
+  auto open = context_.spans->Open(pid, SpanKind::kMessage);
   if (!open.empty()) {
     r.stalled = true;
-    r.message = *open.front();
+    r.message = MessageOf(*open.front());
     r.message.end_ns = std::max(signal.ts_ns, r.message.begin_ns);
   }
   signals_.push_back(std::move(r));
 }
 
-void AnrTracer::Finish(uint64_t end_ns) {
-  for (auto& [key, pending] : pending_) Finalize(std::move(pending), end_ns, false);
+void AnrTracer::Contribute(Report& report) {
+  // Snapshots whose message the span tracker never knew end with the session.
+  for (auto& [key, pending] : pending_) Finalize(std::move(pending), report.session.end_ns, false);
   pending_.clear();
-  for (auto& [token, b] : barriers_) {
-    b.end_ns = end_ns;
-    if (b.end_ns - b.begin_ns >= options_.barrier_threshold_ns && b.sync_messages_enqueued > 0)
-      barrier_leaks_.push_back(b);
-  }
-  barriers_.clear();
-  for (auto& [tid, idle] : open_idle_) {
-    if (end_ns - idle.first >= options_.idle_lag_threshold_ns)
-      span_lags_.push_back({"idle_lag", tid, idle.first, end_ns, idle.second, {}, scene_});
-  }
-  for (auto& [seq, input] : open_inputs_) {
-    if (end_ns - input.second >= options_.input_lag_threshold_ns)
-      span_lags_.push_back({"input_lag", input.first, input.second, end_ns, fmt::format("input {}", seq), {}, scene_});
-  }
-}
-
-void AnrTracer::Contribute(Report* report) {
   auto by_time = [](const auto& a, const auto& b) { return a.message.begin_ns < b.message.begin_ns; };
   std::stable_sort(stalls_.begin(), stalls_.end(), [&](const StallReport& a, const StallReport& b) {
     if (a.message.begin_ns != b.message.begin_ns) return by_time(a, b);
     return !a.anr && b.anr;
   });
-  report->stalls = std::move(stalls_);
-  report->signal_anrs = std::move(signals_);
-  std::stable_sort(span_lags_.begin(), span_lags_.end(),
-                   [](const SpanLagReport& a, const SpanLagReport& b) { return a.begin_ns < b.begin_ns; });
-  report->span_lags = std::move(span_lags_);
-  report->barrier_leaks = std::move(barrier_leaks_);
+  report.stalls = std::move(stalls_);
+  report.signal_anrs = std::move(signals_);
 }
 
 }  // namespace looptrace

@@ -1,5 +1,7 @@
 #include "looptrace/tracers/chrome_trace.h"
 
+#include "looptrace/tracers/render.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -221,5 +223,18 @@ void RenderChromeTrace(const SessionInfo& session, const MessagesReport& message
   for (size_t i = 0; i < events.size(); ++i) out << events[i] << (i + 1 < events.size() ? ",\n" : "\n");
   out << "],\n\"displayTimeUnit\":\"ms\",\n\"metadata\":" << Dump(metadata) << "}\n";
 }
+
+namespace {
+
+class ChromeRenderer : public Renderer {
+ public:
+  void Render(const Report& report, std::ostream& out) const override {
+    RenderChromeTrace(report.session, report.messages, report.frames, out);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Renderer> MakeChromeRenderer(const RenderOptions&) { return std::make_unique<ChromeRenderer>(); }
 
 }  // namespace looptrace

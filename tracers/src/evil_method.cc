@@ -5,31 +5,27 @@
 #include <algorithm>
 
 #include "looptrace/tracers/matrix_compat.h"
+#include "looptrace/tracers/messages.h"
 
 namespace looptrace {
 
-EvilMethodTracer::EvilMethodTracer(EvilMethodOptions options, Stats* stats, const MethodNamer* namer)
-    : options_(options), stats_(stats), namer_(namer) {}
-
-void EvilMethodTracer::OnBeats(const MethodBeats& beats) {
-  if (beats.span == "message") pending_[beats.tid] = beats;
+void EvilMethodOptions::Declare(OptionSet& options) {
+  options.Milliseconds("evil-threshold", &threshold_ns,
+                       "report messages costing at least MS with their call tree (EvilMethod)");
+  options.Flag("matrix-compat", &matrix_compat, "reproduce Matrix's stack algorithm exactly (ms clock, its quirks)");
 }
 
-std::string NameMethod(const MethodNamer* namer, const MethodBeats* beats, uint64_t id, Stats* stats) {
-  if (id == kDispatchMethodId) return "";
-  if (beats) {
-    if (auto it = beats->names.find(id); it != beats->names.end()) return it->second;
-  }
-  MethodIdKind kind = beats ? beats->kind : MethodIdKind::kId;
-  if (namer) {
-    if (auto name = namer->Name(kind, id)) return *name;
-  }
-  stats->Add(StatId::method_names_unknown);
-  return kind == MethodIdKind::kId ? fmt::format("method#{}", id) : fmt::format("{:#x}", id);
+EvilMethodTracer::EvilMethodTracer(const EvilMethodOptions& options, const TracerContext& context)
+    : options_(options), context_(context) {}
+
+bool EvilMethodTracer::Slow(const Span& span) const {
+  return span.kind == SpanKind::kMessage && span.close == SpanClose::kEnded &&
+         span.cost_ns() >= options_.threshold_ns;
 }
 
-std::string EvilMethodTracer::NameOf(const MethodBeats* beats, uint64_t id) {
-  return NameMethod(namer_, beats, id, stats_);
+std::optional<SliceRequest> EvilMethodTracer::WantSlice(const Span& span) {
+  if (!Slow(span)) return std::nullopt;
+  return SliceRequest::Of(span, "message");
 }
 
 namespace {
@@ -50,24 +46,21 @@ std::vector<int64_t> ToMatrixRecords(const MethodBeats& beats, const Message& m,
 
 }  // namespace
 
-void EvilMethodTracer::OnMessage(const Message& message, const std::string& process) {
-  auto pending = pending_.find(message.tid);
-  const MethodBeats* beats = nullptr;
-  if (pending != pending_.end() && pending->second.begin_ns == message.begin_ns)
-    beats = &pending->second;
-  if (message.cost_ns() < options_.threshold_ns) {
-    if (beats) pending_.erase(pending);
-    return;
-  }
+void EvilMethodTracer::OnSpanEnd(const Span& span) {
+  if (!Slow(span)) return;
+  const Message message = MessageOf(span);
+  const MethodBeats* beats = span.beats;
+  Stats* stats = context_.stats;
+  const size_t max_nodes = context_.common->max_nodes;
 
   EvilMethodReport report;
   report.message = message;
-  report.process = process;
+  report.process = context_.session->command;
   report.has_beats = beats != nullptr;
   if (beats) {
     report.kind = beats->kind;
     report.beats_overwritten = beats->overwritten;
-    if (beats->overwritten) stats_->Add(StatId::method_beats_overwritten, beats->overwritten);
+    if (beats->overwritten) stats->Add(StatId::method_beats_overwritten, beats->overwritten);
   }
 
   if (options_.matrix_compat && beats && beats->kind == MethodIdKind::kId) {
@@ -77,7 +70,7 @@ void EvilMethodTracer::OnMessage(const Message& message, const std::string& proc
     const int64_t end_ms = static_cast<int64_t>((message.end_ns - base_ns) / 1'000'000);
     auto stack = matrix::StructuredDataToStack(records, /*strict=*/true, end_ms);
     report.nodes_before_trim = stack.size();
-    matrix::TrimStack(stack, static_cast<int>(options_.max_nodes));
+    matrix::TrimStack(stack, static_cast<int>(max_nodes));
     int64_t max_ms = 0;
     report.matrix_stack = matrix::StackToString(stack, &max_ms);
     const int64_t dispatch_ms = static_cast<int64_t>(message.cost_ns() / 1'000'000);
@@ -91,42 +84,38 @@ void EvilMethodTracer::OnMessage(const Message& message, const std::string& proc
       node.depth = static_cast<uint32_t>(item.depth);
       node.count = static_cast<uint32_t>(item.count);
       node.cost_ns = static_cast<uint64_t>(item.duration_ms) * 1'000'000;
-      report.tree.push_back({node, NameOf(beats, node.id)});
+      report.tree.push_back({node, NameMethod(context_.namer, beats, node.id, stats)});
     }
-  } else {
-    std::vector<CallNode> nodes;
-    if (beats) {
-      nodes = BuildCallTree(*beats, options_.tree, stats_);
-    } else {
-      CallNode root;
-      root.id = kDispatchMethodId;
-      root.begin_ns = message.begin_ns;
-      root.cost_ns = message.cost_ns();
-      nodes.push_back(root);
-    }
-    report.nodes_before_trim = nodes.size();
-    TrimCallTree(&nodes, std::max<size_t>(options_.max_nodes, 1));
-    uint64_t max_cost = 0;
-    for (const auto& n : nodes) max_cost = std::max(max_cost, n.cost_ns);
-    report.stack_cost_ns = std::max(message.cost_ns(), max_cost);
-    if (const CallNode* key = StackKeyNode(nodes, report.stack_cost_ns)) {
-      report.stack_key = (beats && beats->kind != MethodIdKind::kId && key->id != kDispatchMethodId)
-                             ? fmt::format("{:#x}|", key->id)
-                             : fmt::format("{}|", key->id);
-      report.stack_key_name = NameOf(beats, key->id);
-    }
-    for (const auto& n : nodes) {
-      report.matrix_stack += fmt::format("{},{},{},{}\n", n.depth, n.id, n.count, n.cost_ns / 1'000'000);
-      report.tree.push_back({n, NameOf(beats, n.id)});
-    }
-    report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;
-  }
-  if (report.matrix_compat) {
     for (const auto& n : report.tree)
       if (report.stack_key == fmt::format("{}|", n.node.id)) report.stack_key_name = n.name;
+  } else if (beats) {
+    NamedCallTree tree = BuildNamedCallTree(*beats, max_nodes, message.cost_ns(), context_.namer, stats,
+                                            options_.tree);
+    report.nodes_before_trim = tree.nodes_before_trim;
+    report.stack_cost_ns = tree.stack_cost_ns;
+    report.stack_key = std::move(tree.stack_key);
+    report.stack_key_name = std::move(tree.stack_key_name);
+    report.tree = std::move(tree.nodes);
+    for (const auto& n : report.tree)
+      report.matrix_stack += fmt::format("{},{},{},{}\n", n.node.depth, n.node.id, n.node.count, n.node.cost_ns / 1'000'000);
+    report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;
+  } else {
+    // No method beats (the profile maps no method roles): the message alone, no stackKey.
+    CallNode root;
+    root.id = kDispatchMethodId;
+    root.begin_ns = message.begin_ns;
+    root.cost_ns = message.cost_ns();
+    report.nodes_before_trim = 1;
+    report.tree.push_back({root, ""});
+    report.stack_cost_ns = message.cost_ns();
+    report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;
   }
   reports_.push_back(std::move(report));
-  if (beats) pending_.erase(pending);
+}
+
+void EvilMethodTracer::Contribute(Report& report) {
+  report.evil_threshold_ns = options_.threshold_ns;
+  report.evil_methods = std::move(reports_);
 }
 
 }  // namespace looptrace

@@ -69,12 +69,6 @@ int64_t JavaRound(double x) { return static_cast<int64_t>(std::floor(x + 0.5)); 
 
 }  // namespace
 
-std::string PhaseName(uint32_t phase) {
-  static const char* const kNames[] = {"INPUT", "ANIMATION", "INSETS_ANIMATION", "TRAVERSAL", "COMMIT"};
-  if (phase < std::size(kNames)) return kNames[phase];
-  return "PHASE_" + std::to_string(phase);
-}
-
 const std::vector<std::string>& DropBuckets() {
   static const std::vector<std::string> kBuckets = {"BEST", "NORMAL", "MIDDLE", "HIGH", "FROZEN"};
   return kBuckets;
@@ -151,8 +145,14 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
   return {};
 }
 
-FrameTracer::FrameTracer(FrameOptions options, Stats* stats, const MethodNamer* namer)
-    : options_(std::move(options)), stats_(stats ? stats : &own_stats_), namer_(namer) {}
+void FrameOptions::Declare(OptionSet& options) {
+  options.Milliseconds("jank-tree-threshold", &jank_tree_threshold_ns,
+                       "janky frames at least MS long keep their message's call tree");
+  options.Hertz("refresh-rate", &refresh_hz, "display refresh rate in Hz (default: measured from vsync)");
+}
+
+FrameTracer::FrameTracer(const FrameOptions& options, const TracerContext& context)
+    : options_(options), context_(context) {}
 
 uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_ns, uint64_t to_ns) const {
   if (to_ns <= from_ns) return 0;
@@ -175,149 +175,86 @@ uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_n
   return total;
 }
 
-std::vector<NamedCallNode> FrameTracer::Tree(const MethodBeats& beats) {
-  auto nodes = BuildCallTree(beats, options_.tree, stats_);
-  TrimCallTree(&nodes, std::max<size_t>(options_.max_nodes, 1));
-  std::vector<NamedCallNode> out;
-  for (const auto& n : nodes) out.push_back({n, NameMethod(namer_, &beats, n.id, stats_)});
-  return out;
+
+void FrameTracer::OnEvent(const Event& event) {
+  const auto* e = std::get_if<ProbeEvent>(&event);
+  if (!e) return;
+  if (e->role == Role::kFrameBegin || e->role == Role::kFrameEnd || e->role == Role::kPhaseBegin ||
+      e->role == Role::kPhaseEnd)
+    saw_frames_ = true;
+  if (e->role != Role::kVsync) return;
+  saw_frames_ = true;
+  const EventArg* v = e->Arg("vsync_ns");
+  if (!v || v->value == 0) {
+    context_.stats->Add(StatId::vsync_without_timestamp);
+    return;
+  }
+  vsync_events_.push_back(v->value);
+  threads_[e->tid].vsync_received = v->value;
 }
 
-void FrameTracer::CloseInnermost(ThreadState& thread, uint64_t end_ns, bool finished) {
-  OpenFrame open = std::move(thread.open.back());
-  thread.open.pop_back();
-  FrameRecord& r = open.record;
-  r.end_ns = std::max(end_ns, r.begin_ns);
-  if (open.phase) {
-    ++problems_.phase_unclosed;
-    open.phase->end_ns = std::max(r.end_ns, open.phase->begin_ns);
-    r.phases.push_back(*open.phase);
+void FrameTracer::OnSpanBegin(const Span& span) {
+  if (span.kind != SpanKind::kFrame) return;
+  ThreadState& t = threads_[span.tid];
+  FrameRecord r;
+  r.tid = span.tid;
+  r.frame_id = span.key;
+  r.begin_ns = span.begin_ns;
+  r.end_ns = span.begin_ns;
+  const auto vsync = span.ArgValue("vsync_ns");
+  if (!vsync || *vsync == 0 || *vsync > span.begin_ns) {
+    context_.stats->Add(StatId::frame_without_vsync);
+    r.vsync_ns = span.begin_ns;
+  } else {
+    r.vsync_ns = *vsync;
+    frame_vsyncs_.push_back(r.vsync_ns);
   }
-  r.finished = finished;
-  frames_.push_back(std::move(r));
-  if (frames_.back().cost_ns() >= options_.jank_tree_threshold_ns)
-    thread.awaiting_message.push_back(frames_.size() - 1);
+  r.intended_vsync_ns = r.vsync_ns;
+  if (t.vsync_received && *t.vsync_received <= r.vsync_ns) r.intended_vsync_ns = *t.vsync_received;
+  t.vsync_received.reset();
+  r.scene = context_.spans->scene();
+  r.delay_by_messages_ns = DelayByMessages(t, r.intended_vsync_ns, r.begin_ns);
+  // Later frames' vsyncs are later: older messages can delay none of them.
+  while (!t.recent.empty() && t.recent.front().end_ns < r.intended_vsync_ns) t.recent.pop_front();
+  t.last_frame_begin_ns = span.begin_ns;
+  open_.emplace(span.id, std::move(r));
 }
 
-void FrameTracer::OnProbe(const ProbeEvent& e) {
-  last_ts_ns_ = std::max(last_ts_ns_, e.ts_ns);
-  switch (e.role) {
-    case Role::kVsync: {
-      saw_frames_ = true;
-      const EventArg* v = e.Arg("vsync_ns");
-      if (!v || v->value == 0) {
-        ++problems_.vsync_without_timestamp;
-        break;
-      }
-      vsync_events_.push_back(v->value);
-      threads_[e.tid].vsync_received = v->value;
-      break;
-    }
-    case Role::kFrameBegin: {
-      saw_frames_ = true;
-      ThreadState& t = threads_[e.tid];
-      FrameRecord r;
-      r.tid = e.tid;
-      if (const EventArg* id = e.Arg("frame_id")) r.frame_id = id->value;
-      r.begin_ns = e.ts_ns;
-      r.end_ns = e.ts_ns;
-      const EventArg* v = e.Arg("vsync_ns");
-      if (!v || v->value == 0 || v->value > e.ts_ns) {
-        ++problems_.frame_without_vsync;
-        r.vsync_ns = e.ts_ns;
-      } else {
-        r.vsync_ns = v->value;
-        frame_vsyncs_.push_back(r.vsync_ns);
-      }
-      r.intended_vsync_ns = r.vsync_ns;
-      if (t.vsync_received && *t.vsync_received <= r.vsync_ns) r.intended_vsync_ns = *t.vsync_received;
-      t.vsync_received.reset();
-      r.scene = scene_;
-      r.delay_by_messages_ns = DelayByMessages(t, r.intended_vsync_ns, r.begin_ns);
-      // Later frames' vsyncs are later: older messages can delay none of them.
-      while (!t.recent.empty() && t.recent.front().end_ns < r.intended_vsync_ns) t.recent.pop_front();
-      if (!t.open.empty()) ++problems_.nested_frames;
-      t.last_frame_begin_ns = e.ts_ns;
-      t.open.push_back({std::move(r), std::nullopt});
-      break;
-    }
-    case Role::kFrameEnd: {
-      saw_frames_ = true;
-      auto it = threads_.find(e.tid);
-      if (it == threads_.end() || it->second.open.empty()) {
-        ++problems_.frame_end_without_begin;
-        break;
-      }
-      ThreadState& t = it->second;
-      size_t index = t.open.size() - 1;
-      if (const EventArg* id = e.Arg("frame_id")) {
-        bool found = false;
-        for (size_t i = t.open.size(); i-- > 0;) {
-          if (t.open[i].record.frame_id == id->value) {
-            index = i;
-            found = true;
-            break;
-          }
-        }
-        if (!found) ++problems_.frame_id_mismatch;
-      }
-      // Frames opened inside the one ending now lost their end.
-      while (t.open.size() - 1 > index) {
-        ++problems_.frame_end_lost;
-        CloseInnermost(t, e.ts_ns, false);
-      }
-      CloseInnermost(t, e.ts_ns, true);
-      break;
-    }
-    case Role::kPhaseBegin:
-    case Role::kPhaseEnd: {
-      saw_frames_ = true;
-      auto it = threads_.find(e.tid);
-      if (it == threads_.end() || it->second.open.empty()) {
-        ++problems_.phase_without_frame;
-        break;
-      }
-      OpenFrame& f = it->second.open.back();
-      const EventArg* phase = e.Arg("phase");
-      if (e.role == Role::kPhaseBegin) {
-        if (f.phase) {
-          ++problems_.phase_unclosed;
-          f.phase->end_ns = std::max(e.ts_ns, f.phase->begin_ns);
-          f.record.phases.push_back(*f.phase);
-        }
-        PhaseCost p;
-        p.phase = phase ? static_cast<uint32_t>(phase->value) : 0;
-        p.begin_ns = p.end_ns = e.ts_ns;
-        f.phase = p;
-      } else if (!f.phase) {
-        ++problems_.phase_end_without_begin;
-      } else {
-        if (phase && phase->value != f.phase->phase) ++problems_.phase_mismatch;
-        f.phase->end_ns = std::max(e.ts_ns, f.phase->begin_ns);
-        f.record.phases.push_back(*f.phase);
-        f.phase.reset();
-      }
-      break;
-    }
-    case Role::kActivityFocus: {
-      const EventArg* name = e.Arg("name");
-      if (name && name->text && !name->text->empty()) scene_ = *name->text;
-      break;
-    }
-    default:
-      break;
+std::optional<SliceRequest> FrameTracer::WantSlice(const Span& span) {
+  if (span.kind != SpanKind::kMessage) return std::nullopt;
+  auto it = threads_.find(span.tid);
+  if (it == threads_.end()) return std::nullopt;
+  // A long janky frame that ran in this message wants the message's call tree.
+  for (size_t index : it->second.awaiting_message) {
+    const uint64_t begin = frames_[index].begin_ns;
+    if (begin >= span.begin_ns && (begin < span.end_ns || begin == span.begin_ns))
+      return SliceRequest::Of(span, "message");
   }
+  return std::nullopt;
 }
 
-void FrameTracer::OnMessage(const Message& m) {
-  last_ts_ns_ = std::max(last_ts_ns_, m.end_ns);
-  ThreadState& t = threads_[m.tid];
-  auto inside = [&](uint64_t ts) { return ts >= m.begin_ns && (ts < m.end_ns || ts == m.begin_ns); };
-  // A frame cannot outlive the message it began in: its end was lost.
-  while (!t.open.empty() && inside(t.open.back().record.begin_ns)) {
-    ++problems_.frame_end_lost;
-    CloseInnermost(t, m.end_ns, false);
+void FrameTracer::OnSpanEnd(const Span& span) {
+  if (span.kind == SpanKind::kPhase) {
+    auto it = open_.find(span.parent_id);
+    if (it != open_.end())
+      it->second.phases.push_back({static_cast<uint32_t>(span.key), span.begin_ns, span.end_ns});
+    return;
   }
+  if (span.kind == SpanKind::kFrame) {
+    auto it = open_.find(span.id);
+    if (it == open_.end()) return;
+    FrameRecord r = std::move(it->second);
+    open_.erase(it);
+    r.end_ns = std::max(span.end_ns, r.begin_ns);
+    r.finished = span.close == SpanClose::kEnded;
+    frames_.push_back(std::move(r));
+    if (frames_.back().cost_ns() >= options_.jank_tree_threshold_ns && span.close != SpanClose::kUnfinished)
+      threads_[span.tid].awaiting_message.push_back(frames_.size() - 1);
+    return;
+  }
+  if (span.kind != SpanKind::kMessage || span.close != SpanClose::kEnded) return;
+  ThreadState& t = threads_[span.tid];
+  auto inside = [&](uint64_t ts) { return ts >= span.begin_ns && (ts < span.end_ns || ts == span.begin_ns); };
   const bool has_frame = t.last_frame_begin_ns && inside(*t.last_frame_begin_ns);
 
   // Long frames that ran in this message get its call tree.
@@ -325,23 +262,17 @@ void FrameTracer::OnMessage(const Message& m) {
   for (size_t index : t.awaiting_message) {
     FrameRecord& f = frames_[index];
     if (inside(f.begin_ns)) {
-      if (t.beats && t.beats->begin_ns == m.begin_ns) f.tree = Tree(*t.beats);
-    } else if (!(f.begin_ns < m.begin_ns && m.depth == 0)) {
+      if (span.beats)
+        f.tree = BuildNamedCallTree(*span.beats, context_.common->max_nodes, 0, context_.namer, context_.stats,
+                                    options_.tree)
+                     .nodes;
+    } else if (!(f.begin_ns < span.begin_ns && span.depth == 0)) {
       keep.push_back(index);  // a top-level message began after the frame: its message is gone
     }
   }
   t.awaiting_message = std::move(keep);
-  if (t.beats && t.beats->begin_ns == m.begin_ns) t.beats.reset();
-
-  t.recent.push_back({m.begin_ns, m.end_ns, has_frame});
+  t.recent.push_back({span.begin_ns, span.end_ns, has_frame});
   if (t.recent.size() > kMaxRecentMessages) t.recent.pop_front();
-}
-
-void FrameTracer::OnBeats(const MethodBeats& beats) {
-  if (beats.span != "message") return;
-  ThreadState& t = threads_[beats.tid];
-  // Only a frame waiting for its message's tree needs them.
-  if (!t.awaiting_message.empty() || !t.open.empty()) t.beats = beats;
 }
 
 namespace {
@@ -386,18 +317,7 @@ struct Summarizer {
 
 }  // namespace
 
-void FrameTracer::Finish(uint64_t end_ns) {
-  if (finished_) return;
-  finished_ = true;
-  for (auto& [tid, t] : threads_) {
-    while (!t.open.empty()) {
-      ++problems_.unfinished_frames;
-      CloseInnermost(t, end_ns, false);
-    }
-    t.awaiting_message.clear();
-    t.beats.reset();
-    t.recent.clear();
-  }
+void FrameTracer::Summarize(FramesReport* out) {
   std::stable_sort(frames_.begin(), frames_.end(), [](const FrameRecord& a, const FrameRecord& b) {
     return std::tie(a.begin_ns, a.tid, a.frame_id) < std::tie(b.begin_ns, b.tid, b.frame_id);
   });
@@ -414,9 +334,9 @@ void FrameTracer::Finish(uint64_t end_ns) {
     vsyncs.insert(vsyncs.end(), frame_vsyncs_.begin(), frame_vsyncs_.end());
     bool guessed = false;
     segments = DetectRefreshRate(std::move(vsyncs), &guessed);
-    if (!frames_.empty() && (guessed || segments.empty())) ++problems_.refresh_rate_assumed;
+    if (!frames_.empty() && (guessed || segments.empty())) context_.stats->Add(StatId::refresh_rate_assumed);
     if (segments.empty()) segments.push_back(SegmentForHz(0, kDefaultHz));
-    problems_.refresh_rate_changes = segments.size() - 1;
+    context_.stats->Add(StatId::refresh_rate_changes, segments.size() - 1);
   }
 
   std::vector<double> rates;
@@ -448,9 +368,9 @@ void FrameTracer::Finish(uint64_t end_ns) {
     prev = std::max(prev, f.end_ns);
   }
 
-  report_ = FramesReport{};
-  report_.enabled = saw_frames_;
-  report_.refresh_rates = rates;
+  FramesReport& report = *out;
+  report = FramesReport{};
+  report.refresh_rates = rates;
   Summarizer summarize{frames_, delivered_ns};
 
   // Per scene, in order of first frame.
@@ -462,7 +382,7 @@ void FrameTracer::Finish(uint64_t end_ns) {
     if (added) scene_order.push_back(frames_[i].scene);
     it->second.push_back(i);
   }
-  for (const auto& scene : scene_order) report_.scenes.push_back(summarize(by_scene[scene]));
+  for (const auto& scene : scene_order) report.scenes.push_back(summarize(by_scene[scene]));
 
   // Matrix windows: a window starts with a frame; each frame is appended, then the window is
   // flushed once the frame arrived (ended) window_ns or more after the first one. A scene
@@ -471,7 +391,7 @@ void FrameTracer::Finish(uint64_t end_ns) {
   std::vector<size_t> window;
   auto flush = [&] {
     if (!window.empty() && window.size() >= std::max<size_t>(options_.min_window_frames, 1))
-      report_.windows.push_back(summarize(window));
+      report.windows.push_back(summarize(window));
     window.clear();
   };
   for (size_t i = 0; i < frames_.size(); ++i) {
@@ -489,18 +409,18 @@ void FrameTracer::Finish(uint64_t end_ns) {
     if (frames_[a].total_ns() != frames_[b].total_ns()) return frames_[a].total_ns() > frames_[b].total_ns();
     return frames_[a].begin_ns < frames_[b].begin_ns;
   });
-  if (worst.size() > options_.worst_n) worst.resize(options_.worst_n);
-  report_.worst = std::move(worst);
-  report_.frames = std::move(frames_);
+  if (worst.size() > context_.common->top_n) worst.resize(context_.common->top_n);
+  report.worst = std::move(worst);
+  report.frames = std::move(frames_);
   frames_.clear();
 }
 
-void FrameTracer::Contribute(FramesReport* report) {
-  if (!finished_) Finish(last_ts_ns_);
-  const bool enabled = report->enabled || report_.enabled;
-  *report = std::move(report_);
-  report->enabled = enabled;
-  report_ = FramesReport{};
+
+void FrameTracer::Contribute(Report& report) {
+  Summarize(&report.frames);
+  bool profiled = false;
+  for (const auto& p : context_.session->probes) profiled |= p.role == Role::kFrameBegin;
+  report.frames.enabled = saw_frames_ || profiled;
 }
 
 }  // namespace looptrace

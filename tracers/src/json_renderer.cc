@@ -5,23 +5,11 @@
 #include <cmath>
 
 #include "json_common.h"
-#include "looptrace/tracers/chrome_trace.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/render.h"
 #include "looptrace/util/text_safety.h"
 
 namespace looptrace {
-
-std::unique_ptr<Renderer> MakeTextRenderer(RenderOptions options);
-
-namespace {
-class ChromeRenderer : public Renderer {
- public:
-  void Render(const Report& report, std::ostream& out) const override {
-    RenderChromeTrace(report.session, report.messages, report.frames, out);
-  }
-};
-}  // namespace
 
 namespace {
 
@@ -327,6 +315,7 @@ class JsonRenderer : public Renderer {
                    {"duration_ns", s.duration_ns()},
                    {"wall_time_ns", s.wall_time_ns},
                    {"end_reason", s.end_reason},
+                   {"message_definition", report.messages.definition},
                    {"exit_status", s.exit_status ? json(*s.exit_status) : json(nullptr)}});
     const MessagesReport& m = report.messages;
     for (const Message& msg : m.messages) Line(out, MessageJson(msg, true));
@@ -402,13 +391,6 @@ class JsonRenderer : public Renderer {
 
 }  // namespace
 
-std::unique_ptr<Renderer> MakeRenderer(OutputFormat format, RenderOptions options) {
-  switch (format) {
-    case OutputFormat::kText: return MakeTextRenderer(options);
-    case OutputFormat::kJson: return std::make_unique<JsonRenderer>();
-    case OutputFormat::kChrome: return std::make_unique<ChromeRenderer>();
-  }
-  return nullptr;
-}
+std::unique_ptr<Renderer> MakeJsonRenderer(const RenderOptions&) { return std::make_unique<JsonRenderer>(); }
 
 }  // namespace looptrace

@@ -1,5 +1,7 @@
 #include "looptrace/tracers/method_tree.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace looptrace {
@@ -192,6 +194,42 @@ const CallNode* StackKeyNode(const std::vector<CallNode>& nodes, uint64_t stack_
   if (candidates.empty()) return &nodes.front();
   if (candidates.size() > 1 && candidates.front()->depth == 0) candidates.erase(candidates.begin());
   return candidates.front();
+}
+
+std::string NameMethod(const MethodNamer* namer, const MethodBeats* beats, uint64_t id, Stats* stats) {
+  if (id == kDispatchMethodId) return "";
+  if (beats) {
+    if (auto it = beats->names.find(id); it != beats->names.end()) return it->second;
+  }
+  MethodIdKind kind = beats ? beats->kind : MethodIdKind::kId;
+  if (namer) {
+    if (auto name = namer->Name(kind, id)) return *name;
+  }
+  stats->Add(StatId::method_names_unknown);
+  return kind == MethodIdKind::kId ? fmt::format("method#{}", id) : fmt::format("{:#x}", id);
+}
+
+std::string FormatStackKey(uint64_t id, MethodIdKind kind) {
+  return kind == MethodIdKind::kId || id == kDispatchMethodId ? fmt::format("{}|", id) : fmt::format("{:#x}|", id);
+}
+
+NamedCallTree BuildNamedCallTree(const MethodBeats& beats, size_t max_nodes, uint64_t min_stack_cost_ns,
+                                 const MethodNamer* namer, Stats* stats, const CallTreeOptions& options) {
+  NamedCallTree tree;
+  auto nodes = BuildCallTree(beats, options, stats);
+  tree.nodes_before_trim = nodes.size();
+  TrimCallTree(&nodes, std::max<size_t>(max_nodes, 1));
+  uint64_t max_cost = 0;
+  for (const auto& n : nodes) max_cost = std::max(max_cost, n.cost_ns);
+  tree.stack_cost_ns = std::max(min_stack_cost_ns, max_cost);
+  tree.nodes.reserve(nodes.size());
+  for (const auto& n : nodes) tree.nodes.push_back({n, NameMethod(namer, &beats, n.id, stats)});
+  // Only the span itself (no method ran): no key, rather than the dispatch sentinel.
+  if (const CallNode* key = nodes.size() > 1 ? StackKeyNode(nodes, tree.stack_cost_ns) : nullptr) {
+    tree.stack_key = FormatStackKey(key->id, beats.kind);
+    tree.stack_key_name = tree.nodes[static_cast<size_t>(key - nodes.data())].name;
+  }
+  return tree;
 }
 
 }  // namespace looptrace

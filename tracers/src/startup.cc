@@ -4,33 +4,62 @@
 
 namespace looptrace {
 
-StartupTracer::StartupTracer(StartupOptions options, Stats* stats, const MethodNamer* namer)
-    : options_(std::move(options)), stats_(stats), namer_(namer) {}
+void StartupOptions::Declare(OptionSet& options) {
+  options.Milliseconds("startup-threshold", &cold_threshold_ns, "cold startups this long get a call tree (Matrix: 10000)");
+  options.Milliseconds("warm-startup-threshold", &warm_threshold_ns,
+                       "warm startups this long get a call tree (Matrix: 4000)");
+  options.List("splash", &splash, "A,B", "splash activities: the cold start ends at the next one");
+}
+
+StartupTracer::StartupTracer(const StartupOptions& options, const TracerContext& context)
+    : options_(options), context_(context) {}
+
+void StartupTracer::OnEvent(const Event& event) {
+  if (const auto* probe = std::get_if<ProbeEvent>(&event)) OnProbe(*probe);
+  else if (const auto* exec = std::get_if<ProcessExec>(&event)) {
+    r_.exec_ns = exec->ts_ns;
+    Add("exec", exec->ts_ns, "", false);
+  }
+}
+
+void StartupTracer::OnSpanBegin(const Span& span) {
+  if (span.kind == SpanKind::kAppCreate && !app_create_) app_create_ = span;
+}
+
+// The focus that ends a launch decides which startup slice is wanted: a warm start's (the
+// launch itself) or the cold start's (from application create to the care scene's focus).
+std::optional<SliceRequest> StartupTracer::WantSlice(const Span& span) {
+  if (span.kind != SpanKind::kLaunch || !span.end_event) return std::nullopt;
+  if (warm_) {
+    if (span.cost_ns() >= options_.warm_threshold_ns) return SliceRequest::Of(span, "warm_startup");
+    return std::nullopt;
+  }
+  const EventArg* name = span.end_event->Arg("name");
+  const std::string activity = name && name->text ? *name->text : "";
+  if (r_.cold_complete || IsSplash(activity) || !app_create_) return std::nullopt;
+  if (span.end_ns - app_create_->begin_ns < options_.cold_threshold_ns) return std::nullopt;
+  SliceRequest r = SliceRequest::Of(span, "startup");
+  r.begin_ns = app_create_->begin_ns;
+  r.begin_beat_index = app_create_->begin_beat_index;
+  return r;
+}
+
+void StartupTracer::OnSpanEnd(const Span& span) {
+  if (span.kind != SpanKind::kLaunch || !span.beats) return;
+  if (span.beats->span == "warm_startup") warm_beats_ = *span.beats;
+  if (span.beats->span == "startup") cold_beats_ = *span.beats;
+}
 
 bool StartupTracer::IsSplash(const std::string& activity) const {
   return std::find(options_.splash.begin(), options_.splash.end(), activity) != options_.splash.end();
 }
 
 std::vector<NamedCallNode> StartupTracer::Tree(const MethodBeats& beats) {
-  auto nodes = BuildCallTree(beats, options_.tree, stats_);
-  TrimCallTree(&nodes, std::max<size_t>(options_.max_nodes, 1));
-  std::vector<NamedCallNode> out;
-  for (const auto& n : nodes) out.push_back({n, NameMethod(namer_, &beats, n.id, stats_)});
-  return out;
+  return BuildNamedCallTree(beats, context_.common->max_nodes, 0, context_.namer, context_.stats, options_.tree).nodes;
 }
 
 void StartupTracer::Add(std::string name, uint64_t ts, std::string activity, bool warm) {
   r_.milestones.push_back({std::move(name), ts, std::move(activity), warm});
-}
-
-void StartupTracer::OnExec(const ProcessExec& exec) {
-  r_.exec_ns = exec.ts_ns;
-  Add("exec", exec.ts_ns, "", false);
-}
-
-void StartupTracer::OnBeats(const MethodBeats& beats) {
-  if (beats.span == "startup") cold_beats_ = beats;
-  if (beats.span == "warm_startup") warm_beats_ = beats;
 }
 
 void StartupTracer::OnProbe(const ProbeEvent& e) {
@@ -120,13 +149,9 @@ void StartupTracer::OnProbe(const ProbeEvent& e) {
   }
 }
 
-void StartupTracer::Finish(uint64_t end_ns) {
-  (void)end_ns;
+void StartupTracer::Contribute(Report& report) {
   if (warm_) r_.warm_starts.push_back(*warm_);  // launched, never focused
   warm_.reset();
-}
-
-void StartupTracer::Contribute(StartupReport* report) {
   // Only application create or an activity launch make a startup; a focus or an exec
   // alone (a frames session, a plain program) do not.
   auto since = [](std::optional<uint64_t> from, std::optional<uint64_t> to) -> uint64_t {
@@ -155,7 +180,7 @@ void StartupTracer::Contribute(StartupReport* report) {
     need(r_.first_focus_ns.has_value(), "activity.focus");
     need(r_.cold_complete, "care scene focus");
   }
-  *report = std::move(r_);
+  report.startup = std::move(r_);
 }
 
 }  // namespace looptrace

@@ -13,13 +13,6 @@ std::string FormatDuration(uint64_t ns) {
   return fmt::format("{:.3f} s", ns / 1e9);
 }
 
-std::optional<OutputFormat> OutputFormatFromName(std::string_view name) {
-  if (name == "text") return OutputFormat::kText;
-  if (name == "json") return OutputFormat::kJson;
-  if (name == "chrome") return OutputFormat::kChrome;
-  return std::nullopt;
-}
-
 namespace {
 
 // A name from the target, a profile or a recording, on one line: control characters
@@ -69,9 +62,12 @@ class TextRenderer : public Renderer {
     const MessagesReport& m = report.messages;
     const uint64_t base = report.session.begin_ns;
     if (!m.enabled) {
-      out << "\nmessages: off (the profile maps no dispatch.begin/dispatch.end)\n";
+      out << "\nmessages: off (the profile maps neither dispatch.begin/end nor poll.begin/end)\n";
       return;
     }
+    if (m.definition == "poll-bounded")
+      out << "\nmessages are poll-bounded: the busy time from a poll's return to the next poll call "
+             "(the profile maps no dispatch roles)\n";
     if (m.threads.empty()) {
       out << "\nmessages: none dispatched during the session\n";
     }
@@ -140,6 +136,10 @@ class TextRenderer : public Renderer {
                          FormatDuration(m.cost_ns()), cpu, Relative(m.begin_ns, base));
       if (!e.has_beats) {
         out << "    no method beats (the profile maps no method.enter/method.exit)\n";
+        continue;
+      }
+      if (e.tree.size() <= 1) {
+        out << "    no instrumented method ran during this message\n";
         continue;
       }
       out << fmt::format("    stackKey {}  {}{}\n", Esc(e.stack_key), Esc(e.stack_key_name),
@@ -311,7 +311,9 @@ class TextRenderer : public Renderer {
                            iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, Esc(iv.waker_comm)) : "",
                            iv.open ? ", still waiting" : "");
       }
-      if (!s.tree.empty()) {
+      if (s.tree.size() == 1) {
+        out << "No instrumented method was running at the snapshot\n";
+      } else if (!s.tree.empty()) {
         out << fmt::format("Methods running at the snapshot (stackKey {}):\n", Esc(s.stack_key));
         RenderTree(s.tree, m.name, "  ", out);
       }
@@ -419,7 +421,7 @@ class TextRenderer : public Renderer {
 
 }  // namespace
 
-std::unique_ptr<Renderer> MakeTextRenderer(RenderOptions options) {
+std::unique_ptr<Renderer> MakeTextRenderer(const RenderOptions& options) {
   return std::make_unique<TextRenderer>(options);
 }
 

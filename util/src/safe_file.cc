@@ -32,11 +32,6 @@ std::unexpected<Error> TooBig(const std::string& path, std::string_view what, ui
 
 }  // namespace
 
-void UniqueFd::Reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
 int OpenForReading(const std::string& path) {
   return open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 }

@@ -1,5 +1,7 @@
 #include "looptrace/loader/event_decoder.h"
 
+#include "looptrace/loader/beat_slicer.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -62,7 +64,18 @@ lt_beat Beat(uint64_t ts, uint64_t id, uint64_t aux, uint16_t probe, bool enter)
   return b;
 }
 
-TEST(EventDecoder, SlowMessageGetsItsStringFlavourBeatsBeforeItsEnd) {
+SliceRequest Request(uint64_t begin_ns, uint64_t end_ns, uint64_t begin_index, uint64_t end_index) {
+  SliceRequest r;
+  r.label = "message";
+  r.tid = 7;
+  r.begin_ns = begin_ns;
+  r.end_ns = end_ns;
+  r.begin_beat_index = begin_index;
+  r.end_beat_index = end_index;
+  return r;
+}
+
+TEST(BeatSlicer, StringFlavourBeatsAreNamedByTheirPair) {
   AttachPlan plan;
   plan.probes = {Probe(0, Role::kDispatchBegin, {{"id", 0, ArgType::kUint}}),
                  Probe(1, Role::kDispatchEnd, {}),
@@ -70,48 +83,66 @@ TEST(EventDecoder, SlowMessageGetsItsStringFlavourBeatsBeforeItsEnd) {
                  Probe(3, Role::kMethodExit, {{"name", 1, ArgType::kStr}, {"class", 0, ArgType::kStr}})};
   FakeBeats beats;
   beats.ring = {Beat(1500, 0x100, 0x200, 2, true), Beat(1800, 0x100, 0x200, 3, false)};
-  FakeStrings strings;
+  FakeStrings process;
+  StringTable strings(&process);
   Stats stats;
-  DecoderOptions options;
-  options.beat_min_cost_ns = 500;
-  EventDecoder decoder(&plan, &strings, &stats, &beats, nullptr, options);
-  std::vector<Event> out;
-  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 1000, 0, {5}), &out);
-  decoder.Decode(Record(1, LT_ROLE_DISPATCH_END, 2000, 2, {}), &out);
-  ASSERT_EQ(out.size(), 3u);
-  const auto& slice = std::get<MethodBeats>(out[1]);
-  EXPECT_EQ(slice.kind, MethodIdKind::kString);
-  ASSERT_EQ(slice.beats.size(), 2u);
-  EXPECT_TRUE(slice.beats[0].enter);
-  EXPECT_EQ(slice.beats[0].id, slice.beats[1].id);  // one id for the (name, class) pair
-  EXPECT_EQ(slice.names.at(slice.beats[0].id), "app.py:run");
-  EXPECT_EQ(std::get<ProbeEvent>(out[2]).role, Role::kDispatchEnd);
+  BeatSlicer slicer(&plan, &beats, &strings, nullptr, &stats, 7);
+  ASSERT_TRUE(slicer.enabled());
+  auto slice = slicer.Slice(Request(1000, 2000, 0, 2));
+  ASSERT_TRUE(slice);
+  EXPECT_EQ(slice->span, "message");
+  EXPECT_EQ(slice->kind, MethodIdKind::kString);
+  ASSERT_EQ(slice->beats.size(), 2u);
+  EXPECT_TRUE(slice->beats[0].enter);
+  EXPECT_EQ(slice->beats[0].id, slice->beats[1].id);  // one id for the (name, class) pair
+  EXPECT_EQ(slice->names.at(slice->beats[0].id), "app.py:run");
   EXPECT_FALSE(stats.AnyNonZero());
 }
 
-TEST(EventDecoder, FastMessagesCopyNoBeatsAndProbeFlavourNamesTheSymbol) {
+TEST(BeatSlicer, KeepsOnlyTheThreadsBeatsInsideTheSliceAndNamesProbeFlavourBySymbol) {
   AttachPlan plan;
   plan.probes = {Probe(0, Role::kDispatchBegin, {}), Probe(1, Role::kDispatchEnd, {}),
                  Probe(2, Role::kMethodEnter, {}, "ns::Work()"), Probe(3, Role::kMethodExit, {}, "ns::Work()")};
   FakeBeats beats;
-  beats.ring = {Beat(1500, 2, 0, 2, true), Beat(1800, 2, 0, 3, false)};
+  lt_beat other_thread = Beat(1600, 2, 0, 2, true);
+  other_thread.tid = 8;
+  beats.ring = {Beat(900, 2, 0, 2, true), Beat(1500, 2, 0, 2, true), other_thread, Beat(1800, 2, 0, 3, false)};
   Stats stats;
-  DecoderOptions options;
-  options.beat_min_cost_ns = 5000;
-  EventDecoder decoder(&plan, nullptr, &stats, &beats, nullptr, options);
+  BeatSlicer slicer(&plan, &beats, nullptr, nullptr, &stats, 7);
+  auto slice = slicer.Slice(Request(1000, 2000, 0, 4));
+  ASSERT_TRUE(slice);
+  EXPECT_EQ(slice->kind, MethodIdKind::kProbe);
+  ASSERT_EQ(slice->beats.size(), 2u);  // not the one before the begin, not thread 8's
+  EXPECT_EQ(slice->beats[0].ts_ns, 1500u);
+  EXPECT_EQ(slice->names.at(2), "ns::Work()");
+}
+
+TEST(BeatSlicer, NothingToSliceWithoutMethodRoles) {
+  AttachPlan plan;
+  plan.probes = {Probe(0, Role::kDispatchBegin, {}), Probe(1, Role::kDispatchEnd, {})};
+  FakeBeats beats;
+  Stats stats;
+  BeatSlicer slicer(&plan, &beats, nullptr, nullptr, &stats, 7);
+  EXPECT_FALSE(slicer.enabled());
+  EXPECT_FALSE(slicer.Slice(Request(1000, 2000, 0, 4)));
+}
+
+TEST(EventDecoder, ProbeRecordsCarryArgumentsAndTheBeatHead) {
+  AttachPlan plan;
+  plan.probes = {Probe(0, Role::kDispatchBegin, {{"id", 0, ArgType::kUint}, {"name", 1, ArgType::kStr}})};
+  FakeStrings process;
+  StringTable strings(&process);
+  Stats stats;
+  EventDecoder decoder(&plan, &strings, &stats);
   std::vector<Event> out;
-  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 1000, 0, {}), &out);
-  decoder.Decode(Record(1, LT_ROLE_DISPATCH_END, 2000, 2, {}), &out);
-  EXPECT_EQ(out.size(), 2u);  // 1 us < 5 us: no beats
-  options.beat_min_cost_ns = 500;
-  EventDecoder slow(&plan, nullptr, &stats, &beats, nullptr, options);
-  out.clear();
-  slow.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 1000, 0, {}), &out);
-  slow.Decode(Record(1, LT_ROLE_DISPATCH_END, 2000, 2, {}), &out);
-  ASSERT_EQ(out.size(), 3u);
-  const auto& slice = std::get<MethodBeats>(out[1]);
-  EXPECT_EQ(slice.kind, MethodIdKind::kProbe);
-  EXPECT_EQ(slice.names.at(2), "ns::Work()");
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 1000, 42, {5, 0x100}), &out);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& e = std::get<ProbeEvent>(out[0]);
+  EXPECT_EQ(e.role, Role::kDispatchBegin);
+  EXPECT_EQ(e.beat_index, 42u);
+  EXPECT_EQ(e.Arg("id")->value, 5u);
+  EXPECT_EQ(*e.Arg("name")->text, "run");
+  EXPECT_FALSE(stats.AnyNonZero());
 }
 
 TEST(EventDecoder, MalformedRecordsAreCountedNotDecoded) {

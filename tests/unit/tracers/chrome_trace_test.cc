@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "looptrace/tracers/frames.h"
+#include "event_script.h"
 
 namespace looptrace {
 namespace {
@@ -22,21 +23,10 @@ constexpr uint32_t kPid = 4242;
 constexpr uint64_t kBegin = 5'000'000'000;  // session begin
 constexpr uint64_t kInterval = 16'666'666;
 
-EventArg U(const char* name, uint64_t value) {
-  EventArg a;
-  a.name = name;
-  a.value = value;
-  return a;
-}
+using testing::U;
 
 ProbeEvent Probe(Role role, uint64_t ts, std::vector<EventArg> args, uint32_t tid = kPid) {
-  ProbeEvent e;
-  e.ts_ns = ts;
-  e.pid = kPid;
-  e.tid = tid;
-  e.role = role;
-  e.args = std::move(args);
-  return e;
+  return testing::Probe(role, ts, std::move(args), tid, kPid);
 }
 
 struct Fixture {
@@ -54,19 +44,19 @@ Fixture Build() {
   f.session.command = "sample \"app\"";
   f.session.begin_ns = kBegin;
   f.session.end_ns = kBegin + 2'000 * kMs;
-  FrameTracer tracer({}, nullptr, nullptr);
+  testing::EventScript script;
   uint64_t msg_id = 0;
-  auto message = [&](uint32_t tid, uint64_t begin, uint64_t end, std::string name, uint32_t depth = 0) {
-    Message m;
-    m.tid = tid;
-    m.begin_ns = begin;
-    m.end_ns = end;
-    m.msg_id = ++msg_id;
-    m.name = std::move(name);
-    m.depth = depth;
-    m.cpu_ns = (end - begin) / 2;
-    tracer.OnMessage(m);
-    f.messages.messages.push_back(m);
+  // A message as dispatch events; the thread ran half of it.
+  auto message = [&](uint32_t tid, uint64_t begin, uint64_t end, std::string name) {
+    const uint64_t id = ++msg_id;
+    std::vector<EventArg> args = {U("id", id)};
+    if (!name.empty()) args.push_back(testing::S("name", name));
+    ProbeEvent b = Probe(Role::kDispatchBegin, begin, std::move(args), tid);
+    b.thread_cpu_ns = 1'000'000'000;
+    ProbeEvent e = Probe(Role::kDispatchEnd, end, {U("id", id)}, tid);
+    e.thread_cpu_ns = 1'000'000'000 + (end - begin) / 2;
+    script.Add(b);
+    script.Add(e);
   };
   // A first message 1.234567 ms into the session.
   message(kPid, kBegin + 1'234'567, kBegin + 2 * kMs, "");
@@ -74,37 +64,39 @@ Fixture Build() {
   for (uint64_t id = 1; id <= 30; ++id) {
     const uint64_t begin = vsync + 100 * kUs;
     const uint64_t end = begin + (id == 10 ? 40 * kMs : 3 * kMs);
-    tracer.OnProbe(Probe(Role::kVsync, vsync + 50 * kUs, {U("vsync_ns", vsync)}));
-    tracer.OnProbe(Probe(Role::kFrameBegin, begin, {U("frame_id", id), U("vsync_ns", vsync)}));
+    script.Add(Probe(Role::kVsync, vsync + 50 * kUs, {U("vsync_ns", vsync)}));
+    script.Add(Probe(Role::kFrameBegin, begin, {U("frame_id", id), U("vsync_ns", vsync)}));
     const uint64_t step = (end - begin) / 5;
     for (uint32_t p = 0; p < 5; ++p) {
-      tracer.OnProbe(Probe(Role::kPhaseBegin, begin + p * step, {U("phase", p)}));
-      tracer.OnProbe(Probe(Role::kPhaseEnd, p == 4 ? end : begin + (p + 1) * step, {U("phase", p)}));
+      script.Add(Probe(Role::kPhaseBegin, begin + p * step, {U("phase", p)}));
+      script.Add(Probe(Role::kPhaseEnd, p == 4 ? end : begin + (p + 1) * step, {U("phase", p)}));
     }
-    tracer.OnProbe(Probe(Role::kFrameEnd, end, {U("frame_id", id)}));
+    script.Add(Probe(Role::kFrameEnd, end, {U("frame_id", id)}));
     message(kPid, begin - 20 * kUs, end + 20 * kUs, "Choreographer#doFrame");
     vsync += kInterval * (id == 10 ? 3 : 1);
     if (id == 20) {
-      // A background message with a nested one (the nested one completes first).
-      message(kPid, end + 2 * kMs, end + 4 * kMs, "nested", 1);
+      // A background message with a nested one.
       message(kPid, end + 1 * kMs, end + 5 * kMs, "bg.work");
+      message(kPid, end + 2 * kMs, end + 4 * kMs, "nested");
     }
   }
   // Frames on another looper thread, no messages there.
   for (uint64_t id = 100; id < 105; ++id) {
     const uint64_t v = kBegin + (id - 100) * kInterval;
-    tracer.OnProbe(Probe(Role::kFrameBegin, v + kMs, {U("frame_id", id), U("vsync_ns", v)}, kPid + 1));
-    tracer.OnProbe(Probe(Role::kFrameEnd, v + 2 * kMs, {U("frame_id", id)}, kPid + 1));
+    script.Add(Probe(Role::kFrameBegin, v + kMs, {U("frame_id", id), U("vsync_ns", v)}, kPid + 1));
+    script.Add(Probe(Role::kFrameEnd, v + 2 * kMs, {U("frame_id", id)}, kPid + 1));
   }
-  Message unfinished;
-  unfinished.tid = kPid;
-  unfinished.begin_ns = kBegin + 1'900 * kMs;
-  unfinished.end_ns = f.session.end_ns;
-  unfinished.name = "stuck";
-  f.messages.unfinished.push_back(unfinished);
-  tracer.Finish(f.session.end_ns);
-  tracer.Contribute(&f.frames);
-  f.messages.enabled = true;
+  // Still running at the end of the session.
+  script.Add(Probe(Role::kDispatchBegin, kBegin + 1'900 * kMs, {testing::S("name", "stuck")}));
+  AnalysisOptions options;
+  SessionStart start;
+  start.pid = kPid;
+  start.ts_ns = kBegin;
+  start.command = f.session.command;
+  start.probes.push_back({0, Role::kDispatchBegin, "uprobe", "/x", "b", 0});
+  Report report = script.Run(options, f.session.end_ns, start);
+  f.messages = report.messages;
+  f.frames = report.frames;
   return f;
 }
 

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <sstream>
 
 #include "looptrace/tracers/chrome_trace.h"
+#include "event_script.h"
 
 namespace looptrace {
 namespace {
@@ -15,29 +17,11 @@ constexpr uint64_t kUs = 1'000;
 constexpr uint32_t kTid = 100;
 constexpr uint64_t kBase = 1'000'000'000'000;  // CLOCK_MONOTONIC of the first vsync
 
-EventArg U(const char* name, uint64_t value) {
-  EventArg a;
-  a.name = name;
-  a.value = value;
-  return a;
-}
-
-EventArg S(const char* name, const std::string& text) {
-  EventArg a;
-  a.name = name;
-  a.text = text;
-  a.is_string = true;
-  return a;
-}
+using testing::S;
+using testing::U;
 
 ProbeEvent Probe(Role role, uint64_t ts, std::vector<EventArg> args, uint32_t tid = kTid) {
-  ProbeEvent e;
-  e.ts_ns = ts;
-  e.pid = kTid;
-  e.tid = tid;
-  e.role = role;
-  e.args = std::move(args);
-  return e;
+  return testing::Probe(role, ts, std::move(args), tid, kTid);
 }
 
 // A vsync grid: tick k at origin + floor(k * 1e9 / hz), like the sample app's vsync thread.
@@ -55,18 +39,23 @@ struct Grid {
   }
 };
 
-// Drives a FrameTracer like the sample app's Choreographer: each frame's vsync is requested
+// Drives the pipeline like the sample app's Choreographer: each frame's vsync is requested
 // 1 ms into the previous frame, received when the thread is free, doFrame runs in a message,
 // frames starting an interval or more late are moved to the latest vsync (Android's skip).
 class Sim {
  public:
-  explicit Sim(FrameOptions options = {}) : tracer_(std::move(options), &stats_, nullptr) {}
+  Sim() = default;
+  // Changes the frame tracer's options from their defaults.
+  explicit Sim(const std::function<void(FrameOptions&)>& configure) {
+    configure(options_.Mutable<FrameOptions>("frames"));
+  }
 
-  FrameTracer& tracer() { return tracer_; }
   uint64_t now() const { return now_; }
   const std::vector<Message>& messages() const { return messages_; }
+  const Stats& stats() const { return report_.stats; }
 
-  void Focus(const std::string& scene) { tracer_.OnProbe(Probe(Role::kActivityFocus, now_, {S("name", scene)})); }
+  void Add(ProbeEvent e) { script_.Add(std::move(e)); }
+  void Focus(const std::string& scene) { Add(Probe(Role::kActivityFocus, now_, {S("name", scene)})); }
 
   // A non-UI message from now.
   void Busy(uint64_t cost_ns, uint64_t gap_ns = 0) {
@@ -80,7 +69,7 @@ class Sim {
   uint64_t Frame(const Grid& grid, uint64_t cost_ns = 3 * kMs, uint64_t end_at = 0, bool emit_vsync = true) {
     const uint64_t tick = grid.After(request_);
     const uint64_t received = std::max(tick, now_) + 50 * kUs;
-    if (emit_vsync) tracer_.OnProbe(Probe(Role::kVsync, received, {U("vsync_ns", tick)}));
+    if (emit_vsync) Add(Probe(Role::kVsync, received, {U("vsync_ns", tick)}));
     const uint64_t msg_begin = received + 10 * kUs;
     const uint64_t begin = msg_begin + 10 * kUs;
     const uint64_t interval = grid.Interval();
@@ -91,20 +80,20 @@ class Sim {
     // N + 1/2 intervals (+ 0.1 ms, as measured: exactly N - 1/2 would be Matrix's rounding edge).
     if (drop_next_) end = vsync + *drop_next_ * interval + interval / 2 + 100 * kUs;
     drop_next_.reset();
-    tracer_.OnProbe(Probe(Role::kFrameBegin, begin, {U("frame_id", id), U("vsync_ns", vsync)}));
+    Add(Probe(Role::kFrameBegin, begin, {U("frame_id", id), U("vsync_ns", vsync)}));
     // Five phases splitting [begin, end].
     const uint64_t step = (end - begin) / 5;
     for (uint32_t p = 0; p < 5; ++p) {
-      tracer_.OnProbe(Probe(Role::kPhaseBegin, begin + p * step, {U("phase", p)}));
-      tracer_.OnProbe(Probe(Role::kPhaseEnd, p == 4 ? end : begin + (p + 1) * step, {U("phase", p)}));
+      Add(Probe(Role::kPhaseBegin, begin + p * step, {U("phase", p)}));
+      Add(Probe(Role::kPhaseEnd, p == 4 ? end : begin + (p + 1) * step, {U("phase", p)}));
     }
     request_ = begin + std::min<uint64_t>(kMs, end - begin);  // the ANIMATION phase asks for the next one
-    tracer_.OnProbe(Probe(Role::kFrameEnd, end, {U("frame_id", id)}));
+    Add(Probe(Role::kFrameEnd, end, {U("frame_id", id)}));
     if (beats_for_next_) {
       MethodBeats b = *beats_for_next_;
       b.begin_ns = msg_begin;
       b.end_ns = end + 10 * kUs;
-      tracer_.OnBeats(b);
+      script_.Add(b);  // recorded slice of the doFrame message
       beats_for_next_.reset();
     }
     AddMessage(msg_begin, end + 10 * kUs, "Choreographer#doFrame");
@@ -117,10 +106,8 @@ class Sim {
   void DropNext(uint64_t n) { drop_next_ = n; }
 
   FramesReport Finish(uint64_t end_ns = 0) {
-    tracer_.Finish(end_ns ? end_ns : now_ + kMs);
-    FramesReport report;
-    tracer_.Contribute(&report);
-    return report;
+    report_ = script_.Run(options_, end_ns ? end_ns : now_ + kMs);
+    return report_.frames;
   }
 
   void AddMessage(uint64_t begin, uint64_t end, const std::string& name) {
@@ -130,14 +117,17 @@ class Sim {
     m.end_ns = end;
     m.msg_id = ++msg_id_;
     m.name = name;
+    AddMessage(m);
+  }
+  void AddMessage(const Message& m) {
     messages_.push_back(m);
-    tracer_.OnMessage(m);
+    script_.AddMessage(m);
   }
 
-  Stats stats_;
-
  private:
-  FrameTracer tracer_;
+  AnalysisOptions options_;
+  testing::EventScript script_;
+  Report report_;
   uint64_t now_ = kBase - 5 * kMs;
   uint64_t request_ = kBase - 5 * kMs;
   uint64_t frame_id_ = 0;
@@ -147,12 +137,15 @@ class Sim {
   std::optional<uint64_t> drop_next_;
 };
 
-bool NoProblems(const FrameProblems& p) {
-  return p.phase_without_frame + p.phase_end_without_begin + p.phase_mismatch + p.phase_unclosed +
-             p.frame_end_without_begin + p.frame_id_mismatch + p.nested_frames + p.frame_end_lost +
-             p.unfinished_frames + p.frame_without_vsync + p.vsync_without_timestamp +
-             p.refresh_rate_assumed + p.refresh_rate_changes ==
-         0;
+bool NoProblems(const Stats& p) {
+  uint64_t sum = 0;
+  for (StatId id : {StatId::phase_without_frame, StatId::phase_end_without_begin, StatId::phase_mismatch,
+                    StatId::phase_unclosed, StatId::frame_end_without_begin, StatId::frame_id_mismatch,
+                    StatId::nested_frames, StatId::frame_end_lost, StatId::unfinished_frames,
+                    StatId::frame_without_vsync, StatId::vsync_without_timestamp, StatId::refresh_rate_assumed,
+                    StatId::refresh_rate_changes})
+    sum += p.Get(id);
+  return sum == 0;
 }
 
 TEST(Frames, SmoothSixtyHzDropsNothing) {
@@ -187,7 +180,7 @@ TEST(Frames, SmoothSixtyHzDropsNothing) {
   EXPECT_EQ(r.windows[0].frames, 120u);
   EXPECT_EQ(r.refresh_rates, std::vector<double>{60});
   EXPECT_EQ(r.worst.size(), 10u);
-  EXPECT_TRUE(NoProblems(sim.tracer().problems()));
+  EXPECT_TRUE(NoProblems(sim.stats()));
 }
 
 class JankFrames : public ::testing::TestWithParam<uint64_t> {};
@@ -252,7 +245,7 @@ TEST_P(JankFrames, DropsNPlusHalfIntervalsAsNFrames) {
   EXPECT_LT(s.delivered_fps, s.matrix_fps + 1e-9);
   EXPECT_EQ(r.frames[r.worst[0]].frame_id, 121u);  // the 42-frame one
   EXPECT_EQ(r.frames[r.worst[1]].frame_id, 96u);
-  EXPECT_EQ(sim.tracer().problems().refresh_rate_changes, 0u);
+  EXPECT_EQ(sim.stats().Get(StatId::refresh_rate_changes), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Rates, JankFrames, ::testing::Values(60, 90, 120));
@@ -285,7 +278,7 @@ TEST(Frames, BusyEveryOtherVsyncStaysAtTheDisplayRate) {
     skipped += f.skipped_frames;
   }
   EXPECT_GT(skipped, 50u);
-  EXPECT_EQ(sim.tracer().problems().refresh_rate_changes, 0u);
+  EXPECT_EQ(sim.stats().Get(StatId::refresh_rate_changes), 0u);
   // 17 ms plus the start's lag behind the moved vsync: under 1e9 / 17 ms.
   EXPECT_LT(r.scenes[0].matrix_fps, 1e9 / (17 * kMs));
   EXPECT_GT(r.scenes[0].matrix_fps, 1e9 / (17 * kMs + 8'333'333));
@@ -334,7 +327,7 @@ void RefreshChange(uint64_t from_hz, uint64_t to_hz) {
   }
   EXPECT_EQ(n_first, first_count);
   EXPECT_NEAR(static_cast<double>(n_second), static_cast<double>(to_hz), 2.0);
-  EXPECT_EQ(sim.tracer().problems().refresh_rate_changes, 1u);
+  EXPECT_EQ(sim.stats().Get(StatId::refresh_rate_changes), 1u);
   EXPECT_EQ(r.refresh_rates, (std::vector<double>{double(from_hz), double(to_hz)}));
   ASSERT_EQ(r.scenes.size(), 2u);
   EXPECT_EQ(r.scenes[0].scene, "sample.app.MainActivity");
@@ -407,9 +400,7 @@ TEST(RefreshDetection, NonIntegerRatesAndTooFewTimestamps) {
 }
 
 TEST(Frames, ForcedRefreshRate) {
-  FrameOptions options;
-  options.refresh_hz = 30;
-  Sim sim(options);
+  Sim sim([](FrameOptions& o) { o.refresh_hz = 30; });
   Grid grid{kBase, 60};
   for (int i = 0; i < 30; ++i) sim.Frame(grid, 20 * kMs);  // 60 Hz vsyncs, 20 ms frames
   FramesReport r = sim.Finish();
@@ -421,7 +412,7 @@ TEST(Frames, ForcedRefreshRate) {
     missed += f.total_ns() > 16'666'666u;
   }
   EXPECT_GT(missed, 0u);  // they would have missed at 60 Hz
-  EXPECT_EQ(sim.tracer().problems().refresh_rate_assumed, 0u);
+  EXPECT_EQ(sim.stats().Get(StatId::refresh_rate_assumed), 0u);
 }
 
 TEST(Frames, NonUiMessagesDelayFrames) {
@@ -467,9 +458,9 @@ TEST(Frames, DelayCountsNestedMessagesOnceAndIgnoresOtherThreads) {
   Message inner{kTid, t0 + 2 * kMs, t0 + 12 * kMs, 90, "inner", 1, 0};
   Message outer{kTid, t0, t0 + 20 * kMs, 91, "outer", 0, 0};
   Message other{kTid + 1, t0, t0 + 30 * kMs, 92, "other", 0, 0};
-  sim.tracer().OnMessage(inner);
-  sim.tracer().OnMessage(outer);
-  sim.tracer().OnMessage(other);
+  sim.AddMessage(inner);
+  sim.AddMessage(outer);
+  sim.AddMessage(other);
   sim.Busy(0, 25 * kMs);  // move time past the messages
   sim.Frame(grid);
   FramesReport r = sim.Finish();
@@ -481,16 +472,15 @@ TEST(Frames, DelayCountsNestedMessagesOnceAndIgnoresOtherThreads) {
 
 TEST(Frames, PhaseCosts) {
   Sim sim;
-  FrameTracer& t = sim.tracer();
   const uint64_t v = kBase;
-  t.OnProbe(Probe(Role::kFrameBegin, v + kMs, {U("frame_id", 7), U("vsync_ns", v)}));
-  t.OnProbe(Probe(Role::kPhaseBegin, v + 1 * kMs, {U("phase", 0)}));
-  t.OnProbe(Probe(Role::kPhaseEnd, v + 2 * kMs, {U("phase", 0)}));
-  t.OnProbe(Probe(Role::kPhaseBegin, v + 2 * kMs, {U("phase", 1)}));
-  t.OnProbe(Probe(Role::kPhaseEnd, v + 5 * kMs, {U("phase", 1)}));
-  t.OnProbe(Probe(Role::kPhaseBegin, v + 5 * kMs, {U("phase", 3)}));
-  t.OnProbe(Probe(Role::kPhaseEnd, v + 12 * kMs, {U("phase", 3)}));
-  t.OnProbe(Probe(Role::kFrameEnd, v + 13 * kMs, {U("frame_id", 7)}));
+  sim.Add(Probe(Role::kFrameBegin, v + kMs, {U("frame_id", 7), U("vsync_ns", v)}));
+  sim.Add(Probe(Role::kPhaseBegin, v + 1 * kMs, {U("phase", 0)}));
+  sim.Add(Probe(Role::kPhaseEnd, v + 2 * kMs, {U("phase", 0)}));
+  sim.Add(Probe(Role::kPhaseBegin, v + 2 * kMs, {U("phase", 1)}));
+  sim.Add(Probe(Role::kPhaseEnd, v + 5 * kMs, {U("phase", 1)}));
+  sim.Add(Probe(Role::kPhaseBegin, v + 5 * kMs, {U("phase", 3)}));
+  sim.Add(Probe(Role::kPhaseEnd, v + 12 * kMs, {U("phase", 3)}));
+  sim.Add(Probe(Role::kFrameEnd, v + 13 * kMs, {U("frame_id", 7)}));
   FramesReport r = sim.Finish();
   ASSERT_EQ(r.frames.size(), 1u);
   const auto& phases = r.frames[0].phases;
@@ -508,38 +498,37 @@ TEST(Frames, PhaseCosts) {
   EXPECT_EQ(PhaseName(9), "PHASE_9");
   // One frame only: the rate is guessed (60 Hz), and that is counted.
   EXPECT_EQ(r.frames[0].interval_ns, 16'666'666u);
-  EXPECT_EQ(t.problems().refresh_rate_assumed, 1u);
+  EXPECT_EQ(sim.stats().Get(StatId::refresh_rate_assumed), 1u);
 }
 
 TEST(Frames, BadPhaseAndFrameEventsAreCounted) {
   Sim sim;
-  FrameTracer& t = sim.tracer();
   const uint64_t v = kBase;
-  t.OnProbe(Probe(Role::kPhaseBegin, v, {U("phase", 0)}));  // no frame
-  t.OnProbe(Probe(Role::kPhaseEnd, v, {U("phase", 0)}));    // no frame
-  t.OnProbe(Probe(Role::kFrameEnd, v, {U("frame_id", 1)})); // no frame
-  t.OnProbe(Probe(Role::kFrameBegin, v + kMs, {U("frame_id", 2), U("vsync_ns", v)}));
-  t.OnProbe(Probe(Role::kPhaseEnd, v + 2 * kMs, {U("phase", 1)}));    // never began
-  t.OnProbe(Probe(Role::kPhaseBegin, v + 2 * kMs, {U("phase", 1)}));
-  t.OnProbe(Probe(Role::kPhaseBegin, v + 3 * kMs, {U("phase", 3)}));  // 1 never ended
-  t.OnProbe(Probe(Role::kPhaseEnd, v + 4 * kMs, {U("phase", 4)}));    // mismatch
-  t.OnProbe(Probe(Role::kPhaseBegin, v + 4 * kMs, {U("phase", 4)}));  // open at the frame's end
-  t.OnProbe(Probe(Role::kFrameEnd, v + 5 * kMs, {U("frame_id", 99)}));  // wrong id
-  t.OnProbe(Probe(Role::kFrameBegin, v + 6 * kMs, {U("frame_id", 3)}));  // no vsync_ns
-  t.OnProbe(Probe(Role::kFrameEnd, v + 7 * kMs, {U("frame_id", 3)}));
-  t.OnProbe(Probe(Role::kFrameBegin, v + 8 * kMs, {U("frame_id", 4), U("vsync_ns", v + 9 * kMs)}));  // vsync after begin
-  t.OnProbe(Probe(Role::kFrameEnd, v + 9 * kMs, {U("frame_id", 4)}));
-  t.OnProbe(Probe(Role::kVsync, v + 9 * kMs, {}));
+  sim.Add(Probe(Role::kPhaseBegin, v, {U("phase", 0)}));  // no frame
+  sim.Add(Probe(Role::kPhaseEnd, v, {U("phase", 0)}));    // no frame
+  sim.Add(Probe(Role::kFrameEnd, v, {U("frame_id", 1)})); // no frame
+  sim.Add(Probe(Role::kFrameBegin, v + kMs, {U("frame_id", 2), U("vsync_ns", v)}));
+  sim.Add(Probe(Role::kPhaseEnd, v + 2 * kMs, {U("phase", 1)}));    // never began
+  sim.Add(Probe(Role::kPhaseBegin, v + 2 * kMs, {U("phase", 1)}));
+  sim.Add(Probe(Role::kPhaseBegin, v + 3 * kMs, {U("phase", 3)}));  // 1 never ended
+  sim.Add(Probe(Role::kPhaseEnd, v + 4 * kMs, {U("phase", 4)}));    // mismatch
+  sim.Add(Probe(Role::kPhaseBegin, v + 4 * kMs, {U("phase", 4)}));  // open at the frame's end
+  sim.Add(Probe(Role::kFrameEnd, v + 5 * kMs, {U("frame_id", 99)}));  // wrong id
+  sim.Add(Probe(Role::kFrameBegin, v + 6 * kMs, {U("frame_id", 3)}));  // no vsync_ns
+  sim.Add(Probe(Role::kFrameEnd, v + 7 * kMs, {U("frame_id", 3)}));
+  sim.Add(Probe(Role::kFrameBegin, v + 8 * kMs, {U("frame_id", 4), U("vsync_ns", v + 9 * kMs)}));  // vsync after begin
+  sim.Add(Probe(Role::kFrameEnd, v + 9 * kMs, {U("frame_id", 4)}));
+  sim.Add(Probe(Role::kVsync, v + 9 * kMs, {}));
   FramesReport r = sim.Finish();
-  const FrameProblems& p = t.problems();
-  EXPECT_EQ(p.phase_without_frame, 2u);
-  EXPECT_EQ(p.frame_end_without_begin, 1u);
-  EXPECT_EQ(p.phase_end_without_begin, 1u);
-  EXPECT_EQ(p.phase_unclosed, 2u);
-  EXPECT_EQ(p.phase_mismatch, 1u);
-  EXPECT_EQ(p.frame_id_mismatch, 1u);
-  EXPECT_EQ(p.frame_without_vsync, 2u);
-  EXPECT_EQ(p.vsync_without_timestamp, 1u);
+  const Stats& p = sim.stats();
+  EXPECT_EQ(p.Get(StatId::phase_without_frame), 2u);
+  EXPECT_EQ(p.Get(StatId::frame_end_without_begin), 1u);
+  EXPECT_EQ(p.Get(StatId::phase_end_without_begin), 1u);
+  EXPECT_EQ(p.Get(StatId::phase_unclosed), 2u);
+  EXPECT_EQ(p.Get(StatId::phase_mismatch), 1u);
+  EXPECT_EQ(p.Get(StatId::frame_id_mismatch), 1u);
+  EXPECT_EQ(p.Get(StatId::frame_without_vsync), 2u);
+  EXPECT_EQ(p.Get(StatId::vsync_without_timestamp), 1u);
   ASSERT_EQ(r.frames.size(), 3u);
   ASSERT_EQ(r.frames[0].phases.size(), 3u);
   EXPECT_EQ(r.frames[0].phases[0].end_ns, v + 3 * kMs);
@@ -553,10 +542,9 @@ TEST(Frames, UnfinishedFrameEndsAtTheSessionEnd) {
   Sim sim;
   Grid grid{kBase, 60};
   for (int i = 0; i < 30; ++i) sim.Frame(grid);
-  FrameTracer& t = sim.tracer();
   const uint64_t begin = sim.now() + 5 * kMs;
-  t.OnProbe(Probe(Role::kFrameBegin, begin, {U("frame_id", 31), U("vsync_ns", begin - kMs)}));
-  t.OnProbe(Probe(Role::kPhaseBegin, begin, {U("phase", 0)}));
+  sim.Add(Probe(Role::kFrameBegin, begin, {U("frame_id", 31), U("vsync_ns", begin - kMs)}));
+  sim.Add(Probe(Role::kPhaseBegin, begin, {U("phase", 0)}));
   FramesReport r = sim.Finish(begin + 3'000 * kMs);
   ASSERT_EQ(r.frames.size(), 31u);
   const FrameRecord& f = r.frames.back();
@@ -565,24 +553,23 @@ TEST(Frames, UnfinishedFrameEndsAtTheSessionEnd) {
   EXPECT_TRUE(f.frozen);
   ASSERT_EQ(f.phases.size(), 1u);
   EXPECT_EQ(f.phases[0].end_ns, f.end_ns);
-  EXPECT_EQ(t.problems().unfinished_frames, 1u);
+  EXPECT_EQ(sim.stats().Get(StatId::unfinished_frames), 1u);
   EXPECT_EQ(r.scenes[0].frames, 30u);  // not in the FPS
   EXPECT_EQ(r.worst[0], 30u);          // but the worst frame
 }
 
 TEST(Frames, NestedFramesAndLostEnds) {
   Sim sim;
-  FrameTracer& t = sim.tracer();
   const uint64_t v = kBase;
-  t.OnProbe(Probe(Role::kFrameBegin, v + 1 * kMs, {U("frame_id", 1), U("vsync_ns", v)}));
-  t.OnProbe(Probe(Role::kFrameBegin, v + 2 * kMs, {U("frame_id", 2), U("vsync_ns", v)}));
-  t.OnProbe(Probe(Role::kFrameEnd, v + 5 * kMs, {U("frame_id", 1)}));  // 2 lost its end
+  sim.Add(Probe(Role::kFrameBegin, v + 1 * kMs, {U("frame_id", 1), U("vsync_ns", v)}));
+  sim.Add(Probe(Role::kFrameBegin, v + 2 * kMs, {U("frame_id", 2), U("vsync_ns", v)}));
+  sim.Add(Probe(Role::kFrameEnd, v + 5 * kMs, {U("frame_id", 1)}));  // 2 lost its end
   // Frame 3 begins in a message that ends without frame.end.
   Message m{kTid, v + 20 * kMs, v + 30 * kMs, 5, "Choreographer#doFrame", 0, 0};
-  t.OnProbe(Probe(Role::kFrameBegin, v + 21 * kMs, {U("frame_id", 3), U("vsync_ns", v + 16 * kMs)}));
-  t.OnMessage(m);
+  sim.Add(Probe(Role::kFrameBegin, v + 21 * kMs, {U("frame_id", 3), U("vsync_ns", v + 16 * kMs)}));
+  sim.AddMessage(m);
   // A frame.end on another thread with no frame.
-  t.OnProbe(Probe(Role::kFrameEnd, v + 31 * kMs, {U("frame_id", 3)}, kTid + 1));
+  sim.Add(Probe(Role::kFrameEnd, v + 31 * kMs, {U("frame_id", 3)}, kTid + 1));
   FramesReport r = sim.Finish(v + 100 * kMs);
   ASSERT_EQ(r.frames.size(), 3u);
   EXPECT_EQ(r.frames[0].frame_id, 1u);
@@ -593,11 +580,11 @@ TEST(Frames, NestedFramesAndLostEnds) {
   EXPECT_EQ(r.frames[2].frame_id, 3u);
   EXPECT_FALSE(r.frames[2].finished);
   EXPECT_EQ(r.frames[2].end_ns, v + 30 * kMs);
-  const FrameProblems& p = t.problems();
-  EXPECT_EQ(p.nested_frames, 1u);
-  EXPECT_EQ(p.frame_end_lost, 2u);
-  EXPECT_EQ(p.frame_end_without_begin, 1u);
-  EXPECT_EQ(p.unfinished_frames, 0u);
+  const Stats& p = sim.stats();
+  EXPECT_EQ(p.Get(StatId::nested_frames), 1u);
+  EXPECT_EQ(p.Get(StatId::frame_end_lost), 2u);
+  EXPECT_EQ(p.Get(StatId::frame_end_without_begin), 1u);
+  EXPECT_EQ(p.Get(StatId::unfinished_frames), 0u);
 }
 
 MethodBeats JankBeats() {
@@ -664,10 +651,10 @@ TEST(Frames, MatrixWindowsOfTenSecondsWithMoreThanTwentyFrames) {
   EXPECT_EQ(r.scenes[1].scene, "B");
   EXPECT_EQ(r.scenes[1].frames, 15u);
 
-  FrameOptions options;
-  options.window_ns = 1'000 * kMs;
-  options.min_window_frames = 50;
-  Sim small(options);
+  Sim small([](FrameOptions& o) {
+    o.window_ns = 1'000 * kMs;
+    o.min_window_frames = 50;
+  });
   for (int i = 0; i < 150; ++i) small.Frame(grid);
   FramesReport s = small.Finish();
   // 61 + 61 + 28 frames (frame 60 ends exactly 1 s after frame 0): the last is too small.

@@ -10,7 +10,7 @@
 
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/recording.h"
-#include "looptrace/tracers/analyzer.h"
+#include "looptrace/tracers/pipeline.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
@@ -33,38 +33,31 @@ std::vector<fs::path> GoldenCases() {
   return cases;
 }
 
-// args file, one KEY=VALUE a line: top, evil_threshold_ms, max_nodes, matrix_compat,
-// method_mapping (path relative to the case directory).
-AnalysisOptions ReadArgs(const fs::path& dir, RenderOptions* render,
-                         std::unique_ptr<loader::MappingNamer>* namer) {
-  AnalysisOptions options;
+// args file, one OPTION=VALUE a line: any analysis option by its command-line name (top,
+// max-nodes, evil-threshold, anr-threshold, ...), plus method_mapping (a path relative to
+// the case directory).
+void ReadArgs(const fs::path& dir, AnalysisOptions* options, RenderOptions* render,
+              std::unique_ptr<loader::MappingNamer>* namer) {
+  OptionSet declarations = options->Declarations();
   std::ifstream in(dir / "args");
   std::string line;
   while (std::getline(in, line)) {
     size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
     std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "top") {
-      options.looper.top_n = std::stoul(value);
-      render->top_n = options.looper.top_n;
-    } else if (key == "evil_threshold_ms") {
-      options.evil.threshold_ns = std::stoull(value) * 1'000'000;
-    } else if (key == "max_nodes") {
-      options.evil.max_nodes = std::stoul(value);
-    } else if (key == "matrix_compat") {
-      options.evil.matrix_compat = value == "1";
-    } else if (key == "method_mapping") {
+    if (key == "method_mapping") {
       auto loaded = loader::MappingNamer::Load((dir / value).string());
       EXPECT_TRUE(loaded) << loaded.error().message;
       if (loaded) {
         *namer = std::move(*loaded);
-        options.namer = namer->get();
+        options->namer = namer->get();
       }
-    } else {
-      ADD_FAILURE() << dir << "/args: unknown key " << key;
+      continue;
     }
+    auto ok = declarations.Set(key, value);
+    EXPECT_TRUE(ok) << dir << "/args: " << ok.error().message;
   }
-  return options;
+  render->top_n = options->common.top_n;
 }
 
 TEST(Golden, ReportsMatchExpectedFiles) {
@@ -75,14 +68,18 @@ TEST(Golden, ReportsMatchExpectedFiles) {
     SCOPED_TRACE(dir.string());
     RenderOptions render;
     std::unique_ptr<loader::MappingNamer> namer;
-    Analyzer analyzer(ReadArgs(dir, &render, &namer));
+    AnalysisOptions options;
+    ReadArgs(dir, &options, &render, &namer);
+    Pipeline pipeline(options);
     Stats replay_stats;
-    auto ok = loader::ReplayRecording((dir / "input.events.jsonl").string(), analyzer, &replay_stats);
+    auto ok = loader::ReplayRecording((dir / "input.events.jsonl").string(), pipeline, &replay_stats);
     ASSERT_TRUE(ok) << ok.error().message;
-    if (replay_stats.AnyNonZero()) analyzer.OnEvent(LossCounters{replay_stats});
-    Report report = analyzer.TakeReport();
-    for (auto [format, file] : {std::pair{OutputFormat::kText, "expected.txt"},
-                                std::pair{OutputFormat::kJson, "expected.json"}}) {
+    if (replay_stats.AnyNonZero()) pipeline.OnEvent(LossCounters{replay_stats});
+    Report report = pipeline.TakeReport();
+    // Every case renders as text and JSON; a case may add other formats by their files.
+    for (auto [format, file] : {std::pair{"text", "expected.txt"}, std::pair{"json", "expected.json"},
+                                std::pair{"chrome", "expected.chrome.json"}}) {
+      if (std::string(format) == "chrome" && !fs::exists(dir / file) && !update) continue;
       std::ostringstream out;
       MakeRenderer(format, render)->Render(report, out);
       if (update) {

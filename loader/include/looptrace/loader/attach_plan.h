@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "looptrace/loader/profile.h"
@@ -44,6 +45,10 @@ uint64_t MakeCookie(const ResolvedProbe& probe);
 // Resolves every probe of the profile; the first failure is returned, naming the
 // binary and point, with the closest symbol names as a hint.
 Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target);
+
+// The explicit profile, or the first built-in that resolves for the target (libraries must
+// be ones the executable links).
+Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requested, const TargetBinaries& target);
 
 // Path of a profile BINARY ("exe", absolute path, or library name) for the target.
 Result<std::string> ResolveBinary(const std::string& binary, const TargetBinaries& target);

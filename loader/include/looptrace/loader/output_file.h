@@ -5,7 +5,8 @@
 //     "/proc/self/fd/N" write to that descriptor directly.
 //   - An existing character device or FIFO (/dev/null, a terminal, a named pipe) is written
 //     directly: opened without O_CREAT or O_TRUNC and with O_NOFOLLOW; a FIFO must already
-//     have a reader. /dev/full fails with ENOSPC like any full disk.
+//     have a reader and be trusted like a symbolic link (below). /dev/full fails with
+//     ENOSPC like any full disk.
 //   - A new name or an existing regular file is replaced atomically: the data goes to an
 //     anonymous O_TMPFILE file in the target directory, which Commit() links under an
 //     unpredictable name (O_EXCL semantics) and rename(2)s over PATH. An error, a signal or

@@ -11,44 +11,10 @@
 #include <vector>
 
 #include "looptrace/events.h"
+#include "looptrace/tracers/roles.h"
 #include "looptrace/tracers/stats.h"
 
 namespace looptrace {
-
-enum class Role : uint16_t {
-  kDispatchBegin = LT_ROLE_DISPATCH_BEGIN,
-  kDispatchEnd = LT_ROLE_DISPATCH_END,
-  kFrameBegin = LT_ROLE_FRAME_BEGIN,
-  kFrameEnd = LT_ROLE_FRAME_END,
-  kPhaseBegin = LT_ROLE_PHASE_BEGIN,
-  kPhaseEnd = LT_ROLE_PHASE_END,
-  kVsync = LT_ROLE_VSYNC,
-  kMethodEnter = LT_ROLE_METHOD_ENTER,
-  kMethodExit = LT_ROLE_METHOD_EXIT,
-  kIdleBegin = LT_ROLE_IDLE_BEGIN,
-  kIdleEnd = LT_ROLE_IDLE_END,
-  kInputReceive = LT_ROLE_INPUT_RECEIVE,
-  kInputFinish = LT_ROLE_INPUT_FINISH,
-  kAppCreateBegin = LT_ROLE_APP_CREATE_BEGIN,
-  kAppCreateEnd = LT_ROLE_APP_CREATE_END,
-  kActivityLaunch = LT_ROLE_ACTIVITY_LAUNCH,
-  kActivityFocus = LT_ROLE_ACTIVITY_FOCUS,
-  kFullyDrawn = LT_ROLE_FULLY_DRAWN,
-  kPollBegin = LT_ROLE_POLL_BEGIN,
-  kPollEnd = LT_ROLE_POLL_END,
-  kBarrierPost = LT_ROLE_BARRIER_POST,
-  kBarrierRemove = LT_ROLE_BARRIER_REMOVE,
-  kMessageEnqueue = LT_ROLE_MESSAGE_ENQUEUE,
-};
-
-// "dispatch.begin" etc. (ARCHITECTURE.md section 4).
-std::string_view RoleName(Role role);
-std::optional<Role> RoleFromName(std::string_view name);
-std::vector<std::string_view> AllRoleNames();
-
-// Argument names a tracer understands for a role ("id", "name", ...); a profile may only
-// bind these, so a typo is caught when the profile is read.
-std::vector<std::string_view> KnownArgNames(Role role);
 
 struct EventArg {
   std::string name;                 // as bound by the profile ("id", "name", ...)
@@ -65,6 +31,7 @@ struct ProbeEvent {
   Role role = Role::kDispatchBegin;
   uint16_t probe_id = 0;
   uint64_t thread_cpu_ns = 0;  // the thread's CPU time so far (0 = unknown)
+  uint64_t beat_index = 0;     // method-beat ring head at the hit (live only; slices of spans)
   std::vector<EventArg> args;
 
   const EventArg* Arg(std::string_view name) const;
@@ -86,10 +53,11 @@ struct MethodBeat {
   bool enter = false;
 };
 
-// The method beats of one message, copied from the BPF beat buffer when the loader
-// decides the message needs them (e.g. it is slow). Sent before its dispatch.end.
+// The method beats of one slice of a thread's time (a message, an idle handler, a startup),
+// copied from the BPF beat ring when a tracer asked for them (tracer.h: WantSlice) or by the
+// watchdog for a message still running ("open"). Recorded before the end of their span.
 struct MethodBeats {
-  std::string span = "message";  // what the slice covers: message | idle | input | open
+  std::string span = "message";  // message | idle | input | startup | warm_startup | open
   uint32_t tid = 0;
   uint64_t begin_ns = 0;  // the message's dispatch.begin
   uint64_t end_ns = 0;    // its dispatch.end (or the snapshot time)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,36 @@ std::vector<CallNode> BuildCallTree(const MethodBeats& beats, const CallTreeOpti
 // first `target`. Returns how many nodes were removed.
 size_t TrimCallTree(std::vector<CallNode>* nodes, size_t target);
 
+// Names methods in reports (e.g. from a Matrix methodMapping.txt); implemented outside
+// tracers/ and injected.
+class MethodNamer {
+ public:
+  virtual ~MethodNamer() = default;
+  virtual std::optional<std::string> Name(MethodIdKind kind, uint64_t id) const = 0;
+};
+
+// A method's display name: the loader's names in `beats`, then `namer`, else "method#ID" or
+// a hex address (counted in method_names_unknown). The dispatch root has no name ("").
+std::string NameMethod(const MethodNamer* namer, const MethodBeats* beats, uint64_t id, Stats* stats);
+
 // Matrix's stackKey rule (4.3): the heaviest node by (depth+1)*cost among those costing at
 // least 30 % of `stack_cost_ns` ("<id>|"), with the dispatch root removed when others qualify.
 const CallNode* StackKeyNode(const std::vector<CallNode>& nodes, uint64_t stack_cost_ns);
+
+// "<id>|" (decimal for method ids and the dispatch root, hex for addresses and strings).
+std::string FormatStackKey(uint64_t id, MethodIdKind kind);
+
+// The one call-tree step every report shares: build from the beats, trim to `max_nodes`
+// (Matrix's rule), find the stackKey against `min_stack_cost_ns` (the span's cost; the
+// costliest node if larger), and name every node.
+struct NamedCallTree {
+  std::vector<NamedCallNode> nodes;  // pre-order, trimmed; nodes[0] is the span itself
+  size_t nodes_before_trim = 0;
+  uint64_t stack_cost_ns = 0;        // max(min_stack_cost_ns, costliest node)
+  std::string stack_key;             // "" when there is no node
+  std::string stack_key_name;
+};
+NamedCallTree BuildNamedCallTree(const MethodBeats& beats, size_t max_nodes, uint64_t min_stack_cost_ns,
+                                 const MethodNamer* namer, Stats* stats, const CallTreeOptions& options = {});
 
 }  // namespace looptrace

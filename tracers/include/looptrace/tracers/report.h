@@ -69,6 +69,7 @@ struct NamedMessages {
 
 struct MessagesReport {
   bool enabled = false;                 // false when the profile maps no dispatch roles
+  std::string definition = "dispatch";  // dispatch | poll-bounded | none (span_tracker.h)
   std::vector<Message> messages;        // completed, ordered by (begin_ns, tid)
   std::vector<ThreadMessages> threads;  // ordered by tid
   std::vector<Message> slowest;         // top N by cost, ties by begin_ns

@@ -8,39 +8,41 @@
 #include <vector>
 
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/evil_method.h"
+#include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/report.h"
+#include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
 
-struct StartupOptions {
+struct StartupOptions : TracerOptions {
   uint64_t cold_threshold_ns = 10'000'000'000;  // Matrix DEFAULT_STARTUP_THRESHOLD_MS_COLD
   uint64_t warm_threshold_ns = 4'000'000'000;   // Matrix DEFAULT_STARTUP_THRESHOLD_MS_WARM
   uint64_t vitals_cold_ns = 5'000'000'000;      // Android vitals "excessive" cold start
   uint64_t vitals_warm_ns = 2'000'000'000;      // Android vitals "excessive" warm start
   std::vector<std::string> splash;              // Matrix's splashActivities
-  size_t max_nodes = 30;
   CallTreeOptions tree;
+  void Declare(OptionSet& options) override;
 };
 
-class StartupTracer {
+class StartupTracer : public Tracer {
  public:
-  StartupTracer(StartupOptions options, Stats* stats, const MethodNamer* namer);
-  void OnProbe(const ProbeEvent& event);
-  void OnExec(const ProcessExec& exec);
-  void OnBeats(const MethodBeats& beats);
-  void Finish(uint64_t end_ns);
-  void Contribute(StartupReport* report);
+  StartupTracer(const StartupOptions& options, const TracerContext& context);
+  void OnEvent(const Event& event) override;
+  void OnSpanBegin(const Span& span) override;
+  void OnSpanEnd(const Span& span) override;
+  std::optional<SliceRequest> WantSlice(const Span& span) override;
+  void Contribute(Report& report) override;
 
  private:
+  void OnProbe(const ProbeEvent& event);
   bool IsSplash(const std::string& activity) const;
   std::vector<NamedCallNode> Tree(const MethodBeats& beats);
   void Add(std::string name, uint64_t ts, std::string activity, bool warm);
 
-  StartupOptions options_;
-  Stats* stats_;
-  const MethodNamer* namer_;
+  const StartupOptions& options_;
+  TracerContext context_;
   StartupReport r_;
+  std::optional<Span> app_create_;    // where a cold startup's call tree begins
   std::optional<MethodBeats> cold_beats_;
   std::optional<MethodBeats> warm_beats_;
   bool frame_wanted_ = false;         // a launch waits for its first frame

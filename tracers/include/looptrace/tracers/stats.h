@@ -23,6 +23,9 @@ enum class StatSeverity { kInfo, kError, kDataLoss };
   X(string_read_failed, kError, "string arguments that could not be read from the target")     \
   X(arg_read_failed, kError, "USDT arguments BPF could not read")                              \
   X(other_thread_hits, kInfo, "probe hits on threads the thread filter excludes")             \
+  X(other_process_hits, kInfo, "probe hits from other processes mapping the same binary (filtered in BPF)") \
+  X(bpf_string_copy_failed, kInfo, "strings BPF could not copy (page not resident): read from the target instead") \
+  X(stack_failed, kError, "stacks BPF could not capture (stack map full, or no stack)")   \
   X(method_beats_overwritten, kDataLoss, "method beats of a slow message overwritten before they were read") \
   X(unmatched_method_exit, kError, "method exits with no open enter of that method (ignored)")      \
   X(method_exit_missing, kError, "method frames whose exit never came (exception/longjmp)")        \

@@ -11,7 +11,7 @@ namespace looptrace::log {
 
 enum class Level { kError = 0, kWarning = 1, kInfo = 2, kV1 = 3, kV2 = 4 };
 
-// Global verbosity: kInfo by default, -q lowers to kWarning, -v / -vv raise it.
+// Global verbosity: kInfo by default, -q lowers to kError, -v / -vv raise it.
 inline Level& Verbosity() {
   static Level level = Level::kInfo;
   return level;
@@ -52,6 +52,10 @@ void V1(fmt::format_string<Args...> fmt, Args&&... args) {
 template <typename... Args>
 void V2(fmt::format_string<Args...> fmt, Args&&... args) {
   Write(Level::kV2, fmt::format(fmt, std::forward<Args>(args)...));
+}
+// A command-line mistake: always shown, "looptrace: usage: ...".
+inline void Usage(std::string_view text) {
+  std::fprintf(stderr, "looptrace: usage: %.*s\n", static_cast<int>(text.size()), text.data());
 }
 // Printed straight after an actionable error.
 inline void Hint(std::string_view raw) {

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "looptrace/util/result.h"
+#include "looptrace/util/unique_fd.h"
 
 namespace looptrace {
 
@@ -21,31 +21,6 @@ inline constexpr uint64_t kMaxElfBytes = 64 * 1024 * kMiB;          // binaries 
 inline constexpr uint64_t kMaxProcFileBytes = 256 * kMiB;           // /proc/PID/maps and friends
 inline constexpr uint64_t kMaxRecordingLineBytes = 512 * kMiB;      // one decompressed line
 inline constexpr uint64_t kMaxRecordingBytes = 64 * 1024 * kMiB;    // a whole decompressed recording
-
-// A file descriptor closed on scope exit.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { Reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int Release() { return std::exchange(fd_, -1); }
-  void Reset();
-
- private:
-  int fd_ = -1;
-};
 
 // open(2) for reading that cannot block or take a controlling terminal:
 // O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY. Returns -1 with errno set.

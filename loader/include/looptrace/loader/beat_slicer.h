@@ -1,0 +1,58 @@
+// Serves the pipeline's slice requests live: copies a thread's method beats between two
+// ring heads out of the BPF beat ring and names them (addresses from ELF symbols, strings
+// from the string table, probe points from the plan).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "looptrace/events.h"
+#include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/string_reader.h"
+#include "looptrace/tracers/tracer.h"
+
+namespace looptrace::loader {
+
+// The BPF method-beat ring (events.h), as the slicer needs it.
+class BeatSource {
+ public:
+  virtual ~BeatSource() = default;
+  // Copies the beats with absolute indices [begin, end) that are still in the ring and
+  // returns how many of them had already been overwritten.
+  virtual uint64_t Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* out) const = 0;
+};
+
+// Names function addresses of the target (address-flavour method beats).
+class AddressNamer {
+ public:
+  virtual ~AddressNamer() = default;
+  virtual std::optional<std::string> Name(uint32_t pid, uint64_t address) = 0;
+};
+
+// How a probe's method beats identify their method, from the profile's arguments.
+MethodIdKind MethodIdKindOf(const ProbeSpec& spec);
+
+class BeatSlicer : public SliceSource {
+ public:
+  // `strings` and `addresses` may be null.
+  BeatSlicer(const AttachPlan* plan, const BeatSource* beats, StringTable* strings, AddressNamer* addresses,
+             Stats* stats, uint32_t pid);
+
+  // False when the profile maps no method roles (there is nothing to slice).
+  bool enabled() const { return beat_kind_.has_value(); }
+  std::optional<MethodBeats> Slice(const SliceRequest& request) override;
+
+ private:
+  const AttachPlan* plan_;
+  const BeatSource* beats_;
+  StringTable* strings_;
+  AddressNamer* addresses_;
+  Stats* stats_;
+  uint32_t pid_;
+  std::vector<MethodIdKind> kind_by_probe_;
+  std::optional<MethodIdKind> beat_kind_;
+};
+
+}  // namespace looptrace::loader

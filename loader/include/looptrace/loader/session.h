@@ -1,0 +1,94 @@
+// A live tracing session: BPF programs loaded for one target, probes attached in order,
+// records streamed through the decoder into the pipeline until the duration ends, a signal
+// arrives or the target exits, and a watchdog that snapshots spans still running past the
+// tracers' thresholds. Destruction detaches everything.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "looptrace/loader/address_namer.h"
+#include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/beat_slicer.h"
+#include "looptrace/loader/bpf_session.h"
+#include "looptrace/loader/event_decoder.h"
+#include "looptrace/loader/profile.h"
+#include "looptrace/loader/stall_snapshot.h"
+#include "looptrace/loader/string_reader.h"
+#include "looptrace/tracers/event_sanitize.h"
+#include "looptrace/tracers/pipeline.h"
+#include "looptrace/util/result.h"
+
+namespace looptrace::loader {
+
+struct SessionOptions {
+  std::string profile;          // built-in name or file; empty = detect from the target
+  bool all_threads = false;     // --threads all
+  double duration_s = 0;        // 0 = until Ctrl-C / target exit
+  size_t ringbuf_bytes = 8u << 20;
+  size_t beat_capacity = 1u << 20;  // method-beat ring records (power of two)
+  std::string btf_path;
+  int poll_interval_ms = 25;    // ring buffer drained (and the watchdog run) this often
+  bool thread_tracking = true;  // sched_switch/waking/signal programs + cpu-clock samples
+  int sample_hz = 49;           // cpu-clock samples of the main thread (its stack while running)
+  bool dwarf_unwind = false;    // copy registers + stack top for DWARF unwinding (no frame pointers)
+};
+
+// Blocks SIGINT/SIGTERM/SIGHUP and returns a signalfd for them: signals are then handled
+// in the event loop (and during attach) instead of killing the process mid-way.
+Result<UniqueFd> BlockTerminationSignals();
+
+class Session {
+ public:
+  // Events go to `pipeline` (which also answers the watchdog's questions).
+  Session(const SessionOptions& options, int signal_fd, Pipeline& pipeline);
+  ~Session();
+
+  Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid);
+  // Attaches every probe point (ends first); a signal meanwhile detaches all and fails.
+  Result<void> Attach(pid_t pid);
+  // Off-CPU reasons, wakeups, SIGQUIT and stacks; a kernel without them only loses those.
+  void AttachThreadTracking();
+  void Start(SessionStart start);
+  // Streams until the duration ends ("duration"), a signal arrives ("interrupted") or
+  // `pid_fd` becomes readable ("target-exited").
+  Result<std::string> Stream(int pid_fd);
+  // Detaches, drains what is left and closes the stream.
+  void Finish(const std::string& reason, std::optional<int> exit_status = std::nullopt);
+
+  const AttachPlan& plan() const { return plan_; }
+
+ private:
+  void OnRecord(std::span<const uint8_t> raw);
+  void Watchdog(uint64_t now_ns);
+
+  SessionOptions options_;
+  int signal_fd_;
+  Pipeline& pipeline_;
+  SanitizingSink events_;  // every event on its way to pipeline_: names from the target made safe
+  std::string profile_name_;
+  AttachPlan plan_;
+  ProcessStringReader process_strings_;
+  StringTable strings_{&process_strings_};
+  Stats loader_stats_;
+  std::optional<SymbolizingAddressNamer> addresses_;
+  std::optional<BpfKernelStacks> kernel_stacks_;
+  std::optional<EventDecoder> decoder_;
+  std::optional<BeatSlicer> slicer_;
+  std::optional<SnapshotTaker> snapshots_;
+  std::vector<Event> decoded_;
+  bool primed_ = false;
+  uint32_t tgid_ = 0;
+  uint64_t last_cpu_sample_ns_ = 0;
+  std::set<std::pair<uint64_t, std::string>> snapshotted_;  // (span id, watch label) done
+  std::unique_ptr<BpfSession> bpf_;
+};
+
+}  // namespace looptrace::loader

@@ -1,0 +1,30 @@
+// The two ways to trace: attach to a running process (record) or start a command with
+// probes attached before its first instruction (run). Both stream into a pipeline.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "looptrace/loader/session.h"
+#include "looptrace/tracers/pipeline.h"
+#include "looptrace/util/result.h"
+
+namespace looptrace::loader {
+
+// record -p PID
+Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline);
+
+struct RunResult {
+  pid_t pid = 0;
+  std::optional<int> exit_status;  // set when the child exited during the session
+  std::optional<int> exit_signal;
+};
+
+// run -- CMD ARGS: starts the command with probes attached before it executes.
+Result<RunResult> RunCommand(const std::vector<std::string>& argv, const SessionOptions& options, int signal_fd,
+                             Pipeline& pipeline);
+
+}  // namespace looptrace::loader

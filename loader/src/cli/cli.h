@@ -1,0 +1,57 @@
+// The command line: one file per command (like perf's builtin-*.c), each owning its
+// options, help and examples; shared option groups and error handling here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "looptrace/tracers/pipeline.h"
+#include "looptrace/util/result.h"
+
+namespace looptrace::cli {
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual std::string_view name() const = 0;
+  // Declares the subcommand's options, help and examples.
+  virtual void Setup(CLI::App* command) = 0;
+  // `trailing`: what followed the command's options untouched (run's COMMAND ARGS).
+  virtual int Run(std::vector<std::string> trailing) = 0;
+  // True when words after the options belong to a program (run): see main.cc.
+  virtual bool TakesCommand() const { return false; }
+};
+
+std::unique_ptr<Command> MakeRecordCommand();
+std::unique_ptr<Command> MakeRunCommand();
+std::unique_ptr<Command> MakeReportCommand();
+std::unique_ptr<Command> MakeProbesCommand();
+std::unique_ptr<Command> MakeProfilesCommand();
+
+// Prints "looptrace: error: ..." (+ "hint: ...") and returns the error's exit code.
+int Fail(const Error& error);
+
+// --top, --max-nodes and every option the registered tracers declare, bound to `options`.
+void AddAnalysisOptions(CLI::App* command, AnalysisOptions& options);
+
+// What a report needs besides the analysis options: where, which format, which names.
+struct ReportOutput {
+  std::string path;             // -o FILE ("" = stdout)
+  std::string format = "text";  // -f
+  std::string method_mapping;   // --method-mapping FILE
+};
+void AddReportOutputOptions(CLI::App* command, ReportOutput& output);
+// Checks -f against the renderer registry.
+Result<void> CheckFormat(const std::string& format);
+
+// "16M" -> bytes; a power of two in [min, max].
+Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t min, size_t max);
+
+// EXAMPLES / TROUBLESHOOTING / EXIT CODES footers.
+std::string Footer(std::string_view examples);
+
+}  // namespace looptrace::cli

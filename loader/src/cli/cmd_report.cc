@@ -1,0 +1,57 @@
+// looptrace report RECORDING: re-analyse a saved event stream (no BPF, no root).
+#include "cli.h"
+#include "looptrace/loader/mapping_namer.h"
+#include "looptrace/loader/output_file.h"
+#include "looptrace/loader/recording.h"
+#include "looptrace/tracers/render.h"
+
+namespace looptrace::cli {
+namespace {
+
+class ReportCommand : public Command {
+ public:
+  std::string_view name() const override { return "report"; }
+
+  void Setup(CLI::App* cmd) override {
+    cmd->add_option("recording", recording_, "recording file (from --save)")->required();
+    AddReportOutputOptions(cmd, output_);
+    AddAnalysisOptions(cmd, analysis_);
+    cmd->footer(Footer(R"(  looptrace report rec.jsonl.gz --top 20       re-analyse a recording, no BPF needed
+  looptrace report rec.jsonl.gz -f chrome -o trace.json
+  looptrace report rec.jsonl.gz --anr-threshold 3000 --lag-threshold 1000
+)"));
+  }
+
+  int Run(std::vector<std::string>) override {
+    if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
+    std::unique_ptr<loader::MappingNamer> namer;
+    if (!output_.method_mapping.empty()) {
+      auto loaded = loader::MappingNamer::Load(output_.method_mapping);
+      if (!loaded) return Fail(loaded.error());
+      namer = std::move(*loaded);
+      analysis_.namer = namer.get();
+    }
+    auto out = loader::OutputFile::Create(output_.path);
+    if (!out) return Fail(out.error());
+    Pipeline pipeline(analysis_);
+    Stats replay_stats;
+    if (auto ok = loader::ReplayRecording(recording_, pipeline, &replay_stats); !ok) return Fail(ok.error());
+    if (replay_stats.AnyNonZero()) pipeline.OnEvent(LossCounters{replay_stats});
+    RenderOptions render;
+    render.top_n = analysis_.common.top_n;
+    MakeRenderer(output_.format, render)->Render(pipeline.TakeReport(), (*out)->stream());
+    if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
+    return 0;
+  }
+
+ private:
+  std::string recording_;
+  ReportOutput output_;
+  AnalysisOptions analysis_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeReportCommand() { return std::make_unique<ReportCommand>(); }
+
+}  // namespace looptrace::cli

@@ -1,0 +1,214 @@
+#include "looptrace/loader/session.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "looptrace/loader/attach_order.h"
+#include "looptrace/util/log.h"
+
+namespace looptrace::loader {
+namespace {
+
+uint64_t NowNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
+}
+
+// The signal number if one is pending on the signalfd, else 0.
+int TakePendingSignal(int signal_fd) {
+  signalfd_siginfo info;
+  ssize_t n = read(signal_fd, &info, sizeof(info));
+  return n == sizeof(info) ? static_cast<int>(info.ssi_signo) : 0;
+}
+
+}  // namespace
+
+Result<UniqueFd> BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return SystemError("sigprocmask", errno);
+  int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd < 0) return SystemError("signalfd", errno);
+  return UniqueFd(fd);
+}
+
+Session::Session(const SessionOptions& options, int signal_fd, Pipeline& pipeline)
+    : options_(options), signal_fd_(signal_fd), pipeline_(pipeline), events_(pipeline) {}
+
+Session::~Session() { pipeline_.SetSliceSource(nullptr); }
+
+void Session::OnRecord(std::span<const uint8_t> raw) {
+  if (!primed_) {
+    // The first record proves the target runs its own image now.
+    addresses_->Prime();
+    primed_ = true;
+  }
+  decoded_.clear();
+  decoder_->Decode(raw, &decoded_);
+  for (const Event& event : decoded_) events_.OnEvent(event);
+}
+
+Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
+  profile_name_ = profile.name;
+  plan_ = std::move(plan);
+  tgid_ = tgid;
+  addresses_.emplace(static_cast<int>(tgid));
+  BpfSessionOptions bpf_options;
+  bpf_options.target_tgid = tgid;
+  bpf_options.all_threads = options_.all_threads;
+  bpf_options.ringbuf_bytes = options_.ringbuf_bytes;
+  bpf_options.beat_capacity = options_.beat_capacity;
+  bpf_options.thread_tracking = options_.thread_tracking;
+  bpf_options.dwarf_unwind = options_.dwarf_unwind;
+  bpf_options.btf_path = options_.btf_path;
+  ASSIGN_OR_RETURN(bpf_, BpfSession::Open(bpf_options, [this](std::span<const uint8_t> raw) { OnRecord(raw); }));
+  kernel_stacks_.emplace(bpf_.get());
+  decoder_.emplace(&plan_, &strings_, &loader_stats_, &*kernel_stacks_);
+  slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid);
+  if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
+  snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, addresses_->symbolizer(),
+                     &loader_stats_);
+  return {};
+}
+
+void Session::AttachThreadTracking() {
+  if (!options_.thread_tracking) return;
+  if (auto ok = bpf_->AttachThreadTracking(static_cast<int>(tgid_), options_.sample_hz); !ok) {
+    log::Warning("thread-state tracing is off: {}", ok.error().message);
+    loader_stats_.Add(StatId::thread_tracking_off);
+  }
+}
+
+Result<void> Session::Attach(pid_t pid) {
+  auto groups = AttachGroups(plan_);
+  const size_t total = plan_.probes.size();
+  auto started = std::chrono::steady_clock::now();
+  for (const auto& group : groups) {
+    if (int sig = TakePendingSignal(signal_fd_)) {
+      size_t attached = bpf_->attached_points();
+      bpf_->Detach();
+      return MakeError(fmt::format("interrupted by SIG{} while attaching ({} of {} probe points "
+                                   "attached, all detached)",
+                                   sigabbrev_np(sig), attached, total),
+                       ExitCode::kInterrupted);
+    }
+    RETURN_IF_ERROR(bpf_->Attach(group, pid));
+    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(1))
+      log::Info("attached {} of {} probe points...", bpf_->attached_points(), total);
+  }
+  log::V1("attached {} probe points with {}", bpf_->attached_points(),
+          bpf_->uses_uprobe_multi() ? "uprobe_multi links" : "one perf-event link each");
+  if (size_t skipped = bpf_->skipped_points())
+    log::Warning("{} probe point{} matched by a pattern could not be probed and {} skipped (-v lists them)", skipped,
+                 skipped == 1 ? "" : "s", skipped == 1 ? "was" : "were");
+  return {};
+}
+
+void Session::Start(SessionStart start) {
+  start.ts_ns = NowNs(CLOCK_MONOTONIC);
+  start.wall_time_ns = NowNs(CLOCK_REALTIME);
+  start.profile = profile_name_;
+  start.thread_filter = options_.all_threads ? "all" : "main";
+  for (const auto& p : plan_.probes)
+    start.probes.push_back(
+        {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
+  events_.OnEvent(start);
+}
+
+void Session::Watchdog(uint64_t now_ns) {
+  if (now_ns - last_cpu_sample_ns_ >= 500'000'000) {
+    snapshots_->SampleCpu(now_ns);
+    last_cpu_sample_ns_ = now_ns;
+  }
+  for (const WatchThreshold& watch : pipeline_.Watches()) {
+    auto open = pipeline_.spans().Open(tgid_, watch.kind);
+    if (open.empty()) continue;
+    const Span& span = *open.front();  // the outermost: the one the thread is stuck in
+    if (now_ns < span.begin_ns || now_ns - span.begin_ns < watch.threshold_ns) continue;
+    if (!snapshotted_.insert({span.id, watch.label}).second) continue;
+    const bool anr = watch.label == "anr";
+    StallSnapshot snapshot = snapshots_->Take(tgid_, span.begin_ns, anr, now_ns);
+    log::V1("{} snapshot of the {} running for {:.3f} s", watch.label, SpanKindName(span.kind),
+            (now_ns - span.begin_ns) / 1e9);
+    SliceRequest open_slice = SliceRequest::Of(span, "open");
+    open_slice.end_ns = now_ns;
+    open_slice.end_beat_index = UINT64_MAX;
+    events_.OnEvent(snapshot);
+    if (auto beats = slicer_->Slice(open_slice)) events_.OnEvent(*beats);
+  }
+}
+
+Result<std::string> Session::Stream(int pid_fd) {
+  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll) return SystemError("epoll_create1", errno);
+  UniqueFd timer;
+  auto add = [&](int fd, uint32_t tag) -> Result<void> {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = tag;
+    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return SystemError("epoll_ctl", errno);
+    return {};
+  };
+  enum : uint32_t { kRing, kSignal, kTarget, kTimer };
+  RETURN_IF_ERROR(add(bpf_->ring_epoll_fd(), kRing));
+  RETURN_IF_ERROR(add(signal_fd_, kSignal));
+  if (pid_fd >= 0) RETURN_IF_ERROR(add(pid_fd, kTarget));
+  if (options_.duration_s > 0) {
+    timer = UniqueFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+    if (!timer) return SystemError("timerfd_create", errno);
+    itimerspec spec{};
+    auto ns = static_cast<uint64_t>(options_.duration_s * 1e9);
+    spec.it_value.tv_sec = ns / 1'000'000'000ull;
+    spec.it_value.tv_nsec = ns % 1'000'000'000ull;
+    timerfd_settime(timer.get(), 0, &spec, nullptr);
+    RETURN_IF_ERROR(add(timer.get(), kTimer));
+  }
+  std::string reason;
+  while (reason.empty()) {
+    epoll_event events[4];
+    int n = epoll_wait(epoll.get(), events, 4, options_.poll_interval_ms);
+    if (n < 0 && errno != EINTR) return SystemError("epoll_wait", errno);
+    for (int i = 0; i < n; ++i) {
+      switch (events[i].data.u32) {
+        case kSignal:
+          if (int sig = TakePendingSignal(signal_fd_)) {
+            reason = "interrupted";
+            log::V1("{} received, stopping", strsignal(sig));
+          }
+          break;
+        case kTarget: reason = "target-exited"; break;
+        case kTimer: reason = "duration"; break;
+        default: break;
+      }
+    }
+    RETURN_IF_ERROR(bpf_->Consume());
+    Watchdog(NowNs(CLOCK_MONOTONIC));
+  }
+  return reason;
+}
+
+void Session::Finish(const std::string& reason, std::optional<int> exit_status) {
+  uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  bpf_->Detach();
+  (void)bpf_->Consume();
+  Stats losses = bpf_->ReadCounters();
+  losses.Merge(loader_stats_);
+  events_.OnEvent(LossCounters{losses});
+  events_.OnEvent(SessionEnd{end_ns, reason, exit_status});
+  if (losses.Get(StatId::ringbuf_full))
+    log::Warning("{} events were lost because the ring buffer was full; try a larger --ringbuf-size",
+                 losses.Get(StatId::ringbuf_full));
+}
+
+}  // namespace looptrace::loader

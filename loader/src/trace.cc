@@ -1,0 +1,134 @@
+#include "looptrace/loader/trace.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "looptrace/loader/bpf_prerequisites.h"
+#include "looptrace/loader/proc_readers.h"
+#include "looptrace/loader/target_process.h"
+#include "looptrace/util/log.h"
+
+namespace looptrace::loader {
+namespace {
+
+std::string DescribeProbeCount(const AttachPlan& plan) {
+  return fmt::format("{} probe{}", plan.probes.size(), plan.probes.size() == 1 ? "" : "s");
+}
+
+// Names up to three slow probe points; more are summarized (listed with -v).
+void WarnAboutExpensiveProbes(const AttachPlan& plan) {
+  std::vector<const ResolvedProbe*> slow;
+  for (const auto& p : plan.probes)
+    if (p.instruction.cost == symbols::ProbeCost::kSingleStep) slow.push_back(&p);
+  for (const ResolvedProbe* p : slow) {
+    auto text = fmt::format("{}:{} starts with '{}', which the kernel single-steps (~15x the cost "
+                            "of an emulated instruction)",
+                            p->binary_path, p->symbol, p->instruction.mnemonic);
+    if (slow.size() <= 3) log::Warning("{}", text);
+    else log::V1("{}", text);
+  }
+  if (slow.size() > 3)
+    log::Warning("{} of {} probe points start with an instruction the kernel single-steps (~15x "
+                 "the cost of an emulated one); -v lists them, `looptrace probes` shows all",
+                 slow.size(), plan.probes.size());
+}
+
+}  // namespace
+
+Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline) {
+  if (pid <= 0) return MakeError(fmt::format("invalid pid {}", pid), ExitCode::kUsage);
+  if (kill(pid, 0) != 0 && errno == ESRCH)
+    return MakeError(fmt::format("no process with pid {}", pid), ExitCode::kTarget, "check the pid with ps or pgrep");
+  RETURN_IF_ERROR(CheckBpfPrerequisites(options.btf_path));
+  TargetBinaries target;
+  target.pid = pid;
+  ASSIGN_OR_RETURN(target.exe_path, ExecutableOf(pid));
+  UniqueFd pid_fd = OpenPidFd(pid);
+  if (!pid_fd) return SystemError(fmt::format("cannot watch pid {}", pid), errno, ExitCode::kTarget);
+  ASSIGN_OR_RETURN(auto chosen, ChooseProfile(options.profile, target));
+  auto& [profile, plan] = chosen;
+  WarnAboutExpensiveProbes(plan);
+
+  Session session(options, signal_fd, pipeline);
+  RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(pid)));
+  if (auto attached = session.Attach(pid); !attached) {
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+      return MakeError(fmt::format("pid {} exited while probes were being attached", pid), ExitCode::kTarget);
+    return std::unexpected(attached.error());
+  }
+  session.AttachThreadTracking();
+  SessionStart start;
+  start.pid = static_cast<uint32_t>(pid);
+  start.command = ReadComm(pid);
+  start.device = ReadDeviceInfo(pid);
+  session.Start(start);
+  log::Info("tracing pid {} ({}) with profile {}: {} attached; Ctrl-C to stop", pid, start.command, profile.name,
+            DescribeProbeCount(session.plan()));
+  ASSIGN_OR_RETURN(std::string reason, session.Stream(pid_fd.get()));
+  if (reason == "target-exited") log::Info("pid {} exited", pid);
+  session.Finish(reason);
+  return {};
+}
+
+Result<RunResult> RunCommand(const std::vector<std::string>& argv, const SessionOptions& options, int signal_fd,
+                             Pipeline& pipeline) {
+  if (argv.empty()) return MakeError("run needs a command after --", ExitCode::kUsage);
+  ASSIGN_OR_RETURN(std::string command_path, FindInPath(argv[0]));
+  TargetBinaries target;
+  ASSIGN_OR_RETURN(target.exe_path, ProbedBinaryOf(command_path));
+  RETURN_IF_ERROR(CheckBpfPrerequisites(options.btf_path));
+  if (const char* ld = getenv("LD_LIBRARY_PATH")) target.ld_library_path = ld;
+  ASSIGN_OR_RETURN(auto chosen, ChooseProfile(options.profile, target));
+  auto& [profile, plan] = chosen;
+  WarnAboutExpensiveProbes(plan);
+
+  ASSIGN_OR_RETURN(HeldChild child, HeldChild::Fork(command_path, argv));
+  Session session(options, signal_fd, pipeline);
+  RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(child.pid())));
+  RETURN_IF_ERROR(session.Attach(child.pid()));
+  session.AttachThreadTracking();
+  SessionStart start;
+  start.pid = static_cast<uint32_t>(child.pid());
+  start.command = argv[0].substr(argv[0].find_last_of('/') + 1);
+  start.device = ReadDeviceInfo(getpid());
+  session.Start(start);
+  log::Info("running {} as pid {} with profile {}: {} attached", argv[0], child.pid(), profile.name,
+            DescribeProbeCount(session.plan()));
+  RETURN_IF_ERROR(child.Release());
+
+  ASSIGN_OR_RETURN(std::string reason, session.Stream(child.pid_fd()));
+  RunResult result;
+  result.pid = child.pid();
+  if (reason == "interrupted") {
+    // Like perf: the workload does not outlive an interrupted session.
+    kill(child.pid(), SIGTERM);
+    for (int i = 0; i < 200; ++i) {
+      siginfo_t info{};
+      if (waitid(P_PID, child.pid(), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid) break;
+      usleep(10'000);
+    }
+    kill(child.pid(), SIGKILL);  // no-op if it is already gone (zombie until reaped below)
+  }
+  if (reason != "duration") {
+    int status = 0;
+    if (waitpid(child.pid(), &status, 0) == child.pid()) {
+      if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) result.exit_signal = WTERMSIG(status);
+    }
+  } else {
+    log::Info("duration reached; pid {} keeps running untraced", child.pid());
+  }
+  std::optional<int> status = result.exit_status;
+  if (result.exit_signal) status = 128 + *result.exit_signal;
+  session.Finish(reason, status);
+  if (result.exit_status && *result.exit_status != 0)
+    log::Warning("{} exited with status {}", argv[0], *result.exit_status);
+  if (result.exit_signal) log::Warning("{} was killed by signal {}", argv[0], strsignal(*result.exit_signal));
+  return result;
+}
+
+}  // namespace looptrace::loader

@@ -1,0 +1,122 @@
+// AnrTracer: off-CPU classification, deadlock cycles, and a stall snapshot joined with its
+// message's end, off-CPU intervals and open method slice (through the pipeline).
+#include "looptrace/tracers/anr.h"
+
+#include <gtest/gtest.h>
+
+#include "event_script.h"
+
+namespace looptrace {
+namespace {
+
+using testing::Probe;
+using testing::U;
+
+constexpr uint32_t kMain = 100;
+constexpr uint64_t kMs = 1'000'000;
+
+TEST(AnrTracer, ClassifiesOffCpuByStateAndKernelStack) {
+  EXPECT_EQ(ClassifyOffCpu(0, {"schedule"}), "preempted");
+  EXPECT_EQ(ClassifyOffCpu(1, {"__schedule", "futex_wait_queue", "futex_wait"}), "lock");
+  EXPECT_EQ(ClassifyOffCpu(2, {"io_schedule", "folio_wait_bit"}), "io");
+  EXPECT_EQ(ClassifyOffCpu(1, {"do_nanosleep", "hrtimer_nanosleep"}), "sleep");
+  EXPECT_EQ(ClassifyOffCpu(1, {"schedule_hrtimeout_range", "do_epoll_wait"}), "poll");
+  EXPECT_EQ(ClassifyOffCpu(2, {"schedule"}), "io");  // D without a known frame
+  EXPECT_EQ(ClassifyOffCpu(1, {"schedule"}), "other");
+}
+
+ThreadSnapshot Waiting(uint32_t tid, uint32_t owner) {
+  ThreadSnapshot t;
+  t.tid = tid;
+  t.state = 'S';
+  t.futex_address = 0x1000 + tid;
+  t.futex_owner_tid = owner;
+  return t;
+}
+
+TEST(AnrTracer, FindsTheDeadlockCycleThroughTheStalledThread) {
+  // 1 -> 2 -> 3 -> 1, and 4 -> 2 (waits, but is not in the cycle).
+  std::vector<ThreadSnapshot> threads = {Waiting(1, 2), Waiting(2, 3), Waiting(3, 1), Waiting(4, 2)};
+  EXPECT_EQ(FindDeadlock(threads, 1), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_TRUE(FindDeadlock(threads, 4).empty());  // 4 reaches a cycle it is not part of
+  std::vector<ThreadSnapshot> chain = {Waiting(1, 2), Waiting(2, 0)};
+  EXPECT_TRUE(FindDeadlock(chain, 1).empty());  // 2's lock owner unknown: no cycle
+}
+
+TEST(AnrTracer, SnapshotJoinsTheMessagesEndOffCpuTimeAndOpenSlice) {
+  testing::EventScript script;
+  const uint64_t begin = 1'000 * kMs;
+  script.Add(Probe(Role::kDispatchBegin, begin, {U("id", 7), testing::S("name", "slow.one")}, kMain));
+  // Off the CPU waiting for a lock for 5.5 s, woken by thread 101.
+  ThreadSwitch out;
+  out.ts_ns = begin + 100 * kMs;
+  out.tid = kMain;
+  out.off_cpu = true;
+  out.state = 1;
+  out.kernel_stack = {"futex_wait"};
+  script.Add(out);
+  // The watchdog's ANR snapshot at 5 s with the open method slice.
+  StallSnapshot snapshot;
+  snapshot.anr = true;
+  snapshot.ts_ns = begin + 5'000 * kMs;
+  snapshot.tid = kMain;
+  snapshot.message_begin_ns = begin;
+  ThreadSnapshot main = Waiting(kMain, 101);
+  snapshot.threads = {main};
+  script.Add(snapshot);
+  MethodBeats open;
+  open.span = "open";
+  open.tid = kMain;
+  open.begin_ns = begin;
+  open.end_ns = begin + 5'000 * kMs;
+  open.beats = {{begin + 1 * kMs, 42, true}};
+  open.names = {{42, "Lock.acquire"}};
+  script.Add(open);  // after its snapshot, as the watchdog sends it
+  Wakeup wakeup;
+  wakeup.ts_ns = begin + 5'600 * kMs;
+  wakeup.tid = kMain;
+  wakeup.waker_tid = 101;
+  wakeup.waker_comm = "holder";
+  script.Add(wakeup);
+  ThreadSwitch in;
+  in.ts_ns = begin + 5'600 * kMs;
+  in.tid = kMain;
+  script.Add(in);
+  script.Add(Probe(Role::kDispatchEnd, begin + 6'000 * kMs, {U("id", 7)}, kMain));
+  AnalysisOptions options;
+  Report report = script.Run(options, begin + 7'000 * kMs);
+  ASSERT_EQ(report.stalls.size(), 1u);
+  const StallReport& r = report.stalls[0];
+  EXPECT_TRUE(r.anr);
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.message.name, "slow.one");
+  EXPECT_EQ(r.message.cost_ns(), 6'000 * kMs);
+  EXPECT_EQ(r.stuck_reason, "lock wait");
+  ASSERT_EQ(r.off_cpu.size(), 1u);
+  EXPECT_EQ(r.off_cpu[0].reason, "lock");
+  EXPECT_EQ(r.off_cpu[0].waker_tid, 101u);
+  EXPECT_EQ(r.off_cpu[0].end_ns - r.off_cpu[0].begin_ns, 5'500 * kMs);
+  EXPECT_EQ(r.on_cpu_ns, 500 * kMs);
+  ASSERT_EQ(r.tree.size(), 2u);  // the message and the method open at the snapshot
+  EXPECT_EQ(r.tree[1].name, "Lock.acquire");
+  EXPECT_TRUE(r.tree[1].node.unfinished);
+  EXPECT_EQ(r.stack_key, "42|");
+}
+
+TEST(AnrTracer, WatchesTheMessageAtTheLagAndAnrThresholds) {
+  AnalysisOptions options;
+  ASSERT_TRUE(options.Declarations().Set("anr-threshold", "broadcast"));
+  ASSERT_TRUE(options.Declarations().Set("lag-threshold", "1500"));
+  Pipeline pipeline(options);
+  auto watches = pipeline.Watches();
+  ASSERT_EQ(watches.size(), 2u);
+  EXPECT_EQ(watches[0].label, "lag");
+  EXPECT_EQ(watches[0].threshold_ns, 1'500 * kMs);
+  EXPECT_EQ(watches[1].label, "anr");
+  EXPECT_EQ(watches[1].threshold_ns, 10'000 * kMs);
+  EXPECT_FALSE(ParseAnrThreshold("fast"));
+  EXPECT_FALSE(ParseAnrThreshold("-5"));
+}
+
+}  // namespace
+}  // namespace looptrace

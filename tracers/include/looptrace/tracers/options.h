@@ -1,0 +1,63 @@
+// Analysis options, declared once next to the tracer that uses them (with their defaults in
+// the member initializers) and surfaced to the command line from here: the CLI turns every
+// declaration into a flag, golden tests set them by the same names.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "looptrace/util/result.h"
+
+namespace looptrace {
+
+struct OptionDeclaration {
+  std::string name;        // without dashes: "evil-threshold"
+  std::string value_name;  // "MS", "N", "" for a flag
+  std::string help;
+  std::string default_text;  // shown in --help ("" = none)
+  bool is_flag = false;
+  bool is_list = false;    // comma-separated, may repeat
+  // Parses and stores one value (a flag receives "true"); errors name the value.
+  std::function<Result<void>(std::string_view)> set;
+};
+
+class OptionSet {
+ public:
+  // Milliseconds on the command line, nanoseconds in the program; must be > 0.
+  void Milliseconds(std::string name, uint64_t* ns, std::string help);
+  // A positive number of Hz (0 = unset is allowed as the default).
+  void Hertz(std::string name, double* hz, std::string help);
+  void Count(std::string name, size_t* value, size_t min, size_t max, std::string help);
+  void Flag(std::string name, bool* value, std::string help);
+  void List(std::string name, std::vector<std::string>* values, std::string value_name,
+            std::string help);
+  // Anything else: the caller parses.
+  void Custom(OptionDeclaration declaration);
+
+  const std::vector<OptionDeclaration>& declarations() const { return declarations_; }
+  const OptionDeclaration* Find(std::string_view name) const;
+  // Sets an option by name (golden-test args files, configuration).
+  Result<void> Set(std::string_view name, std::string_view value) const;
+
+ private:
+  std::vector<OptionDeclaration> declarations_;
+};
+
+// Options every tracer shares.
+struct CommonOptions {
+  size_t top_n = 10;      // rows in the "slowest" and "by name" tables, worst frames
+  size_t max_nodes = 30;  // call-tree node limit, Matrix's TARGET_EVIL_METHOD_STACK
+  void Declare(OptionSet& options);
+};
+
+// The options object of one tracer (registry.h creates one per tracer and run).
+class TracerOptions {
+ public:
+  virtual ~TracerOptions() = default;
+  virtual void Declare(OptionSet& options) = 0;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,85 @@
+// The analysis pipeline: one event stream (live or replayed) -> span tracker -> every
+// registered tracer -> one Report. It also asks the tracers which method-beat slices they
+// need at each span's end and fetches them from a SliceSource, and it passes every event it
+// handles (slices included, in stream order) to observers such as the recording writer.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/options.h"
+#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/span_tracker.h"
+#include "looptrace/tracers/tracer.h"
+
+namespace looptrace {
+
+// The options of a run: the shared ones and one object per registered tracer.
+class AnalysisOptions {
+ public:
+  AnalysisOptions();  // every tracer's defaults
+  AnalysisOptions(const AnalysisOptions&) = delete;  // declarations point into it
+  AnalysisOptions& operator=(const AnalysisOptions&) = delete;
+  CommonOptions common;
+  const MethodNamer* namer = nullptr;  // may be null
+
+  // Every option of every tracer (plus the common ones), bound to this object.
+  OptionSet Declarations();
+  const TracerOptions& Of(std::string_view tracer) const;
+  // A tracer's options to change before a run (tests, configuration).
+  template <typename T>
+  T& Mutable(std::string_view tracer) {
+    return const_cast<T&>(static_cast<const T&>(Of(tracer)));
+  }
+
+ private:
+  std::vector<std::pair<std::string_view, std::unique_ptr<TracerOptions>>> per_tracer_;
+};
+
+class Pipeline : public EventSink, private SpanListener {
+ public:
+  // `live_slices` serves slice requests live (the loader's beat ring); without it, slices
+  // come from method_beats events in the stream (a replayed recording).
+  explicit Pipeline(const AnalysisOptions& options, SliceSource* live_slices = nullptr);
+  ~Pipeline() override;
+
+  // The live slice source once it exists (null: slices come from the stream again).
+  void SetSliceSource(SliceSource* live_slices) { live_slices_ = live_slices; }
+  // Sees every event the pipeline handles, including the slices it fetched.
+  void AddObserver(EventSink* observer) { observers_.push_back(observer); }
+  void OnEvent(const Event& event) override;
+
+  const SpanTracker& spans() const { return spans_; }
+  const SessionInfo& session() const { return report_.session; }
+  std::vector<WatchThreshold> Watches() const;
+
+  // Call once after the last event; a stream without SessionEnd ends at its last event.
+  Report TakeReport();
+
+ private:
+  void OnSpanBegin(const Span& span) override;
+  void OnSpanEnd(Span& span) override;
+  void Observe(const Event& event);
+  std::optional<MethodBeats> FetchSlice(const SliceRequest& request);
+
+  const AnalysisOptions& options_;
+  SliceSource* live_slices_;
+  Report report_;
+  SpanTracker spans_;
+  TracerContext context_;
+  std::vector<std::unique_ptr<Tracer>> tracers_;
+  std::vector<EventSink*> observers_;
+  // Replay: slices recorded in the stream, by (label, tid, begin_ns).
+  std::map<std::tuple<std::string, uint32_t, uint64_t>, MethodBeats> recorded_slices_;
+  std::vector<MethodBeats> span_slices_;  // slices attached to the span ending now
+  uint64_t last_ts_ns_ = 0;
+  bool ended_ = false;
+  bool started_ = false;
+};
+
+}  // namespace looptrace

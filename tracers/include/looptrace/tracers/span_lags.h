@@ -1,0 +1,45 @@
+// Slow IdleHandlers and input events (Matrix's IdleHandlerLagTracer and TouchEventLagTracer)
+// with their call trees, and sync barriers left standing while synchronous messages starve.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "looptrace/tracers/method_tree.h"
+#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/tracer.h"
+
+namespace looptrace {
+
+struct SpanLagOptions : TracerOptions {
+  uint64_t idle_lag_threshold_ns = 2'000'000'000;   // Matrix's idle handler lag
+  uint64_t input_lag_threshold_ns = 2'000'000'000;  // Matrix's touch event lag
+  uint64_t barrier_threshold_ns = 2'000'000'000;
+  CallTreeOptions tree;
+  void Declare(OptionSet& options) override;
+};
+
+class SpanLagTracer : public Tracer {
+ public:
+  SpanLagTracer(const SpanLagOptions& options, const TracerContext& context);
+
+  void OnEvent(const Event& event) override;
+  void OnSpanBegin(const Span& span) override {
+    if (span.kind == SpanKind::kBarrier) sync_enqueued_[span.id] = 0;
+  }
+  void OnSpanEnd(const Span& span) override;
+  std::optional<SliceRequest> WantSlice(const Span& span) override;
+  void Contribute(Report& report) override;
+
+ private:
+  uint64_t ThresholdOf(const Span& span) const;
+
+  const SpanLagOptions& options_;
+  TracerContext context_;
+  std::map<uint64_t, uint64_t> sync_enqueued_;  // open barrier span id -> sync messages posted
+  std::vector<SpanLagReport> span_lags_;
+  std::vector<BarrierLeakReport> barrier_leaks_;
+};
+
+}  // namespace looptrace

@@ -1,0 +1,146 @@
+// SpanTracker: the one place where begin/end role events become spans (in the spirit of
+// Perfetto's SliceTracker). Every tracer sees the same spans; nobody else pairs.
+//
+// Pairing rules, per span kind (roles.h has the role table):
+//  - message: dispatch.begin/end nest per thread (a loop run inside a message); an end on a
+//    thread with nothing open closed a message that began before tracing (counted as info
+//    before the thread's first begin, as a loss after). A profile with poll.begin/end but no
+//    dispatch roles gets poll-bounded messages: the busy time from a poll's return to the
+//    next poll call on the same thread ("loop iterations").
+//  - frame: per thread, paired by frame_id when bound (else the innermost); frames opened
+//    inside the one ending, or inside a message that ends, lost their end. Frames without a
+//    bound frame_id are numbered 1, 2, ... in begin order.
+//  - phase: inside the innermost open frame of its thread; a phase.begin closes a phase still
+//    open; a frame's end closes its open phase.
+//  - idle: one per thread; input: by seq; barrier: by token; launch: activity.launch to the
+//    next activity.focus; app_create, poll: one per thread.
+// Problems are counted in Stats, never dropped silently.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/roles.h"
+#include "looptrace/tracers/stats.h"
+
+namespace looptrace {
+
+enum class SpanClose : uint8_t {
+  kOpen,        // still running
+  kEnded,       // its end role fired
+  kLost,        // closed by an enclosing span's end (its own end never came)
+  kUnfinished,  // still running at the end of the session (end = session end)
+};
+
+// How messages are defined for the session, said in the report.
+enum class MessageDefinition : uint8_t {
+  kDispatch,     // dispatch.begin -> dispatch.end
+  kPollBounded,  // poll.end -> next poll.begin
+  kNone,         // the profile maps neither
+};
+std::string_view MessageDefinitionName(MessageDefinition definition);
+
+struct Span {
+  uint64_t id = 0;  // 1, 2, ... in begin order (unique in the session)
+  SpanKind kind = SpanKind::kMessage;
+  uint32_t tid = 0;
+  uint64_t key = 0;     // seq, token, frame_id (or sequence number), phase; 0 if none
+  uint32_t depth = 0;   // spans of the same kind open below it on the thread
+  uint64_t parent_id = 0;  // phase: its frame
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t begin_beat_index = 0;  // method-beat ring heads at begin and end (live)
+  uint64_t end_beat_index = 0;
+  uint64_t begin_cpu_ns = 0;      // the thread's CPU time at begin and end (0 = unknown)
+  uint64_t end_cpu_ns = 0;
+  SpanClose close = SpanClose::kOpen;
+  ProbeEvent begin;  // the event that opened it (its arguments: id, name, vsync_ns, ...)
+  // The event that closed it, during OnSpanEnd only (null when lost or unfinished).
+  const ProbeEvent* end_event = nullptr;
+  // Method beats of the span, when a tracer asked for them (tracer.h) and they exist.
+  const MethodBeats* beats = nullptr;
+
+  uint64_t cost_ns() const { return end_ns > begin_ns ? end_ns - begin_ns : 0; }
+  uint64_t cpu_ns() const {
+    return begin_cpu_ns && end_cpu_ns >= begin_cpu_ns ? end_cpu_ns - begin_cpu_ns : 0;
+  }
+  bool ended() const { return close == SpanClose::kEnded; }
+  // The begin event's argument value / text, if bound.
+  std::optional<uint64_t> ArgValue(std::string_view name) const;
+  std::string ArgText(std::string_view name) const;
+};
+
+class SpanListener {
+ public:
+  virtual ~SpanListener() = default;
+  virtual void OnSpanBegin(const Span& span) = 0;
+  // Non-const so the listener can attach method beats before passing it on.
+  virtual void OnSpanEnd(Span& span) = 0;
+};
+
+class SpanTracker {
+ public:
+  explicit SpanTracker(Stats* stats) : stats_(stats) {}
+
+  // The session's probes decide how messages are defined.
+  void Configure(const SessionStart& start);
+  void SetMessageDefinition(MessageDefinition definition) { definition_ = definition; }
+  MessageDefinition message_definition() const { return definition_; }
+
+  // Pairs one probe event; reports every span it opens or closes, in order.
+  void OnProbe(const ProbeEvent& event, SpanListener& listener);
+  // Closes every open span as unfinished at `end_ns`.
+  void Finish(uint64_t end_ns, SpanListener& listener);
+
+  // Open spans of a kind on a thread, outermost first.
+  std::vector<const Span*> Open(uint32_t tid, SpanKind kind) const;
+  // The innermost open span of a kind on a thread, or null.
+  const Span* Innermost(uint32_t tid, SpanKind kind) const;
+  // "frame 12" or "frame 12 phase TRAVERSAL" while a frame runs on the thread, else "".
+  std::string CurrentFrame(uint32_t tid) const;
+  // The activity focused last (Android's scene), "" before any.
+  const std::string& scene() const { return scene_; }
+
+ private:
+  struct OpenFrame {
+    Span frame;
+    std::optional<Span> phase;
+  };
+  struct Thread {
+    std::vector<Span> messages;           // innermost last
+    std::optional<Span> poll;
+    std::optional<Span> idle;
+    std::optional<Span> app_create;
+    std::vector<OpenFrame> frames;        // innermost last
+    bool began_message = false;           // a message began on it (vs. one running at attach)
+    bool polled = false;                  // poll-bounded: a poll returned on it
+    uint64_t last_message_ts = 0;         // events_out_of_order
+  };
+
+  Span Begin(SpanKind kind, const ProbeEvent& e, uint64_t key);
+  void End(Span& span, const ProbeEvent& e, SpanClose close, SpanListener& listener);
+  void EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener);
+  void BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener);
+  void OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void CloseFrame(Thread& t, uint64_t end_ns, SpanClose close, SpanListener& listener);
+  void CloseFramesInside(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener);
+
+  Stats* stats_;
+  MessageDefinition definition_ = MessageDefinition::kDispatch;
+  uint64_t next_id_ = 1;
+  uint64_t frames_seen_ = 0;
+  std::map<uint32_t, Thread> threads_;
+  std::map<uint64_t, Span> inputs_;    // by seq
+  std::map<uint64_t, Span> barriers_;  // by token
+  std::optional<Span> launch_;
+  std::string scene_;
+};
+
+}  // namespace looptrace

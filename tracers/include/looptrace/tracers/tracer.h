@@ -1,0 +1,78 @@
+// The Tracer interface: every analysis consumes the same event and span stream and adds its
+// part to the report through one verb, Contribute. Tracers are made by the registry
+// (registry.h); the pipeline (pipeline.h) feeds them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/options.h"
+#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/span_tracker.h"
+#include "looptrace/tracers/stats.h"
+
+namespace looptrace {
+
+class MethodNamer;
+
+// A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
+// loader copies it from the BPF beat ring; replayed, it comes from the recording.
+struct SliceRequest {
+  std::string label;  // message | idle | input | startup | warm_startup (MethodBeats::span)
+  uint32_t tid = 0;
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t begin_beat_index = 0;
+  uint64_t end_beat_index = 0;
+
+  static SliceRequest Of(const Span& span, std::string label);
+};
+
+// Where slices come from (the loader's beat ring, or a recording's method_beats events).
+class SliceSource {
+ public:
+  virtual ~SliceSource() = default;
+  virtual std::optional<MethodBeats> Slice(const SliceRequest& request) = 0;
+};
+
+// A threshold on a span still running, at which the live watchdog takes a snapshot
+// (a StallSnapshot event with this label comes back through the pipeline).
+struct WatchThreshold {
+  SpanKind kind = SpanKind::kMessage;
+  uint64_t threshold_ns = 0;
+  std::string label;  // "lag", "anr"
+};
+
+// What every tracer may read: shared state, never another tracer.
+struct TracerContext {
+  Stats* stats = nullptr;
+  const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
+  const SpanTracker* spans = nullptr;
+  const SessionInfo* session = nullptr;
+  const CommonOptions* common = nullptr;
+};
+
+class Tracer {
+ public:
+  virtual ~Tracer() = default;
+
+  // Every event, in stream order (probe events after the spans they open or close).
+  virtual void OnEvent(const Event& event) { (void)event; }
+  virtual void OnSpanBegin(const Span& span) { (void)span; }
+  virtual void OnSpanEnd(const Span& span) { (void)span; }
+  // At a span's end, before OnSpanEnd: the method beats this tracer needs (if any).
+  virtual std::optional<SliceRequest> WantSlice(const Span& span) {
+    (void)span;
+    return std::nullopt;
+  }
+  // Thresholds on running spans the live watchdog should snapshot at.
+  virtual std::vector<WatchThreshold> Watches() const { return {}; }
+  // Called once, after the last event and after every span was closed.
+  virtual void Contribute(Report& report) = 0;
+};
+
+}  // namespace looptrace

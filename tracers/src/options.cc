@@ -1,0 +1,128 @@
+#include "looptrace/tracers/options.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace looptrace {
+namespace {
+
+std::string FormatNumber(double value) {
+  if (value == std::floor(value) && std::abs(value) < 1e15) return fmt::format("{}", static_cast<int64_t>(value));
+  return fmt::format("{}", value);
+}
+
+Result<double> ParseNumber(std::string_view name, std::string_view text) {
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(value))
+    return MakeError(fmt::format("--{}: '{}' is not a number", name, text), ExitCode::kUsage);
+  return value;
+}
+
+}  // namespace
+
+void OptionSet::Milliseconds(std::string name, uint64_t* ns, std::string help) {
+  OptionDeclaration d;
+  d.name = name;
+  d.value_name = "MS";
+  d.help = std::move(help);
+  d.default_text = FormatNumber(static_cast<double>(*ns) / 1e6);
+  d.set = [name, ns](std::string_view text) -> Result<void> {
+    ASSIGN_OR_RETURN(double ms, ParseNumber(name, text));
+    if (ms <= 0 || ms > 1e12)
+      return MakeError(fmt::format("--{}: {} must be a positive number of milliseconds", name, text),
+                       ExitCode::kUsage);
+    *ns = static_cast<uint64_t>(std::llround(ms * 1e6));
+    return {};
+  };
+  declarations_.push_back(std::move(d));
+}
+
+void OptionSet::Hertz(std::string name, double* hz, std::string help) {
+  OptionDeclaration d;
+  d.name = name;
+  d.value_name = "HZ";
+  d.help = std::move(help);
+  if (*hz > 0) d.default_text = FormatNumber(*hz);
+  d.set = [name, hz](std::string_view text) -> Result<void> {
+    ASSIGN_OR_RETURN(double value, ParseNumber(name, text));
+    if (value <= 0 || value > 100000)
+      return MakeError(fmt::format("--{}: {} must be a rate in Hz above 0", name, text), ExitCode::kUsage);
+    *hz = value;
+    return {};
+  };
+  declarations_.push_back(std::move(d));
+}
+
+void OptionSet::Count(std::string name, size_t* value, size_t min, size_t max, std::string help) {
+  OptionDeclaration d;
+  d.name = name;
+  d.value_name = "N";
+  d.help = std::move(help);
+  d.default_text = std::to_string(*value);
+  d.set = [name, value, min, max](std::string_view text) -> Result<void> {
+    size_t n = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || ptr != text.data() + text.size() || n < min || n > max)
+      return MakeError(fmt::format("--{}: '{}' must be a whole number from {} to {}", name, text, min, max),
+                       ExitCode::kUsage);
+    *value = n;
+    return {};
+  };
+  declarations_.push_back(std::move(d));
+}
+
+void OptionSet::Flag(std::string name, bool* value, std::string help) {
+  OptionDeclaration d;
+  d.name = std::move(name);
+  d.help = std::move(help);
+  d.is_flag = true;
+  d.set = [value](std::string_view text) -> Result<void> {
+    *value = text != "false" && text != "0";
+    return {};
+  };
+  declarations_.push_back(std::move(d));
+}
+
+void OptionSet::List(std::string name, std::vector<std::string>* values, std::string value_name,
+                     std::string help) {
+  OptionDeclaration d;
+  d.name = std::move(name);
+  d.value_name = std::move(value_name);
+  d.help = std::move(help);
+  d.is_list = true;
+  d.set = [values](std::string_view text) -> Result<void> {
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = text.find(',', start);
+      if (comma == std::string_view::npos) comma = text.size();
+      if (comma > start) values->emplace_back(text.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return {};
+  };
+  declarations_.push_back(std::move(d));
+}
+
+void OptionSet::Custom(OptionDeclaration declaration) { declarations_.push_back(std::move(declaration)); }
+
+const OptionDeclaration* OptionSet::Find(std::string_view name) const {
+  for (const auto& d : declarations_)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+Result<void> OptionSet::Set(std::string_view name, std::string_view value) const {
+  const OptionDeclaration* d = Find(name);
+  if (!d) return MakeError(fmt::format("unknown option --{}", name), ExitCode::kUsage);
+  return d->set(value);
+}
+
+void CommonOptions::Declare(OptionSet& options) {
+  options.Count("top", &top_n, 1, 100000, "rows in the slowest-message and by-name tables");
+  options.Count("max-nodes", &max_nodes, 1, 1000000, "call-tree node limit (Matrix's trim rule)");
+}
+
+}  // namespace looptrace

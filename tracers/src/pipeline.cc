@@ -1,0 +1,160 @@
+#include "looptrace/tracers/pipeline.h"
+
+#include <algorithm>
+
+#include "looptrace/tracers/registry.h"
+
+namespace looptrace {
+
+SliceRequest SliceRequest::Of(const Span& span, std::string label) {
+  SliceRequest r;
+  r.label = std::move(label);
+  r.tid = span.tid;
+  r.begin_ns = span.begin_ns;
+  r.end_ns = span.end_ns;
+  r.begin_beat_index = span.begin_beat_index;
+  r.end_beat_index = span.end_beat_index;
+  return r;
+}
+
+AnalysisOptions::AnalysisOptions() {
+  for (const TracerEntry& entry : TracerRegistry()) per_tracer_.emplace_back(entry.name, entry.make_options());
+}
+
+OptionSet AnalysisOptions::Declarations() {
+  OptionSet set;
+  common.Declare(set);
+  for (auto& [name, options] : per_tracer_) options->Declare(set);
+  return set;
+}
+
+const TracerOptions& AnalysisOptions::Of(std::string_view tracer) const {
+  for (const auto& [name, options] : per_tracer_)
+    if (name == tracer) return *options;
+  std::abort();  // every registered tracer has options
+}
+
+Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
+    : options_(options), live_slices_(live_slices), spans_(&report_.stats) {
+  context_.stats = &report_.stats;
+  context_.namer = options_.namer;
+  context_.spans = &spans_;
+  context_.session = &report_.session;
+  context_.common = &options_.common;
+  for (const TracerEntry& entry : TracerRegistry())
+    tracers_.push_back(entry.make(options_.Of(entry.name), context_));
+}
+
+Pipeline::~Pipeline() = default;
+
+std::vector<WatchThreshold> Pipeline::Watches() const {
+  std::vector<WatchThreshold> out;
+  for (const auto& tracer : tracers_)
+    for (auto& w : tracer->Watches()) out.push_back(std::move(w));
+  return out;
+}
+
+void Pipeline::Observe(const Event& event) {
+  for (EventSink* observer : observers_) observer->OnEvent(event);
+}
+
+std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
+  if (live_slices_) {
+    auto slice = live_slices_->Slice(request);
+    if (slice) Observe(*slice);  // recorded before the end of its span
+    return slice;
+  }
+  auto it = recorded_slices_.find({request.label, request.tid, request.begin_ns});
+  if (it == recorded_slices_.end()) return std::nullopt;
+  MethodBeats slice = std::move(it->second);
+  recorded_slices_.erase(it);
+  return slice;
+}
+
+void Pipeline::OnSpanBegin(const Span& span) {
+  for (auto& tracer : tracers_) tracer->OnSpanBegin(span);
+}
+
+void Pipeline::OnSpanEnd(Span& span) {
+  // Each tracer gets the slice it asked for; two asking for the same one share a copy.
+  std::vector<std::optional<SliceRequest>> requests;
+  std::vector<std::pair<std::tuple<std::string, uint32_t, uint64_t>, std::optional<MethodBeats>>> fetched;
+  requests.reserve(tracers_.size());
+  for (auto& tracer : tracers_) {
+    requests.push_back(span.close == SpanClose::kEnded ? tracer->WantSlice(span) : std::nullopt);
+    if (!requests.back()) continue;
+    auto key = std::make_tuple(requests.back()->label, requests.back()->tid, requests.back()->begin_ns);
+    auto same = [&](const auto& f) { return f.first == key; };
+    if (std::find_if(fetched.begin(), fetched.end(), same) == fetched.end())
+      fetched.emplace_back(key, FetchSlice(*requests.back()));
+  }
+  for (size_t i = 0; i < tracers_.size(); ++i) {
+    span.beats = nullptr;
+    if (requests[i]) {
+      auto key = std::make_tuple(requests[i]->label, requests[i]->tid, requests[i]->begin_ns);
+      for (const auto& [k, slice] : fetched)
+        if (k == key && slice) span.beats = &*slice;
+    }
+    tracers_[i]->OnSpanEnd(span);
+  }
+  span.beats = nullptr;
+}
+
+void Pipeline::OnEvent(const Event& event) {
+  if (const auto* start = std::get_if<SessionStart>(&event)) {
+    started_ = true;
+    SessionInfo& s = report_.session;
+    s.pid = start->pid;
+    s.command = start->command;
+    s.profile = start->profile;
+    s.thread_filter = start->thread_filter;
+    s.begin_ns = start->ts_ns;
+    s.wall_time_ns = start->wall_time_ns;
+    s.probes = start->probes;
+    s.device = start->device;
+    spans_.Configure(*start);
+    last_ts_ns_ = std::max(last_ts_ns_, start->ts_ns);
+  } else if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
+    if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe->ts_ns;
+    last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
+    spans_.OnProbe(*probe, *this);
+  } else if (const auto* beats = std::get_if<MethodBeats>(&event)) {
+    // Slices of spans wait for their span's end; an open message's slice (a stall
+    // snapshot's) is an event of its own.
+    if (beats->span != "open") {
+      Observe(event);
+      recorded_slices_[{beats->span, beats->tid, beats->begin_ns}] = *beats;
+      return;
+    }
+  } else if (const auto* counters = std::get_if<LossCounters>(&event)) {
+    report_.stats.Merge(counters->stats);
+  } else if (const auto* end = std::get_if<SessionEnd>(&event)) {
+    ended_ = true;
+    report_.session.end_ns = std::max(end->ts_ns, last_ts_ns_);
+    report_.session.end_reason = end->reason;
+    report_.session.exit_status = end->exit_status;
+  } else {
+    const uint64_t ts = std::visit(
+        [](const auto& e) -> uint64_t {
+          if constexpr (requires { e.ts_ns; }) return e.ts_ns;
+          return 0;
+        },
+        event);
+    if (!std::holds_alternative<Wakeup>(event)) last_ts_ns_ = std::max(last_ts_ns_, ts);
+  }
+  Observe(event);
+  for (auto& tracer : tracers_) tracer->OnEvent(event);
+}
+
+Report Pipeline::TakeReport() {
+  if (!ended_) {
+    report_.session.end_ns = last_ts_ns_;
+    report_.session.end_reason = "end-of-recording";
+  }
+  spans_.Finish(report_.session.end_ns, *this);
+  report_.messages.definition = std::string(MessageDefinitionName(spans_.message_definition()));
+  for (auto& tracer : tracers_) tracer->Contribute(report_);
+  return std::move(report_);
+}
+
+}  // namespace looptrace

@@ -1,0 +1,370 @@
+#include "looptrace/tracers/span_tracker.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace looptrace {
+
+std::string_view MessageDefinitionName(MessageDefinition definition) {
+  switch (definition) {
+    case MessageDefinition::kDispatch: return "dispatch";
+    case MessageDefinition::kPollBounded: return "poll-bounded";
+    case MessageDefinition::kNone: return "none";
+  }
+  return "none";
+}
+
+std::optional<uint64_t> Span::ArgValue(std::string_view name) const {
+  if (const EventArg* arg = begin.Arg(name)) return arg->value;
+  return std::nullopt;
+}
+
+std::string Span::ArgText(std::string_view name) const {
+  const EventArg* arg = begin.Arg(name);
+  return arg && arg->text ? *arg->text : "";
+}
+
+void SpanTracker::Configure(const SessionStart& start) {
+  bool dispatch = false, poll = false;
+  for (const auto& p : start.probes) {
+    dispatch |= p.role == Role::kDispatchBegin;
+    poll |= p.role == Role::kPollBegin;
+  }
+  definition_ = dispatch ? MessageDefinition::kDispatch
+                : poll   ? MessageDefinition::kPollBounded
+                         : MessageDefinition::kNone;
+}
+
+Span SpanTracker::Begin(SpanKind kind, const ProbeEvent& e, uint64_t key) {
+  Span s;
+  s.id = next_id_++;
+  s.kind = kind;
+  s.tid = e.tid;
+  s.key = key;
+  s.begin_ns = s.end_ns = e.ts_ns;
+  s.begin_beat_index = s.end_beat_index = e.beat_index;
+  s.begin_cpu_ns = e.thread_cpu_ns;
+  s.begin = e;
+  return s;
+}
+
+void SpanTracker::EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener) {
+  span.end_ns = std::max(end_ns, span.begin_ns);
+  span.close = close;
+  listener.OnSpanEnd(span);
+}
+
+void SpanTracker::End(Span& span, const ProbeEvent& e, SpanClose close, SpanListener& listener) {
+  span.end_beat_index = e.beat_index;
+  span.end_cpu_ns = e.thread_cpu_ns;
+  span.end_event = &e;
+  EndAt(span, e.ts_ns, close, listener);
+  span.end_event = nullptr;
+}
+
+void SpanTracker::BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  Span s = Begin(SpanKind::kMessage, e, 0);
+  if (const EventArg* id = e.Arg("id")) s.key = id->value;
+  s.depth = static_cast<uint32_t>(t.messages.size());
+  t.began_message = true;
+  t.messages.push_back(std::move(s));
+  listener.OnSpanBegin(t.messages.back());
+}
+
+void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener) {
+  if (t.messages.empty()) {
+    // Before the thread's first begin, an end closes a message that began before tracing.
+    stats_->Add(t.began_message ? StatId::unmatched_dispatch_end : StatId::messages_running_at_start);
+    return;
+  }
+  Span message = std::move(t.messages.back());
+  t.messages.pop_back();
+  if (expect_id) {
+    const EventArg* id = e.Arg("id");
+    if (id && message.begin.Arg("id") && message.key != id->value) stats_->Add(StatId::dispatch_id_mismatch);
+  }
+  // A frame cannot outlive the message it began in: its end was lost.
+  CloseFramesInside(t, message, e.ts_ns, listener);
+  End(message, e, SpanClose::kEnded, listener);
+}
+
+void SpanTracker::CloseFramesInside(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener) {
+  auto inside = [&](uint64_t ts) { return ts >= message.begin_ns && (ts < end_ns || ts == message.begin_ns); };
+  while (!t.frames.empty() && inside(t.frames.back().frame.begin_ns)) {
+    stats_->Add(StatId::frame_end_lost);
+    CloseFrame(t, end_ns, SpanClose::kLost, listener);
+  }
+}
+
+void SpanTracker::CloseFrame(Thread& t, uint64_t end_ns, SpanClose close, SpanListener& listener) {
+  OpenFrame open = std::move(t.frames.back());
+  t.frames.pop_back();
+  if (open.phase) {
+    stats_->Add(StatId::phase_unclosed);
+    EndAt(*open.phase, end_ns, SpanClose::kLost, listener);
+  }
+  EndAt(open.frame, end_ns, close, listener);
+}
+
+void SpanTracker::OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  const EventArg* id = e.Arg("frame_id");
+  if (e.role == Role::kFrameBegin) {
+    ++frames_seen_;
+    if (!t.frames.empty()) stats_->Add(StatId::nested_frames);
+    Span frame = Begin(SpanKind::kFrame, e, id ? id->value : frames_seen_);
+    frame.depth = static_cast<uint32_t>(t.frames.size());
+    t.frames.push_back({std::move(frame), std::nullopt});
+    listener.OnSpanBegin(t.frames.back().frame);
+    return;
+  }
+  if (t.frames.empty()) {
+    stats_->Add(StatId::frame_end_without_begin);
+    return;
+  }
+  size_t index = t.frames.size() - 1;
+  if (id) {
+    bool found = false;
+    for (size_t i = t.frames.size(); i-- > 0;) {
+      if (t.frames[i].frame.key == id->value) {
+        index = i;
+        found = true;
+        break;
+      }
+    }
+    if (!found) stats_->Add(StatId::frame_id_mismatch);
+  }
+  // Frames opened inside the one ending now lost their end.
+  while (t.frames.size() - 1 > index) {
+    stats_->Add(StatId::frame_end_lost);
+    CloseFrame(t, e.ts_ns, SpanClose::kLost, listener);
+  }
+  Span& frame = t.frames.back().frame;
+  frame.end_beat_index = e.beat_index;
+  frame.end_cpu_ns = e.thread_cpu_ns;
+  frame.end_event = &e;
+  CloseFrame(t, e.ts_ns, SpanClose::kEnded, listener);
+}
+
+void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  if (t.frames.empty()) {
+    stats_->Add(StatId::phase_without_frame);
+    return;
+  }
+  OpenFrame& f = t.frames.back();
+  const EventArg* phase = e.Arg("phase");
+  if (e.role == Role::kPhaseBegin) {
+    if (f.phase) {
+      stats_->Add(StatId::phase_unclosed);
+      EndAt(*f.phase, e.ts_ns, SpanClose::kLost, listener);
+    }
+    Span s = Begin(SpanKind::kPhase, e, phase ? phase->value : 0);
+    s.parent_id = f.frame.id;
+    f.phase = std::move(s);
+    listener.OnSpanBegin(*f.phase);
+    return;
+  }
+  if (!f.phase) {
+    stats_->Add(StatId::phase_end_without_begin);
+    return;
+  }
+  if (phase && phase->value != f.phase->key) stats_->Add(StatId::phase_mismatch);
+  Span s = std::move(*f.phase);
+  f.phase.reset();
+  End(s, e, SpanClose::kEnded, listener);
+}
+
+void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
+  const RoleInfo& info = InfoOf(e.role);
+  if (info.edge == RoleEdge::kBeat) return;
+  Thread& t = threads_[e.tid];
+  auto key = [&](std::string_view name) -> uint64_t {
+    const EventArg* a = e.Arg(name);
+    return a ? a->value : 0;
+  };
+  switch (e.role) {
+    case Role::kDispatchBegin:
+    case Role::kDispatchEnd:
+      if (e.ts_ns < t.last_message_ts) stats_->Add(StatId::events_out_of_order);
+      t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
+      if (definition_ == MessageDefinition::kPollBounded) break;  // not how messages are defined
+      if (e.role == Role::kDispatchBegin) BeginMessage(t, e, listener);
+      else EndMessage(t, e, /*expect_id=*/true, listener);
+      break;
+    case Role::kPollBegin:
+      if (definition_ == MessageDefinition::kPollBounded) {
+        if (e.ts_ns < t.last_message_ts) stats_->Add(StatId::events_out_of_order);
+        t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
+        // The busy stretch since the last poll returned ends here.
+        if (!t.messages.empty() || t.polled) EndMessage(t, e, /*expect_id=*/false, listener);
+        else stats_->Add(StatId::messages_running_at_start);
+      }
+      if (t.poll) EndAt(*t.poll, e.ts_ns, SpanClose::kLost, listener);
+      t.poll = Begin(SpanKind::kPoll, e, 0);
+      listener.OnSpanBegin(*t.poll);
+      break;
+    case Role::kPollEnd:
+      if (t.poll) {
+        Span poll = std::move(*t.poll);
+        t.poll.reset();
+        End(poll, e, SpanClose::kEnded, listener);
+      }
+      if (definition_ == MessageDefinition::kPollBounded) {
+        t.polled = true;
+        BeginMessage(t, e, listener);
+      }
+      break;
+    case Role::kFrameBegin:
+    case Role::kFrameEnd:
+      OnFrameRole(t, e, listener);
+      break;
+    case Role::kPhaseBegin:
+    case Role::kPhaseEnd:
+      OnPhaseRole(t, e, listener);
+      break;
+    case Role::kIdleBegin:
+      if (t.idle) EndAt(*t.idle, e.ts_ns, SpanClose::kLost, listener);
+      t.idle = Begin(SpanKind::kIdle, e, key("id"));
+      listener.OnSpanBegin(*t.idle);
+      break;
+    case Role::kIdleEnd:
+      if (t.idle) {
+        Span idle = std::move(*t.idle);
+        t.idle.reset();
+        End(idle, e, SpanClose::kEnded, listener);
+      }
+      break;
+    case Role::kAppCreateBegin:
+      if (t.app_create) EndAt(*t.app_create, e.ts_ns, SpanClose::kLost, listener);
+      t.app_create = Begin(SpanKind::kAppCreate, e, 0);
+      listener.OnSpanBegin(*t.app_create);
+      break;
+    case Role::kAppCreateEnd:
+      if (t.app_create) {
+        Span span = std::move(*t.app_create);
+        t.app_create.reset();
+        End(span, e, SpanClose::kEnded, listener);
+      }
+      break;
+    case Role::kInputReceive:
+    case Role::kBarrierPost: {
+      auto& open = e.role == Role::kInputReceive ? inputs_ : barriers_;
+      const uint64_t k = key(info.key);
+      if (auto it = open.find(k); it != open.end()) {
+        EndAt(it->second, e.ts_ns, SpanClose::kLost, listener);
+        open.erase(it);
+      }
+      auto [it, added] = open.emplace(k, Begin(info.span, e, k));
+      listener.OnSpanBegin(it->second);
+      break;
+    }
+    case Role::kInputFinish:
+    case Role::kBarrierRemove: {
+      auto& open = e.role == Role::kInputFinish ? inputs_ : barriers_;
+      auto it = open.find(key(info.key));
+      if (it == open.end()) break;
+      Span span = std::move(it->second);
+      open.erase(it);
+      End(span, e, SpanClose::kEnded, listener);
+      break;
+    }
+    case Role::kActivityLaunch:
+      if (launch_) EndAt(*launch_, e.ts_ns, SpanClose::kLost, listener);
+      launch_ = Begin(SpanKind::kLaunch, e, 0);
+      listener.OnSpanBegin(*launch_);
+      break;
+    case Role::kActivityFocus: {
+      if (const EventArg* name = e.Arg("name"); name && name->text && !name->text->empty())
+        scene_ = *name->text;
+      if (launch_) {
+        Span span = std::move(*launch_);
+        launch_.reset();
+        End(span, e, SpanClose::kEnded, listener);
+      }
+      break;
+    }
+    default:
+      break;  // instants: vsync, message.enqueue, fully.drawn
+  }
+}
+
+void SpanTracker::Finish(uint64_t end_ns, SpanListener& listener) {
+  for (auto& [tid, t] : threads_) {
+    while (!t.frames.empty()) {
+      stats_->Add(StatId::unfinished_frames);
+      CloseFrame(t, end_ns, SpanClose::kUnfinished, listener);
+    }
+    while (!t.messages.empty()) {
+      Span message = std::move(t.messages.back());
+      t.messages.pop_back();
+      stats_->Add(StatId::unfinished_messages);
+      EndAt(message, end_ns, SpanClose::kUnfinished, listener);
+    }
+    for (auto* open : {&t.poll, &t.idle, &t.app_create}) {
+      if (*open) EndAt(**open, end_ns, SpanClose::kUnfinished, listener);
+      open->reset();
+    }
+  }
+  for (auto* open : {&inputs_, &barriers_}) {
+    for (auto& [key, span] : *open) EndAt(span, end_ns, SpanClose::kUnfinished, listener);
+    open->clear();
+  }
+  if (launch_) EndAt(*launch_, end_ns, SpanClose::kUnfinished, listener);
+  launch_.reset();
+}
+
+std::vector<const Span*> SpanTracker::Open(uint32_t tid, SpanKind kind) const {
+  std::vector<const Span*> out;
+  auto it = threads_.find(tid);
+  if (it == threads_.end()) return out;
+  const Thread& t = it->second;
+  switch (kind) {
+    case SpanKind::kMessage:
+      for (const Span& s : t.messages) out.push_back(&s);
+      break;
+    case SpanKind::kFrame:
+      for (const OpenFrame& f : t.frames) out.push_back(&f.frame);
+      break;
+    case SpanKind::kPhase:
+      for (const OpenFrame& f : t.frames)
+        if (f.phase) out.push_back(&*f.phase);
+      break;
+    case SpanKind::kPoll:
+      if (t.poll) out.push_back(&*t.poll);
+      break;
+    case SpanKind::kIdle:
+      if (t.idle) out.push_back(&*t.idle);
+      break;
+    case SpanKind::kAppCreate:
+      if (t.app_create) out.push_back(&*t.app_create);
+      break;
+    case SpanKind::kInput:
+      for (const auto& [k, s] : inputs_)
+        if (s.tid == tid) out.push_back(&s);
+      break;
+    case SpanKind::kBarrier:
+      for (const auto& [k, s] : barriers_)
+        if (s.tid == tid) out.push_back(&s);
+      break;
+    case SpanKind::kLaunch:
+      if (launch_ && launch_->tid == tid) out.push_back(&*launch_);
+      break;
+  }
+  return out;
+}
+
+const Span* SpanTracker::Innermost(uint32_t tid, SpanKind kind) const {
+  auto open = Open(tid, kind);
+  return open.empty() ? nullptr : open.back();
+}
+
+std::string SpanTracker::CurrentFrame(uint32_t tid) const {
+  auto it = threads_.find(tid);
+  if (it == threads_.end() || it->second.frames.empty()) return "";
+  const OpenFrame& f = it->second.frames.back();
+  std::string text = fmt::format("frame {}", f.frame.key);
+  if (f.phase) text += " phase " + PhaseName(static_cast<uint32_t>(f.phase->key));
+  return text;
+}
+
+}  // namespace looptrace
