@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -128,6 +130,49 @@ TEST(OutputFile, PlantedTemporaryNamesAreNeverOpened) {
   EXPECT_EQ(ReadAll(dir / "victim"), "precious");
   EXPECT_EQ(ReadAll(dir / "report.txt"), "report");
   EXPECT_TRUE(fs::is_symlink(dir / fmt::format("report.txt.tmp.{}", getpid())));
+}
+
+// A run killed with SIGKILL mid-write: with O_TMPFILE nothing is left; a named temporary
+// (file systems without O_TMPFILE) stays, and the next run neither reuses nor touches it.
+TEST(OutputFile, SigkilledRunLeavesNothingOrAFileThatIsNeverReused) {
+  ScratchDir dir;
+  for (bool named : {false, true}) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      OutputFile::UseNamedTemporariesForTesting(named);
+      auto out = OutputFile::Create(dir / "report.txt");
+      if (!out) _exit(1);
+      (*out)->stream() << std::string(100'000, 'k');  // partly written
+      (void)!write(ready[1], "x", 1);
+      pause();
+      _exit(0);
+    }
+    char byte;
+    ASSERT_EQ(read(ready[0], &byte, 1), 1);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    close(ready[0]);
+    close(ready[1]);
+    auto leftovers = dir.Names();
+    if (!named) {
+      EXPECT_EQ(leftovers, std::vector<std::string>{});
+      continue;
+    }
+    ASSERT_EQ(leftovers.size(), 1u);
+    const std::string leftover = dir / leftovers[0];
+    const std::string before = ReadAll(leftover);
+    OutputFile::UseNamedTemporariesForTesting(true);
+    auto out = OutputFile::Create(dir / "report.txt");
+    OutputFile::UseNamedTemporariesForTesting(false);
+    ASSERT_TRUE(out);
+    (*out)->stream() << "fresh";
+    ASSERT_TRUE((*out)->Commit());
+    EXPECT_EQ(ReadAll(dir / "report.txt"), "fresh");
+    EXPECT_EQ(ReadAll(leftover), before);  // untouched, not reused
+  }
 }
 
 // A link of our own (or root's) is followed: the file it points to is replaced and the
