@@ -111,16 +111,21 @@ struct EmptyProbe {
 
 // The real thing: looptrace's BPF program, ring buffer, decoder and analyzer.
 struct LooptraceProbe {
-  explicit LooptraceProbe(const AttachPlan& plan) : plan_(plan), decoder_(&plan_, &strings_, &stats_) {
+  explicit LooptraceProbe(const AttachPlan& plan)
+      : plan_(plan), decoder_(&plan_, &strings_, &stats_, static_cast<uint32_t>(getpid())) {
     pipeline_ = std::make_unique<Pipeline>(analysis_);
     BpfSessionOptions options;
     options.target_tgid = getpid();
-    auto session = BpfSession::Open(options, [this](std::span<const uint8_t> raw) {
-      ++records_;
-      decoded_.clear();
-      decoder_.Decode(raw, &decoded_);
-      for (const Event& event : decoded_) pipeline_->OnEvent(event);
-    });
+    options.thread_tracking = false;
+    for (const auto& p : plan_.probes) options.probe_configs.push_back(MakeProbeConfig(p));
+    auto session = BpfSession::Open(
+        options, [this](std::span<const uint8_t> raw) { decoder_.DecodeSide(raw); },
+        [this](const lt_record& record) {
+          ++records_;
+          decoded_.clear();
+          decoder_.Decode(record, &decoded_);
+          for (const Event& event : decoded_) pipeline_->OnEvent(event);
+        });
     if (!session) Die(session.error().message);
     session_ = std::move(*session);
     std::vector<const ResolvedProbe*> probes;

@@ -23,26 +23,28 @@ AttachPlan DispatchPlan() {
   ResolvedProbe begin, end;
   begin.probe_id = 0;
   begin.spec.role = Role::kDispatchBegin;
-  begin.spec.args = {{"id", 0, ArgType::kUint}};
+  ArgSpec id;
+  id.name = "id";
+  begin.spec.args = {id};
   end.probe_id = 1;
   end.spec.role = Role::kDispatchEnd;
-  end.spec.args = {{"id", 0, ArgType::kUint}};
+  end.spec.args = {id};
   plan.probes = {begin, end};
   return plan;
 }
 
-std::vector<lt_probe_record> Records(size_t n) {
-  std::vector<lt_probe_record> records(n);
+std::vector<lt_record> Records(size_t n) {
+  std::vector<lt_record> records(n);
   for (size_t i = 0; i < n; ++i) {
     auto& r = records[i];
     std::memset(&r, 0, sizeof(r));
-    r.header = {LT_RECORD_PROBE, sizeof(r)};
+    r.seq = i + 1;
+    r.type = LT_RECORD_PROBE;
     r.ts_ns = 1000 + i * 1000;
-    r.tgid = r.tid = 42;
+    r.tid = 42;
     r.probe_id = i % 2;
-    r.role = i % 2 ? LT_ROLE_DISPATCH_END : LT_ROLE_DISPATCH_BEGIN;
-    r.nargs = 1;
-    r.args[0] = i / 2;
+    r.probe.role = i % 2 ? LT_ROLE_DISPATCH_END : LT_ROLE_DISPATCH_BEGIN;
+    r.probe.args[0] = i / 2;
   }
   return records;
 }
@@ -52,13 +54,13 @@ void BM_DecodeAndAnalyze(benchmark::State& state) {
   auto records = Records(1 << 16);
   for (auto _ : state) {
     Stats stats;
-    EventDecoder decoder(&plan, nullptr, &stats);
+    EventDecoder decoder(&plan, nullptr, &stats, 42);
     AnalysisOptions options;
     Pipeline analyzer(options);
     std::vector<Event> events;
     for (const auto& r : records) {
       events.clear();
-      decoder.Decode({reinterpret_cast<const uint8_t*>(&r), sizeof(r)}, &events);
+      decoder.Decode(r, &events);
       for (const Event& event : events) analyzer.OnEvent(event);
     }
     benchmark::DoNotOptimize(analyzer.TakeReport());

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Role events from profile probe points (uprobe, uretprobe, USDT).
+ * Role events from profile probe points (uprobe, uretprobe, USDT), thread state from
+ * scheduler tracepoints, and stacks from cpu-clock samples.
  *
- * Every probe point carries its role and argument layout in the attach
- * cookie (see events.h), so the hot path is: filter by tgid/thread, read
- * the arguments, reserve + submit one fixed-size record without waking
- * user space unless the ring is filling up.
+ * The hot path of a probe hit: filter by tgid and thread, check the probe's conditions
+ * (string verdicts are cached per address), read the clock only then, and write one
+ * fixed-size record into the record ring (or a beat into the beat ring) without waking
+ * user space. events.h describes the channels.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -19,13 +20,26 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set between open() and load() by the loader. */
 const volatile __u32 target_tgid = 0;
 const volatile __u32 thread_filter = LT_THREADS_MAIN;
-/* Force a wakeup once this many bytes wait in the ring (adaptive wakeup). */
-const volatile __u64 wakeup_bytes = 1 << 20;
+const volatile __u64 beat_mask = (1 << 20) - 1;
+const volatile __u64 record_mask = (1 << 16) - 1;
 
+/* Side records: strings, identities, the nudge. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20); /* resized by the loader */
 } events SEC(".maps");
+
+/* The record ring (events.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << 16); /* resized by the loader; a power of two */
+	__type(key, __u32);
+	__type(value, struct lt_record);
+} records SEC(".maps");
+
+__u64 record_head; /* next index to claim */
+__u64 record_tail; /* user space's read position (written by user space) */
 
 /* Method beats: a ring of lt_beat records in an mmapable array (see events.h). */
 struct {
@@ -37,7 +51,14 @@ struct {
 } beats SEC(".maps");
 
 __u64 beat_head; /* next beat slot (monotonic; slot = head & (capacity - 1)) */
-const volatile __u64 beat_mask = (1 << 20) - 1;
+
+/* Per probe id: role, arguments and conditions (filled by the loader before attach). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* resized by the loader to the number of probes */
+	__type(key, __u32);
+	__type(value, struct lt_probe_config);
+} probe_configs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -45,19 +66,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
-
-/*
- * Addresses whose text was already sent (see LT_RECORD_STRING): a direct-mapped
- * cache in .bss, read without a helper call. A collision or a race between CPUs only
- * re-sends a string; user space keeps the authoritative table.
- */
-#define LT_STRING_CACHE_SLOTS 4096
-__u64 sent_strings[LT_STRING_CACHE_SLOTS];
-
-static __always_inline __u32 string_slot(__u64 address)
-{
-	return (__u32)((address >> 3) ^ (address >> 15)) & (LT_STRING_CACHE_SLOTS - 1);
-}
 
 static __always_inline void count(__u32 index)
 {
@@ -67,47 +75,377 @@ static __always_inline void count(__u32 index)
 		*value += 1;
 }
 
-/*
- * Returns the tid when this hit belongs to a watched thread, else 0. Enqueues are
- * watched on every thread: other threads post to the main looper's queue.
- */
-static __always_inline __u32 watched_tid(__u64 cookie)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u32 tid = (__u32)pid_tgid;
-
-	/* The kernel's pid filter on the perf event is not relied upon. */
-	if (tgid != target_tgid) {
-		count(LT_STAT_OTHER_PROCESS);
-		return 0;
-	}
-	if (thread_filter == LT_THREADS_MAIN && tid != tgid &&
-	    LT_COOKIE_ROLE(cookie) != LT_ROLE_MESSAGE_ENQUEUE) {
-		count(LT_STAT_OTHER_THREAD);
-		return 0;
-	}
-	return tid;
-}
+/* ---- record ring ---- */
 
 /*
- * Registers are copied to the stack first: a switch on the source would let clang
- * turn the reads into ctx pointer arithmetic, which the verifier rejects.
+ * Claims the next slot of the record ring; null when the ring is full (counted). The
+ * caller fills the slot and then publishes it with publish_record().
  */
-#define LT_UPROBE_SOURCES 7 /* 6 parameters + return value */
-
-static __always_inline void uprobe_registers(struct pt_regs *ctx, __u64 regs[LT_UPROBE_SOURCES])
+static __always_inline struct lt_record *claim_record(__u64 *index)
 {
-	regs[0] = PT_REGS_PARM1(ctx);
-	regs[1] = PT_REGS_PARM2(ctx);
-	regs[2] = PT_REGS_PARM3(ctx);
-	regs[3] = PT_REGS_PARM4(ctx);
-	regs[4] = PT_REGS_PARM5(ctx);
-	regs[5] = ctx->r9; /* libbpf 1.1 has no PT_REGS_PARM6 */
-	regs[6] = PT_REGS_RC(ctx);
+	__u64 head = *(volatile __u64 *)&record_head;
+	__u64 tail = *(volatile __u64 *)&record_tail;
+	__u64 capacity = record_mask + 1;
+	struct lt_record *rec;
+	__u32 slot;
+
+	if (head - tail >= capacity) {
+		count(LT_STAT_RECORDS_FULL);
+		return 0;
+	}
+	/* Several writers: the main thread, and the scheduler or a signal sender on another CPU. */
+	*index = __sync_fetch_and_add(&record_head, 1);
+	if (*index - tail == capacity / 2) {
+		/* Half full: wake user space once, instead of once per record. */
+		struct lt_nudge_record nudge = {
+			.header = { .type = LT_RECORD_NUDGE, .size = sizeof(nudge) },
+			.record_head = *index,
+		};
+
+		bpf_ringbuf_output(&events, &nudge, sizeof(nudge), BPF_RB_FORCE_WAKEUP);
+	}
+	slot = *index & record_mask;
+	rec = bpf_map_lookup_elem(&records, &slot);
+	return rec;
 }
 
-static __always_inline void write_beat(__u64 cookie, __u32 tid, __u64 now, const __u64 *values)
+static __always_inline void publish_record(struct lt_record *rec, __u64 index)
+{
+	/* Every field before the sequence number (x86 keeps stores in order; this keeps clang). */
+	asm volatile("" ::: "memory");
+	rec->seq = index + 1;
+}
+
+/* ---- arguments ---- */
+
+/*
+ * The value of argument source `source` (events.h LT_SOURCE_*). A global function: the
+ * verifier checks it once, not at every call. Registers are copied to the stack first: a
+ * switch on the source would let clang turn the reads into ctx pointer arithmetic, which
+ * the verifier rejects.
+ */
+__noinline __u64 read_arg(struct pt_regs *ctx, __u32 source, int usdt)
+{
+	__u64 regs[8] = {};
+	__u64 value = 0;
+
+	if (!ctx || (source >= LT_MAX_SOURCES && source != LT_SOURCE_RETVAL))
+		return 0;
+	if (usdt) {
+		long v = 0;
+
+		if (source == LT_SOURCE_RETVAL || bpf_usdt_arg(ctx, source, &v))
+			count(LT_STAT_ARG_READ_FAILED);
+		return v;
+	}
+	if (source == LT_SOURCE_RETVAL)
+		return PT_REGS_RC(ctx);
+	if (source < 6) {
+		regs[0] = PT_REGS_PARM1(ctx);
+		regs[1] = PT_REGS_PARM2(ctx);
+		regs[2] = PT_REGS_PARM3(ctx);
+		regs[3] = PT_REGS_PARM4(ctx);
+		regs[4] = PT_REGS_PARM5(ctx);
+		regs[5] = ctx->r9; /* libbpf 1.1 has no PT_REGS_PARM6 */
+		/* Masked where the verifier sees it (clang would drop a plain & 7 after the check). */
+		asm volatile("%0 &= 7" : "+r"(source));
+		return regs[source];
+	}
+	/* Parameters 7..12 are on the stack above the return address (at a function's entry). */
+	if (bpf_probe_read_user(&value, sizeof(value), (void *)(PT_REGS_SP(ctx) + 8 * (source - 5))))
+		count(LT_STAT_ARG_READ_FAILED);
+	return value;
+}
+
+/* ---- strings ---- */
+
+/*
+ * Addresses whose text was already sent (LT_RECORD_STRING): a direct-mapped cache in
+ * .bss, read without a helper call. A collision or a race between CPUs only re-sends a
+ * string; user space keeps the authoritative table.
+ */
+#define LT_STRING_CACHE_SLOTS 4096
+__u64 sent_strings[LT_STRING_CACHE_SLOTS];
+__u64 sent_identities[LT_STRING_CACHE_SLOTS];
+
+static __always_inline __u32 cache_slot(__u64 key)
+{
+	return (__u32)((key >> 3) ^ (key >> 15) ^ (key >> 29)) & (LT_STRING_CACHE_SLOTS - 1);
+}
+
+/* Copies `length` bytes, or up to the NUL when `length` is 0; returns the bytes copied. */
+static __always_inline long read_string(char *buf, __u32 size, __u64 address, __u64 length, int delimited)
+{
+	long n;
+
+	if (!delimited) {
+		n = bpf_probe_read_user_str(buf, size, (const void *)address);
+		return n > 0 ? n - 1 : n;
+	}
+	if (length > size - 1)
+		length = size - 1;
+	if (length == 0)
+		return 0;
+	n = bpf_probe_read_user(buf, length, (const void *)address);
+	return n ? n : (long)length;
+}
+
+/* Sends the text at `address` unless it was sent before; runs before the record is
+ * written, so user space always sees the text first. */
+__noinline int send_string_once(__u64 address, __u64 length, int delimited)
+{
+	struct lt_string_record *rec;
+	__u32 slot = cache_slot(address);
+	long n;
+
+	if (!address || sent_strings[slot] == address)
+		return 0;
+	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	if (!rec) {
+		count(LT_STAT_RINGBUF_FULL);
+		return 0;
+	}
+	n = read_string(rec->text, sizeof(rec->text), address, length, delimited);
+	if (n < 0 || (n == 0 && !delimited)) {
+		/* not resident: user space reads it from the process instead */
+		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+		count(LT_STAT_STRING_READ_FAILED);
+		return 0;
+	}
+	rec->header.type = LT_RECORD_STRING;
+	rec->header.size = sizeof(*rec);
+	rec->address = address;
+	rec->tgid = target_tgid;
+	rec->length = n;
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	sent_strings[slot] = address;
+	return 0;
+}
+
+/* ---- conditions ---- */
+
+/*
+ * Verdicts of string conditions, by (probe, condition, address): a direct-mapped cache, so
+ * a busy probe whose string does not match costs one lookup and an 8-byte re-read (the
+ * guard, against a freed name's memory now holding another string), not a compare.
+ */
+#define LT_VERDICT_SLOTS 4096
+
+struct verdict {
+	__u64 address;
+	__u64 guard;     /* the string's first bytes (up to 8) when the verdict was made */
+	__u32 key;       /* probe id << 8 | condition index, + 1 (0 = empty) */
+	__u8 verdict;
+	__u8 guard_len;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LT_VERDICT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct verdict);
+} verdicts SEC(".maps");
+
+#define LT_SCRATCH_STRING 256
+
+struct string_scratch {
+	char text[LT_SCRATCH_STRING];
+	char pattern[LT_MAX_PATTERN];
+	__u32 len;
+	__u32 pattern_len;
+	/* glob matcher state */
+	__s32 si, pi, star, mark;
+	__u32 done, matched;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct string_scratch);
+} scratch SEC(".maps");
+
+/* One step of '*' / '?' wildcard matching (the classic single-backtrack algorithm). */
+static long glob_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0;
+	struct string_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	__s32 si, pi;
+	char p, c;
+
+	if (!s)
+		return 1;
+	si = s->si;
+	pi = s->pi;
+	if (si < 0 || pi < 0 || si > LT_SCRATCH_STRING || pi > LT_MAX_PATTERN) {
+		s->done = 1;
+		return 1;
+	}
+	if (si >= (__s32)s->len) {
+		/* The text is used up: what is left of the pattern must be stars. */
+		__u32 k;
+
+		for (k = 0; k < LT_MAX_PATTERN; k++) {
+			if (pi >= (__s32)s->pattern_len || s->pattern[pi & (LT_MAX_PATTERN - 1)] != '*')
+				break;
+			pi++;
+		}
+		s->matched = pi == (__s32)s->pattern_len;
+		s->done = 1;
+		return 1;
+	}
+	p = pi < (__s32)s->pattern_len ? s->pattern[pi & (LT_MAX_PATTERN - 1)] : 0;
+	c = s->text[si & (LT_SCRATCH_STRING - 1)];
+	if (pi < (__s32)s->pattern_len && (p == '?' || (p != '*' && p == c))) {
+		s->si = si + 1;
+		s->pi = pi + 1;
+	} else if (pi < (__s32)s->pattern_len && p == '*') {
+		s->star = pi;
+		s->mark = si;
+		s->pi = pi + 1;
+	} else if (s->star >= 0) {
+		s->pi = s->star + 1;
+		s->mark++;
+		s->si = s->mark;
+	} else {
+		s->matched = 0;
+		s->done = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline int bytes_equal(struct string_scratch *s, __u32 offset, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < LT_MAX_PATTERN; i++) {
+		if (i >= n)
+			break;
+		if (s->text[(offset + i) & (LT_SCRATCH_STRING - 1)] != s->pattern[i & (LT_MAX_PATTERN - 1)])
+			return 0;
+	}
+	return 1;
+}
+
+/* Evaluates a string condition on the text in scratch. */
+static __always_inline int string_verdict(struct string_scratch *s, __u8 op)
+{
+	__u32 len = s->len, plen = s->pattern_len;
+
+	switch (op) {
+	case LT_PRED_STR_EQ:
+		return len == plen && bytes_equal(s, 0, plen);
+	case LT_PRED_STR_NE:
+		return !(len == plen && bytes_equal(s, 0, plen));
+	case LT_PRED_STR_PREFIX:
+		return len >= plen && bytes_equal(s, 0, plen);
+	case LT_PRED_STR_SUFFIX:
+		return len >= plen && bytes_equal(s, len - plen, plen);
+	case LT_PRED_STR_GLOB:
+		s->si = 0;
+		s->pi = 0;
+		s->star = -1;
+		s->mark = 0;
+		s->done = 0;
+		s->matched = 0;
+		bpf_loop(LT_SCRATCH_STRING * LT_MAX_PATTERN + LT_MAX_PATTERN + 1, glob_step, 0, 0);
+		return s->done && s->matched;
+	}
+	return 0;
+}
+
+static __always_inline __u64 guard_of(const char *text, __u32 n)
+{
+	__u64 guard = 0;
+
+	__builtin_memcpy(&guard, text, 8);
+	if (n < 8)
+		guard &= (1ull << (8 * n)) - 1;
+	return guard;
+}
+
+static __always_inline int check_string(const struct lt_predicate *p, __u64 address, __u64 length, __u32 key)
+{
+	__u32 zero = 0, slot = cache_slot(address ^ ((__u64)key << 40));
+	struct string_scratch *s;
+	struct verdict *v;
+	int delimited = p->arg.length_source != LT_SOURCE_NONE;
+	long n;
+	__u32 i;
+
+	if (!address)
+		return p->op == LT_PRED_STR_NE;
+	v = bpf_map_lookup_elem(&verdicts, &slot);
+	if (!v)
+		return 0;
+	if (v->key == key && v->address == address) {
+		__u64 now = 0;
+
+		if (bpf_probe_read_user(&now, 8, (const void *)address) == 0) {
+			if (v->guard_len < 8)
+				now &= (1ull << (8 * v->guard_len)) - 1;
+			if (now == v->guard)
+				return v->verdict;
+		}
+		count(LT_STAT_VERDICTS_STALE);
+	} else if (v->key) {
+		count(LT_STAT_VERDICTS_EVICTED);
+	}
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	n = read_string(s->text, sizeof(s->text), address, length, delimited);
+	if (n < 0) {
+		count(LT_STAT_STRING_READ_FAILED);
+		return 0;
+	}
+	s->len = n;
+	s->pattern_len = p->pattern_len > LT_MAX_PATTERN ? LT_MAX_PATTERN : p->pattern_len;
+	for (i = 0; i < LT_MAX_PATTERN; i++)
+		s->pattern[i] = p->pattern[i];
+	v->verdict = string_verdict(s, p->op);
+	v->address = address;
+	v->key = key;
+	v->guard_len = n < 8 ? n : 8;
+	v->guard = guard_of(s->text, v->guard_len);
+	return v->verdict;
+}
+
+/* Whether a condition holds for this hit (a global function: verified once). */
+__noinline int condition_holds(struct pt_regs *ctx, const struct lt_predicate *p, __u32 key, int usdt)
+{
+	__u64 value;
+	__s64 v;
+
+	if (!p)
+		return 0;
+	value = read_arg(ctx, p->arg.source, usdt);
+	v = (__s64)value;
+
+	switch (p->op) {
+	case LT_PRED_EQ:
+		return v == p->value;
+	case LT_PRED_NE:
+		return v != p->value;
+	case LT_PRED_LT:
+		return v < p->value;
+	case LT_PRED_LE:
+		return v <= p->value;
+	case LT_PRED_GT:
+		return v > p->value;
+	case LT_PRED_GE:
+		return v >= p->value;
+	}
+	return check_string(p, value,
+			    p->arg.length_source == LT_SOURCE_NONE ? 0 : read_arg(ctx, p->arg.length_source, usdt),
+			    key);
+}
+
+/* ---- beats ---- */
+
+static __always_inline void write_beat(__u32 probe_id, __u8 enter, __u32 tid, __u64 id)
 {
 	__u64 index = __sync_fetch_and_add(&beat_head, 1);
 	__u32 slot = index & beat_mask;
@@ -115,145 +453,119 @@ static __always_inline void write_beat(__u64 cookie, __u32 tid, __u64 now, const
 
 	if (!beat)
 		return;
-	beat->ts_ns = now;
-	beat->id = LT_COOKIE_NARGS(cookie) ? values[0] : LT_COOKIE_PROBE_ID(cookie);
-	beat->aux = values[1];
+	beat->ts_ns = bpf_ktime_get_ns();
+	beat->id = id;
+	beat->aux = 0;
 	beat->tid = tid;
-	beat->probe_id = LT_COOKIE_PROBE_ID(cookie);
-	beat->kind = LT_COOKIE_ROLE(cookie) == LT_ROLE_METHOD_ENTER ? LT_BEAT_ENTER : LT_BEAT_EXIT;
+	beat->probe_id = probe_id;
+	beat->kind = enter ? LT_BEAT_ENTER : LT_BEAT_EXIT;
 }
 
-static __always_inline int is_beat(__u64 cookie)
+/* One id for a method named by several arguments; their values go out once per id. */
+static __always_inline __u64 identity_of(__u32 probe_id, __u32 nargs, const __u64 *values)
 {
-	__u32 role = LT_COOKIE_ROLE(cookie);
+	__u64 id = 0x9E3779B97F4A7C15ull * (probe_id + 1);
+	__u32 i, slot;
 
-	return role == LT_ROLE_METHOD_ENTER || role == LT_ROLE_METHOD_EXIT;
-}
-
-static __always_inline struct lt_probe_record *reserve(__u64 cookie, __u32 tid, __u64 now)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct lt_probe_record *rec;
-
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		count(LT_STAT_RINGBUF_FULL);
-		return 0;
-	}
-	rec->header.type = LT_RECORD_PROBE;
-	rec->header.size = sizeof(*rec);
-	rec->ts_ns = now;
-	rec->tgid = target_tgid;
-	rec->tid = tid;
-	rec->probe_id = LT_COOKIE_PROBE_ID(cookie);
-	rec->role = LT_COOKIE_ROLE(cookie);
-	rec->nargs = LT_COOKIE_NARGS(cookie);
-	rec->cpu = bpf_get_smp_processor_id();
-	rec->beat_index = beat_head;
-	rec->thread_cpu_ns = task->se.sum_exec_runtime;
-	return rec;
-}
-
-/* Sends the text at `address` unless it was sent before; runs before the probe record
- * is reserved, so user space always sees the text first. */
-static __always_inline void send_string_once(__u64 address)
-{
-	struct lt_string_record *rec;
-	__u32 slot = string_slot(address);
-	long n;
-
-	if (!address || sent_strings[slot] == address)
-		return;
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		count(LT_STAT_RINGBUF_FULL);
-		return;
-	}
-	n = bpf_probe_read_user_str(rec->text, sizeof(rec->text), (const void *)address);
-	if (n <= 0) {
-		/* not resident: user space reads it from the process instead */
-		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
-		count(LT_STAT_STRING_READ_FAILED);
-		return;
-	}
-	rec->header.type = LT_RECORD_STRING;
-	rec->header.size = sizeof(*rec);
-	rec->address = address;
-	rec->tgid = target_tgid;
-	rec->length = n - 1;
-	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
-	sent_strings[slot] = address;
-}
-
-static __always_inline void send_strings(__u64 cookie, const __u64 *values)
-{
-	__u32 mask = LT_COOKIE_STRING_MASK(cookie);
-	__u32 i;
-
-	if (!mask)
-		return;
 #pragma unroll
 	for (i = 0; i < LT_MAX_ARGS; i++)
-		if (mask & (1u << i))
-			send_string_once(values[i]);
-}
+		if (i < nargs)
+			id = (id ^ values[i]) * 0xBF58476D1CE4E5B9ull;
+	id ^= id >> 31;
+	slot = cache_slot(id);
+	if (sent_identities[slot] != id) {
+		struct lt_identity_record rec = {
+			.header = { .type = LT_RECORD_IDENTITY, .size = sizeof(rec) },
+			.id = id,
+			.probe_id = probe_id,
+		};
 
-static __always_inline void submit(struct lt_probe_record *rec)
-{
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
-}
-
-/* A method beat goes to the beat ring; every other role to the ring buffer. */
-static __always_inline void emit(__u64 cookie, __u32 tid, __u64 now, const __u64 *values)
-{
-	struct lt_probe_record *rec;
-	__u32 i;
-
-	if (is_beat(cookie)) {
-		write_beat(cookie, tid, now, values);
-		return;
-	}
-	rec = reserve(cookie, tid, now);
-	if (!rec)
-		return;
 #pragma unroll
-	for (i = 0; i < LT_MAX_ARGS; i++)
-		rec->args[i] = values[i];
-	submit(rec);
+		for (i = 0; i < LT_MAX_ARGS; i++)
+			rec.values[i] = values[i];
+		if (bpf_ringbuf_output(&events, &rec, sizeof(rec), BPF_RB_NO_WAKEUP))
+			count(LT_STAT_RINGBUF_FULL);
+		else
+			sent_identities[slot] = id;
+	}
+	return id;
 }
 
-static __always_inline int handle_uprobe(struct pt_regs *ctx)
+/* ---- the probe hit ---- */
+
+static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	__u32 probe_id = LT_COOKIE_PROBE_ID(cookie);
+	struct lt_probe_config *cfg;
 	__u64 values[LT_MAX_ARGS] = {};
-	__u64 cookie;
-	__u32 tid, nargs, i;
+	struct task_struct *task;
+	struct lt_record *rec;
+	__u64 index;
+	__u32 i;
 
-	cookie = bpf_get_attach_cookie(ctx);
-	tid = watched_tid(cookie);
-	if (!tid)
+	/* The kernel's pid filter on the perf event is not relied upon. */
+	if ((pid_tgid >> 32) != target_tgid) {
+		count(LT_STAT_OTHER_PROCESS);
 		return 0;
-	nargs = LT_COOKIE_NARGS(cookie);
-	if (nargs) {
-		__u64 regs[LT_UPROBE_SOURCES];
-
-		uprobe_registers(ctx, regs);
-#pragma unroll
-		for (i = 0; i < LT_MAX_ARGS; i++) {
-			__u32 source = LT_COOKIE_ARG_SOURCE(cookie, i);
-
-			if (source == LT_ARG_SOURCE_RETVAL)
-				source = LT_UPROBE_SOURCES - 1;
-			if (i < nargs && source < LT_UPROBE_SOURCES)
-				values[i] = regs[source];
-		}
-		send_strings(cookie, values);
 	}
-	emit(cookie, tid, now, values);
+	cfg = bpf_map_lookup_elem(&probe_configs, &probe_id);
+	if (!cfg)
+		return 0;
+	if (thread_filter == LT_THREADS_MAIN && tid != target_tgid && !(cfg->flags & LT_PROBE_ALL_THREADS)) {
+		count(LT_STAT_OTHER_THREAD);
+		return 0;
+	}
+	if (cfg->npredicates) {
+#pragma unroll
+		for (i = 0; i < LT_MAX_PREDICATES; i++) {
+			if (i >= cfg->npredicates)
+				break;
+			if (!condition_holds(ctx, &cfg->predicates[i], ((probe_id << 8) | i) + 1, usdt)) {
+				count(LT_STAT_PREDICATE_REJECTED);
+				return 0;
+			}
+		}
+	}
+#pragma unroll
+	for (i = 0; i < LT_MAX_ARGS; i++) {
+		struct lt_arg_config *arg = &cfg->args[i];
+
+		if (i >= cfg->nargs)
+			break;
+		values[i] = read_arg(ctx, arg->source, usdt);
+		if (arg->type == LT_ARG_STR) {
+			int delimited = arg->length_source != LT_SOURCE_NONE;
+
+			send_string_once(values[i], delimited ? read_arg(ctx, arg->length_source, usdt) : 0, delimited);
+		}
+	}
+	if (cfg->flags & LT_PROBE_BEAT) {
+		__u64 id = values[0];
+
+		if (cfg->flags & LT_PROBE_IDENTITY)
+			id = identity_of(probe_id, cfg->nargs, values);
+		else if (!cfg->nargs)
+			id = probe_id;
+		write_beat(probe_id, cfg->enter, tid, id);
+		return 0;
+	}
+	rec = claim_record(&index);
+	if (!rec)
+		return 0;
+	task = bpf_get_current_task_btf();
+	rec->ts_ns = bpf_ktime_get_ns();
+	rec->tid = tid;
+	rec->type = LT_RECORD_PROBE;
+	rec->probe_id = probe_id;
+	rec->probe.role = cfg->role;
+	rec->probe.beat_index = beat_head;
+	rec->probe.thread_cpu_ns = task->se.sum_exec_runtime;
+#pragma unroll
+	for (i = 0; i < LT_MAX_ARGS; i++)
+		rec->probe.args[i] = values[i];
+	publish_record(rec, index);
 	return 0;
 }
 
@@ -261,7 +573,7 @@ static __always_inline int handle_uprobe(struct pt_regs *ctx)
 SEC("uprobe")
 int lt_uprobe(struct pt_regs *ctx)
 {
-	return handle_uprobe(ctx);
+	return on_hit(ctx, bpf_get_attach_cookie(ctx), 0);
 }
 
 /*
@@ -272,12 +584,18 @@ int lt_uprobe(struct pt_regs *ctx)
 SEC("uprobe")
 int lt_uprobe_multi(struct pt_regs *ctx)
 {
-	return handle_uprobe(ctx);
+	return on_hit(ctx, bpf_get_attach_cookie(ctx), 0);
+}
+
+SEC("usdt")
+int lt_usdt(struct pt_regs *ctx)
+{
+	return on_hit(ctx, bpf_usdt_cookie(ctx), 1);
 }
 
 /*
  * Fast path for method beats whose identity is the first argument (id and address
- * hooks): no cookie, no argument table, nothing but the beat. About a third of the
+ * hooks): no cookie, no configuration, nothing but the beat. About a third of the
  * generic path's added cost, which matters at a million beats per second.
  */
 static __always_inline int fast_beat(struct pt_regs *ctx, __u8 kind)
@@ -325,33 +643,7 @@ int lt_beat_exit(struct pt_regs *ctx)
 	return fast_beat(ctx, LT_BEAT_EXIT);
 }
 
-SEC("usdt")
-int lt_usdt(struct pt_regs *ctx)
-{
-	__u64 now = bpf_ktime_get_ns();
-	__u64 values[LT_MAX_ARGS] = {};
-	__u64 cookie;
-	__u32 tid, nargs, i;
-	long value;
-
-	cookie = bpf_usdt_cookie(ctx);
-	tid = watched_tid(cookie);
-	if (!tid)
-		return 0;
-	nargs = LT_COOKIE_NARGS(cookie);
-#pragma unroll
-	for (i = 0; i < LT_MAX_ARGS; i++) {
-		value = 0;
-		if (i < nargs && bpf_usdt_arg(ctx, LT_COOKIE_ARG_SOURCE(cookie, i), &value))
-			count(LT_STAT_ARG_READ_FAILED);
-		values[i] = value;
-	}
-	send_strings(cookie, values);
-	emit(cookie, tid, now, values);
-	return 0;
-}
-
-/* ---- thread state: sched_switch, sched_wakeup, cpu-clock samples, SIGQUIT ---- */
+/* ---- thread state: sched_switch, sched_waking, cpu-clock samples, SIGQUIT ---- */
 
 #define LT_STACK_DEPTH 127
 
@@ -446,11 +738,6 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	bpf_map_update_elem(&stack_copies, &tid, copy, BPF_ANY);
 }
 
-static __always_inline int in_target(struct task_struct *task)
-{
-	return BPF_CORE_READ(task, tgid) == target_tgid;
-}
-
 static __always_inline struct lt_thread_state *state_of(__u32 tid)
 {
 	struct lt_thread_state *st = bpf_map_lookup_elem(&thread_states, &tid);
@@ -470,25 +757,28 @@ static __always_inline struct lt_thread_state *state_of(__u32 tid)
 	return st;
 }
 
-static __always_inline void emit_switch(__u64 now, __u32 tid, __u32 kind, __u32 state,
-					__s32 kstack, __s32 ustack)
+/* The threads whose switches are recorded: the main thread, or all with --threads all. */
+static __always_inline int watched(__u32 tid)
 {
-	struct lt_switch_record *rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+	return thread_filter == LT_THREADS_ALL || tid == target_tgid;
+}
 
-	if (!rec) {
-		count(LT_STAT_RINGBUF_FULL);
+static __always_inline void emit_switch(__u64 now, __u32 tid, __u32 kind, __u32 state, __s32 kstack, __s32 ustack)
+{
+	__u64 index;
+	struct lt_record *rec = claim_record(&index);
+
+	if (!rec)
 		return;
-	}
-	rec->header.type = LT_RECORD_SWITCH;
-	rec->header.size = sizeof(*rec);
 	rec->ts_ns = now;
 	rec->tid = tid;
-	rec->kind = kind;
-	rec->state = state;
-	rec->kstack_id = kstack;
-	rec->ustack_id = ustack;
-	rec->pad = 0;
-	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	rec->type = LT_RECORD_SWITCH;
+	rec->probe_id = 0;
+	rec->sw.kind = kind;
+	rec->sw.state = state;
+	rec->sw.kstack_id = kstack;
+	rec->sw.ustack_id = ustack;
+	publish_record(rec, index);
 }
 
 SEC("tp_btf/sched_switch")
@@ -519,10 +809,10 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->ustack_id = ustack;
 			st->switches++;
 		}
-		if (tid == target_tgid) {
+		if (watched(tid))
 			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
+		if (tid == target_tgid)
 			copy_user_stack(prev, tid, now);
-		}
 	}
 	if (next_in) {
 		__u32 tid = next->pid;
@@ -532,7 +822,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->since_ns = now;
 			st->state = LT_STATE_RUNNING;
 		}
-		if (tid == target_tgid)
+		if (watched(tid))
 			emit_switch(now, tid, LT_SWITCH_IN, 0, -1, -1);
 	}
 	return 0;
@@ -546,25 +836,23 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(lt_sched_waking, struct task_struct *p)
 {
 	struct task_struct *waker;
-	struct lt_wakeup_record *rec;
+	struct lt_record *rec;
+	__u64 index;
 
-	if (p->pid != target_tgid)
+	if (p->tgid != target_tgid || !watched(p->pid))
+		return 0;
+	rec = claim_record(&index);
+	if (!rec)
 		return 0;
 	waker = bpf_get_current_task_btf();
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		count(LT_STAT_RINGBUF_FULL);
-		return 0;
-	}
-	rec->header.type = LT_RECORD_WAKEUP;
-	rec->header.size = sizeof(*rec);
 	rec->ts_ns = bpf_ktime_get_ns();
-	rec->wakee_tid = p->pid;
-	rec->waker_tid = waker->pid;
-	rec->waker_tgid = waker->tgid;
-	rec->pad = 0;
-	bpf_get_current_comm(rec->waker_comm, sizeof(rec->waker_comm));
-	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	rec->tid = p->pid;
+	rec->type = LT_RECORD_WAKEUP;
+	rec->probe_id = 0;
+	rec->wakeup.waker_tid = waker->pid;
+	rec->wakeup.waker_tgid = waker->tgid;
+	bpf_get_current_comm(rec->wakeup.waker_comm, sizeof(rec->wakeup.waker_comm));
+	publish_record(rec, index);
 	return 0;
 }
 
@@ -575,28 +863,34 @@ int BPF_PROG(lt_signal_generate, int sig, struct kernel_siginfo *info, struct ta
 	     int group, int result)
 {
 	struct task_struct *sender;
-	struct lt_signal_record *rec;
+	struct lt_record *rec;
+	__u64 index;
 
 	if (sig != LT_SIGQUIT || task->tgid != target_tgid)
 		return 0;
-	sender = bpf_get_current_task_btf();
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		count(LT_STAT_RINGBUF_FULL);
+	rec = claim_record(&index);
+	if (!rec)
 		return 0;
-	}
-	rec->header.type = LT_RECORD_SIGNAL;
-	rec->header.size = sizeof(*rec);
+	sender = bpf_get_current_task_btf();
 	rec->ts_ns = bpf_ktime_get_ns();
-	rec->sig = sig;
-	rec->result = result;
-	rec->target_tid = task->pid;
-	rec->sender_tgid = sender->tgid;
-	rec->sender_tid = sender->pid;
-	rec->pad = 0;
-	bpf_get_current_comm(rec->sender_comm, sizeof(rec->sender_comm));
+	rec->tid = task->pid;
+	rec->type = LT_RECORD_SIGNAL;
+	rec->probe_id = 0;
+	rec->signal.sig = sig;
+	rec->signal.result = result;
+	rec->signal.sender_tgid = sender->tgid;
+	rec->signal.sender_tid = sender->pid;
+	bpf_get_current_comm(rec->signal.sender_comm, sizeof(rec->signal.sender_comm));
+	publish_record(rec, index);
 	/* an ANR confirmation is urgent: wake the reader */
-	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+	{
+		struct lt_nudge_record nudge = {
+			.header = { .type = LT_RECORD_NUDGE, .size = sizeof(nudge) },
+			.record_head = index,
+		};
+
+		bpf_ringbuf_output(&events, &nudge, sizeof(nudge), BPF_RB_FORCE_WAKEUP);
+	}
 	return 0;
 }
 
@@ -625,21 +919,20 @@ int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(lt_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct lt_exec_record *rec;
+	struct lt_record *rec;
+	__u64 index;
 
 	if (p->tgid != target_tgid)
 		return 0;
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		count(LT_STAT_RINGBUF_FULL);
+	rec = claim_record(&index);
+	if (!rec)
 		return 0;
-	}
-	rec->header.type = LT_RECORD_EXEC;
-	rec->header.size = sizeof(*rec);
 	rec->ts_ns = bpf_ktime_get_ns();
-	rec->pid = p->tgid;
-	rec->pad = 0;
-	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	rec->tid = p->pid;
+	rec->type = LT_RECORD_EXEC;
+	rec->probe_id = 0;
+	rec->exec.pid = p->tgid;
+	bpf_get_current_comm(rec->exec.comm, sizeof(rec->exec.comm));
+	publish_record(rec, index);
 	return 0;
 }

@@ -17,6 +17,7 @@ packages=(
   binutils gdb               # fixture debug files (objcopy), unwinding compared with gdb
   util-linux procps          # setpriv, ps: used by integration tests
   python3
+  chromium                   # headless browser for the HTML report tests
 )
 
 missing=()

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -14,14 +15,62 @@
 namespace looptrace::loader {
 
 uint64_t MakeCookie(const ResolvedProbe& probe) {
-  uint64_t cookie = probe.probe_id;
-  cookie |= static_cast<uint64_t>(static_cast<uint16_t>(probe.spec.role) & 0xFF) << 16;
-  cookie |= static_cast<uint64_t>(probe.spec.args.size() & 0x7) << 24;
-  for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i) {
-    cookie |= static_cast<uint64_t>(probe.spec.args[i].source) << (32 + 8 * i);
-    if (probe.spec.args[i].type == ArgType::kStr) cookie |= uint64_t{1} << (27 + i);
+  return LT_COOKIE(probe.probe_id, static_cast<uint16_t>(probe.spec.role) & 0xFF);
+}
+
+namespace {
+
+lt_arg_config ArgConfig(const ArgSource& arg) {
+  lt_arg_config c{};
+  c.source = arg.source;
+  c.type = arg.type == ArgType::kStr ? LT_ARG_STR : arg.type == ArgType::kInt ? LT_ARG_INT : LT_ARG_UINT;
+  c.length_source = arg.type == ArgType::kStr ? arg.length_source : LT_SOURCE_NONE;
+  return c;
+}
+
+uint8_t PredicateOp(CompareOp op) {
+  switch (op) {
+    case CompareOp::kEq: return LT_PRED_EQ;
+    case CompareOp::kNe: return LT_PRED_NE;
+    case CompareOp::kLt: return LT_PRED_LT;
+    case CompareOp::kLe: return LT_PRED_LE;
+    case CompareOp::kGt: return LT_PRED_GT;
+    case CompareOp::kGe: return LT_PRED_GE;
+    case CompareOp::kStrEq: return LT_PRED_STR_EQ;
+    case CompareOp::kStrNe: return LT_PRED_STR_NE;
+    case CompareOp::kStrPrefix: return LT_PRED_STR_PREFIX;
+    case CompareOp::kStrSuffix: return LT_PRED_STR_SUFFIX;
+    case CompareOp::kStrGlob: return LT_PRED_STR_GLOB;
   }
-  return cookie;
+  return 0;
+}
+
+}  // namespace
+
+lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
+  const ProbeSpec& spec = probe.spec;
+  lt_probe_config c{};
+  c.role = static_cast<uint16_t>(spec.role);
+  c.nargs = static_cast<uint8_t>(std::min<size_t>(spec.args.size(), LT_MAX_ARGS));
+  c.npredicates = static_cast<uint8_t>(std::min<size_t>(spec.conditions.size(), LT_MAX_PREDICATES));
+  if (IsBeatRole(spec.role)) {
+    c.flags |= LT_PROBE_BEAT;
+    c.enter = spec.role == Role::kMethodEnter;
+    for (const auto& a : spec.args)
+      if (a.type == ArgType::kStr) c.flags |= LT_PROBE_IDENTITY;
+  }
+  if (spec.role == Role::kMessageEnqueue) c.flags |= LT_PROBE_ALL_THREADS;  // other threads post to the looper
+  for (size_t i = 0; i < c.nargs; ++i) c.args[i] = ArgConfig(spec.args[i]);
+  for (size_t i = 0; i < c.npredicates; ++i) {
+    const Condition& cond = spec.conditions[i];
+    lt_predicate& p = c.predicates[i];
+    p.arg = ArgConfig(cond.arg);
+    p.op = PredicateOp(cond.op);
+    p.value = cond.value;
+    p.pattern_len = static_cast<uint8_t>(std::min<size_t>(cond.pattern.size(), LT_MAX_PATTERN));
+    std::memcpy(p.pattern, cond.pattern.data(), p.pattern_len);
+  }
+  return c;
 }
 
 namespace {

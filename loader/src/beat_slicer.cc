@@ -1,30 +1,87 @@
 #include "looptrace/loader/beat_slicer.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace looptrace::loader {
 
 MethodIdKind MethodIdKindOf(const ProbeSpec& spec) {
   if (spec.args.empty()) return MethodIdKind::kProbe;
-  const std::string& first = spec.args.front().name;
-  if (first == "addr") return MethodIdKind::kAddress;
-  if (first == "name" || first == "class") return MethodIdKind::kString;
+  for (const auto& a : spec.args)
+    if (a.type == ArgType::kStr) return MethodIdKind::kString;
+  if (spec.args.front().name == "addr") return MethodIdKind::kAddress;
   return MethodIdKind::kId;
 }
 
+namespace {
+
+// "/usr/lib/python3.11/asyncio/events.py" -> "asyncio.events"; other paths unchanged.
+std::string PythonModule(const std::string& file) {
+  if (!file.ends_with(".py")) return file;
+  std::string path = file.substr(0, file.size() - 3);
+  for (const char* root : {"/site-packages/", "/dist-packages/"})
+    if (size_t at = path.rfind(root); at != std::string::npos) path = path.substr(at + std::strlen(root));
+  if (size_t lib = path.find("/lib/python3"); lib != std::string::npos) {
+    size_t slash = path.find('/', lib + 12);
+    if (slash != std::string::npos) path = path.substr(slash + 1);
+  } else if (size_t slash = path.rfind('/'); slash != std::string::npos) {
+    path = path.substr(slash + 1);
+  }
+  std::replace(path.begin(), path.end(), '/', '.');
+  if (path.ends_with(".__init__")) path.resize(path.size() - 9);
+  return path;
+}
+
+}  // namespace
+
+std::string BeatSlicer::ComposeMethodName(const ProbeSpec& spec, const std::vector<std::optional<std::string>>& texts,
+                                          const std::array<uint64_t, LT_MAX_ARGS>& values) {
+  std::string name, cls, sig, file;
+  std::optional<int64_t> line;
+  for (size_t i = 0; i < spec.args.size() && i < LT_MAX_ARGS; ++i) {
+    const ArgSpec& a = spec.args[i];
+    const std::string text = i < texts.size() && texts[i] ? *texts[i] : "?";
+    if (a.name == "name") name = text;
+    else if (a.name == "class") cls = text;
+    else if (a.name == "sig") sig = text;
+    else if (a.name == "file") file = text;
+    else if (a.name == "line") line = static_cast<int64_t>(values[i]);
+  }
+  if (!cls.empty() && !sig.empty()) {
+    std::replace(cls.begin(), cls.end(), '/', '.');
+    return cls + "." + name + sig;
+  }
+  if (!file.empty()) return PythonModule(file) + ":" + name + (line ? ":" + std::to_string(*line) : "");
+  if (!cls.empty()) return cls + ":" + name;
+  return name;
+}
+
+std::optional<std::string> BeatSlicer::IdentityName(uint64_t id) {
+  const Identity* identity = identities_ ? identities_->Find(id) : nullptr;
+  if (!identity || identity->probe_id >= plan_->probes.size()) return std::nullopt;
+  const ProbeSpec& spec = plan_->probes[identity->probe_id].spec;
+  std::vector<std::optional<std::string>> texts;
+  for (size_t i = 0; i < spec.args.size() && i < LT_MAX_ARGS; ++i) {
+    if (spec.args[i].type != ArgType::kStr) {
+      texts.push_back(std::nullopt);
+      continue;
+    }
+    auto text = strings_ ? strings_->Lookup(pid_, identity->values[i]) : std::nullopt;
+    if (!text) return std::nullopt;
+    texts.push_back(std::move(text));
+  }
+  return ComposeMethodName(spec, texts, identity->values);
+}
+
 BeatSlicer::BeatSlicer(const AttachPlan* plan, const BeatSource* beats, StringTable* strings,
-                       AddressNamer* addresses, Stats* stats, uint32_t pid)
-    : plan_(plan), beats_(beats), strings_(strings), addresses_(addresses), stats_(stats), pid_(pid) {
+                       AddressNamer* addresses, Stats* stats, uint32_t pid, const IdentityTable* identities)
+    : plan_(plan), beats_(beats), strings_(strings), addresses_(addresses), stats_(stats), pid_(pid),
+      identities_(identities) {
   for (const auto& p : plan_->probes) {
     kind_by_probe_.push_back(MethodIdKindOf(p.spec));
     if (p.spec.role == Role::kMethodEnter && !beat_kind_) beat_kind_ = kind_by_probe_.back();
   }
 }
-
-namespace {
-
-// String-flavour beats carry (name, class) pointers; one id stands for the pair.
-uint64_t StringPairId(uint64_t name, uint64_t cls) { return name ^ (cls * 0x9E3779B97F4A7C15ull); }
-
-}  // namespace
 
 std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
   if (!beats_ || !beat_kind_) return std::nullopt;
@@ -36,9 +93,6 @@ std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
   out.kind = *beat_kind_;
   std::vector<lt_beat> raw;
   out.overwritten = beats_->Copy(request.begin_beat_index, request.end_beat_index, &raw);
-  auto lookup = [&](uint64_t address) -> std::optional<std::string> {
-    return strings_ ? strings_->Lookup(pid_, address) : std::nullopt;
-  };
   for (const lt_beat& b : raw) {
     if (b.tid != request.tid || b.ts_ns < request.begin_ns || b.ts_ns > request.end_ns) continue;
     if (b.probe_id == LT_FAST_BEAT_PROBE) {  // the first argument is the identity
@@ -63,16 +117,12 @@ std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
           if (auto name = addresses_->Name(pid_, id)) out.names.emplace(id, *name);
         }
         break;
-      case MethodIdKind::kString: {
-        id = StringPairId(b.id, b.aux);
+      case MethodIdKind::kString:
         if (!out.names.contains(id)) {
-          auto name = lookup(b.id);
-          auto cls = b.aux ? lookup(b.aux) : std::nullopt;
-          if (name) out.names.emplace(id, cls ? *cls + ":" + *name : *name);
+          if (auto name = IdentityName(id)) out.names.emplace(id, *name);
           else stats_->Add(StatId::string_read_failed);
         }
         break;
-      }
       case MethodIdKind::kId:
         break;
     }

@@ -39,8 +39,10 @@ void DisableThreadTracking(lt_probes* skel) {
 
 }  // namespace
 
-Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& options, RecordCallback on_record) {
+Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& options,
+                                                     SideRecordCallback on_side_record, RecordCallback on_record) {
   std::unique_ptr<BpfSession> session(new BpfSession());
+  session->on_side_record_ = std::move(on_side_record);
   session->on_record_ = std::move(on_record);
   session->thread_tracking_enabled_ = options.thread_tracking;
 
@@ -54,9 +56,14 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     if (!skel) return SystemError("cannot open the BPF object", errno, ExitCode::kUnsupported);
     skel->rodata->target_tgid = options.target_tgid;
     skel->rodata->thread_filter = options.all_threads ? LT_THREADS_ALL : LT_THREADS_MAIN;
-    skel->rodata->wakeup_bytes = options.ringbuf_bytes / 4;
     if (int err = bpf_map__set_max_entries(skel->maps.events, options.ringbuf_bytes))
       return SystemError("cannot size the ring buffer", err);
+    if (int err = bpf_map__set_max_entries(skel->maps.records, options.record_capacity))
+      return SystemError("cannot size the record ring", err);
+    skel->rodata->record_mask = options.record_capacity - 1;
+    if (int err = bpf_map__set_max_entries(skel->maps.probe_configs,
+                                           std::max<size_t>(options.probe_configs.size(), 1)))
+      return SystemError("cannot size the probe table", err);
     if (int err = bpf_map__set_max_entries(skel->maps.beats, options.beat_capacity))
       return SystemError("cannot size the method-beat buffer", err);
     skel->rodata->beat_mask = options.beat_capacity - 1;
@@ -83,6 +90,14 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
                        code == ExitCode::kPermission ? "run looptrace as root" : "rerun with -vv to see the verifier log");
   }
   lt_probes* skel = session->skel_.get();
+  for (uint32_t id = 0; id < options.probe_configs.size(); ++id)
+    if (int err = bpf_map__update_elem(skel->maps.probe_configs, &id, sizeof(id), &options.probe_configs[id],
+                                       sizeof(lt_probe_config), BPF_ANY))
+      return SystemError("cannot write the probe table", err);
+  ASSIGN_OR_RETURN(session->records_,
+                   RecordRing::Map(bpf_map__fd(skel->maps.records), options.record_capacity,
+                                   reinterpret_cast<const uint64_t*>(&skel->bss->record_head),
+                                   reinterpret_cast<uint64_t*>(&skel->bss->record_tail)));
   ASSIGN_OR_RETURN(session->beats_,
                    BeatRing::Map(bpf_map__fd(skel->maps.beats), options.beat_capacity,
                                  reinterpret_cast<const uint64_t*>(&skel->bss->beat_head)));
@@ -90,7 +105,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
       bpf_map__fd(skel->maps.events),
       [](void* ctx, void* data, size_t size) -> int {
         auto* self = static_cast<BpfSession*>(ctx);
-        self->on_record_(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
+        self->on_side_record_(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
         return 0;
       },
       session.get(), nullptr));
@@ -203,9 +218,15 @@ Result<void> BpfSession::Attach(const std::vector<const ResolvedProbe*>& probes,
 int BpfSession::ring_epoll_fd() const { return ring_buffer__epoll_fd(ring_.get()); }
 
 Result<size_t> BpfSession::Consume() {
+  // Side records first: a ring record's strings were sent before it was published.
   int n = ring_buffer__consume(ring_.get());
   if (n < 0) return SystemError("cannot read the ring buffer", n);
-  return static_cast<size_t>(n);
+  size_t records = 0;
+  records_lost_ += records_.Drain([&](const lt_record& record) {
+    ++records;
+    on_record_(record);
+  });
+  return records;
 }
 
 Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
@@ -271,6 +292,11 @@ Stats BpfSession::ReadCounters() const {
   };
   // Every counter BPF keeps (events.h LT_STAT_*) has its name in stats.h.
   stats.Set(StatId::ringbuf_full, sum(LT_STAT_RINGBUF_FULL));
+  stats.Set(StatId::records_full, sum(LT_STAT_RECORDS_FULL));
+  stats.Set(StatId::records_overwritten, records_lost_);
+  stats.Set(StatId::predicate_rejected, sum(LT_STAT_PREDICATE_REJECTED));
+  stats.Set(StatId::verdicts_evicted, sum(LT_STAT_VERDICTS_EVICTED));
+  stats.Set(StatId::verdicts_stale, sum(LT_STAT_VERDICTS_STALE));
   stats.Set(StatId::other_process_hits, sum(LT_STAT_OTHER_PROCESS));
   stats.Set(StatId::other_thread_hits, sum(LT_STAT_OTHER_THREAD));
   stats.Set(StatId::arg_read_failed, sum(LT_STAT_ARG_READ_FAILED));

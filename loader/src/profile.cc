@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "looptrace/util/safe_file.h"
-
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
+#include <set>
+
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::loader {
 
@@ -28,23 +30,35 @@ std::string_view ArgTypeName(ArgType type) {
   return "?";
 }
 
+std::string_view CompareOpName(CompareOp op) {
+  switch (op) {
+    case CompareOp::kEq: return "==";
+    case CompareOp::kNe: return "!=";
+    case CompareOp::kLt: return "<";
+    case CompareOp::kLe: return "<=";
+    case CompareOp::kGt: return ">";
+    case CompareOp::kGe: return ">=";
+    case CompareOp::kStrEq: return "==";
+    case CompareOp::kStrNe: return "!=";
+    case CompareOp::kStrPrefix: return "prefix";
+    case CompareOp::kStrSuffix: return "suffix";
+    case CompareOp::kStrGlob: return "~";
+  }
+  return "?";
+}
+
+bool IsStringOp(CompareOp op) {
+  return op == CompareOp::kStrEq || op == CompareOp::kStrNe || op == CompareOp::kStrPrefix ||
+         op == CompareOp::kStrSuffix || op == CompareOp::kStrGlob;
+}
+
 bool Profile::HasRole(Role role) const {
   return std::any_of(probes.begin(), probes.end(), [&](const ProbeSpec& p) { return p.role == role; });
 }
 
 namespace {
 
-std::vector<std::string_view> SplitWords(std::string_view line) {
-  std::vector<std::string_view> words;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) words.push_back(line.substr(start, i - start));
-  }
-  return words;
-}
+constexpr int kMaxIncludeDepth = 8;
 
 std::string Join(const std::vector<std::string_view>& items) {
   std::string out;
@@ -55,13 +69,106 @@ std::string Join(const std::vector<std::string_view>& items) {
   return out;
 }
 
+// Words of a line; "quoted strings" (with \" \\ \n \t \xNN escapes) are one word, kept with
+// their quotes so the parser knows they were strings.
+Result<std::vector<std::string>> Tokenize(std::string_view line) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    if (i >= line.size() || line[i] == '#') break;
+    std::string word;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
+      if (line[i] != '"') {
+        word += line[i++];
+        continue;
+      }
+      word += line[i++];  // the opening quote
+      bool closed = false;
+      while (i < line.size()) {
+        char c = line[i++];
+        if (c == '"') {
+          closed = true;
+          break;
+        }
+        if (c != '\\') {
+          word += c;
+          continue;
+        }
+        if (i >= line.size()) break;
+        char e = line[i++];
+        if (e == 'n') word += '\n';
+        else if (e == 't') word += '\t';
+        else if (e == 'x' && i + 2 <= line.size()) {
+          unsigned value = 0;
+          auto [ptr, ec] = std::from_chars(line.data() + i, line.data() + i + 2, value, 16);
+          if (ec != std::errc() || ptr != line.data() + i + 2) return MakeError("bad \\x escape in a string");
+          word += static_cast<char>(value);
+          i += 2;
+        } else {
+          word += e;
+        }
+      }
+      if (!closed) return MakeError("unterminated string");
+      word += '"';  // the closing quote marks a string word
+    }
+    words.push_back(std::move(word));
+  }
+  return words;
+}
+
+bool IsQuoted(std::string_view word) { return word.size() >= 2 && word.front() == '"' && word.back() == '"'; }
+
 class Parser {
  public:
-  explicit Parser(std::string_view source) : source_(source) {}
+  Parser(std::string_view source, int depth) : source_(source), depth_(depth) {}
 
   std::unexpected<Error> Fail(int line, const std::string& message, std::string hint = {}) {
-    return MakeError(fmt::format("{}:{}: {}", source_, line, message), ExitCode::kProfile,
-                     std::move(hint));
+    return MakeError(fmt::format("{}:{}: {}", source_, line, message), ExitCode::kProfile, std::move(hint));
+  }
+
+  // argN (1..12) or ret.
+  Result<uint8_t> ParseSourceName(int line, std::string_view word, const ProbeSpec& probe, std::string_view what) {
+    if (word == "ret") {
+      if (probe.kind != ProbeKind::kUretprobe)
+        return Fail(line, fmt::format("{}: 'ret' needs a uretprobe", what));
+      return LT_SOURCE_RETVAL;
+    }
+    int n = 0;
+    auto [ptr, ec] = std::from_chars(word.data() + std::min<size_t>(3, word.size()), word.data() + word.size(), n);
+    if (!word.starts_with("arg") || ec != std::errc() || ptr != word.data() + word.size() || n < 1 ||
+        n > LT_MAX_SOURCES)
+      return Fail(line, fmt::format("{}: source '{}' must be arg1..arg{} or ret", what, word, LT_MAX_SOURCES));
+    if (probe.kind == ProbeKind::kUretprobe)
+      return Fail(line, fmt::format("{}: a uretprobe can only read 'ret'", what),
+                  "read arguments with a uprobe on the same symbol");
+    return static_cast<uint8_t>(n - 1);
+  }
+
+  // SOURCE[:TYPE], TYPE = uint | int | ptr | str | str(argN).
+  Result<ArgSource> ParseSource(int line, std::string_view text, const ProbeSpec& probe, std::string_view what,
+                                ArgType default_type) {
+    ArgSource arg;
+    std::string_view source = text, type;
+    if (size_t colon = text.find(':'); colon != std::string_view::npos) {
+      source = text.substr(0, colon);
+      type = text.substr(colon + 1);
+    }
+    ASSIGN_OR_RETURN(arg.source, ParseSourceName(line, source, probe, what));
+    arg.type = default_type;
+    if (type.empty()) return arg;
+    if (type == "uint") arg.type = ArgType::kUint;
+    else if (type == "int") arg.type = ArgType::kInt;
+    else if (type == "ptr") arg.type = ArgType::kPtr;
+    else if (type == "str") arg.type = ArgType::kStr;
+    else if (type.starts_with("str(") && type.ends_with(")")) {
+      arg.type = ArgType::kStr;
+      ASSIGN_OR_RETURN(arg.length_source,
+                       ParseSourceName(line, type.substr(4, type.size() - 5), probe, fmt::format("{} length", what)));
+    } else {
+      return Fail(line, fmt::format("{}: unknown type '{}' (known: uint, int, ptr, str, str(argN))", what, type));
+    }
+    return arg;
   }
 
   Result<ArgSpec> ParseArg(int line, std::string_view word, const ProbeSpec& probe) {
@@ -73,105 +180,153 @@ class Parser {
     arg.name = std::string(word.substr(0, eq));
     auto known = KnownArgNames(probe.role);
     if (std::find(known.begin(), known.end(), arg.name) == known.end())
-      return Fail(line, fmt::format("role {} has no argument '{}' (known: {})",
-                                    RoleName(probe.role), arg.name,
+      return Fail(line, fmt::format("role {} has no argument '{}' (known: {})", RoleName(probe.role), arg.name,
                                     known.empty() ? "none" : Join(known)));
-    std::string_view rest = word.substr(eq + 1);
-    std::string_view source = rest;
-    std::string_view type = "uint";
-    if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
-      source = rest.substr(0, colon);
-      type = rest.substr(colon + 1);
-    }
-    if (source == "ret") {
-      if (probe.kind != ProbeKind::kUretprobe)
-        return Fail(line, fmt::format("argument '{}': 'ret' needs a uretprobe", arg.name));
-      arg.source = LT_ARG_SOURCE_RETVAL;
-    } else {
-      int n = 0;
-      auto [ptr, ec] = std::from_chars(source.data() + std::min<size_t>(3, source.size()),
-                                       source.data() + source.size(), n);
-      if (!source.starts_with("arg") || ec != std::errc() || ptr != source.data() + source.size() ||
-          n < 1 || n > 6)
-        return Fail(line, fmt::format("argument '{}': source '{}' must be arg1..arg6 or ret",
-                                      arg.name, source));
-      if (probe.kind == ProbeKind::kUretprobe)
-        return Fail(line, fmt::format("argument '{}': a uretprobe can only read 'ret'", arg.name),
-                    "read arguments with a uprobe on the same symbol");
-      arg.source = static_cast<uint8_t>(n - 1);
-    }
-    if (type == "uint") arg.type = ArgType::kUint;
-    else if (type == "int") arg.type = ArgType::kInt;
-    else if (type == "ptr") arg.type = ArgType::kPtr;
-    else if (type == "str") arg.type = ArgType::kStr;
-    else
-      return Fail(line, fmt::format("argument '{}': unknown type '{}' (known: uint, int, ptr, str)",
-                                    arg.name, type));
+    ASSIGN_OR_RETURN(ArgSource source,
+                     ParseSource(line, word.substr(eq + 1), probe, fmt::format("argument '{}'", arg.name),
+                                 ArgType::kUint));
+    static_cast<ArgSource&>(arg) = source;
     return arg;
   }
 
-  // A method beat stores two identity words: the first argument (id, addr or name) and
-  // the second (class). Other layouts cannot be stored, so they are refused here.
-  Result<void> OrderMethodArgs(int line, ProbeSpec* probe) {
-    auto rank = [](const std::string& name) {
-      if (name == "id" || name == "addr") return 0;
-      if (name == "name") return 1;
-      return 2;  // class
-    };
-    std::stable_sort(probe->args.begin(), probe->args.end(),
-                     [&](const ArgSpec& a, const ArgSpec& b) { return rank(a.name) < rank(b.name); });
-    bool has_id = false, has_name = false, has_class = false;
+  // SOURCE[:TYPE] OP VALUE
+  Result<Condition> ParseCondition(int line, const std::vector<std::string>& words, size_t at, const ProbeSpec& probe) {
+    const std::string text = fmt::format("{} {} {}", words[at], words[at + 1], words[at + 2]);
+    const std::string what = fmt::format("condition '{}'", text);
+    Condition c;
+    c.text = text;
+    const std::string& op = words[at + 1];
+    const std::string& value = words[at + 2];
+    const bool is_string = IsQuoted(value);
+    ASSIGN_OR_RETURN(c.arg, ParseSource(line, words[at], probe, what, is_string ? ArgType::kStr : ArgType::kInt));
+    if (is_string != (c.arg.type == ArgType::kStr))
+      return Fail(line, fmt::format("{}: {} compared with {}", what,
+                                    c.arg.type == ArgType::kStr ? "a string argument" : "a number argument",
+                                    is_string ? "a string" : "a number"),
+                  is_string ? "quote numbers only for strings; read the argument as :str" : "quote the text: \"...\"");
+    if (is_string) {
+      std::string pattern = value.substr(1, value.size() - 2);
+      if (pattern.size() > LT_MAX_PATTERN)
+        return Fail(line, fmt::format("{}: the text is longer than {} bytes", what, LT_MAX_PATTERN));
+      if (op == "==" || op == "!=") {
+        c.op = op == "==" ? CompareOp::kStrEq : CompareOp::kStrNe;
+        c.pattern = pattern;
+      } else if (op == "~") {
+        // "abc*" and "*abc" are plain prefix / suffix tests, cheaper in BPF than a glob.
+        const bool simple_prefix = pattern.size() > 1 && pattern.back() == '*' &&
+                                   pattern.find_first_of("*?") == pattern.size() - 1;
+        const bool simple_suffix = pattern.size() > 1 && pattern.front() == '*' &&
+                                   pattern.find_first_of("*?", 1) == std::string::npos;
+        if (simple_prefix) {
+          c.op = CompareOp::kStrPrefix;
+          c.pattern = pattern.substr(0, pattern.size() - 1);
+        } else if (simple_suffix) {
+          c.op = CompareOp::kStrSuffix;
+          c.pattern = pattern.substr(1);
+        } else if (pattern.find_first_of("*?") == std::string::npos) {
+          c.op = CompareOp::kStrEq;
+          c.pattern = pattern;
+        } else {
+          c.op = CompareOp::kStrGlob;
+          c.pattern = pattern;
+        }
+      } else {
+        return Fail(line, fmt::format("{}: strings compare with ==, != or ~ (glob), not '{}'", what, op));
+      }
+      return c;
+    }
+    static const std::pair<const char*, CompareOp> kOps[] = {{"==", CompareOp::kEq}, {"!=", CompareOp::kNe},
+                                                             {"<", CompareOp::kLt},  {"<=", CompareOp::kLe},
+                                                             {">", CompareOp::kGt},  {">=", CompareOp::kGe}};
+    auto it = std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return op == o.first; });
+    if (it == std::end(kOps))
+      return Fail(line, fmt::format("{}: numbers compare with == != < <= > >=, not '{}'", what, op));
+    c.op = it->second;
+    std::string_view digits = value;
+    bool negative = digits.starts_with("-");
+    if (negative) digits.remove_prefix(1);
+    int base = 10;
+    if (digits.starts_with("0x") || digits.starts_with("0X")) {
+      base = 16;
+      digits.remove_prefix(2);
+    }
+    uint64_t magnitude = 0;
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+    if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() ||
+        magnitude > (negative ? uint64_t{1} << 63 : UINT64_MAX))
+      return Fail(line, fmt::format("{}: '{}' is not a number", what, value));
+    c.value = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+    return c;
+  }
+
+  // A method beat names its method by one integer (id=, addr=) or by strings and numbers
+  // (name=, class=, sig=, file=, line=); other layouts cannot be stored.
+  Result<void> CheckMethodArgs(int line, ProbeSpec* probe) {
+    bool has_id = false, has_name = false, has_other = false;
     for (const auto& a : probe->args) {
       has_id |= a.name == "id" || a.name == "addr";
       has_name |= a.name == "name";
-      has_class |= a.name == "class";
+      has_other |= a.name == "class" || a.name == "sig" || a.name == "file" || a.name == "line";
     }
-    if ((has_id && (has_name || has_class)) || probe->args.size() > 2 ||
-        (has_class && !has_name) || (probe->args.size() == 2 && !(has_name && has_class)))
-      return Fail(line, "a method probe binds one of: id=, addr=, name= (optionally with class=)",
+    if ((has_id && (has_name || has_other)) || (has_id && probe->args.size() > 1) || (has_other && !has_name))
+      return Fail(line, "a method probe binds one of: id=, addr=, or name= (with class=, sig=, file=, line=)",
                   "examples: id=arg1 | addr=arg1 | name=arg2:str class=arg1:str");
     for (const auto& a : probe->args)
-      if ((a.name == "name" || a.name == "class") && a.type != ArgType::kStr)
-        return Fail(line, fmt::format("method argument '{}' must be :str", a.name));
+      if ((a.name == "name" || a.name == "class" || a.name == "sig" || a.name == "file") && a.type != ArgType::kStr)
+        return Fail(line, fmt::format("method argument '{}' must be a string (:str or :str(argN))", a.name));
+    // The identity of an id/addr beat is its first argument.
+    std::stable_sort(probe->args.begin(), probe->args.end(), [](const ArgSpec& a, const ArgSpec& b) {
+      auto rank = [](const std::string& n) { return n == "id" || n == "addr" ? 0 : n == "name" ? 1 : 2; };
+      return rank(a.name) < rank(b.name);
+    });
     return {};
   }
 
-  Result<ProbeSpec> ParseProbe(int line, const std::vector<std::string_view>& words) {
+  Result<ProbeSpec> ParseProbe(int line, const std::vector<std::string>& words) {
     if (words.size() < 5)
-      return Fail(line, "probe needs: probe ROLE KIND BINARY POINT [ARGS...]",
+      return Fail(line, "probe needs: probe ROLE KIND BINARY POINT [ARGS...] [if CONDITIONS]",
                   "example: probe dispatch.begin uprobe exe my_dispatch id=arg1");
     ProbeSpec probe;
+    probe.source = std::string(source_);
     probe.line = line;
     auto role = RoleFromName(words[1]);
-    if (!role)
-      return Fail(line, fmt::format("unknown role '{}'", words[1]),
-                  "known roles: " + Join(AllRoleNames()));
+    if (!role) return Fail(line, fmt::format("unknown role '{}'", words[1]), "known roles: " + Join(AllRoleNames()));
     probe.role = *role;
     if (words[2] == "uprobe") probe.kind = ProbeKind::kUprobe;
     else if (words[2] == "uretprobe") probe.kind = ProbeKind::kUretprobe;
     else if (words[2] == "usdt") probe.kind = ProbeKind::kUsdt;
-    else
-      return Fail(line, fmt::format("unknown probe kind '{}' (known: uprobe, uretprobe, usdt)",
-                                    words[2]));
-    probe.binary = std::string(words[3]);
-    probe.point = std::string(words[4]);
+    else return Fail(line, fmt::format("unknown probe kind '{}' (known: uprobe, uretprobe, usdt)", words[2]));
+    probe.binary = words[3];
+    probe.point = words[4];
     if (probe.kind == ProbeKind::kUsdt) {
       size_t colon = probe.point.find(':');
       if (colon == std::string::npos || colon == 0 || colon + 1 == probe.point.size())
         return Fail(line, fmt::format("usdt point '{}' must be provider:name", probe.point));
     }
-    for (size_t i = 5; i < words.size(); ++i) {
+    size_t i = 5;
+    for (; i < words.size() && words[i] != "if"; ++i) {
       ASSIGN_OR_RETURN(ArgSpec arg, ParseArg(line, words[i], probe));
       for (const auto& other : probe.args)
-        if (other.name == arg.name)
-          return Fail(line, fmt::format("argument '{}' is bound twice", arg.name));
+        if (other.name == arg.name) return Fail(line, fmt::format("argument '{}' is bound twice", arg.name));
       probe.args.push_back(std::move(arg));
     }
-    if (probe.args.size() > LT_MAX_ARGS)
-      return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
-    if (probe.role == Role::kMethodEnter || probe.role == Role::kMethodExit) {
-      RETURN_IF_ERROR(OrderMethodArgs(line, &probe));
+    if (i < words.size()) {
+      ++i;  // "if"
+      while (true) {
+        if (i + 3 > words.size())
+          return Fail(line, "a condition is SOURCE OP VALUE", "example: if arg2:str == \"_run\" && arg3 > 0");
+        ASSIGN_OR_RETURN(Condition c, ParseCondition(line, words, i, probe));
+        probe.conditions.push_back(std::move(c));
+        i += 3;
+        if (i == words.size()) break;
+        if (words[i] != "&&") return Fail(line, fmt::format("expected && between conditions, got '{}'", words[i]));
+        ++i;
+      }
+      if (probe.conditions.size() > LT_MAX_PREDICATES)
+        return Fail(line, fmt::format("at most {} conditions per probe", LT_MAX_PREDICATES));
     }
+    if (probe.args.size() > LT_MAX_ARGS) return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
+    if (probe.role == Role::kMethodEnter || probe.role == Role::kMethodExit) RETURN_IF_ERROR(CheckMethodArgs(line, &probe));
     return probe;
   }
 
@@ -185,71 +340,136 @@ class Parser {
       std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.npos : nl - pos);
       pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
       ++line_no;
-      if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-      auto words = SplitWords(line);
+      auto tokens = Tokenize(line);
+      if (!tokens) return Fail(line_no, tokens.error().message);
+      const auto& words = *tokens;
       if (words.empty()) continue;
       if (words[0] == "profile") {
         if (words.size() != 2) return Fail(line_no, "'profile' takes one name");
-        profile.name = std::string(words[1]);
+        profile.name = words[1];
       } else if (words[0] == "description") {
-        size_t start = line.find("description") + 11;
-        auto desc = line.substr(start);
+        std::string_view desc = line.substr(line.find("description") + 11);
         while (!desc.empty() && (desc.front() == ' ' || desc.front() == '\t')) desc.remove_prefix(1);
         while (!desc.empty() && (desc.back() == ' ' || desc.back() == '\t' || desc.back() == '\r'))
           desc.remove_suffix(1);
         profile.description = std::string(desc);
+      } else if (words[0] == "include") {
+        if (words.size() != 2) return Fail(line_no, "'include' takes one profile name or path");
+        if (depth_ >= kMaxIncludeDepth) return Fail(line_no, "includes nest too deep (a cycle?)");
+        auto included = LoadOne(words[1], depth_ + 1);
+        if (!included) return Fail(line_no, fmt::format("include {}: {}", words[1], included.error().message));
+        for (auto& p : included->probes) profile.probes.push_back(std::move(p));
       } else if (words[0] == "probe") {
         ASSIGN_OR_RETURN(ProbeSpec probe, ParseProbe(line_no, words));
         profile.probes.push_back(std::move(probe));
       } else {
-        return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, probe)",
-                                         words[0]));
+        return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, include, probe)", words[0]));
       }
     }
     if (profile.probes.empty()) return Fail(line_no, "profile defines no probe");
     if (profile.name.empty()) profile.name = std::string(source_);
-    // Pairs are required so the tracers never see half a role.
-    const std::pair<Role, Role> pairs[] = {{Role::kDispatchBegin, Role::kDispatchEnd},
-                                           {Role::kFrameBegin, Role::kFrameEnd},
-                                           {Role::kPhaseBegin, Role::kPhaseEnd},
-                                           {Role::kMethodEnter, Role::kMethodExit},
-                                           {Role::kIdleBegin, Role::kIdleEnd},
-                                           {Role::kPollBegin, Role::kPollEnd}};
-    for (auto [a, b] : pairs) {
-      if (profile.HasRole(a) != profile.HasRole(b))
-        return Fail(line_no, fmt::format("maps {} but not {}",
-                                         RoleName(profile.HasRole(a) ? a : b),
-                                         RoleName(profile.HasRole(a) ? b : a)));
-    }
     return profile;
   }
 
+  // A built-in name or a path (relative to the including file's directory).
+  Result<Profile> LoadOne(std::string_view name_or_path, int depth);
+
  private:
   std::string_view source_;
+  int depth_;
 };
+
+// A regular file of at most kMaxProfileBytes, opened so that a FIFO or device cannot block.
+Result<std::string> ReadProfileFile(const std::string& path) {
+  return ReadRegularFile(path, "profile", kMaxProfileBytes, ExitCode::kProfile);
+}
+
+Result<Profile> Parser::LoadOne(std::string_view name_or_path, int depth) {
+  for (const auto& builtin : BuiltinProfiles())
+    if (builtin.name == name_or_path) return Parser("builtin:" + std::string(builtin.name), depth).Parse(builtin.text);
+  if (name_or_path.find('/') == std::string_view::npos && name_or_path.find('.') == std::string_view::npos) {
+    std::vector<std::string_view> names;
+    for (const auto& builtin : BuiltinProfiles()) names.push_back(builtin.name);
+    return MakeError(fmt::format("no built-in profile named '{}'", name_or_path), ExitCode::kProfile,
+                     "built-in profiles: " + Join(names) + "; or pass a profile file path");
+  }
+  std::string path(name_or_path);
+  if (!path.starts_with("/") && !source_.starts_with("builtin:") && !source_.empty())
+    if (auto dir = std::filesystem::path(std::string(source_)).parent_path(); !dir.empty()) path = (dir / path).string();
+  ASSIGN_OR_RETURN(std::string text, ReadProfileFile(path));
+  return Parser(path, depth).Parse(text);
+}
+
+// Begin/end roles must come in pairs so the tracers never see half a span.
+Result<void> CheckPairs(const Profile& profile) {
+  const std::pair<Role, Role> pairs[] = {{Role::kDispatchBegin, Role::kDispatchEnd}, {Role::kFrameBegin, Role::kFrameEnd},
+                                         {Role::kPhaseBegin, Role::kPhaseEnd},       {Role::kMethodEnter, Role::kMethodExit},
+                                         {Role::kIdleBegin, Role::kIdleEnd},         {Role::kPollBegin, Role::kPollEnd}};
+  for (auto [a, b] : pairs) {
+    if (profile.HasRole(a) == profile.HasRole(b)) continue;
+    Role missing = profile.HasRole(a) ? b : a;
+    Role present = profile.HasRole(a) ? a : b;
+    const ProbeSpec& where = *std::find_if(profile.probes.begin(), profile.probes.end(),
+                                           [&](const ProbeSpec& p) { return p.role == present; });
+    return MakeError(fmt::format("{}: maps {} but no {}", where.Where(), RoleName(present), RoleName(missing)),
+                     ExitCode::kProfile);
+  }
+  return {};
+}
 
 }  // namespace
 
 Result<Profile> ParseProfile(std::string_view text, std::string_view source) {
-  return Parser(source).Parse(text);
+  ASSIGN_OR_RETURN(Profile profile, Parser(source, 0).Parse(text));
+  ASSIGN_OR_RETURN(Profile composed, ComposeProfiles({std::move(profile)}));
+  RETURN_IF_ERROR(CheckPairs(composed));
+  return composed;
 }
 
-Result<Profile> LoadProfile(std::string_view name_or_path) {
-  for (const auto& builtin : BuiltinProfiles())
-    if (builtin.name == name_or_path)
-      return ParseProfile(builtin.text, "builtin:" + std::string(builtin.name));
-  if (name_or_path.find('/') == std::string_view::npos &&
-      name_or_path.find('.') == std::string_view::npos) {
-    std::vector<std::string_view> names;
-    for (const auto& builtin : BuiltinProfiles()) names.push_back(builtin.name);
-    return MakeError(fmt::format("no built-in profile named '{}'", name_or_path),
-                     ExitCode::kProfile, "built-in profiles: " + Join(names) +
-                                             "; or pass a profile file path");
+Result<Profile> ComposeProfiles(std::vector<Profile> profiles) {
+  Profile out;
+  for (const Profile& p : profiles) {
+    out.name += (out.name.empty() ? "" : "+") + p.name;
+    out.source += (out.source.empty() ? "" : ",") + p.source;
+    if (!p.description.empty()) out.description += (out.description.empty() ? "" : "; ") + p.description;
   }
-  // A regular file of at most kMaxProfileBytes, opened so that a FIFO or device cannot block.
-  ASSIGN_OR_RETURN(std::string text,
-                   ReadRegularFile(std::string(name_or_path), "profile", kMaxProfileBytes, ExitCode::kProfile));
-  return ParseProfile(text, name_or_path);
+  for (Profile& p : profiles) {
+    for (ProbeSpec& probe : p.probes) {
+      auto same_point = [&](const ProbeSpec& o) {
+        return o.role == probe.role && o.kind == probe.kind && o.binary == probe.binary && o.point == probe.point;
+      };
+      auto it = std::find_if(out.probes.begin(), out.probes.end(), same_point);
+      if (it == out.probes.end()) {
+        out.probes.push_back(std::move(probe));
+        continue;
+      }
+      // The same line twice (a profile included by two others) counts once; bound differently
+      // it would make two events of one hit.
+      if (it->args == probe.args && it->conditions == probe.conditions) continue;
+      return MakeError(fmt::format("{}: {} at {} {} is already bound differently at {}", probe.Where(),
+                                   RoleName(probe.role), probe.binary, probe.point, it->Where()),
+                       ExitCode::kProfile, "keep one of the two lines (or give them the same arguments and conditions)");
+    }
+  }
+  return out;
+}
+
+Result<Profile> LoadProfile(std::string_view names_or_paths) {
+  std::vector<Profile> profiles;
+  size_t start = 0;
+  while (start <= names_or_paths.size()) {
+    size_t comma = names_or_paths.find(',', start);
+    if (comma == std::string_view::npos) comma = names_or_paths.size();
+    std::string_view one = names_or_paths.substr(start, comma - start);
+    start = comma + 1;
+    if (one.empty()) continue;
+    ASSIGN_OR_RETURN(Profile profile, Parser("", 0).LoadOne(one, 0));
+    profiles.push_back(std::move(profile));
+  }
+  if (profiles.empty()) return MakeError("no profile named", ExitCode::kUsage, "example: --profile glib,python");
+  ASSIGN_OR_RETURN(Profile composed, ComposeProfiles(std::move(profiles)));
+  RETURN_IF_ERROR(CheckPairs(composed));
+  return composed;
 }
 
 }  // namespace looptrace::loader

@@ -48,14 +48,14 @@ Session::Session(const SessionOptions& options, int signal_fd, Pipeline& pipelin
 
 Session::~Session() { pipeline_.SetSliceSource(nullptr); }
 
-void Session::OnRecord(std::span<const uint8_t> raw) {
+void Session::OnRecord(const lt_record& record) {
   if (!primed_) {
     // The first record proves the target runs its own image now.
     addresses_->Prime();
     primed_ = true;
   }
   decoded_.clear();
-  decoder_->Decode(raw, &decoded_);
+  decoder_->Decode(record, &decoded_);
   for (const Event& event : decoded_) events_.OnEvent(event);
 }
 
@@ -68,14 +68,18 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.target_tgid = tgid;
   bpf_options.all_threads = options_.all_threads;
   bpf_options.ringbuf_bytes = options_.ringbuf_bytes;
+  bpf_options.record_capacity = options_.record_capacity;
   bpf_options.beat_capacity = options_.beat_capacity;
+  for (const auto& p : plan_.probes) bpf_options.probe_configs.push_back(MakeProbeConfig(p));
   bpf_options.thread_tracking = options_.thread_tracking;
   bpf_options.dwarf_unwind = options_.dwarf_unwind;
   bpf_options.btf_path = options_.btf_path;
-  ASSIGN_OR_RETURN(bpf_, BpfSession::Open(bpf_options, [this](std::span<const uint8_t> raw) { OnRecord(raw); }));
+  ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
+                             bpf_options, [this](std::span<const uint8_t> raw) { decoder_->DecodeSide(raw); },
+                             [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
-  decoder_.emplace(&plan_, &strings_, &loader_stats_, &*kernel_stacks_);
-  slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid);
+  decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_);
+  slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid, &identities_);
   if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
   snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, addresses_->symbolizer(),
                      &loader_stats_);
@@ -206,8 +210,11 @@ void Session::Finish(const std::string& reason, std::optional<int> exit_status) 
   losses.Merge(loader_stats_);
   events_.OnEvent(LossCounters{losses});
   events_.OnEvent(SessionEnd{end_ns, reason, exit_status});
+  if (losses.Get(StatId::records_full))
+    log::Warning("{} records were lost because the record ring was full; try a larger --record-ring",
+                 losses.Get(StatId::records_full));
   if (losses.Get(StatId::ringbuf_full))
-    log::Warning("{} events were lost because the ring buffer was full; try a larger --ringbuf-size",
+    log::Warning("{} strings or identities were lost because the ring buffer was full; try a larger --ringbuf-size",
                  losses.Get(StatId::ringbuf_full));
 }
 

@@ -3,7 +3,7 @@
 // Each hook is a global function whose body is exactly a 5-byte nop
 // (0f 1f 44 00 00) followed by `ret`, defined in assembly in hooks.cc. A uprobe
 // on a nop5 is emulated by the kernel instead of single-stepped, so attaching
-// to these costs about 0.7 us per hit (see perf-facts.md). Arguments travel in
+// to these costs about 0.7 us per hit (see docs/probe-costs.md). Arguments travel in
 // the normal SysV registers (rdi, rsi), where a probe reads them.
 //
 // The names are a contract: looptrace's built-in sample profile attaches to

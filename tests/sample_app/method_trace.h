@@ -37,7 +37,7 @@
 namespace looptrace::sample {
 
 // Method ids, as in methodMapping.txt. A..L match Matrix's sample ids
-// (matrix-reference.md 9.2).
+// (docs/matrix-algorithms.md section 6).
 enum MethodId : uint32_t {
   kMethodA = 1,
   kMethodB = 2,

@@ -6,12 +6,14 @@ namespace looptrace {
 std::unique_ptr<Renderer> MakeTextRenderer(const RenderOptions& options);
 std::unique_ptr<Renderer> MakeJsonRenderer(const RenderOptions& options);
 std::unique_ptr<Renderer> MakeChromeRenderer(const RenderOptions& options);
+std::unique_ptr<Renderer> MakeHtmlRenderer(const RenderOptions& options);
 
 const std::vector<RendererEntry>& RendererRegistry() {
   static const std::vector<RendererEntry> kRenderers = {
       {"text", "text report for a terminal (default)", MakeTextRenderer},
       {"json", "JSON lines: one record per message, report, summary (Matrix keys first)", MakeJsonRenderer},
       {"chrome", "Chrome trace event JSON for Perfetto UI / chrome://tracing", MakeChromeRenderer},
+      {"html", "one self-contained HTML page: timeline, frame charts, call trees", MakeHtmlRenderer},
   };
   return kRenderers;
 }

@@ -5,7 +5,16 @@
  * Plain C that compiles as C (clang -target bpf) and C++ (g++).
  * Fixed-width fields only, explicit padding, sizes checked on both sides.
  * User space decodes these records in exactly one place
- * (loader/event_decoder.cc); nothing else reads raw bytes.
+ * (loader/src/event_decoder.cc); nothing else reads raw bytes.
+ *
+ * Three channels (docs/ARCHITECTURE.md, "The event ABI"):
+ *  - the record ring: fixed-size, time-ordered records (role hits, thread switches,
+ *    wakeups, signals, exec) in an mmapable array. BPF writes a slot and publishes it by
+ *    storing its sequence number last; user space polls it, nothing wakes per record;
+ *  - the beat ring: method beats, 32 bytes each, copied by user space only for the spans
+ *    that need them;
+ *  - the ring buffer: variable-size side records (string texts, method identities, stacks)
+ *    and the nudge that wakes user space when the record ring fills up.
  */
 #ifndef LOOPTRACE_EVENTS_H
 #define LOOPTRACE_EVENTS_H
@@ -17,21 +26,26 @@
 #include <linux/types.h>
 #endif
 
-#define LT_ABI_VERSION 2
-#define LT_MAX_ARGS 4
+#define LT_ABI_VERSION 3
+#define LT_MAX_ARGS 8          /* arguments a probe records */
+#define LT_MAX_SOURCES 12      /* argument sources: parameters / USDT arguments 1..12 */
+#define LT_MAX_PREDICATES 4    /* conditions per probe (all must hold) */
+#define LT_MAX_PATTERN 64      /* bytes of a string condition's pattern */
 #define LT_TASK_COMM_LEN 16
 
-/* Record types: every record starts with struct lt_record_header. */
-#define LT_RECORD_PROBE 1 /* a profile probe point fired (a role event) */
-#define LT_RECORD_SWITCH 2 /* the main thread left or got a CPU (sched_switch) */
-#define LT_RECORD_SIGNAL 3 /* SIGQUIT sent to the target (signal_generate) */
-#define LT_RECORD_EXEC 4 /* the target exec()ed (sched_process_exec) */
-#define LT_RECORD_STRING 5 /* text of a string argument, sent once per address */
-#define LT_RECORD_WAKEUP 6 /* someone woke the main thread (sched_wakeup) */
+/* Record types. */
+#define LT_RECORD_PROBE 1    /* record ring: a profile probe point fired (a role event) */
+#define LT_RECORD_SWITCH 2   /* record ring: a watched thread left or got a CPU */
+#define LT_RECORD_SIGNAL 3   /* record ring: SIGQUIT sent to the target */
+#define LT_RECORD_EXEC 4     /* record ring: the target exec()ed */
+#define LT_RECORD_STRING 5   /* ring buffer: text of a string argument, once per address */
+#define LT_RECORD_WAKEUP 6   /* record ring: someone woke a watched thread */
+#define LT_RECORD_IDENTITY 7 /* ring buffer: the arguments behind a string-flavour beat id */
+#define LT_RECORD_NUDGE 8    /* ring buffer: the record ring is half full, drain it */
 
 /*
- * Roles (ARCHITECTURE.md section 4). Numbers are part of the ABI and of
- * saved recordings: append only, never renumber.
+ * Roles (docs/ARCHITECTURE.md, "Roles"). Numbers are part of the ABI and of saved
+ * recordings: append only, never renumber.
  */
 #define LT_ROLE_DISPATCH_BEGIN 1
 #define LT_ROLE_DISPATCH_END 2
@@ -59,65 +73,156 @@
 #define LT_ROLE_MAX 24
 
 /*
- * Attach cookie: everything the BPF program needs to know about a probe
- * point travels in its 64-bit cookie, so the hot path does no map lookup.
- *   bits  0..15  probe id (index into the loader's attach plan)
- *   bits 16..23  role (LT_ROLE_*)
- *   bits 24..26  number of arguments to capture (0..LT_MAX_ARGS)
- *   bits 27..30  string mask: bit i set = argument i is a string pointer whose
- *                text BPF copies once per address (LT_RECORD_STRING)
- *   bits 32..63  one 8-bit source per argument slot:
- *                0..5 = function parameter 1..6 (uprobe),
- *                       USDT argument 1..6 (usdt),
- *                LT_ARG_SOURCE_RETVAL = return value (uretprobe)
+ * Attach cookie: the probe id and role; everything else about a probe point is in its
+ * lt_probe_config (the probe_configs array map, indexed by probe id).
  */
-#define LT_ARG_SOURCE_RETVAL 0xFE
+#define LT_COOKIE(probe_id, role) ((__u64)(probe_id) | ((__u64)(role) << 16))
 #define LT_COOKIE_PROBE_ID(c) ((__u32)((c) & 0xFFFF))
 #define LT_COOKIE_ROLE(c) ((__u32)(((c) >> 16) & 0xFF))
-#define LT_COOKIE_NARGS(c) ((__u32)(((c) >> 24) & 0x7))
-#define LT_COOKIE_STRING_MASK(c) ((__u32)(((c) >> 27) & 0xF))
-#define LT_COOKIE_ARG_SOURCE(c, i) ((__u32)(((c) >> (32 + 8 * (i))) & 0xFF))
+
+/* Argument sources: 0..11 = parameter / USDT argument 1..12; the return value. */
+#define LT_SOURCE_RETVAL 0xFE
+#define LT_SOURCE_NONE 0xFF
+
+/* Argument types. */
+#define LT_ARG_UINT 0
+#define LT_ARG_INT 1   /* sign-extended by user space */
+#define LT_ARG_STR 2   /* a pointer to a NUL-terminated string, or with a length (length_source) */
+
+struct lt_arg_config {
+	__u8 source;        /* LT_SOURCE_* or 0..LT_MAX_SOURCES-1 */
+	__u8 type;          /* LT_ARG_* */
+	__u8 length_source; /* strings whose length is another argument (HotSpot), else LT_SOURCE_NONE */
+	__u8 pad;
+};
+
+/* Condition operators: integers compare with value, strings with pattern. */
+#define LT_PRED_EQ 1
+#define LT_PRED_NE 2
+#define LT_PRED_LT 3       /* signed */
+#define LT_PRED_LE 4
+#define LT_PRED_GT 5
+#define LT_PRED_GE 6
+#define LT_PRED_STR_EQ 16
+#define LT_PRED_STR_NE 17
+#define LT_PRED_STR_PREFIX 18
+#define LT_PRED_STR_SUFFIX 19
+#define LT_PRED_STR_GLOB 20  /* '*' any run, '?' one byte */
+
+struct lt_predicate {
+	struct lt_arg_config arg; /* the argument tested (need not be recorded) */
+	__u8 op;                  /* LT_PRED_* */
+	__u8 pattern_len;
+	__u16 pad;
+	__s64 value;
+	char pattern[LT_MAX_PATTERN];
+};
+
+#define LT_PROBE_BEAT 1         /* method.enter / method.exit: to the beat ring */
+#define LT_PROBE_ALL_THREADS 2  /* watched on every thread of the target (message.enqueue) */
+#define LT_PROBE_IDENTITY 4     /* beats identify their method by string arguments */
+
+struct lt_probe_config {
+	__u16 role;
+	__u8 nargs;       /* arguments recorded */
+	__u8 npredicates;
+	__u8 flags;       /* LT_PROBE_* */
+	__u8 enter;       /* beats: 1 enter, 0 exit */
+	__u16 pad;
+	struct lt_arg_config args[LT_MAX_ARGS];
+	struct lt_predicate predicates[LT_MAX_PREDICATES];
+};
 
 /* Thread filter modes (rodata). */
 #define LT_THREADS_MAIN 0 /* only tid == tgid */
 #define LT_THREADS_ALL 1
 
 /* Per-CPU counters of things the BPF side lost or skipped. */
-#define LT_STAT_RINGBUF_FULL 0 /* record dropped: ring buffer had no room */
-#define LT_STAT_OTHER_PROCESS 1 /* hit from a process that is not the target */
-#define LT_STAT_OTHER_THREAD 2 /* hit from a thread the filter excludes */
-#define LT_STAT_ARG_READ_FAILED 3 /* an argument could not be read */
-#define LT_STAT_RESERVED_4 4
-#define LT_STAT_STRING_READ_FAILED 5 /* BPF could not copy a string (page not resident) */
-#define LT_STAT_STACK_FAILED 6 /* bpf_get_stackid failed (map full, or no stack) */
-#define LT_STAT_MAX 8
+#define LT_STAT_RINGBUF_FULL 0        /* a side record dropped: ring buffer full */
+#define LT_STAT_OTHER_PROCESS 1       /* hit from a process that is not the target */
+#define LT_STAT_OTHER_THREAD 2        /* hit from a thread the filter excludes */
+#define LT_STAT_ARG_READ_FAILED 3     /* an argument could not be read */
+#define LT_STAT_RECORDS_FULL 4        /* a record dropped: the record ring was full */
+#define LT_STAT_STRING_READ_FAILED 5  /* BPF could not copy a string (page not resident) */
+#define LT_STAT_STACK_FAILED 6        /* bpf_get_stackid failed (map full, or no stack) */
+#define LT_STAT_PREDICATE_REJECTED 7  /* hits whose conditions did not hold (not a loss) */
+#define LT_STAT_VERDICTS_EVICTED 8    /* cached string verdicts replaced by another address */
+#define LT_STAT_VERDICTS_STALE 9      /* cached verdicts whose string changed (address reused) */
+#define LT_STAT_MAX 12
 
+/* Ring buffer records start with this header. */
 struct lt_record_header {
 	__u32 type; /* LT_RECORD_* */
 	__u32 size; /* bytes of the whole record */
 };
 
-struct lt_probe_record {
-	struct lt_record_header header;
-	__u64 ts_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
-	__u32 tgid;
-	__u32 tid;
-	__u16 probe_id;
+/*
+ * The record ring: an mmapable BPF array of these, a power of two of them, indexed by
+ * (index & mask). The writer takes an index from record_head (.bss) only when
+ * record_head - record_tail < capacity (record_tail is user space's read position, in the
+ * same .bss); a full ring drops the record (LT_STAT_RECORDS_FULL). seq = index + 1 is
+ * stored last: a reader that finds another seq in the slot has not got the record yet
+ * (smaller) or lost it to a concurrent writer (larger), which it counts.
+ */
+#define LT_SWITCH_OUT 1 /* the thread left the CPU (state = its __state then) */
+#define LT_SWITCH_IN 2  /* the thread got a CPU back */
+
+struct lt_probe_body {
 	__u16 role;
-	__u16 nargs;
-	__u16 cpu;
-	__u64 beat_index;    /* method-beat buffer head at this hit (next slot to write) */
+	__u16 pad[3];
+	__u64 beat_index;    /* method-beat ring head at this hit (next slot to write) */
 	__u64 thread_cpu_ns; /* the thread's sum_exec_runtime (as of its last accounting) */
 	__u64 args[LT_MAX_ARGS]; /* raw values; strings are pointers (text: LT_RECORD_STRING) */
 };
 
+struct lt_switch_body {
+	__u32 kind;      /* LT_SWITCH_OUT / LT_SWITCH_IN */
+	__u32 state;     /* prev->__state at switch-out (0 = preempted while running) */
+	__s32 kstack_id; /* kernel stack at switch-out, -1 if none */
+	__s32 ustack_id; /* user stack (frame pointers) at switch-out, -1 if none */
+};
+
+struct lt_wakeup_body {
+	__u32 waker_tid;
+	__u32 waker_tgid;
+	char waker_comm[LT_TASK_COMM_LEN];
+};
+
+struct lt_signal_body {
+	__s32 sig;
+	__s32 result;    /* TRACE_SIGNAL_* (0 delivered) */
+	__u32 sender_tgid;
+	__u32 sender_tid;
+	char sender_comm[LT_TASK_COMM_LEN];
+};
+
+struct lt_exec_body {
+	__u32 pid;
+	__u32 pad;
+	char comm[LT_TASK_COMM_LEN];
+};
+
+struct lt_record {
+	__u64 seq;      /* ring index + 1, stored last */
+	__u64 ts_ns;    /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u32 tid;      /* the thread it is about (the wakee, the signal's target, ...) */
+	__u16 type;     /* LT_RECORD_PROBE / SWITCH / WAKEUP / SIGNAL / EXEC */
+	__u16 probe_id; /* LT_RECORD_PROBE */
+	union {
+		struct lt_probe_body probe;
+		struct lt_switch_body sw;
+		struct lt_wakeup_body wakeup;
+		struct lt_signal_body signal;
+		struct lt_exec_body exec;
+	};
+};
+
 /*
- * Method beats (method.enter / method.exit) do not go through the ring buffer: BPF
- * writes them into an mmapable array used as a ring of LT_BEAT records (default
- * 1M, like Matrix's AppMethodBeat buffer), never waking user space. The head is
- * the .bss counter beat_head; dispatch records carry the head at their hit, so
- * user space copies exactly one message's beats, and only for messages that need
- * them. A beat older than head - capacity has been overwritten (detected, counted).
+ * Method beats (method.enter / method.exit) go to their own ring of 32-byte records in an
+ * mmapable array (default 1M, like Matrix's AppMethodBeat buffer), never waking user space.
+ * The head is the .bss counter beat_head; span records carry the head at their hit, so user
+ * space copies exactly one span's beats, and only for spans that need them. A beat older
+ * than head - capacity has been overwritten (detected, counted).
  */
 #define LT_BEAT_ENTER 1
 #define LT_BEAT_EXIT 0
@@ -127,8 +232,8 @@ struct lt_probe_record {
 
 struct lt_beat {
 	__u64 ts_ns;
-	__u64 id;  /* method id, function address, or name string pointer */
-	__u64 aux; /* second identity word (class string pointer), else 0 */
+	__u64 id;  /* method id, function address, or identity (LT_RECORD_IDENTITY) */
+	__u64 aux; /* reserved, 0 */
 	__u32 tid;
 	__u16 probe_id;
 	__u8 kind; /* LT_BEAT_ENTER / LT_BEAT_EXIT */
@@ -136,81 +241,45 @@ struct lt_beat {
 };
 
 /*
- * String arguments are treated as stable per address (message and method names are
- * static): BPF copies the text the first time it sees an address, user space keeps
- * an address -> text table. Longer strings are truncated.
+ * String arguments are treated as stable per address (message, class and method names are
+ * static): BPF copies the text the first time it sees an address, user space keeps an
+ * address -> text table. Longer strings are truncated.
  */
-#define LT_MAX_STRING 112
+#define LT_MAX_STRING 240
 
 struct lt_string_record {
 	struct lt_record_header header;
 	__u64 address;
 	__u32 tgid;
-	__u32 length; /* bytes in text, without the NUL */
+	__u32 length; /* bytes in text (no NUL needed) */
 	char text[LT_MAX_STRING];
 };
 
-/*
- * Thread state (sched_switch / sched_wakeup / perf cpu-clock samples). The main thread's
- * switches stream through the ring buffer (off-CPU intervals with their kernel stack);
- * every thread of the target has its latest state in the thread_states hash, which
- * user space reads for ANR snapshots. Stacks are ids into the stack_traces map.
- */
-#define LT_SWITCH_OUT 1 /* the thread left the CPU (state = its __state then) */
-#define LT_SWITCH_IN 2  /* the thread got a CPU back */
-
-struct lt_switch_record {
+/* The argument values a string-flavour beat id stands for (sent once per id). */
+struct lt_identity_record {
 	struct lt_record_header header;
-	__u64 ts_ns;
-	__u32 tid;
-	__u32 kind;        /* LT_SWITCH_OUT / LT_SWITCH_IN */
-	__u32 state;       /* prev->__state at switch-out (0 = preempted while running) */
-	__s32 kstack_id;   /* kernel stack at switch-out, -1 if none */
-	__s32 ustack_id;   /* user stack (frame pointers) at switch-out, -1 if none */
-	__u32 pad;
+	__u64 id;
+	__u16 probe_id;
+	__u16 pad[3];
+	__u64 values[LT_MAX_ARGS];
 };
 
-struct lt_wakeup_record {
+struct lt_nudge_record {
 	struct lt_record_header header;
-	__u64 ts_ns;
-	__u32 wakee_tid;
-	__u32 waker_tid;
-	__u32 waker_tgid;
-	__u32 pad;
-	char waker_comm[LT_TASK_COMM_LEN];
-};
-
-struct lt_exec_record {
-	struct lt_record_header header;
-	__u64 ts_ns;
-	__u32 pid;
-	__u32 pad;
-	char comm[LT_TASK_COMM_LEN];
-};
-
-struct lt_signal_record {
-	struct lt_record_header header;
-	__u64 ts_ns;
-	__s32 sig;
-	__s32 result;       /* TRACE_SIGNAL_* (0 delivered) */
-	__u32 target_tid;
-	__u32 sender_tgid;
-	__u32 sender_tid;
-	__u32 pad;
-	char sender_comm[LT_TASK_COMM_LEN];
+	__u64 record_head;
 };
 
 /* Value of the thread_states hash (key: tid). */
 struct lt_thread_state {
-	__u64 since_ns;    /* when the thread entered this state */
-	__u32 state;       /* __state at its last switch-out; LT_STATE_RUNNING when on CPU */
-	__s32 kstack_id;   /* kernel stack at the last switch-out */
-	__s32 ustack_id;   /* user stack at the last switch-out */
+	__u64 since_ns;         /* when the thread entered this state */
+	__u32 state;            /* __state at its last switch-out; LT_STATE_RUNNING when on CPU */
+	__s32 kstack_id;        /* kernel stack at the last switch-out */
+	__s32 ustack_id;        /* user stack at the last switch-out */
 	__s32 sample_kstack_id; /* latest on-CPU sample (cpu-clock), -1 if none */
 	__s32 sample_ustack_id;
 	__u32 pad;
 	__u64 sample_ns;
-	__u64 switches;    /* context switches seen */
+	__u64 switches;         /* context switches seen */
 };
 #define LT_STATE_RUNNING 0xFFFFFFFF
 
@@ -238,21 +307,17 @@ struct lt_stack_copy {
 #endif
 
 LT_STATIC_ASSERT(sizeof(struct lt_record_header) == 8, "header size");
-LT_STATIC_ASSERT(sizeof(struct lt_probe_record) == 80, "probe record size");
+LT_STATIC_ASSERT(sizeof(struct lt_arg_config) == 4, "arg config size");
+LT_STATIC_ASSERT(sizeof(struct lt_predicate) == 80, "predicate size");
+LT_STATIC_ASSERT(sizeof(struct lt_probe_config) == 8 + 4 * LT_MAX_ARGS + 80 * LT_MAX_PREDICATES, "config size");
+LT_STATIC_ASSERT(sizeof(struct lt_probe_body) == 24 + 8 * LT_MAX_ARGS, "probe body size");
+LT_STATIC_ASSERT(sizeof(struct lt_record) == 24 + 24 + 8 * LT_MAX_ARGS, "record size");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_record, probe) == 24, "record body offset");
 LT_STATIC_ASSERT(sizeof(struct lt_beat) == 32, "beat size");
-LT_STATIC_ASSERT(sizeof(struct lt_switch_record) == 40, "switch record size");
-LT_STATIC_ASSERT(sizeof(struct lt_wakeup_record) == 48, "wakeup record size");
-LT_STATIC_ASSERT(sizeof(struct lt_signal_record) == 56, "signal record size");
-LT_STATIC_ASSERT(sizeof(struct lt_exec_record) == 40, "exec record size");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_beat, tid) == 24, "beat tid offset");
+LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 24 + LT_MAX_STRING, "string record size");
+LT_STATIC_ASSERT(sizeof(struct lt_identity_record) == 24 + 8 * LT_MAX_ARGS, "identity record size");
 LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == 8 + 17 * 8 + 8 + LT_MAX_STACK_COPY, "stack copy size");
 LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_beat, tid) == 24, "beat tid offset");
-LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 136, "string record size");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_string_record, text) == 24, "string text offset");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, ts_ns) == 8, "ts offset");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, tgid) == 16, "tgid offset");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, probe_id) == 24, "probe_id offset");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, beat_index) == 32, "beat_index offset");
-LT_STATIC_ASSERT(__builtin_offsetof(struct lt_probe_record, args) == 48, "args offset");
 
 #endif /* LOOPTRACE_EVENTS_H */

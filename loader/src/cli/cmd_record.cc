@@ -14,6 +14,7 @@ namespace {
 
 constexpr size_t kMaxRingbufBytes = size_t{1} << 30;  // the kernel takes up to ~4 GiB; memory says less
 constexpr size_t kMaxBeatRecords = size_t{1} << 25;   // 1 GiB of 32-byte beats
+constexpr size_t kMaxRecords = size_t{1} << 23;       // 832 MiB of 104-byte records
 
 constexpr const char* kRecordExamples = R"(  looptrace record -p 1234                    trace pid 1234 until Ctrl-C, text report
   looptrace record -p 1234 -d 10 -f json -o msgs.json.gz
@@ -40,7 +41,10 @@ class TraceCommand : public Command {
         ->check(CLI::IsMember({"main", "all"}))
         ->capture_default_str();
     cmd->add_option("--save", save_, "also save the decoded event stream (JSON lines, .gz ok)");
-    cmd->add_option("--ringbuf-size", ringbuf_size_, "BPF ring buffer size (power of two, 4K..1G)")
+    cmd->add_option("--record-ring", record_ring_,
+                    "record ring size in records (power of two; 104 bytes each): messages, frames, switches")
+        ->capture_default_str();
+    cmd->add_option("--ringbuf-size", ringbuf_size_, "BPF ring buffer size for strings and names (power of two, 4K..1G)")
         ->capture_default_str();
     cmd->add_option("--beat-buffer", beat_buffer_, "method-beat ring size in records (power of two; 32 bytes each)")
         ->capture_default_str();
@@ -61,6 +65,9 @@ class TraceCommand : public Command {
     auto ring = ParseSize("--ringbuf-size", ringbuf_size_, 4096, kMaxRingbufBytes);
     if (!ring) return Fail(ring.error());
     session_.ringbuf_bytes = *ring;
+    auto records = ParseSize("--record-ring", record_ring_, 1024, kMaxRecords);
+    if (!records) return Fail(records.error());
+    session_.record_capacity = *records;
     auto beats = ParseSize("--beat-buffer", beat_buffer_, 1024, kMaxBeatRecords);
     if (!beats) return Fail(beats.error());
     session_.beat_capacity = *beats;
@@ -117,7 +124,8 @@ class TraceCommand : public Command {
   pid_t pid_ = 0;
   loader::SessionOptions session_;
   std::string threads_ = "main";
-  std::string ringbuf_size_ = "8M";
+  std::string ringbuf_size_ = "4M";
+  std::string record_ring_ = "65536";
   std::string beat_buffer_ = "1048576";
   bool no_thread_tracking_ = false;
   std::string save_;

@@ -1,13 +1,15 @@
 #include "looptrace/loader/event_decoder.h"
 
-#include "looptrace/loader/beat_slicer.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "looptrace/loader/beat_slicer.h"
+
 namespace looptrace::loader {
 namespace {
+
+constexpr uint32_t kPid = 7;
 
 // A beat ring in memory, as BpfSession serves it from the BPF map.
 class FakeBeats : public BeatSource {
@@ -28,6 +30,15 @@ class FakeStrings : public StringReader {
   }
 };
 
+ArgSpec Arg(std::string name, uint8_t source, ArgType type = ArgType::kUint, uint8_t length_source = LT_SOURCE_NONE) {
+  ArgSpec a;
+  a.name = std::move(name);
+  a.source = source;
+  a.type = type;
+  a.length_source = length_source;
+  return a;
+}
+
 ResolvedProbe Probe(uint16_t id, Role role, std::vector<ArgSpec> args, std::string symbol = "") {
   ResolvedProbe p;
   p.probe_id = id;
@@ -37,28 +48,23 @@ ResolvedProbe Probe(uint16_t id, Role role, std::vector<ArgSpec> args, std::stri
   return p;
 }
 
-std::vector<uint8_t> Record(uint16_t probe_id, uint16_t role, uint64_t ts, uint64_t beat_index,
-                            std::vector<uint64_t> args) {
-  lt_probe_record r{};
-  r.header = {LT_RECORD_PROBE, sizeof(r)};
+lt_record Record(uint16_t probe_id, uint16_t role, uint64_t ts, uint64_t beat_index, std::vector<uint64_t> args) {
+  lt_record r{};
+  r.type = LT_RECORD_PROBE;
   r.ts_ns = ts;
-  r.tgid = r.tid = 7;
+  r.tid = kPid;
   r.probe_id = probe_id;
-  r.role = role;
-  r.nargs = static_cast<uint16_t>(args.size());
-  r.beat_index = beat_index;
-  for (size_t i = 0; i < args.size(); ++i) r.args[i] = args[i];
-  std::vector<uint8_t> bytes(sizeof(r));
-  std::memcpy(bytes.data(), &r, sizeof(r));
-  return bytes;
+  r.probe.role = role;
+  r.probe.beat_index = beat_index;
+  for (size_t i = 0; i < args.size(); ++i) r.probe.args[i] = args[i];
+  return r;
 }
 
-lt_beat Beat(uint64_t ts, uint64_t id, uint64_t aux, uint16_t probe, bool enter) {
+lt_beat Beat(uint64_t ts, uint64_t id, uint16_t probe, bool enter) {
   lt_beat b{};
   b.ts_ns = ts;
   b.id = id;
-  b.aux = aux;
-  b.tid = 7;
+  b.tid = kPid;
   b.probe_id = probe;
   b.kind = enter ? LT_BEAT_ENTER : LT_BEAT_EXIT;
   return b;
@@ -67,7 +73,7 @@ lt_beat Beat(uint64_t ts, uint64_t id, uint64_t aux, uint16_t probe, bool enter)
 SliceRequest Request(uint64_t begin_ns, uint64_t end_ns, uint64_t begin_index, uint64_t end_index) {
   SliceRequest r;
   r.label = "message";
-  r.tid = 7;
+  r.tid = kPid;
   r.begin_ns = begin_ns;
   r.end_ns = end_ns;
   r.begin_beat_index = begin_index;
@@ -75,28 +81,48 @@ SliceRequest Request(uint64_t begin_ns, uint64_t end_ns, uint64_t begin_index, u
   return r;
 }
 
-TEST(BeatSlicer, StringFlavourBeatsAreNamedByTheirPair) {
+template <typename T>
+std::vector<uint8_t> Bytes(const T& value) {
+  std::vector<uint8_t> bytes(sizeof(value));
+  std::memcpy(bytes.data(), &value, sizeof(value));
+  return bytes;
+}
+
+TEST(BeatSlicer, IdentityFlavourBeatsAreNamedFromTheirArguments) {
   AttachPlan plan;
-  plan.probes = {Probe(0, Role::kDispatchBegin, {{"id", 0, ArgType::kUint}}),
-                 Probe(1, Role::kDispatchEnd, {}),
-                 Probe(2, Role::kMethodEnter, {{"name", 1, ArgType::kStr}, {"class", 0, ArgType::kStr}}),
-                 Probe(3, Role::kMethodExit, {{"name", 1, ArgType::kStr}, {"class", 0, ArgType::kStr}})};
+  plan.probes = {Probe(0, Role::kMethodEnter, {Arg("name", 1, ArgType::kStr), Arg("class", 0, ArgType::kStr)}),
+                 Probe(1, Role::kMethodExit, {Arg("name", 1, ArgType::kStr), Arg("class", 0, ArgType::kStr)})};
   FakeBeats beats;
-  beats.ring = {Beat(1500, 0x100, 0x200, 2, true), Beat(1800, 0x100, 0x200, 3, false)};
+  beats.ring = {Beat(1500, 0xabc, 0, true), Beat(1800, 0xabc, 1, false)};
   FakeStrings process;
   StringTable strings(&process);
+  IdentityTable identities;
+  Identity identity;
+  identity.probe_id = 0;
+  identity.values = {0x100, 0x200};
+  identities.Add(0xabc, identity);
   Stats stats;
-  BeatSlicer slicer(&plan, &beats, &strings, nullptr, &stats, 7);
+  BeatSlicer slicer(&plan, &beats, &strings, nullptr, &stats, kPid, &identities);
   ASSERT_TRUE(slicer.enabled());
   auto slice = slicer.Slice(Request(1000, 2000, 0, 2));
   ASSERT_TRUE(slice);
-  EXPECT_EQ(slice->span, "message");
   EXPECT_EQ(slice->kind, MethodIdKind::kString);
   ASSERT_EQ(slice->beats.size(), 2u);
-  EXPECT_TRUE(slice->beats[0].enter);
-  EXPECT_EQ(slice->beats[0].id, slice->beats[1].id);  // one id for the (name, class) pair
-  EXPECT_EQ(slice->names.at(slice->beats[0].id), "app.py:run");
+  EXPECT_EQ(slice->names.at(0xabc), "app.py:run");
   EXPECT_FALSE(stats.AnyNonZero());
+}
+
+TEST(BeatSlicer, MethodNamesFollowTheRuntimesConventions) {
+  ProbeSpec jvm;
+  jvm.args = {Arg("class", 1, ArgType::kStr, 2), Arg("name", 3, ArgType::kStr, 4), Arg("sig", 5, ArgType::kStr, 6)};
+  EXPECT_EQ(BeatSlicer::ComposeMethodName(jvm, {"java/awt/EventQueue", "dispatchEvent", "(Ljava/awt/AWTEvent;)V"}, {}),
+            "java.awt.EventQueue.dispatchEvent(Ljava/awt/AWTEvent;)V");
+  ProbeSpec python;
+  python.args = {Arg("file", 0, ArgType::kStr), Arg("name", 1, ArgType::kStr), Arg("line", 2, ArgType::kInt)};
+  EXPECT_EQ(BeatSlicer::ComposeMethodName(python, {"/usr/lib/python3.11/asyncio/events.py", "_run", std::nullopt},
+                                          {0, 0, 78}),
+            "asyncio.events:_run:78");
+  EXPECT_EQ(BeatSlicer::ComposeMethodName(python, {"/home/me/app.py", "main", std::nullopt}, {0, 0, 3}), "app:main:3");
 }
 
 TEST(BeatSlicer, KeepsOnlyTheThreadsBeatsInsideTheSliceAndNamesProbeFlavourBySymbol) {
@@ -104,11 +130,11 @@ TEST(BeatSlicer, KeepsOnlyTheThreadsBeatsInsideTheSliceAndNamesProbeFlavourBySym
   plan.probes = {Probe(0, Role::kDispatchBegin, {}), Probe(1, Role::kDispatchEnd, {}),
                  Probe(2, Role::kMethodEnter, {}, "ns::Work()"), Probe(3, Role::kMethodExit, {}, "ns::Work()")};
   FakeBeats beats;
-  lt_beat other_thread = Beat(1600, 2, 0, 2, true);
+  lt_beat other_thread = Beat(1600, 2, 2, true);
   other_thread.tid = 8;
-  beats.ring = {Beat(900, 2, 0, 2, true), Beat(1500, 2, 0, 2, true), other_thread, Beat(1800, 2, 0, 3, false)};
+  beats.ring = {Beat(900, 2, 2, true), Beat(1500, 2, 2, true), other_thread, Beat(1800, 2, 3, false)};
   Stats stats;
-  BeatSlicer slicer(&plan, &beats, nullptr, nullptr, &stats, 7);
+  BeatSlicer slicer(&plan, &beats, nullptr, nullptr, &stats, kPid);
   auto slice = slicer.Slice(Request(1000, 2000, 0, 4));
   ASSERT_TRUE(slice);
   EXPECT_EQ(slice->kind, MethodIdKind::kProbe);
@@ -122,43 +148,97 @@ TEST(BeatSlicer, NothingToSliceWithoutMethodRoles) {
   plan.probes = {Probe(0, Role::kDispatchBegin, {}), Probe(1, Role::kDispatchEnd, {})};
   FakeBeats beats;
   Stats stats;
-  BeatSlicer slicer(&plan, &beats, nullptr, nullptr, &stats, 7);
+  BeatSlicer slicer(&plan, &beats, nullptr, nullptr, &stats, kPid);
   EXPECT_FALSE(slicer.enabled());
   EXPECT_FALSE(slicer.Slice(Request(1000, 2000, 0, 4)));
 }
 
 TEST(EventDecoder, ProbeRecordsCarryArgumentsAndTheBeatHead) {
   AttachPlan plan;
-  plan.probes = {Probe(0, Role::kDispatchBegin, {{"id", 0, ArgType::kUint}, {"name", 1, ArgType::kStr}})};
+  plan.probes = {Probe(0, Role::kDispatchBegin, {Arg("id", 0), Arg("name", 1, ArgType::kStr)})};
   FakeStrings process;
   StringTable strings(&process);
   Stats stats;
-  EventDecoder decoder(&plan, &strings, &stats);
+  EventDecoder decoder(&plan, &strings, &stats, kPid);
   std::vector<Event> out;
   decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 1000, 42, {5, 0x100}), &out);
   ASSERT_EQ(out.size(), 1u);
   const auto& e = std::get<ProbeEvent>(out[0]);
   EXPECT_EQ(e.role, Role::kDispatchBegin);
+  EXPECT_EQ(e.pid, kPid);
   EXPECT_EQ(e.beat_index, 42u);
   EXPECT_EQ(e.Arg("id")->value, 5u);
   EXPECT_EQ(*e.Arg("name")->text, "run");
   EXPECT_FALSE(stats.AnyNonZero());
 }
 
+TEST(EventDecoder, SideRecordsFillTheStringAndIdentityTables) {
+  AttachPlan plan;
+  plan.probes = {Probe(0, Role::kDispatchBegin, {Arg("name", 0, ArgType::kStr)})};
+  StringTable strings;
+  IdentityTable identities;
+  Stats stats;
+  EventDecoder decoder(&plan, &strings, &stats, kPid, nullptr, &identities);
+  lt_string_record text{};
+  text.header = {LT_RECORD_STRING, sizeof(text)};
+  text.address = 0x500;
+  text.length = 8;
+  std::memcpy(text.text, "java/lan", 8);  // length-delimited: no NUL
+  decoder.DecodeSide(Bytes(text));
+  lt_identity_record identity{};
+  identity.header = {LT_RECORD_IDENTITY, sizeof(identity)};
+  identity.id = 99;
+  identity.probe_id = 0;
+  identity.values[0] = 0x500;
+  decoder.DecodeSide(Bytes(identity));
+  EXPECT_EQ(strings.Lookup(kPid, 0x500), "java/lan");
+  ASSERT_TRUE(identities.Find(99));
+  EXPECT_EQ(identities.Find(99)->values[0], 0x500u);
+  std::vector<Event> out;
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 1000, 0, {0x500}), &out);
+  EXPECT_EQ(*std::get<ProbeEvent>(out[0]).Arg("name")->text, "java/lan");
+  EXPECT_FALSE(stats.AnyNonZero());
+}
+
 TEST(EventDecoder, MalformedRecordsAreCountedNotDecoded) {
   AttachPlan plan;
   Stats stats;
-  EventDecoder decoder(&plan, nullptr, &stats);
+  EventDecoder decoder(&plan, nullptr, &stats, kPid);
   std::vector<Event> out;
-  decoder.Decode(std::vector<uint8_t>{1, 2, 3}, &out);
+  decoder.DecodeSide(std::vector<uint8_t>{1, 2, 3});
   lt_record_header bogus{99, 8};
-  std::vector<uint8_t> bytes(sizeof(bogus));
-  std::memcpy(bytes.data(), &bogus, sizeof(bogus));
-  decoder.Decode(bytes, &out);
+  decoder.DecodeSide(Bytes(bogus));
+  lt_record unknown{};
+  unknown.type = 77;
+  decoder.Decode(unknown, &out);
   decoder.Decode(Record(7, LT_ROLE_DISPATCH_BEGIN, 1, 0, {}), &out);  // no probe 7 in the plan
   EXPECT_TRUE(out.empty());
-  EXPECT_EQ(stats.Get(StatId::malformed_records), 2u);
+  EXPECT_EQ(stats.Get(StatId::malformed_records), 3u);
   EXPECT_EQ(stats.Get(StatId::unknown_probe_id), 1u);
+}
+
+TEST(ProbeConfig, CarriesArgumentsConditionsAndFlagsToBpf) {
+  ResolvedProbe p = Probe(3, Role::kMethodEnter, {Arg("class", 1, ArgType::kStr, 2), Arg("name", 3, ArgType::kStr, 4)});
+  Condition c;
+  c.arg.source = 3;
+  c.arg.type = ArgType::kStr;
+  c.arg.length_source = 4;
+  c.op = CompareOp::kStrPrefix;
+  c.pattern = "dispatch";
+  p.spec.conditions = {c};
+  lt_probe_config config = MakeProbeConfig(p);
+  EXPECT_EQ(config.role, LT_ROLE_METHOD_ENTER);
+  EXPECT_EQ(config.nargs, 2);
+  EXPECT_EQ(config.flags, LT_PROBE_BEAT | LT_PROBE_IDENTITY);
+  EXPECT_EQ(config.enter, 1);
+  EXPECT_EQ(config.args[0].source, 1);
+  EXPECT_EQ(config.args[0].type, LT_ARG_STR);
+  EXPECT_EQ(config.args[0].length_source, 2);
+  EXPECT_EQ(config.npredicates, 1);
+  EXPECT_EQ(config.predicates[0].op, LT_PRED_STR_PREFIX);
+  EXPECT_EQ(config.predicates[0].pattern_len, 8);
+  EXPECT_EQ(std::string(config.predicates[0].pattern, 8), "dispatch");
+  EXPECT_EQ(MakeCookie(p), LT_COOKIE(3, LT_ROLE_METHOD_ENTER));
 }
 
 }  // namespace

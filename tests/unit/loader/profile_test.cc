@@ -32,7 +32,7 @@ probe poll.end usdt libglib-2.0.so glib:poll__end
   EXPECT_EQ(begin.args[1].name, "name");
   EXPECT_EQ(begin.args[1].source, 1);
   EXPECT_EQ(begin.args[1].type, ArgType::kStr);
-  EXPECT_EQ(profile->probes[1].args[0].source, LT_ARG_SOURCE_RETVAL);
+  EXPECT_EQ(profile->probes[1].args[0].source, LT_SOURCE_RETVAL);
   EXPECT_EQ(profile->probes[1].args[0].type, ArgType::kInt);
   EXPECT_EQ(profile->probes[2].kind, ProbeKind::kUsdt);
 }
@@ -47,8 +47,8 @@ TEST(Profile, ErrorsNameFileAndLine) {
       {"probe dispatch.bgin uprobe exe f\n", "p.profile:1: unknown role 'dispatch.bgin'"},
       {"\nprobe dispatch.begin kprobe exe f\n", "p.profile:2: unknown probe kind 'kprobe'"},
       {"probe dispatch.begin uprobe exe\n", "p.profile:1: probe needs"},
-      {"probe dispatch.begin uprobe exe f id=arg7\nprobe dispatch.end uprobe exe g\n",
-       "p.profile:1: argument 'id': source 'arg7'"},
+      {"probe dispatch.begin uprobe exe f id=arg13\nprobe dispatch.end uprobe exe g\n",
+       "p.profile:1: argument 'id': source 'arg13'"},
       {"probe dispatch.begin uprobe exe f colour=arg1\nprobe dispatch.end uprobe exe g\n",
        "role dispatch.begin has no argument 'colour'"},
       {"probe dispatch.begin uprobe exe f id=arg1:float\nprobe dispatch.end uprobe exe g\n",
@@ -58,7 +58,25 @@ TEST(Profile, ErrorsNameFileAndLine) {
       {"probe dispatch.begin uprobe exe f id=arg1 id=arg2\nprobe dispatch.end uprobe exe g\n",
        "bound twice"},
       {"probe dispatch.begin usdt exe nocolon\n", "must be provider:name"},
-      {"probe dispatch.begin uprobe exe f\n", "maps dispatch.begin but not dispatch.end"},
+      {"probe dispatch.begin uprobe exe f\n", "p.profile:1: maps dispatch.begin but no dispatch.end"},
+      {"probe dispatch.begin usdt exe p:f if arg1 == 5x\nprobe dispatch.end uprobe exe g\n", "'5x' is not a number"},
+      {"probe dispatch.begin usdt exe p:f if arg1:str == 5\nprobe dispatch.end uprobe exe g\n",
+       "a string argument compared with a number"},
+      {"probe dispatch.begin usdt exe p:f if arg1 < \"a\"\nprobe dispatch.end uprobe exe g\n",
+       "strings compare with ==, != or ~"},
+      {"probe dispatch.begin usdt exe p:f if arg1 == \"a\" || arg2 == 1\nprobe dispatch.end uprobe exe g\n",
+       "expected && between conditions"},
+      {"probe dispatch.begin usdt exe p:f if arg1 == \"unterminated\nprobe dispatch.end uprobe exe g\n",
+       "unterminated string"},
+      {"probe dispatch.begin usdt exe p:f if arg1 == 1 && arg2 == 2 && arg3 == 3 && arg4 == 4 && arg5 == 5\n"
+       "probe dispatch.end uprobe exe g\n",
+       "at most 4 conditions"},
+      {"probe dispatch.begin usdt exe p:f name=arg2:str(arg13)\nprobe dispatch.end uprobe exe g\n",
+       "argument 'name' length: source 'arg13'"},
+      {"probe dispatch.begin uprobe exe f id=arg1\nprobe dispatch.begin uprobe exe f id=arg2\n"
+       "probe dispatch.end uprobe exe g\n",
+       "p.profile:2: dispatch.begin at exe f is already bound differently at p.profile:1"},
+      {"include nosuchprofile\n", "p.profile:1: include nosuchprofile: no built-in profile named"},
       {"frobnicate\n", "p.profile:1: unknown directive 'frobnicate'"},
       {"# only a comment\n", "defines no probe"},
       {"probe dispatch.begin uprobe exe f id\nprobe dispatch.end uprobe exe g\n",
@@ -90,19 +108,58 @@ TEST(Profile, BuiltinProfilesAllParse) {
   EXPECT_NE(no_file.error().message.find("/nonexistent/x.profile"), std::string::npos);
 }
 
-TEST(AttachPlan, CookieCarriesRoleAndArgumentLayout) {
-  ResolvedProbe probe;
-  probe.probe_id = 513;
-  probe.spec.role = Role::kDispatchBegin;
-  probe.spec.args = {{"id", 0, ArgType::kUint}, {"name", 5, ArgType::kStr},
-                     {"what", LT_ARG_SOURCE_RETVAL, ArgType::kInt}};
-  uint64_t cookie = MakeCookie(probe);
-  EXPECT_EQ(LT_COOKIE_PROBE_ID(cookie), 513u);
-  EXPECT_EQ(LT_COOKIE_ROLE(cookie), static_cast<uint32_t>(LT_ROLE_DISPATCH_BEGIN));
-  EXPECT_EQ(LT_COOKIE_NARGS(cookie), 3u);
-  EXPECT_EQ(LT_COOKIE_ARG_SOURCE(cookie, 0), 0u);
-  EXPECT_EQ(LT_COOKIE_ARG_SOURCE(cookie, 1), 5u);
-  EXPECT_EQ(LT_COOKIE_ARG_SOURCE(cookie, 2), static_cast<uint32_t>(LT_ARG_SOURCE_RETVAL));
+TEST(Profile, ConditionsLengthsAndManyArguments) {
+  auto profile = ParseProfile(R"(
+probe dispatch.begin usdt libjvm.so hotspot:method__entry if arg2:str(arg3) == "java/awt/EventQueue" && arg4:str(arg5) == "dispatchEvent"
+probe dispatch.end usdt libjvm.so hotspot:method__return if arg2:str(arg3) == "java/awt/EventQueue" && arg4:str(arg5) ~ "dispatch*"
+probe method.enter usdt exe python:function__entry file=arg1:str name=arg2:str line=arg3:int if arg1 ~ "*/asyncio/*.py"
+probe method.exit usdt exe python:function__return file=arg1:str name=arg2:str line=arg3:int if arg1 ~ "*events.py"
+probe frame.begin uprobe exe f frame_id=arg9 if arg1 >= -3 && arg2 != 0x10
+probe frame.end uprobe exe g if arg3 ~ "a?c*\"q\"\x41"
+)",
+                              "j.profile");
+  ASSERT_TRUE(profile) << profile.error().message;
+  ASSERT_EQ(profile->probes.size(), 6u);
+  const auto& begin = profile->probes[0];
+  ASSERT_EQ(begin.conditions.size(), 2u);
+  EXPECT_EQ(begin.conditions[0].arg.source, 1);
+  EXPECT_EQ(begin.conditions[0].arg.length_source, 2);
+  EXPECT_EQ(begin.conditions[0].op, CompareOp::kStrEq);
+  EXPECT_EQ(begin.conditions[0].pattern, "java/awt/EventQueue");
+  EXPECT_EQ(profile->probes[1].conditions[1].op, CompareOp::kStrPrefix);  // "dispatch*"
+  EXPECT_EQ(profile->probes[1].conditions[1].pattern, "dispatch");
+  const auto& enter = profile->probes[2];
+  EXPECT_EQ(enter.conditions[0].op, CompareOp::kStrGlob);  // two stars: a real glob
+  EXPECT_EQ(profile->probes[3].conditions[0].op, CompareOp::kStrSuffix);
+  EXPECT_EQ(profile->probes[3].conditions[0].pattern, "events.py");
+  ASSERT_EQ(enter.args.size(), 3u);
+  EXPECT_EQ(enter.args[0].name, "name");  // the identity's name first
+  const auto& frame = profile->probes[4];
+  EXPECT_EQ(frame.args[0].source, 8);  // arg9
+  EXPECT_EQ(frame.conditions[0].op, CompareOp::kGe);
+  EXPECT_EQ(frame.conditions[0].value, -3);
+  EXPECT_EQ(frame.conditions[1].value, 16);
+  EXPECT_EQ(profile->probes[5].conditions[0].pattern, "a?c*\"q\"A");
+}
+
+TEST(Profile, IncludesAndCompositionsShareLinesAndRefuseConflicts) {
+  auto sample = LoadProfile("sample");
+  ASSERT_TRUE(sample) << sample.error().message;
+  // A loop layer and a method layer: the second adds what the first lacks.
+  auto composed = LoadProfile("glib,sample");
+  ASSERT_TRUE(composed) << composed.error().message;
+  EXPECT_EQ(composed->name, "glib+sample");
+  EXPECT_TRUE(composed->HasRole(Role::kMethodEnter));
+  // The same profile twice is the same lines once.
+  auto twice = LoadProfile("sample,sample");
+  ASSERT_TRUE(twice);
+  EXPECT_EQ(twice->probes.size(), sample->probes.size());
+  auto conflict = ComposeProfiles(
+      {*ParseProfile("probe poll.begin uprobe exe p timeout_ms=arg1\nprobe poll.end uprobe exe q\n", "a.profile"),
+       *ParseProfile("probe poll.begin uprobe exe p timeout_ms=arg2\nprobe poll.end uprobe exe q\n", "b.profile")});
+  ASSERT_FALSE(conflict);
+  EXPECT_NE(conflict.error().message.find("b.profile:1"), std::string::npos) << conflict.error().message;
+  EXPECT_NE(conflict.error().message.find("a.profile:1"), std::string::npos);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/recording.h"
-#include "looptrace/tracers/pipeline.h"
+#include "golden_case.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
@@ -33,33 +33,6 @@ std::vector<fs::path> GoldenCases() {
   return cases;
 }
 
-// args file, one OPTION=VALUE a line: any analysis option by its command-line name (top,
-// max-nodes, evil-threshold, anr-threshold, ...), plus method_mapping (a path relative to
-// the case directory).
-void ReadArgs(const fs::path& dir, AnalysisOptions* options, RenderOptions* render,
-              std::unique_ptr<loader::MappingNamer>* namer) {
-  OptionSet declarations = options->Declarations();
-  std::ifstream in(dir / "args");
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "method_mapping") {
-      auto loaded = loader::MappingNamer::Load((dir / value).string());
-      EXPECT_TRUE(loaded) << loaded.error().message;
-      if (loaded) {
-        *namer = std::move(*loaded);
-        options->namer = namer->get();
-      }
-      continue;
-    }
-    auto ok = declarations.Set(key, value);
-    EXPECT_TRUE(ok) << dir << "/args: " << ok.error().message;
-  }
-  render->top_n = options->common.top_n;
-}
-
 TEST(Golden, ReportsMatchExpectedFiles) {
   auto cases = GoldenCases();
   ASSERT_FALSE(cases.empty());
@@ -67,15 +40,7 @@ TEST(Golden, ReportsMatchExpectedFiles) {
   for (const auto& dir : cases) {
     SCOPED_TRACE(dir.string());
     RenderOptions render;
-    std::unique_ptr<loader::MappingNamer> namer;
-    AnalysisOptions options;
-    ReadArgs(dir, &options, &render, &namer);
-    Pipeline pipeline(options);
-    Stats replay_stats;
-    auto ok = loader::ReplayRecording((dir / "input.events.jsonl").string(), pipeline, &replay_stats);
-    ASSERT_TRUE(ok) << ok.error().message;
-    if (replay_stats.AnyNonZero()) pipeline.OnEvent(LossCounters{replay_stats});
-    Report report = pipeline.TakeReport();
+    Report report = testing::ReplayGoldenCase(dir, &render);
     // Every case renders as text and JSON; a case may add other formats by their files.
     for (auto [format, file] : {std::pair{"text", "expected.txt"}, std::pair{"json", "expected.json"},
                                 std::pair{"chrome", "expected.chrome.json"}}) {

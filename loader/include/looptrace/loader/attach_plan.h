@@ -39,8 +39,9 @@ struct AttachPlan {
   std::vector<ResolvedProbe> probes;
 };
 
-// The attach cookie: role and argument layout travel with every probe (events.h).
+// The attach cookie (probe id and role) and the probe's configuration for BPF (events.h).
 uint64_t MakeCookie(const ResolvedProbe& probe);
+lt_probe_config MakeProbeConfig(const ResolvedProbe& probe);
 
 // Resolves every probe of the profile; the first failure is returned, naming the
 // binary and point, with the closest symbol names as a hint.

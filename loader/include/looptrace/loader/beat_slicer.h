@@ -3,6 +3,7 @@
 // from the string table, probe points from the plan).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,21 +37,29 @@ MethodIdKind MethodIdKindOf(const ProbeSpec& spec);
 
 class BeatSlicer : public SliceSource {
  public:
-  // `strings` and `addresses` may be null.
+  // `strings`, `addresses` and `identities` may be null.
   BeatSlicer(const AttachPlan* plan, const BeatSource* beats, StringTable* strings, AddressNamer* addresses,
-             Stats* stats, uint32_t pid);
+             Stats* stats, uint32_t pid, const IdentityTable* identities = nullptr);
 
   // False when the profile maps no method roles (there is nothing to slice).
   bool enabled() const { return beat_kind_.has_value(); }
   std::optional<MethodBeats> Slice(const SliceRequest& request) override;
 
+  // The display name of a string-flavour method: "pkg.Class.method(sig)" (class and sig),
+  // "module:function:line" (file and line), "class:name", or the name.
+  static std::string ComposeMethodName(const ProbeSpec& spec, const std::vector<std::optional<std::string>>& texts,
+                                       const std::array<uint64_t, LT_MAX_ARGS>& values);
+
  private:
+  std::optional<std::string> IdentityName(uint64_t id);
+
   const AttachPlan* plan_;
   const BeatSource* beats_;
   StringTable* strings_;
   AddressNamer* addresses_;
   Stats* stats_;
   uint32_t pid_;
+  const IdentityTable* identities_;
   std::vector<MethodIdKind> kind_by_probe_;
   std::optional<MethodIdKind> beat_kind_;
 };

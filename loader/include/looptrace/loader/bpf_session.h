@@ -15,6 +15,7 @@
 #include "looptrace/events.h"
 #include "looptrace/loader/attach_plan.h"
 #include "looptrace/loader/beat_ring.h"
+#include "looptrace/loader/record_ring.h"
 #include "looptrace/loader/uprobe_multi.h"
 #include "looptrace/tracers/stats.h"
 #include "looptrace/util/result.h"
@@ -28,8 +29,10 @@ namespace looptrace::loader {
 struct BpfSessionOptions {
   uint32_t target_tgid = 0;
   bool all_threads = false;
-  size_t ringbuf_bytes = 8u << 20;  // power of two
-  size_t beat_capacity = 1u << 20;  // method-beat ring records, power of two
+  size_t ringbuf_bytes = 8u << 20;    // side records (strings, identities), power of two
+  size_t record_capacity = 1u << 16;  // record ring records, power of two
+  size_t beat_capacity = 1u << 20;    // method-beat ring records, power of two
+  std::vector<lt_probe_config> probe_configs;  // by probe id
   bool thread_tracking = true;      // sched/signal/exec programs, stacks, cpu-clock samples
   bool dwarf_unwind = false;        // copy the main thread's registers + stack top
   std::string btf_path;             // empty: the kernel's /sys/kernel/btf/vmlinux
@@ -41,9 +44,13 @@ bool UsesFastBeats(const ResolvedProbe& probe);
 
 class BpfSession {
  public:
-  using RecordCallback = std::function<void(std::span<const uint8_t>)>;
+  using SideRecordCallback = std::function<void(std::span<const uint8_t>)>;
+  using RecordCallback = std::function<void(const lt_record&)>;
 
-  static Result<std::unique_ptr<BpfSession>> Open(const BpfSessionOptions& options, RecordCallback on_record);
+  // Side records (ring buffer) go to `on_side_record`, ring records to `on_record`; each
+  // Consume() delivers the side records first (the strings records refer to).
+  static Result<std::unique_ptr<BpfSession>> Open(const BpfSessionOptions& options, SideRecordCallback on_side_record,
+                                                  RecordCallback on_record);
   ~BpfSession();
   BpfSession(const BpfSession&) = delete;
   BpfSession& operator=(const BpfSession&) = delete;
@@ -56,9 +63,10 @@ class BpfSession {
   size_t skipped_points() const { return skipped_points_; }  // glob matches the kernel refused
   bool uses_uprobe_multi() const { return uprobe_multi_; }
 
-  // Fd that becomes readable when the ring buffer forces a wakeup (it is filling up);
+  // Fd that becomes readable when BPF nudges (the record ring is half full, a SIGQUIT);
   // otherwise the caller polls on a timer and calls Consume().
   int ring_epoll_fd() const;
+  // Delivers the side records, then the ring records; returns the number of ring records.
   Result<size_t> Consume();
 
   // Thread-state programs (sched_switch, sched_waking, signal_generate, exec) and
@@ -102,7 +110,10 @@ class BpfSession {
   BeatRing beats_;
   std::vector<UniqueFd> perf_fds_;
   std::vector<AttachedLink> links_;
+  RecordRing records_;
+  SideRecordCallback on_side_record_;
   RecordCallback on_record_;
+  uint64_t records_lost_ = 0;
   size_t attached_points_ = 0;
   size_t skipped_points_ = 0;
   bool thread_tracking_enabled_ = true;

@@ -26,21 +26,24 @@ class KernelStackNamer {
 
 class EventDecoder {
  public:
-  // `strings` and `kernel_stacks` may be null.
-  EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* stats,
-               KernelStackNamer* kernel_stacks = nullptr);
+  // `strings`, `identities` and `kernel_stacks` may be null. `pid` is the target.
+  EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* stats, uint32_t pid,
+               KernelStackNamer* kernel_stacks = nullptr, IdentityTable* identities = nullptr);
 
-  // Appends the events a record yields to `out`: none for a malformed record (counted)
-  // or a string text (kept in the string table).
-  void Decode(std::span<const uint8_t> raw, std::vector<Event>* out);
+  // A record of the record ring: appends the event it yields (none if malformed: counted).
+  void Decode(const lt_record& record, std::vector<Event>* out);
+  // A side record of the ring buffer (string texts, identities, nudges): kept in the tables.
+  void DecodeSide(std::span<const uint8_t> raw);
 
  private:
-  void DecodeProbe(const lt_probe_record& rec, std::vector<Event>* out);
+  void DecodeProbe(const lt_record& rec, std::vector<Event>* out);
 
   const AttachPlan* plan_;
   StringTable* strings_;
   Stats* stats_;
+  uint32_t pid_;
   KernelStackNamer* kernel_stacks_;
+  IdentityTable* identities_;
 };
 
 }  // namespace looptrace::loader

@@ -3,10 +3,14 @@
 //   # comment
 //   profile NAME
 //   description free text
-//   probe ROLE KIND BINARY POINT [ARG=SOURCE[:TYPE] ...]
+//   include NAME_OR_PATH          lines of another profile (built-in, or a file)
+//   probe ROLE KIND BINARY POINT [NAME=SOURCE[:TYPE] ...] [if CONDITION [&& CONDITION ...]]
 // KIND: uprobe | uretprobe | usdt. BINARY: exe, an absolute path, or a library name
 // (libglib-2.0.so). POINT: symbol or glob (uprobes), provider:name (usdt).
-// SOURCE: arg1..arg6, or ret (uretprobe). TYPE: uint (default), int, ptr, str.
+// SOURCE: arg1..arg12, or ret (uretprobe). TYPE: uint (default), int, ptr, str, or
+// str(argN) for a string whose length is argument N (not NUL-terminated).
+// CONDITION: SOURCE[:TYPE] OP VALUE, with OP == != < <= > >= for numbers and
+// == != ~ (glob: * and ?) for "quoted strings".
 #pragma once
 
 #include <cstdint>
@@ -25,10 +29,36 @@ enum class ArgType { kUint, kInt, kPtr, kStr };
 std::string_view ProbeKindName(ProbeKind kind);
 std::string_view ArgTypeName(ArgType type);
 
-struct ArgSpec {
-  std::string name;     // role argument name ("id", "name")
-  uint8_t source = 0;   // 0..5 = argument 1..6; LT_ARG_SOURCE_RETVAL = return value
+// Where an argument comes from and how it is read.
+struct ArgSource {
+  uint8_t source = 0;  // 0..11 = argument 1..12; LT_SOURCE_RETVAL = return value
   ArgType type = ArgType::kUint;
+  uint8_t length_source = LT_SOURCE_NONE;  // str(argN): the length's source
+
+  bool operator==(const ArgSource&) const = default;
+};
+
+// A bound argument: the name a tracer reads ("id", "name", ...) and its source.
+struct ArgSpec : ArgSource {
+  std::string name;
+  bool operator==(const ArgSpec&) const = default;
+};
+
+enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kStrEq, kStrNe, kStrPrefix, kStrSuffix, kStrGlob };
+std::string_view CompareOpName(CompareOp op);
+bool IsStringOp(CompareOp op);
+
+// One condition on a probe's arguments, checked in BPF before anything is recorded.
+struct Condition {
+  ArgSource arg;
+  CompareOp op = CompareOp::kEq;
+  int64_t value = 0;    // numbers
+  std::string pattern;  // strings (prefix/suffix tests: the fixed part only)
+  std::string text;     // as written, for messages
+
+  bool operator==(const Condition& other) const {
+    return arg == other.arg && op == other.op && value == other.value && pattern == other.pattern;
+  }
 };
 
 struct ProbeSpec {
@@ -37,7 +67,11 @@ struct ProbeSpec {
   std::string binary;  // "exe", absolute path, or library name
   std::string point;   // symbol / glob, or provider:name
   std::vector<ArgSpec> args;
-  int line = 0;        // line in the profile, for error messages
+  std::vector<Condition> conditions;
+  std::string source;  // file (or builtin:NAME) the line is in, for messages
+  int line = 0;        // line in that file
+
+  std::string Where() const { return source + ":" + std::to_string(line); }
 };
 
 struct Profile {
@@ -49,7 +83,8 @@ struct Profile {
   bool HasRole(Role role) const;
 };
 
-// Parses profile text; errors read "SOURCE:LINE: message".
+// Parses profile text; errors read "SOURCE:LINE: message". `include` directives load other
+// profiles (built-in names, or paths relative to the including file).
 Result<Profile> ParseProfile(std::string_view text, std::string_view source);
 
 struct BuiltinProfile {
@@ -58,7 +93,12 @@ struct BuiltinProfile {
 };
 const std::vector<BuiltinProfile>& BuiltinProfiles();
 
-// A built-in name, or a path to a profile file.
-Result<Profile> LoadProfile(std::string_view name_or_path);
+// A built-in name, a path to a profile file, or several of either joined by commas
+// ("glib,python"): their probes together, a conflict (the same role at the same point bound
+// differently) being an error naming both lines.
+Result<Profile> LoadProfile(std::string_view names_or_paths);
+
+// Profiles' probes together (see LoadProfile).
+Result<Profile> ComposeProfiles(std::vector<Profile> profiles);
 
 }  // namespace looptrace::loader

@@ -32,8 +32,9 @@ struct SessionOptions {
   std::string profile;          // built-in name or file; empty = detect from the target
   bool all_threads = false;     // --threads all
   double duration_s = 0;        // 0 = until Ctrl-C / target exit
-  size_t ringbuf_bytes = 8u << 20;
-  size_t beat_capacity = 1u << 20;  // method-beat ring records (power of two)
+  size_t ringbuf_bytes = 4u << 20;     // side records: strings, identities
+  size_t record_capacity = 1u << 16;  // record ring records (power of two)
+  size_t beat_capacity = 1u << 20;    // method-beat ring records (power of two)
   std::string btf_path;
   int poll_interval_ms = 25;    // ring buffer drained (and the watchdog run) this often
   bool thread_tracking = true;  // sched_switch/waking/signal programs + cpu-clock samples
@@ -66,7 +67,7 @@ class Session {
   const AttachPlan& plan() const { return plan_; }
 
  private:
-  void OnRecord(std::span<const uint8_t> raw);
+  void OnRecord(const lt_record& record);
   void Watchdog(uint64_t now_ns);
 
   SessionOptions options_;
@@ -77,6 +78,7 @@ class Session {
   AttachPlan plan_;
   ProcessStringReader process_strings_;
   StringTable strings_{&process_strings_};
+  IdentityTable identities_;
   Stats loader_stats_;
   std::optional<SymbolizingAddressNamer> addresses_;
   std::optional<BpfKernelStacks> kernel_stacks_;

@@ -1,11 +1,13 @@
 // Reads string arguments from the target lazily: BPF records only the pointer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "looptrace/events.h"
 #include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
@@ -48,6 +50,23 @@ class StringTable {
  private:
   StringReader* fallback_;
   std::unordered_map<uint64_t, std::string> texts_;
+};
+
+// The arguments behind string-flavour beat ids (LT_RECORD_IDENTITY), shared like the strings.
+struct Identity {
+  uint16_t probe_id = 0;
+  std::array<uint64_t, LT_MAX_ARGS> values{};
+};
+class IdentityTable {
+ public:
+  void Add(uint64_t id, const Identity& identity) { identities_[id] = identity; }
+  const Identity* Find(uint64_t id) const {
+    auto it = identities_.find(id);
+    return it == identities_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::unordered_map<uint64_t, Identity> identities_;
 };
 
 }  // namespace looptrace::loader

@@ -3,7 +3,7 @@
 // Mirrors AppMethodBeat's record encoding and TraceDataUtils (structuredDataToStack,
 // trimStack with the tracers' filter, getTreeKey, stackToString) including their quirks, so
 // that looptrace's reports can be compared line by line with Matrix's `stack` / `stackKey`
-// fields. Reference: /work/shared/design/matrix-reference.md sections 2.1 and 4. Java
+// fields. Reference: docs/matrix-algorithms.md sections 1 to 4. Java
 // semantics (int vs long arithmetic, float maths, stable sorts, list head insertion) are
 // reproduced deliberately; do not "fix" them here.
 #pragma once

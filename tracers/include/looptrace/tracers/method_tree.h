@@ -42,7 +42,7 @@ struct CallTreeOptions {
 std::vector<CallNode> BuildCallTree(const MethodBeats& beats, const CallTreeOptions& options,
                                     Stats* stats);
 
-// Matrix's trimming rule (matrix-reference.md 4.2) on nanosecond costs: remove from the end
+// Matrix's trimming rule (docs/matrix-algorithms.md section 3) on nanosecond costs: remove from the end
 // nodes costing under k * 5 ms for k = 1..60 until at most `target` remain, then keep the
 // first `target`. Returns how many nodes were removed.
 size_t TrimCallTree(std::vector<CallNode>* nodes, size_t target);
@@ -59,7 +59,7 @@ class MethodNamer {
 // a hex address (counted in method_names_unknown). The dispatch root has no name ("").
 std::string NameMethod(const MethodNamer* namer, const MethodBeats* beats, uint64_t id, Stats* stats);
 
-// Matrix's stackKey rule (4.3): the heaviest node by (depth+1)*cost among those costing at
+// Matrix's stackKey rule (docs/matrix-algorithms.md section 4): the heaviest node by (depth+1)*cost among those costing at
 // least 30 % of `stack_cost_ns` ("<id>|"), with the dispatch root removed when others qualify.
 const CallNode* StackKeyNode(const std::vector<CallNode>& nodes, uint64_t stack_cost_ns);
 

@@ -70,7 +70,7 @@ struct RoleInfo {
   SpanKind span;          // for kBegin / kEnd
   Role partner;           // the other end of the span (itself for instants and beats)
   std::string_view key;   // argument pairing begin and end ("seq", "token", "frame_id"), or ""
-  std::array<std::string_view, 5> args;  // names a profile may bind
+  std::array<std::string_view, 7> args;  // names a profile may bind
 };
 
 // Every role, in ABI order.

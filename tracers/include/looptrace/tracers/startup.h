@@ -1,5 +1,5 @@
 // StartupTracer: exec -> application create -> first screen -> care scene (after optional
-// splash screens), TTID/TTFD-like frames, warm starts (matrix-reference.md 7.5).
+// splash screens), TTID/TTFD-like frames, warm starts (docs/matrix-algorithms.md section 5).
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,12 @@ enum class StatSeverity { kInfo, kError, kDataLoss };
 
 // X(name, severity, description)
 #define LOOPTRACE_STATS(X)                                                                       \
-  X(ringbuf_full, kDataLoss, "records dropped in BPF because the ring buffer was full")         \
+  X(ringbuf_full, kDataLoss, "strings or identities dropped in BPF because the ring buffer was full") \
+  X(records_full, kDataLoss, "records dropped in BPF because the record ring was full (raise --record-ring)") \
+  X(records_overwritten, kDataLoss, "records overwritten by a concurrent writer before they were read") \
+  X(predicate_rejected, kInfo, "probe hits whose conditions did not hold (filtered in BPF)")  \
+  X(verdicts_evicted, kInfo, "cached string-condition verdicts replaced by another string's")  \
+  X(verdicts_stale, kInfo, "cached verdicts re-checked because the string at the address changed") \
   X(malformed_records, kDataLoss, "ring buffer records with an unknown type or a bad size")     \
   X(unknown_probe_id, kDataLoss, "records naming a probe the session did not attach")           \
   X(messages_running_at_start, kInfo, "dispatch.end of messages already running when tracing began") \
