@@ -174,10 +174,11 @@ bool IsTerminalSafe(std::string_view text, bool keep_layout) {
 }
 
 std::string EscapeJsonForTerminal(std::string json) {
-  // Everything dangerous above ASCII starts with one of these lead bytes.
+  // JSON writers escape C0 controls but not DEL; everything dangerous above ASCII starts
+  // with one of these lead bytes.
   const auto suspicious = [](char c) {
     const auto b = static_cast<uint8_t>(c);
-    return b == 0xC2 || b == 0xD8 || b == 0xE2;
+    return b == 0x7F || b == 0xC2 || b == 0xD8 || b == 0xE2;
   };
   size_t i = 0;
   while (i < json.size() && !suspicious(json[i])) ++i;
@@ -187,7 +188,7 @@ std::string EscapeJsonForTerminal(std::string json) {
     char32_t cp = 0;
     size_t invalid = 1;
     const size_t length = Decode(json, i, &cp, &invalid);
-    if (length > 1 && IsDangerous(cp, /*keep_layout=*/true)) {
+    if ((length > 1 || cp == 0x7F) && IsDangerous(cp, /*keep_layout=*/true)) {
       AppendHex(&out, "\\u", cp, 4);
     } else {
       const size_t step = length ? length : invalid;

@@ -19,7 +19,7 @@ using nlohmann::json;
 
 // Retitles the terminal, clears it, rings, moves the cursor; then bytes that are not UTF-8,
 // a C1 CSI, a right-to-left override, a newline and a NUL.
-const std::string kEscapes = "\x1b]0;pwned\x07\x1b[2J\x1b[H\a\r";
+const std::string kEscapes = "\x1b]0;pwned\x07\x1b[2J\x1b[H\a\r\x7f";
 const std::string kHostile = "evil" + kEscapes + "\xFF\xFE\xC3" "\xC2\x9B" "1m\xE2\x80\xAE" "txt\nline2\0nul"s;
 const std::string kHuge = std::string(100'000, 'A') + "\x1b[31m";
 

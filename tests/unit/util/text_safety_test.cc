@@ -102,6 +102,7 @@ TEST(TextSafety, JsonForTerminalEscapesC1AndBidiAsJsonEscapes) {
   EXPECT_EQ(EscapeJsonForTerminal("{\"a\":\"plain caf\xC3\xA9\"}"), "{\"a\":\"plain caf\xC3\xA9\"}");
   EXPECT_EQ(EscapeJsonForTerminal("{\"a\":\"x\xC2\x9By\xE2\x80\xAEz\xE2\x80\xA8\xC2\xA0\"}"),
             "{\"a\":\"x\\u009by\\u202ez\\u2028\xC2\xA0\"}");  // NBSP (U+00A0) is printable
+  EXPECT_EQ(EscapeJsonForTerminal("{\"del\":\"a\x7f\"}"), "{\"del\":\"a\\u007f\"}");
 }
 
 }  // namespace

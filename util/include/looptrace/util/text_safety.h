@@ -44,8 +44,9 @@ std::string EscapeForTerminalKeepLayout(std::string_view text);
 bool IsTerminalSafe(std::string_view text, bool keep_layout);
 
 // JSON text (valid UTF-8, as nlohmann writes it) whose strings may hold code points that
-// JSON allows raw but terminals act on (C1 controls such as U+009B CSI, bidi overrides,
-// U+2028/9): those are rewritten as \uXXXX escapes, which decode to the same strings.
+// JSON allows raw but terminals act on (DEL, C1 controls such as U+009B CSI, bidi
+// overrides, U+2028/9): those are rewritten as \uXXXX escapes, which decode to the same
+// strings.
 std::string EscapeJsonForTerminal(std::string json);
 
 }  // namespace looptrace
