@@ -5,10 +5,10 @@
 
 #include "cli.h"
 #include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/probe_listing.h"
 #include "looptrace/loader/target_process.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "looptrace/util/log.h"
-#include "looptrace/util/text_safety.h"
 
 namespace looptrace::cli {
 namespace {
@@ -21,6 +21,7 @@ class ProbesCommand : public Command {
     auto* pid = cmd->add_option("-p,--pid", pid_, "process whose binaries to resolve")->check(CLI::PositiveNumber);
     cmd->add_option("--exe", exe_, "resolve against this executable instead of a pid")->excludes(pid);
     cmd->add_option("--profile", profile_, "built-in profile name or profile file (default: detect)");
+    cmd->add_flag("--exact-entry", exact_entry_, "show the points without relocation (probe_placement.h)");
     cmd->footer(Footer(R"(  looptrace probes -p 1234                     which profile matches, and its points
   looptrace probes --exe ./app --profile my.profile
 )"));
@@ -40,28 +41,16 @@ class ProbesCommand : public Command {
     } else {
       return Fail(Error{"probes needs -p PID or --exe PATH", "example: looptrace probes -p 1234", ExitCode::kUsage});
     }
+    target.exact_entry = exact_entry_;
     auto chosen = loader::ChooseProfile(profile_, target);
     if (!chosen) return Fail(chosen.error());
     const auto& [profile, plan] = *chosen;
-    std::cout << fmt::format("profile {} ({})\n", EscapeForTerminal(profile.name), EscapeForTerminal(profile.source));
-    std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind", "point", "offset",
-                             "cost", "binary");
-    size_t slow = 0;
-    for (const auto& p : plan.probes) {
-      std::string cost = std::string(symbols::ProbeCostName(p.instruction.cost));
-      if (!p.instruction.mnemonic.empty()) cost += " (" + p.instruction.mnemonic + ")";
-      if (p.instruction.cost == symbols::ProbeCost::kSingleStep) ++slow;
-      std::string point = p.symbol;
-      if (p.usdt_sites > 1) point += fmt::format(" [{} sites]", p.usdt_sites);
-      // Symbols and paths come from the target's files: escaped for the terminal.
-      std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>#10x}  {:<12} {}\n", p.probe_id, RoleName(p.spec.role),
-                               loader::ProbeKindName(p.spec.kind), EscapeForTerminal(point), p.file_offset,
-                               EscapeForTerminal(cost), EscapeForTerminal(p.binary_path));
-    }
+    const size_t slow = loader::PrintProbeList(profile, plan, std::cout);
     std::cout.flush();  // the table before any warning on stderr
     if (slow)
       log::Warning("{} probe point{} start with an instruction the kernel single-steps (~15x slower "
-                   "per hit than an emulated nop/push); prefer a nop5-padded or frame-pointer entry",
+                   "per hit than an emulated nop/push) and could not be moved (see above); prefer a "
+                   "nop5-padded or frame-pointer entry",
                    slow, slow == 1 ? "" : "s");
     return 0;
   }
@@ -70,6 +59,7 @@ class ProbesCommand : public Command {
   pid_t pid_ = 0;
   std::string exe_;
   std::string profile_;
+  bool exact_entry_ = false;
 };
 
 class ProfilesCommand : public Command {
