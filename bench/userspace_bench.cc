@@ -9,6 +9,7 @@
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/tracers/text_pool.h"
 #include "looptrace/tracers/event_json.h"
+#include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/method_tree.h"
@@ -68,6 +69,39 @@ void BM_DecodeAndAnalyze(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * records.size());
 }
 BENCHMARK(BM_DecodeAndAnalyze)->Unit(benchmark::kMillisecond);
+
+// The price of SanitizingSink (every string of every event checked for valid UTF-8 and
+// its cap) in front of the pipeline: the same named dispatch events without (0) and with (1).
+void BM_AnalyzeNamedEvents(benchmark::State& state) {
+  const bool sanitized = state.range(0) != 0;
+  std::vector<Event> events;
+  for (uint64_t i = 0; i < (1 << 15); ++i) {
+    ProbeEvent begin;
+    begin.ts_ns = 1000 + i * 2000;
+    begin.pid = begin.tid = 42;
+    begin.role = Role::kDispatchBegin;
+    begin.args.push_back({"id", i, nullptr, false});
+    begin.args.push_back({"name", 0x1000 + i % 64,
+                          TextPool::Intern("android.os.Handler.dispatchMessage#" + std::to_string(i % 64)), true});
+    ProbeEvent end = begin;
+    end.ts_ns += 1000;
+    end.role = Role::kDispatchEnd;
+    end.args.clear();
+    end.args.push_back({"id", i, nullptr, false});
+    events.push_back(begin);
+    events.push_back(end);
+  }
+  for (auto _ : state) {
+    AnalysisOptions options;
+    Pipeline pipeline(options);
+    SanitizingSink safe(pipeline);
+    EventSink& sink = sanitized ? static_cast<EventSink&>(safe) : pipeline;
+    for (const Event& event : events) sink.OnEvent(event);
+    benchmark::DoNotOptimize(pipeline.TakeReport());
+  }
+  state.SetItemsProcessed(state.iterations() * events.size());
+}
+BENCHMARK(BM_AnalyzeNamedEvents)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_EventToJsonLine(benchmark::State& state) {
   ProbeEvent e;

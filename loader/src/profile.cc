@@ -1,14 +1,13 @@
 #include "looptrace/loader/profile.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <set>
+
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::loader {
 
@@ -59,7 +58,6 @@ bool Profile::HasRole(Role role) const {
 
 namespace {
 
-constexpr size_t kMaxProfileBytes = 1 << 20;  // profiles are small; a cap keeps /dev/zero out
 constexpr int kMaxIncludeDepth = 8;
 
 std::string Join(const std::vector<std::string_view>& items) {
@@ -381,33 +379,9 @@ class Parser {
   int depth_;
 };
 
+// A regular file of at most kMaxProfileBytes, opened so that a FIFO or device cannot block.
 Result<std::string> ReadProfileFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return SystemError(fmt::format("cannot read profile {}", path), errno, ExitCode::kProfile);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return MakeError(fmt::format("cannot read profile {}: not a regular file", path), ExitCode::kProfile);
-  }
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return SystemError(fmt::format("cannot read profile {}", path), err, ExitCode::kProfile);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxProfileBytes) {
-      close(fd);
-      return MakeError(fmt::format("profile {} is larger than {} bytes", path, kMaxProfileBytes), ExitCode::kProfile);
-    }
-  }
-  close(fd);
-  return text;
+  return ReadRegularFile(path, "profile", kMaxProfileBytes, ExitCode::kProfile);
 }
 
 Result<Profile> Parser::LoadOne(std::string_view name_or_path, int depth) {

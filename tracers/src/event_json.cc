@@ -8,6 +8,7 @@
 
 #include "json_common.h"
 #include "looptrace/tracers/text_pool.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 namespace {
@@ -316,10 +317,14 @@ Result<Event> ParseSessionStart(const json& j) {
 
 std::string RecordingHeaderLine() {
   return json{{"type", "recording"}, {"format", kRecordingFormat}, {"version", kRecordingVersion}}
-      .dump();
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string EventToJsonLine(const Event& event) { return std::visit(ToJson{}, event).dump(); }
+// Invalid UTF-8 (which SanitizingSink already replaces) becomes U+FFFD, never an exception;
+// C1 controls and bidi overrides are \u escapes, so `zcat recording` is terminal-safe.
+std::string EventToJsonLine(const Event& event) {
+  return EscapeJsonForTerminal(std::visit(ToJson{}, event).dump(-1, ' ', false, json::error_handler_t::replace));
+}
 
 Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -22,6 +22,7 @@
 #include "looptrace/loader/profile.h"
 #include "looptrace/loader/stall_snapshot.h"
 #include "looptrace/loader/string_reader.h"
+#include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/util/result.h"
 
@@ -73,6 +74,7 @@ class Session {
   SessionOptions options_;
   int signal_fd_;
   Pipeline& pipeline_;
+  SanitizingSink events_;  // every event on its way to pipeline_: names from the target made safe
   std::string profile_name_;
   AttachPlan plan_;
   ProcessStringReader process_strings_;

@@ -10,6 +10,7 @@
 
 #include "looptrace/events.h"
 #include "looptrace/tracers/text_pool.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 
@@ -36,13 +37,19 @@ class ProcessStringReader : public StringReader {
 class StringTable {
  public:
   explicit StringTable(StringReader* fallback = nullptr) : fallback_(fallback) {}
-  void Add(uint64_t address, std::string_view text) { texts_[address] = TextPool::Intern(text); }
+  // Bytes from the target: valid UTF-8 of bounded length from here on, once per address,
+  // interned so events carry a pointer instead of a copy.
+  void Add(uint64_t address, std::string text) {
+    MakeSafeText(&text);
+    texts_[address] = TextPool::Intern(text);
+  }
   // The interned text at `address`, or null when neither BPF nor the process gave it.
   const std::string* Find(uint32_t pid, uint64_t address) {
     if (auto it = texts_.find(address); it != texts_.end()) return it->second;
     if (!fallback_) return nullptr;
     auto text = fallback_->Read(pid, address);
     if (!text) return nullptr;
+    MakeSafeText(&*text);
     const std::string* interned = TextPool::Intern(*text);
     texts_[address] = interned;
     return interned;

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <string_view>
 
+#include "looptrace/util/text_safety.h"
+
 namespace looptrace::log {
 
 enum class Level { kError = 0, kWarning = 1, kInfo = 2, kV1 = 3, kV2 = 4 };
@@ -17,8 +19,11 @@ inline Level& Verbosity() {
 
 inline bool Enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(Verbosity()); }
 
-inline void Write(Level level, std::string_view text) {
+// Messages often quote file content or names from the target: control characters are
+// escaped (one line each, nothing reaches the terminal raw) and long text is cut.
+inline void Write(Level level, std::string_view raw) {
   if (!Enabled(level)) return;
+  const std::string text = EscapeForTerminal(raw, kMaxLogLineBytes);
   const char* prefix = "";
   switch (level) {
     case Level::kError: prefix = "error: "; break;
@@ -53,8 +58,10 @@ inline void Usage(std::string_view text) {
   std::fprintf(stderr, "looptrace: usage: %.*s\n", static_cast<int>(text.size()), text.data());
 }
 // Printed straight after an actionable error.
-inline void Hint(std::string_view text) {
-  if (!text.empty()) std::fprintf(stderr, "hint: %.*s\n", static_cast<int>(text.size()), text.data());
+inline void Hint(std::string_view raw) {
+  if (raw.empty()) return;
+  const std::string text = EscapeForTerminal(raw, kMaxLogLineBytes);
+  std::fprintf(stderr, "hint: %.*s\n", static_cast<int>(text.size()), text.data());
 }
 
 }  // namespace looptrace::log
