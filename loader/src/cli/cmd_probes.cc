@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <set>
 
 #include "cli.h"
 #include "looptrace/loader/attach_plan.h"
@@ -39,22 +40,49 @@ class ProbesCommand : public Command {
     } else {
       return Fail(Error{"probes needs -p PID or --exe PATH", "example: looptrace probes -p 1234", ExitCode::kUsage});
     }
-    auto chosen = loader::ChooseProfile(profile_, target);
-    if (!chosen) return Fail(chosen.error());
-    const auto& [profile, plan] = *chosen;
-    std::cout << fmt::format("profile {} ({})\n", profile.name, profile.source);
+    loader::Profile profile;
+    loader::AttachPlan plan;
+    if (profile_.empty()) {
+      // Auto-detection, explained: every built-in in detection order, and why it fits or not.
+      loader::Detection d = loader::DetectProfile(target, /*stop_at_first=*/false);
+      std::cout << "auto-detection (built-in profiles in order; the first that fits is used):\n";
+      for (size_t i = 0; i < d.candidates.size(); ++i) {
+        const auto& c = d.candidates[i];
+        const char* verdict = d.picked == i ? "picked" : c.matches ? "fits too" : "no";
+        std::cout << fmt::format("  {:<14} {:<8} {}\n", c.name, verdict, c.reason);
+      }
+      std::cout << "\n";
+      if (!d.picked) {
+        std::cout.flush();
+        return Fail(Error{fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
+                          "pass --profile FILE with the target's probe points (see README \"Profiles\")",
+                          ExitCode::kProfile});
+      }
+      profile = std::move(d.profile);
+      plan = std::move(d.plan);
+    } else {
+      auto chosen = loader::ChooseProfile(profile_, target);
+      if (!chosen) return Fail(chosen.error());
+      profile = std::move(chosen->first);
+      plan = std::move(chosen->second);
+    }
+    std::cout << fmt::format("profile {} ({}), messages {}\n", profile.name, profile.source,
+                             profile.message_definition.empty() ? "from the roles" : profile.message_definition);
     std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind", "point", "offset",
                              "cost", "binary");
-    size_t slow = 0;
+    size_t slow = 0;  // distinct points: a uprobe and a uretprobe on one function trap once each
+    std::set<std::pair<std::string, uint64_t>> slow_points;
     for (const auto& p : plan.probes) {
       std::string cost = std::string(symbols::ProbeCostName(p.instruction.cost));
       if (!p.instruction.mnemonic.empty()) cost += " (" + p.instruction.mnemonic + ")";
-      if (p.instruction.cost == symbols::ProbeCost::kSingleStep) ++slow;
+      if (p.instruction.cost == symbols::ProbeCost::kSingleStep && slow_points.insert({p.binary_path, p.address}).second)
+        ++slow;
       std::string point = p.symbol;
       if (p.usdt_sites > 1) point += fmt::format(" [{} sites]", p.usdt_sites);
       std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>#10x}  {:<12} {}\n", p.probe_id, RoleName(p.spec.role),
                                loader::ProbeKindName(p.spec.kind), point, p.file_offset, cost, p.binary_path);
     }
+    for (const auto& note : plan.left_out) std::cout << "  " << note << "\n";
     std::cout.flush();  // the table before any warning on stderr
     if (slow)
       log::Warning("{} probe point{} start with an instruction the kernel single-steps (~15x slower "
@@ -74,10 +102,16 @@ class ProfilesCommand : public Command {
   std::string_view name() const override { return "profiles"; }
   void Setup(CLI::App* cmd) override { cmd->footer(Footer("  looptrace profiles\n")); }
   int Run(std::vector<std::string>) override {
-    for (const auto& builtin : loader::BuiltinProfiles()) {
-      auto profile = loader::ParseProfile(builtin.text, builtin.name);
-      std::cout << fmt::format("{:<14} {}\n", builtin.name,
-                               profile ? profile->description : "(invalid: " + profile.error().message + ")");
+    // Detection order; fragments (shared lines for `include`) after.
+    std::cout << "built-in profiles, in auto-detection order:\n";
+    for (bool fragments : {false, true}) {
+      if (fragments) std::cout << "\nfragments (lines other profiles include):\n";
+      for (const auto& builtin : loader::BuiltinProfiles()) {
+        if (builtin.fragment != fragments) continue;
+        auto profile = loader::ParseProfile(builtin.text, builtin.name);
+        std::cout << fmt::format("{:<15} {}\n", builtin.name,
+                                 profile ? profile->description : "(invalid: " + profile.error().message + ")");
+      }
     }
     return 0;
   }

@@ -73,6 +73,7 @@ class Session {
   int signal_fd_;
   Pipeline& pipeline_;
   std::string profile_name_;
+  std::string message_definition_;  // the profile's `messages` line, "" if none
   AttachPlan plan_;
   ProcessStringReader process_strings_;
   StringTable strings_{&process_strings_};
