@@ -18,6 +18,8 @@ packages=(
   util-linux procps          # setpriv, ps: used by integration tests
   python3
   chromium                   # headless browser for the HTML report tests
+  libglib2.0-dev             # GLib main-loop test program (glib profile)
+  android-libutils-dev       # AOSP's android::Looper (libutils) test program (android-looper profile)
 )
 
 missing=()
