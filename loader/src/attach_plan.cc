@@ -11,6 +11,7 @@
 
 #include "looptrace/symbols/data_pointer.h"
 #include "looptrace/symbols/elf_file.h"
+#include "looptrace/symbols/imports.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/util/log.h"
 
@@ -175,6 +176,44 @@ Result<void> CheckRequirement(const Requirement& r, const TargetBinaries& target
   return {};
 }
 
+// The target's ELF objects: the files it maps (record), or its executable and the DT_NEEDED
+// closure (run).
+std::vector<std::pair<std::string, std::string>> TargetObjects(const TargetBinaries& target) {
+  std::vector<std::pair<std::string, std::string>> out;  // (name to show, path to open)
+  std::set<std::string> seen;
+  if (target.pid > 0) {
+    auto maps = symbols::ReadProcMaps(target.pid);
+    if (!maps) return out;
+    for (const auto& m : *maps)
+      if (m.is_file() && seen.insert(m.path).second) out.emplace_back(m.path, symbols::MappedFileOpenPath(target.pid, m));
+    return out;
+  }
+  std::vector<std::string> todo = {target.exe_path};
+  for (size_t i = 0; i < todo.size() && i < 256; ++i) {
+    if (!seen.insert(todo[i]).second) continue;
+    out.emplace_back(todo[i], todo[i]);
+    auto info = symbols::ReadDynamicInfo(todo[i]);
+    if (!info) continue;
+    for (const auto& needed : info->needed)
+      if (auto path = symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path)) todo.push_back(*path);
+  }
+  return out;
+}
+
+// `requires-call`: some object of the target imports one of the functions. Returns what.
+Result<std::string> CheckCallRequirement(const CallRequirement& r, const TargetBinaries& target) {
+  std::string names;
+  for (const auto& s : r.symbols) names += (names.empty() ? "" : "|") + s;
+  for (const auto& [name, path] : TargetObjects(target)) {
+    auto found = symbols::FirstImported(path, r.symbols);
+    if (found && !found->empty())
+      return fmt::format("{} calls {}", std::filesystem::path(name).filename().string(), *found);
+  }
+  return MakeError(fmt::format("needs a call to {}: neither {} nor a library it {} imports one", names,
+                               target.exe_path, target.pid > 0 ? "maps" : "links"),
+                   ExitCode::kProfile);
+}
+
 }  // namespace
 
 Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target) {
@@ -188,6 +227,16 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       e.message = fmt::format("{} line {}: {}", r.source, r.line, e.message);
       return std::unexpected(e);
     }
+    plan.marks.push_back(fmt::format("{} in {}", r.symbol, r.binary));
+  }
+  for (const CallRequirement& r : profile.call_requirements) {
+    auto found = CheckCallRequirement(r, target);
+    if (!found) {
+      Error e = found.error();
+      e.message = fmt::format("{} line {}: {}", r.source, r.line, e.message);
+      return std::unexpected(e);
+    }
+    plan.marks.push_back(*found);
   }
 
   for (const ProbeSpec& spec : profile.probes) {
@@ -344,9 +393,7 @@ Detection DetectProfile(const TargetBinaries& target, bool stop_at_first) {
       for (const auto& p : plan->probes) seen.insert(p.binary_path);
       c.reason = fmt::format("{} probe point{} in {}", plan->probes.size(), plan->probes.size() == 1 ? "" : "s",
                              JoinNames(std::vector<std::string>(seen.begin(), seen.end())));
-      if (!profile->requirements.empty())
-        c.reason = fmt::format("{} ({} found); {}", profile->requirements.front().symbol,
-                               profile->requirements.front().binary, c.reason);
+      if (!plan->marks.empty()) c.reason = fmt::format("{}; {}", JoinNames(plan->marks), c.reason);
       if (!d.picked) {
         log::V1("profile {} matches the target: {}", c.name, c.reason);
         d.picked = d.candidates.size();
@@ -395,8 +442,8 @@ Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requeste
   std::string tried;
   for (const auto& c : d.candidates) tried += (tried.empty() ? "" : ", ") + c.name;
   return MakeError(fmt::format("no built-in profile matches {} (tried {})", who, tried), ExitCode::kProfile,
-                   fmt::format("`looptrace probes {}` says why each does not; pass --profile FILE with the target's "
-                               "probe points (see README \"Profiles\")",
+                   fmt::format("pass --profile FILE with the target's probe points (see README \"Profiles\"); "
+                               "`looptrace probes {}` says why no built-in fits",
                                target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path));
 }
 

@@ -426,6 +426,7 @@ class Parser {
         if (!included) return Fail(line_no, fmt::format("include {}: {}", words[1], included.error().message));
         for (auto& p : included->probes) profile.probes.push_back(std::move(p));
         for (auto& r : included->requirements) profile.requirements.push_back(std::move(r));
+        for (auto& r : included->call_requirements) profile.call_requirements.push_back(std::move(r));
         if (!included->message_definition.empty()) {
           if (!profile.message_definition.empty() && profile.message_definition != included->message_definition)
             return Fail(line_no, fmt::format("include {}: messages {} (at {}) conflicts with messages {} at {}",
@@ -449,13 +450,27 @@ class Parser {
         if (words.size() != 3)
           return Fail(line_no, "requires needs: requires BINARY SYMBOL", "example: requires libglib-2.0.so g_main_context_iteration");
         profile.requirements.push_back({words[1], words[2], std::string(source_), line_no});
+      } else if (words[0] == "requires-call") {
+        if (words.size() != 2)
+          return Fail(line_no, "requires-call needs: requires-call SYMBOL[|SYMBOL...]",
+                      "example: requires-call epoll_wait|poll");
+        CallRequirement r{{}, std::string(source_), line_no};
+        std::string_view list = words[1];
+        while (!list.empty()) {
+          size_t bar = list.find('|');
+          if (bar != 0) r.symbols.emplace_back(list.substr(0, bar));
+          if (bar == std::string_view::npos) break;
+          list.remove_prefix(bar + 1);
+        }
+        if (r.symbols.empty()) return Fail(line_no, "requires-call names no function");
+        profile.call_requirements.push_back(std::move(r));
       } else if (words[0] == "probe") {
         ASSIGN_OR_RETURN(ProbeSpec probe, ParseProbe(line_no, words));
         probe.optional = optional;
         profile.probes.push_back(std::move(probe));
       } else {
         return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, include, messages, "
-                                         "requires, optional probe, probe)",
+                                         "requires, requires-call, optional probe, probe)",
                                          words[0]));
       }
     }
@@ -559,6 +574,9 @@ Result<Profile> ComposeProfiles(std::vector<Profile> profiles) {
     for (Requirement& r : p.requirements)
       if (std::find(out.requirements.begin(), out.requirements.end(), r) == out.requirements.end())
         out.requirements.push_back(std::move(r));
+    for (CallRequirement& r : p.call_requirements)
+      if (std::find(out.call_requirements.begin(), out.call_requirements.end(), r) == out.call_requirements.end())
+        out.call_requirements.push_back(std::move(r));
     if (!p.message_definition.empty()) {
       if (!out.message_definition.empty() && out.message_definition != p.message_definition)
         return MakeError(fmt::format("{}: messages {} conflicts with messages {} at {}", p.message_definition_where,

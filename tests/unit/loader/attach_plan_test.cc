@@ -93,28 +93,53 @@ TEST(AttachPlan, RequirementsMarkTheRuntime) {
 }
 
 TEST(AttachPlan, AutoDetectionSaysWhyEachBuiltinFitsOrNot) {
-  // A plain C++ program: nothing but libc, so only the generic epoll profile fits.
-  Detection d = DetectProfile(Exe("loop_shapes_pie"), /*stop_at_first=*/false);
-  ASSERT_TRUE(d.picked);
-  EXPECT_EQ(d.candidates[*d.picked].name, "epoll");
-  EXPECT_EQ(d.profile.name, "epoll");
-  EXPECT_EQ(d.profile.message_definition, "poll-bounded");
-  bool saw_glib = false, saw_android = false;
-  for (const auto& c : d.candidates) {
+  // A C program that never polls: no built-in fits, and each says why. (A C++ program
+  // links libstdc++, which imports poll: epoll fits any of them.)
+  Detection none = DetectProfile(Exe("probe_shapes_pie"), /*stop_at_first=*/false);
+  EXPECT_FALSE(none.picked);
+  bool saw_glib = false, saw_android = false, saw_epoll = false;
+  for (const auto& c : none.candidates) {
     EXPECT_NE(c.name, "sample-common");  // fragments are never candidates
+    EXPECT_FALSE(c.matches) << c.name;
     EXPECT_FALSE(c.reason.empty()) << c.name;
     if (c.name == "glib") {
       saw_glib = true;
-      EXPECT_FALSE(c.matches);
-      EXPECT_NE(c.reason.find("g_main_context_iteration"), std::string::npos) << c.reason;
+      EXPECT_NE(c.reason.find("needs g_main_context_iteration in libglib-2.0.so"), std::string::npos) << c.reason;
     }
     if (c.name == "android-looper") {
       saw_android = true;
-      EXPECT_FALSE(c.matches);
-      EXPECT_NE(c.reason.find("libutils.so"), std::string::npos) << c.reason;
+      EXPECT_NE(c.reason.find("needs android::Looper::pollOnce in libutils.so"), std::string::npos) << c.reason;
+    }
+    if (c.name == "epoll") {
+      saw_epoll = true;
+      EXPECT_NE(c.reason.find("needs a call to epoll_wait|epoll_pwait"), std::string::npos) << c.reason;
     }
   }
-  EXPECT_TRUE(saw_glib && saw_android);
+  EXPECT_TRUE(saw_glib && saw_android && saw_epoll);
+
+  // The loop programs: each runtime's own profile, the generic one fitting too.
+  auto program = [](const char* name) {
+    TargetBinaries t;
+    t.exe_path = std::string(LOOPTRACE_BINARY_DIR) + "/" + name;
+    return t;
+  };
+  struct Expect {
+    const char* program;
+    const char* picked;
+    const char* mark;
+  };
+  for (const Expect& e : {Expect{"looptrace-glib-loop", "glib", "g_main_context_iteration in libglib-2.0.so"},
+                          Expect{"looptrace-android-looper", "android-looper", "android::Looper::pollOnce in libutils.so"},
+                          Expect{"looptrace-epoll-loop", "epoll", "looptrace-epoll-loop calls "}}) {
+    SCOPED_TRACE(e.program);
+    Detection d = DetectProfile(program(e.program), /*stop_at_first=*/false);
+    ASSERT_TRUE(d.picked);
+    EXPECT_EQ(d.candidates[*d.picked].name, e.picked);
+    EXPECT_NE(d.candidates[*d.picked].reason.find(e.mark), std::string::npos) << d.candidates[*d.picked].reason;
+    EXPECT_EQ(d.profile.name, e.picked);
+    EXPECT_TRUE(d.candidates.back().matches) << "epoll fits every loop: " << d.candidates.back().reason;
+  }
+
   // An explicit profile for a runtime the program does not have says so.
   auto chosen = ChooseProfile("android-looper", Exe("loop_shapes_pie"));
   ASSERT_FALSE(chosen);

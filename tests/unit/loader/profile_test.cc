@@ -167,6 +167,7 @@ TEST(Profile, RuntimeDirectivesMessagesRequiresOptionalFuncSymAndPointerPoints) 
 profile rt
 messages poll-bounded
 requires libutils.so android::Looper::pollOnce
+requires-call epoll_wait|poll
 probe poll.begin uprobe libc.so epoll_wait timeout_ms=arg4:int
 probe poll.end uretprobe libc.so epoll_wait
 optional probe dispatch.begin uprobe exe "*::handleMessage(android::Message const&)" name=func what=arg2
@@ -181,11 +182,14 @@ probe idle.end uretprobe libglib-2.0.so *(g_idle_funcs+0x10)
   ASSERT_EQ(profile->requirements.size(), 1u);
   EXPECT_EQ(profile->requirements[0].binary, "libutils.so");
   EXPECT_EQ(profile->requirements[0].symbol, "android::Looper::pollOnce");
+  ASSERT_EQ(profile->call_requirements.size(), 1u);
+  EXPECT_EQ(profile->call_requirements[0].symbols, (std::vector<std::string>{"epoll_wait", "poll"}));
   ASSERT_EQ(profile->probes.size(), 6u);
   const ProbeSpec& handler = profile->probes[2];
   EXPECT_TRUE(handler.optional);
   EXPECT_FALSE(profile->probes[0].optional);
   EXPECT_EQ(handler.point, "*::handleMessage(android::Message const&)");  // quotes removed
+  EXPECT_EQ(handler.line, 8);
   ASSERT_EQ(handler.args.size(), 2u);
   EXPECT_EQ(handler.args[0].name, "what");  // BPF-read arguments first
   EXPECT_EQ(handler.args[1].name, "name");
@@ -219,6 +223,8 @@ TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
       {"probe dispatch.begin usdt exe p:f name=func\nprobe dispatch.end uprobe exe g\n", "'func' names a uprobe's function"},
       {"probe dispatch.begin uprobe exe f name=func:str\nprobe dispatch.end uprobe exe g\n", "'func' is a name (sym), not str"},
       {"probe method.enter uprobe exe f addr=arg1:sym\nprobe method.exit uprobe exe g\n", "binds addr="},
+      {"requires-call\n", "p.profile:1: requires-call needs: requires-call SYMBOL[|SYMBOL...]"},
+      {"requires-call |\n", "p.profile:1: requires-call names no function"},
   };
   for (const auto& c : cases) {
     auto profile = ParseProfile(c.text, "p.profile");

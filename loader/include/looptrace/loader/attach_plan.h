@@ -38,6 +38,7 @@ struct AttachPlan {
   std::string profile_name;
   std::vector<ResolvedProbe> probes;
   std::vector<std::string> left_out;  // optional probes that resolved to nothing, and why
+  std::vector<std::string> marks;     // the runtime marks found (requires, requires-call)
 };
 
 // The attach cookie (probe id and role) and the probe's configuration for BPF (events.h).
@@ -63,7 +64,7 @@ struct Detection {
 };
 
 // Auto-detection: the built-ins (not fragments) in LOOPTRACE_PROFILE_FILES order; the first
-// whose `requires` marks are present and whose probes all resolve is picked. Libraries must
+// whose `requires` / `requires-call` marks are present and whose probes all resolve is picked. Libraries must
 // be ones the executable links (run) or has mapped (record). With `stop_at_first`, those
 // after the pick are not tried.
 Detection DetectProfile(const TargetBinaries& target, bool stop_at_first);

@@ -7,6 +7,7 @@
 //   messages dispatch|poll-bounded   how messages are defined (default: from the roles)
 //   requires BINARY SYMBOL        the runtime's mark: the profile fits a target only if
 //                                 BINARY (as in probe) has SYMBOL (checked, never probed)
+//   requires-call SYMBOL|SYMBOL   ... only if its executable or a library imports one of them
 //   [optional] probe ROLE KIND BINARY POINT [NAME=SOURCE[:TYPE] ...] [if CONDITION [&& ...]]
 // KIND: uprobe | uretprobe | usdt. BINARY: exe, an absolute path, or a library name
 // (libglib-2.0.so). POINT: symbol or glob (uprobes), provider:name (usdt), or
@@ -99,6 +100,16 @@ struct Requirement {
   bool operator==(const Requirement& o) const { return binary == o.binary && symbol == o.symbol; }
 };
 
+// `requires-call SYMBOL|SYMBOL...`: the target's executable or one of its libraries imports
+// one of these functions (calls it through the dynamic linker), e.g. a poll function.
+struct CallRequirement {
+  std::vector<std::string> symbols;
+  std::string source;
+  int line = 0;
+
+  bool operator==(const CallRequirement& o) const { return symbols == o.symbols; }
+};
+
 // `*(SYMBOL+OFFSET)` points: the data symbol and the offset of the stored function pointer.
 struct PointerPoint {
   std::string symbol;
@@ -115,6 +126,7 @@ struct Profile {
   std::string source;  // file path, or "builtin:NAME"
   std::vector<ProbeSpec> probes;
   std::vector<Requirement> requirements;  // `requires` lines
+  std::vector<CallRequirement> call_requirements;  // `requires-call` lines
   // `messages ...`: "dispatch", "poll-bounded", or "" (derived from the roles).
   std::string message_definition;
   std::string message_definition_where;  // the line that set it
