@@ -6,14 +6,14 @@
 # named from the target's symbols. Other sources (GIO's, GDK's, custom ones) are inside
 # their g_main_context_dispatch message, unnamed. Debian's libglib has no USDT probes
 # (built without -Ddtrace), so glib:main__before_dispatch and its source name are not there.
+# No poll lines: messages are dispatches, and g_poll's first instruction is single-stepped
+# (~18 us per iteration here).
 profile glib
 description GLib main loop: g_main_context_dispatch; idle/timeout/fd/child/signal sources nested, named by their callback
 messages dispatch
 requires libglib-2.0.so g_main_context_iteration
 probe dispatch.begin uprobe    libglib-2.0.so g_main_context_dispatch
 probe dispatch.end   uretprobe libglib-2.0.so g_main_context_dispatch
-probe poll.begin     uprobe    libglib-2.0.so g_poll timeout_ms=arg3:int
-probe poll.end       uretprobe libglib-2.0.so g_poll
 optional probe dispatch.begin uprobe    libglib-2.0.so *(g_idle_funcs+16)           name=arg2:sym
 optional probe dispatch.end   uretprobe libglib-2.0.so *(g_idle_funcs+16)
 optional probe dispatch.begin uprobe    libglib-2.0.so *(g_timeout_funcs+16)        name=arg2:sym

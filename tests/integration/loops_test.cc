@@ -201,6 +201,36 @@ TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
   std::cout << "epoll: " << messages.size() << " iterations, boundaries off by at most " << worst << " ns\n";
 }
 
+TEST_F(LoopsTest, StallAndEvilMethodReportsWorkOnLoopIterations) {
+  // Low thresholds so the 600 ms handler is a LAG (snapshot taken while it runs, with room
+  // for a loaded machine) and an EvilMethod: both on the poll-bounded iteration, the stall
+  // named after the handler.
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--lag-threshold", "100",
+                       "--evil-threshold", "400", "--", Program("looptrace-android-looper"), "--truth",
+                       dir_ / "truth.jsonl", "--messages", "12", "--slow-ms", "600"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  auto slow = Truth(truth, "native", "SlowHandler::handleMessage");
+  ASSERT_EQ(slow.size(), 1u);
+  auto lags = OfType(lines, "lag");
+  ASSERT_EQ(lags.size(), 1u) << r.err;
+  EXPECT_EQ(lags[0]["name"], "SlowHandler::handleMessage");
+  EXPECT_LE(I(lags[0], "begin_ns"), I(slow[0], "begin_ns"));  // the iteration it runs in
+  auto evil = OfType(lines, "evil_method");
+  ASSERT_EQ(evil.size(), 2u) << "the iteration and the handler nested in it";
+  std::vector<std::string> names;
+  for (const auto& e : evil) {
+    // The handler as the program timed it; its iteration holds it (and the ticks that
+    // became due meanwhile, which pollInner runs right after it).
+    if (Name(e).empty()) EXPECT_GE(I(e, "cost_ns"), Cost(slow[0])) << e.dump();
+    else EXPECT_LE(std::abs(I(e, "cost_ns") - Cost(slow[0])), kToleranceNs) << e.dump();
+    names.push_back(Name(e));
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"", "SlowHandler::handleMessage"}));
+}
+
 TEST_F(LoopsTest, ProbesExplainsWhichProfileFitsARunningProcessAndWhy) {
   Process glib({Program("looptrace-glib-loop"), "--start-delay-ms", "4000"});
   Process looper({Program("looptrace-android-looper"), "--start-delay-ms", "4000"});
