@@ -1,93 +1,57 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses in tests/fuzz/ and runs each for a while. Not part of CI.
+# Builds the libFuzzer harnesses of tests/fuzz/ (clang, ASan + UBSan) into build-fuzz/ and
+# runs them. Targets, seeds and how to add one: tests/fuzz/README.md.
 #
-#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 120 s, all targets)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   every target (or the named ones) for SECONDS each
+#                                           (default 300), one after the other
+#   scripts/fuzz.sh --ci                    what CI runs (scripts/test.sh): every target for
+#                                           20 s (LOOPTRACE_FUZZ_SECONDS), two at a time
 #
-# Targets: elf_file (ElfFile + the whole Symbolizer: DWARF index, lines, inline chains,
-# MiniDebugInfo), proguard_mapping, method_mapping, proc_maps.
-#
-# Toolchain: clang++-14 with -fsanitize=fuzzer,address,undefined. clang 14 cannot compile
-# libstdc++ 12's <expected> (it needs __cpp_concepts >= 202002L), so the build puts
-# tests/fuzz/compat/ first on the include path: a minimal std::expected covering what the
-# project uses. The symbols sources are compiled into each harness (instrumented);
-# libelf, libdw, liblzma and zlib are the system libraries (not instrumented).
-#
-# Seeds: the ELF fixtures of a normal build (build/tests/fixtures, if present) and the
-# sample mappings. Corpora and crash artifacts go to build-fuzz/.
+# Both run the ctest tests of build-fuzz (label fuzz), so a long run uses the very command
+# line CI uses. New corpus entries go to build-fuzz/corpus/TARGET/ (kept between runs),
+# crashes to build-fuzz/artifacts/TARGET-crash-*: reproduce one with
+# `build-fuzz/TARGET_fuzzer FILE`, then add it to tests/fuzz/corpus/TARGET/ and a unit test.
 set -euo pipefail
-
 cd "$(dirname "$0")/.."
-root=$(pwd)
-seconds=${1:-120}
-shift || true
-targets=("$@")
-if ((${#targets[@]} == 0)); then
-  targets=(elf_file proguard_mapping method_mapping proc_maps)
+BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+CC=${FUZZ_CC:-clang-14}
+CXX=${FUZZ_CXX:-clang++-14}
+
+ci=0
+if [[ ${1:-} == --ci ]]; then
+  ci=1
+  shift
 fi
+seconds=${LOOPTRACE_FUZZ_SECONDS:-20}
+if ((!ci)); then
+  seconds=${1:-300}
+  shift || true
+fi
+targets=("$@")
 
-CXX=${CXX:-clang++-14}
-out=$root/build-fuzz
-mkdir -p "$out/obj" "$out/artifacts"
+cmake -S tests/fuzz -B "$BUILD_DIR" -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
+  -DLOOPTRACE_FUZZ_SECONDS="$seconds" >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)"
 
-flags=(-std=c++2b -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined
-       -I"$root/tests/fuzz/compat" -I"$root/symbols/include" -I"$root/util/include"
-       -I"$root/symbols/src" -Wno-unused-command-line-argument)
-libs=(-lelf -ldw -llzma -lz -lfmt)
-
-# The library sources, compiled once with coverage instrumentation (-fsanitize=fuzzer-no-link).
-objects=()
-for src in "$root"/symbols/src/*.cc; do
-  obj=$out/obj/$(basename "${src%.cc}").o
-  if [[ ! -f $obj || $src -nt $obj || $root/tests/fuzz/compat/expected -nt $obj ]]; then
-    echo "fuzz: compiling $(basename "$src")" >&2
-    "$CXX" "${flags[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address,undefined}" \
-      -c "$src" -o "$obj"
-  fi
-  objects+=("$obj")
-done
-
-seed_corpus() {
-  local target=$1 corpus=$2
-  mkdir -p "$corpus"
-  case $target in
-    elf_file)
-      for f in "$root"/build/tests/fixtures/symtest_o2_fp_pie "$root"/build/tests/fixtures/symtest_o0_fp_nopie \
-               "$root"/build/tests/fixtures/debug/symtest_o2_nofp_pie/symtest_o2_nofp_pie_mini \
-               "$root"/build/tests/fixtures/debug/symtest_o2_nofp_pie/symtest_o2_nofp_pie_zdebug \
-               "$root"/build/tests/fixtures/symtest_o2_gz_pie "$root"/build/tests/fixtures/libltfixture_stripped.so \
-               "$root"/build/tests/fixtures/probe_shapes_pie; do
-        [[ -f $f ]] && cp -n "$f" "$corpus/" 2>/dev/null || true
-      done ;;
-    proguard_mapping)
-      cp -n "$root"/tests/fixtures/mappings/*.txt "$corpus/" 2>/dev/null || true ;;
-    method_mapping)
-      printf '1,4,sample.app.Main onCreate (Landroid.os.Bundle;)V\n1048574,1,android.os.Handler dispatchMessage (Landroid.os.Message;)V\n' \
-        > "$corpus/seed.txt" ;;
-    proc_maps)
-      head -c 8192 /proc/self/maps > "$corpus/self_maps.txt" ;;
-  esac
-}
-
+filter=()
+if ((${#targets[@]})); then
+  filter=(-R "^fuzz\\.($(IFS='|'; echo "${targets[*]}"))\$")
+fi
+jobs=1
+((ci)) && jobs=2
 status=0
-for target in "${targets[@]}"; do
-  src=$root/tests/fuzz/${target}_fuzzer.cc
-  bin=$out/${target}_fuzzer
-  echo "fuzz: building $target" >&2
-  "$CXX" "${flags[@]}" "$src" "${objects[@]}" "${libs[@]}" -o "$bin"
-  corpus=$out/corpus/$target
-  seed_corpus "$target" "$corpus"
-  max_len=4096
-  [[ $target == elf_file ]] && max_len=65536
-  echo "fuzz: running $target for ${seconds}s" >&2
-  if ! "$bin" "$corpus" -max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=4096 \
-         -timeout=20 -artifact_prefix="$out/artifacts/${target}-" -print_final_stats=1 \
-         2> "$out/$target.log"; then
-    echo "fuzz: $target FAILED, see $out/$target.log and $out/artifacts/" >&2
-    tail -40 "$out/$target.log" >&2
-    status=1
-  else
-    grep -E "stat::number_of_executed_runs|cov:" "$out/$target.log" | tail -2 >&2 || true
-  fi
-done
+ctest --test-dir "$BUILD_DIR" -L fuzz --output-on-failure -j"$jobs" "${filter[@]}" || status=$?
+
+# Per target: inputs run, new coverage found, peak memory (from ctest's log).
+log=$BUILD_DIR/Testing/Temporary/LastTest.log
+if [[ -f $log ]]; then
+  awk '/^[0-9]+\/[0-9]+ Test: fuzz\./ { name = $3 }
+       /stat::number_of_executed_units/ { runs = $2 }
+       /stat::new_units_added/ { added = $2 }
+       /stat::peak_rss_mb/ { printf "%-24s %10s inputs %6s new  peak rss %s MB\n", name, runs, added, $2 }' \
+    "$log" >&2 || true
+fi
+if ((status)); then
+  echo "fuzz: failures above; inputs in $BUILD_DIR/artifacts/" >&2
+fi
 exit $status

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   clang llvm                 # clang -target bpf for the BPF objects
+  clang-14 libclang-rt-14-dev  # libFuzzer + ASan/UBSan runtimes for the fuzz build (build-fuzz)
   libbpf-dev bpftool         # libbpf 1.1.2 + skeleton generation
   libelf-dev libdw-dev elfutils zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -16,6 +17,8 @@ packages=(
   liblzma-dev xz-utils       # MiniDebugInfo (.gnu_debugdata) and its test fixtures
   binutils gdb               # fixture debug files (objcopy), unwinding compared with gdb
   util-linux procps          # setpriv, ps: used by integration tests
+  libcapstone-dev            # x86 disassembly: probe relocation to emulated instructions
+  bpftrace                   # peer benchmark (bench/peer_overhead.cc)
   python3
   chromium                   # headless browser for the HTML report tests
   libglib2.0-dev             # GLib main-loop test program (glib profile)

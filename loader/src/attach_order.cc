@@ -21,6 +21,7 @@ std::vector<std::vector<const ResolvedProbe*>> AttachGroups(const AttachPlan& pl
     auto same_group = [&](const std::vector<const ResolvedProbe*>& g) {
       const ResolvedProbe* f = g.front();
       return AttachFirst(f->spec.role) == AttachFirst(p->spec.role) && f->spec.kind == p->spec.kind &&
+             AttachAsReturnProbe(*f) == AttachAsReturnProbe(*p) &&
              f->binary_path == p->binary_path && p->spec.kind != ProbeKind::kUsdt &&
              UsesFastBeats(*f) == UsesFastBeats(*p) && (!UsesFastBeats(*p) || f->spec.role == p->spec.role);
     };

@@ -9,6 +9,7 @@
 #include <set>
 #include <filesystem>
 
+#include "looptrace/loader/probe_placement.h"
 #include "looptrace/symbols/data_pointer.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/imports.h"
@@ -77,6 +78,31 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
     std::memcpy(p.pattern, cond.pattern.data(), p.pattern_len);
   }
   return c;
+}
+
+std::string_view PlacementName(Placement placement) {
+  switch (placement) {
+    case Placement::kEntry: return "entry";
+    case Placement::kEntryBlock: return "entry block";
+    case Placement::kCallSites: return "call sites";
+    case Placement::kAfterCalls: return "after calls";
+  }
+  return "entry";
+}
+
+std::vector<uint64_t> AttachOffsets(const ResolvedProbe& probe) {
+  if (probe.placement == Placement::kEntry) return {probe.file_offset};
+  std::vector<uint64_t> offsets;
+  for (const ProbeLocation& location : probe.locations) offsets.push_back(location.file_offset);
+  return offsets;
+}
+
+bool AttachAsReturnProbe(const ResolvedProbe& probe) {
+  return probe.spec.kind == ProbeKind::kUretprobe && probe.placement != Placement::kAfterCalls;
+}
+
+size_t AttachPointCount(const ResolvedProbe& probe) {
+  return probe.placement == Placement::kEntry ? 1 : probe.locations.size();
 }
 
 namespace {
@@ -310,6 +336,7 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       probe.usdt_sites = sites.size();
       if (auto bytes = elf.ReadAtAddress(probe.address, 16))
         probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
+      probe.entry_instruction = probe.instruction;
       RETURN_IF_ERROR(add(std::move(probe)));
       continue;
     }
@@ -335,6 +362,7 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       probe.file_offset = *offset;
       if (auto bytes = elf.ReadAtAddress(probe.address, 16))
         probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
+      probe.entry_instruction = probe.instruction;
       RETURN_IF_ERROR(add(std::move(probe)));
       continue;
     }
@@ -362,9 +390,11 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       probe.file_offset = fn->file_offset;
       if (auto bytes = elf.ReadAtAddress(fn->address, 16))
         probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
+      probe.entry_instruction = probe.instruction;
       RETURN_IF_ERROR(add(std::move(probe)));
     }
   }
+  PlaceProbes(plan, elf_cache, target);
   return plan;
 }
 

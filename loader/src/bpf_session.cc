@@ -135,10 +135,16 @@ Result<void> BpfSession::AttachOne(const ResolvedProbe& probe, int pid) {
                                     name.c_str(), &opts);
     what = fmt::format("usdt {}:{}", probe.binary_path, probe.spec.point);
   } else {
-    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = probe.spec.kind == ProbeKind::kUretprobe);
-    link = bpf_program__attach_uprobe_opts(skel_->progs.lt_uprobe, pid, probe.binary_path.c_str(),
-                                           probe.file_offset, &opts);
+    // A relocated probe has several locations (probe_placement.h): one link each.
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = AttachAsReturnProbe(probe));
     what = fmt::format("{} {}:{}", ProbeKindName(probe.spec.kind), probe.binary_path, probe.symbol);
+    const std::vector<uint64_t> offsets = AttachOffsets(probe);
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      link = bpf_program__attach_uprobe_opts(skel_->progs.lt_uprobe, pid, probe.binary_path.c_str(),
+                                             offsets[i], &opts);
+      if (!link) break;
+      if (i + 1 < offsets.size()) links_.emplace_back(link);
+    }
   }
   if (!link) {
     int err = errno;
@@ -155,14 +161,16 @@ Result<void> BpfSession::AttachOne(const ResolvedProbe& probe, int pid) {
 int BpfSession::CreateMultiLink(const std::vector<const ResolvedProbe*>& probes, int pid) {
   std::vector<uint64_t> offsets, cookies;
   for (const ResolvedProbe* p : probes) {
-    offsets.push_back(p->file_offset);
-    cookies.push_back(MakeCookie(*p));
+    for (uint64_t offset : AttachOffsets(*p)) {
+      offsets.push_back(offset);
+      cookies.push_back(MakeCookie(*p));
+    }
   }
   bpf_program* prog = skel_->progs.lt_uprobe_multi;
   if (UsesFastBeats(*probes.front()))
     prog = probes.front()->spec.role == Role::kMethodEnter ? skel_->progs.lt_beat_enter : skel_->progs.lt_beat_exit;
   return CreateUprobeMultiLink(bpf_program__fd(prog), probes.front()->binary_path, offsets, cookies,
-                               probes.front()->spec.kind == ProbeKind::kUretprobe, pid);
+                               AttachAsReturnProbe(*probes.front()), pid);
 }
 
 // One link for the whole group; when the kernel refuses it, the group is split in
@@ -276,6 +284,25 @@ std::vector<uint64_t> BpfSession::StackIps(int32_t stack_id) const {
   if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.stack_traces), &key, ips.data()) != 0) return {};
   while (!ips.empty() && ips.back() == 0) ips.pop_back();
   return ips;
+}
+
+std::vector<std::vector<const ResolvedProbe*>> BpfSession::SplitIntoLinks(
+    std::vector<std::vector<const ResolvedProbe*>> groups) const {
+  const size_t limit = uprobe_multi_ ? kMaxPointsPerLink : kMaxPointsPerPerfGroup;
+  std::vector<std::vector<const ResolvedProbe*>> out;
+  for (auto& group : groups) {
+    out.emplace_back();
+    size_t points = 0;
+    for (const ResolvedProbe* p : group) {
+      if (points > 0 && points + AttachPointCount(*p) > limit) {
+        out.emplace_back();
+        points = 0;
+      }
+      out.back().push_back(p);
+      points += AttachPointCount(*p);
+    }
+  }
+  return out;
 }
 
 Stats BpfSession::ReadCounters() const {

@@ -96,7 +96,7 @@ void Session::AttachThreadTracking() {
 }
 
 Result<void> Session::Attach(pid_t pid) {
-  auto groups = AttachGroups(plan_);
+  auto groups = bpf_->SplitIntoLinks(AttachGroups(plan_));
   const size_t total = plan_.probes.size();
   auto started = std::chrono::steady_clock::now();
   for (const auto& group : groups) {

@@ -29,8 +29,8 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
     if (points.insert({p.binary_path, p.address}).second && p.instruction.cost == symbols::ProbeCost::kSingleStep)
       slow.push_back(&p);
   for (const ResolvedProbe* p : slow) {
-    auto text = fmt::format("{}:{} starts with '{}', which the kernel single-steps (~15x the cost "
-                            "of an emulated instruction)",
+    auto text = fmt::format("{}:{} fires on '{}', which the kernel single-steps (~15x the cost "
+                            "of an emulated instruction; `looptrace probes` says why it was not moved)",
                             p->binary_path, p->symbol, p->instruction.mnemonic);
     if (slow.size() <= 3) log::Warning("{}", text);
     else log::V1("{}", text);
@@ -50,6 +50,7 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
   RETURN_IF_ERROR(CheckBpfPrerequisites(options.btf_path));
   TargetBinaries target;
   target.pid = pid;
+  target.exact_entry = options.exact_entry;
   ASSIGN_OR_RETURN(target.exe_path, ExecutableOf(pid));
   UniqueFd pid_fd = OpenPidFd(pid);
   if (!pid_fd) return SystemError(fmt::format("cannot watch pid {}", pid), errno, ExitCode::kTarget);
@@ -83,6 +84,7 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   if (argv.empty()) return MakeError("run needs a command after --", ExitCode::kUsage);
   ASSIGN_OR_RETURN(std::string command_path, FindInPath(argv[0]));
   TargetBinaries target;
+  target.exact_entry = options.exact_entry;
   ASSIGN_OR_RETURN(target.exe_path, ProbedBinaryOf(command_path));
   RETURN_IF_ERROR(CheckBpfPrerequisites(options.btf_path));
   if (const char* ld = getenv("LD_LIBRARY_PATH")) target.ld_library_path = ld;

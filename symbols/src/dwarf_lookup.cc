@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "looptrace/symbols/demangle.h"
 
@@ -35,6 +37,47 @@ bool UData(Dwarf_Die* die, unsigned int attribute, Dwarf_Word* value) {
   return dwarf_formudata(dwarf_attr(die, attribute, &attr), value) == 0;
 }
 
+// Uncompressed size of a section: SHF_COMPRESSED's header, .zdebug_*'s "ZLIB" + 64-bit
+// big-endian size, else sh_size.
+uint64_t UncompressedSize(Elf_Scn* scn, const GElf_Shdr& shdr, std::string_view name) {
+  if ((shdr.sh_flags & SHF_COMPRESSED) != 0) {
+    GElf_Chdr chdr;
+    return gelf_getchdr(scn, &chdr) != nullptr ? chdr.ch_size : 0;
+  }
+  if (name.starts_with(".zdebug")) {
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (data == nullptr || data->d_size < 12 || std::memcmp(data->d_buf, "ZLIB", 4) != 0) {
+      return shdr.sh_size;  // not compressed (or already decompressed)
+    }
+    const auto* bytes = static_cast<const uint8_t*>(data->d_buf) + 4;
+    uint64_t size = 0;
+    for (int i = 0; i < 8; ++i) size = (size << 8) | bytes[i];
+    return size;
+  }
+  return shdr.sh_size;
+}
+
+// Bytes of the DWARF sections that describe scopes and their address ranges.
+uint64_t ScopeSectionBytes(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return 0;
+  uint64_t total = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (name == nullptr) continue;
+    std::string_view section(name);
+    if (section.starts_with(".zdebug")) section.remove_prefix(2);
+    else if (section.starts_with(".debug")) section.remove_prefix(1);
+    else continue;
+    if (section == "debug_info" || section == "debug_ranges" || section == "debug_rnglists") {
+      total += std::min<uint64_t>(UncompressedSize(scn, shdr, name), uint64_t{1} << 40);
+    }
+  }
+  return total;
+}
+
 }  // namespace
 
 std::unique_ptr<DwarfLookup> DwarfLookup::Open(const std::string& path, OpenError* error) {
@@ -52,6 +95,8 @@ std::unique_ptr<DwarfLookup> DwarfLookup::Open(const std::string& path, OpenErro
     error->message = "cannot read " + path + ": not an ELF file";
     return nullptr;
   }
+  // Sizes before libdw decompresses sections in place.
+  const uint64_t bytes = ScopeSectionBytes(lookup->elf_);
   lookup->dwarf_ = dwarf_begin_elf(lookup->elf_, DWARF_C_READ, nullptr);
   if (lookup->dwarf_ == nullptr) {
     const char* message = dwarf_errmsg(-1);
@@ -61,6 +106,8 @@ std::unique_ptr<DwarfLookup> DwarfLookup::Open(const std::string& path, OpenErro
     error->message = "cannot read the DWARF of " + path + ": " + text;
     return nullptr;
   }
+  lookup->range_budget_ = bytes + 1024;
+  lookup->die_budget_ = bytes + 1024;
   return lookup;
 }
 
@@ -131,6 +178,10 @@ DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
   answer.frames.emplace_back();
   const uint64_t chain_address = FindLine(&cudie, address, &answer);
   CuIndex* index = use_index_ ? IndexFor(&cudie) : nullptr;
+  if (index != nullptr && !index->complete) {
+    answer.status = Status::kError;
+    return answer;
+  }
   if (index == nullptr) {
     LookupWithLibdw(&cudie, address, chain_address, &answer);
     return answer;
@@ -243,15 +294,19 @@ DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
     Dwarf_Addr start = 0;
     Dwarf_Addr end = 0;
     bool any = false;
-    size_t guard = 0;
-    while ((offset = dwarf_ranges(die, offset, &base, &start, &end)) > 0 && ++guard < 100000) {
+    while ((offset = dwarf_ranges(die, offset, &base, &start, &end)) > 0) {
+      if (range_budget_ == 0) {
+        index->complete = false;
+        break;
+      }
+      --range_budget_;
       if (end > start) ranges.push_back({start, end, node});
       any = true;
     }
     return any;
   };
   index->nodes.push_back({dwarf_dieoffset(cudie), -1, DW_TAG_compile_unit, 0, -1, 0, 0, {}, false});
-  if (!add_ranges(cudie, 0)) {
+  if (!add_ranges(cudie, 0) || !index->complete) {
     it->second = std::move(index);
     return it->second.get();  // no ranges: nothing matches, like libdw
   }
@@ -264,11 +319,14 @@ DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
   std::vector<Pending> stack;
   Dwarf_Die child;
   if (dwarf_child(cudie, &child) == 0) stack.push_back({child, 0, 1});
-  size_t visited = 0;
-  while (!stack.empty()) {
+  while (!stack.empty() && index->complete) {
     Pending current = stack.back();
     stack.pop_back();
-    if (++visited > (size_t{1} << 26)) break;  // runaway (corrupt) trees
+    if (die_budget_ == 0) {  // more DIEs than bytes: linked in a loop
+      index->complete = false;
+      break;
+    }
+    --die_budget_;
     Dwarf_Die sibling;
     if (dwarf_siblingof(&current.die, &sibling) == 0) {
       stack.push_back({sibling, current.parent, current.depth});
@@ -295,6 +353,13 @@ DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
     if (dwarf_child(&current.die, &first_child) == 0) {
       stack.push_back({first_child, node, current.depth + 1});
     }
+  }
+
+  if (!index->complete) {
+    index->nodes.clear();
+    index->segments.clear();
+    it->second = std::move(index);
+    return it->second.get();
   }
 
   // Elementary segments, each owned by the deepest node covering it (ties: the first

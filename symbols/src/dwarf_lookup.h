@@ -70,6 +70,9 @@ class DwarfLookup {
     std::vector<Node> nodes;
     std::vector<Segment> segments;  // disjoint, by address
     Dwarf_Files* files = nullptr;
+    // False when building the index ran out of budget (DWARF whose address ranges are
+    // shared or looped far beyond its size): lookups in the unit fail as corrupt.
+    bool complete = true;
     int Innermost(uint64_t address) const;
   };
   struct Arange {
@@ -90,6 +93,12 @@ class DwarfLookup {
   bool aranges_loaded_ = false;
   bool use_index_ = true;
   std::unordered_map<uint64_t, std::unique_ptr<CuIndex>> indexes_;
+  // What all the indexes of this file may still read: address ranges and DIEs. Valid
+  // DWARF spends at least one byte of .debug_info / .debug_ranges / .debug_rnglists on
+  // each range and on each DIE, so the budget is their (uncompressed) size: index work
+  // stays linear in the file, however its range lists are shared or its DIEs linked.
+  uint64_t range_budget_ = 0;
+  uint64_t die_budget_ = 0;
   std::vector<Arange> aranges_;
 };
 

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -49,11 +50,30 @@ ExitCode CodeForErrno(int err) {
   return (err == EACCES || err == EPERM) ? ExitCode::kPermission : ExitCode::kProfile;
 }
 
-// A note's owner without the trailing NUL(s).
+// A note's owner: its n_namesz bytes, which end with the terminating NUL (gABI), without
+// it; a name without one owns nothing. Compared as elfutils, the kernel and libbpf do, so
+// "GNU" is only a 4-byte "GNU\0" (not "GNU" of n_namesz 3, nor "GNU\0" padded to 8).
 std::string_view NoteOwner(const Elf_Data* data, const GElf_Nhdr& nhdr, size_t name_offset) {
   if (nhdr.n_namesz == 0) return {};
   const char* name = static_cast<const char*>(data->d_buf) + name_offset;
-  return std::string_view(name, strnlen(name, nhdr.n_namesz));
+  if (name[nhdr.n_namesz - 1] != '\0') return {};
+  return std::string_view(name, nhdr.n_namesz - 1);
+}
+
+// Calls visit(owner, type, desc, descsz) for each note of a note section or segment.
+template <typename Visit>
+void ForEachNote(Elf_Data* data, Visit&& visit) {
+  GElf_Nhdr nhdr;
+  size_t name_offset = 0;
+  size_t desc_offset = 0;
+  size_t offset = 0;
+  while (offset < data->d_size) {
+    const size_t next = gelf_getnote(data, offset, &nhdr, &name_offset, &desc_offset);
+    if (next == 0) break;
+    offset = next;
+    visit(NoteOwner(data, nhdr, name_offset), nhdr.n_type,
+          static_cast<const uint8_t*>(data->d_buf) + desc_offset, size_t{nhdr.n_descsz});
+  }
 }
 
 bool IsSymbolGlob(std::string_view pattern) {
@@ -305,6 +325,30 @@ Result<void> ReadMiniDebugInfo(Elf_Scn* scn, const std::string& path, std::vecto
   return status;
 }
 
+// The dynamic section: the SHT_DYNAMIC section the PT_DYNAMIC segment points at (what the
+// dynamic linker reads), else the first one. A file has one; a malformed file with more
+// must still give ElfFile and ReadDynamicInfo the same answer.
+Elf_Scn* FindDynamicSection(Elf* elf) {
+  std::optional<uint64_t> segment_offset;
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0) {
+    for (size_t i = 0; i < phnum && !segment_offset; ++i) {
+      GElf_Phdr phdr;
+      if (gelf_getphdr(elf, static_cast<int>(i), &phdr) != nullptr && phdr.p_type == PT_DYNAMIC) {
+        segment_offset = phdr.p_offset;
+      }
+    }
+  }
+  Elf_Scn* first = nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC) continue;
+    if (segment_offset && shdr.sh_offset == *segment_offset) return scn;
+    if (first == nullptr) first = scn;
+  }
+  return first;
+}
+
 // Open file descriptor + ELF handle with errors naming the path.
 Result<std::pair<int, Elf*>> OpenElf(const std::string& path, uint64_t* file_size) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -371,10 +415,53 @@ Result<ElfFile> ElfFile::Open(const std::string& path) {
   return file;
 }
 
+// What ScanSections finds: the sections the later steps read.
+struct ElfFile::SectionRefs {
+  Elf_Scn* symtab = nullptr;
+  Elf_Scn* dynsym = nullptr;
+  Elf_Scn* versym = nullptr;
+  Elf_Scn* verdef = nullptr;
+  Elf_Scn* debuglink = nullptr;
+  Elf_Scn* gnu_debugdata = nullptr;
+  std::vector<Elf_Scn*> notes;
+  uint64_t stapsdt_base = 0;  // sh_addr of .stapsdt.base (0 if none)
+  size_t count = 0;           // sections seen
+};
+
+// Loads the file in one pass, one step per part of it: header, program headers, section
+// headers, notes (build id, USDT), dynamic section, debuglink, symbol tables (with
+// versions and MiniDebugInfo), then the function index.
 Result<void> ElfFile::Load() {
-  Elf* elf = handle_.elf;
+  ASSIGN_OR_RETURN(const Layout layout, ReadHeader());
+  std::vector<NoteSegment> note_segments;
+  RETURN_IF_ERROR(ReadProgramHeaders(&note_segments));
+  SectionRefs sections;
+  RETURN_IF_ERROR(ScanSections(&sections));
+  RETURN_IF_ERROR(ReadNotes(sections, note_segments, layout));
+  if (Elf_Scn* dynamic = FindDynamicSection(handle_.elf)) {
+    RETURN_IF_ERROR(ReadDynamicSection(handle_.elf, dynamic, path_, &dynamic_));
+  }
+  if (sections.debuglink != nullptr) {
+    debuglink_ = ReadDebugLink(sections.debuglink, layout.swap, &malformed_entries_);
+  }
+  has_symtab_ = sections.symtab != nullptr;
+  ASSIGN_OR_RETURN(std::vector<Symbol> symbols, ReadSymbols(sections));
+  std::sort(sections_.begin(), sections_.end(),
+            [](const Section& a, const Section& b) { return a.address < b.address; });
+  IndexFunctions(std::move(symbols));
+  std::sort(usdt_probes_.begin(), usdt_probes_.end(), [](const UsdtProbe& a, const UsdtProbe& b) {
+    return std::tie(a.address, a.provider, a.name) < std::tie(b.address, b.provider, b.name);
+  });
+  if (malformed_entries_ > 0) {
+    log::V1("{}: skipped {} malformed symbol or note entries", path_, malformed_entries_);
+  }
+  return {};
+}
+
+// The ELF header: file type, class and byte order; header tables must fit in the file.
+Result<ElfFile::Layout> ElfFile::ReadHeader() {
   GElf_Ehdr ehdr;
-  if (gelf_getehdr(elf, &ehdr) == nullptr) {
+  if (gelf_getehdr(handle_.elf, &ehdr) == nullptr) {
     return MakeError("cannot read ELF header of " + path_ + ": " + ElfErrorMessage(),
                      ExitCode::kProfile);
   }
@@ -394,19 +481,23 @@ Result<void> ElfFile::Load() {
                      ExitCode::kProfile, "the file may be truncated");
   }
   is_dyn_ = ehdr.e_type == ET_DYN;
-  const bool is64 = ehdr.e_ident[EI_CLASS] == ELFCLASS64;
-  const bool swap = (ehdr.e_ident[EI_DATA] == ELFDATA2MSB) != (std::endian::native == std::endian::big);
+  Layout layout;
+  layout.is64 = ehdr.e_ident[EI_CLASS] == ELFCLASS64;
+  layout.swap =
+      (ehdr.e_ident[EI_DATA] == ELFDATA2MSB) != (std::endian::native == std::endian::big);
+  return layout;
+}
 
-  // Program headers: loadable segments (address -> file offset) and notes.
+// Program headers: loadable segments (address -> file offset) and note segments.
+Result<void> ElfFile::ReadProgramHeaders(std::vector<NoteSegment>* note_segments) {
   size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) != 0) {
+  if (elf_getphdrnum(handle_.elf, &phnum) != 0) {
     return MakeError("cannot read program headers of " + path_ + ": " + ElfErrorMessage(),
                      ExitCode::kProfile);
   }
-  std::vector<GElf_Phdr> note_segments;
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr phdr;
-    if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr) {
+    if (gelf_getphdr(handle_.elf, static_cast<int>(i), &phdr) == nullptr) {
       return MakeError("cannot read program header " + std::to_string(i) + " of " + path_ + ": " +
                            ElfErrorMessage(),
                        ExitCode::kProfile);
@@ -415,49 +506,44 @@ Result<void> ElfFile::Load() {
       segments_.push_back(Segment{phdr.p_vaddr, phdr.p_memsz, phdr.p_offset, phdr.p_filesz,
                                   (phdr.p_flags & PF_X) != 0});
     } else if (phdr.p_type == PT_NOTE) {
-      note_segments.push_back(phdr);
+      note_segments->push_back(NoteSegment{phdr.p_offset, phdr.p_filesz, phdr.p_align});
     }
   }
-  const bool have_segments = !segments_.empty();
+  return {};
+}
 
-  // One pass over the section headers.
+// One pass over the section headers: the sections later steps read, the allocated
+// sections (labels, and segments when there are no program headers) and whether the file
+// carries DWARF (.debug_info, or .zdebug_info compressed the legacy way).
+Result<void> ElfFile::ScanSections(SectionRefs* refs) {
+  Elf* elf = handle_.elf;
+  const bool have_segments = !segments_.empty();
   size_t shstrndx = 0;
   const bool have_shstrndx = elf_getshdrstrndx(elf, &shstrndx) == 0;
-  Elf_Scn* symtab = nullptr;
-  Elf_Scn* dynsym = nullptr;
-  Elf_Scn* versym = nullptr;
-  Elf_Scn* verdef = nullptr;
-  Elf_Scn* dynamic = nullptr;
-  Elf_Scn* debuglink = nullptr;
-  Elf_Scn* gnu_debugdata = nullptr;
-  std::vector<Elf_Scn*> notes;
-  uint64_t stapsdt_base = 0;
-  size_t section_count = 0;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-    ++section_count;
+    ++refs->count;
     GElf_Shdr shdr;
     if (gelf_getshdr(scn, &shdr) == nullptr) {
       return MakeError("cannot read section header of " + path_ + ": " + ElfErrorMessage(),
                        ExitCode::kProfile);
     }
     switch (shdr.sh_type) {
-      case SHT_SYMTAB: symtab = scn; break;
-      case SHT_DYNSYM: dynsym = scn; break;
-      case SHT_GNU_versym: versym = scn; break;
-      case SHT_GNU_verdef: verdef = scn; break;
-      case SHT_DYNAMIC: dynamic = scn; break;
-      case SHT_NOTE: notes.push_back(scn); break;
+      case SHT_SYMTAB: refs->symtab = scn; break;
+      case SHT_DYNSYM: refs->dynsym = scn; break;
+      case SHT_GNU_versym: refs->versym = scn; break;
+      case SHT_GNU_verdef: refs->verdef = scn; break;
+      case SHT_NOTE: refs->notes.push_back(scn); break;
       case SHT_PROGBITS:
         if (have_shstrndx) {
           const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
           if (name == nullptr) break;
           const std::string_view section_name(name);
           if (section_name == kStapsdtBaseSection) {
-            stapsdt_base = shdr.sh_addr;
+            refs->stapsdt_base = shdr.sh_addr;
           } else if (section_name == ".gnu_debuglink") {
-            debuglink = scn;
+            refs->debuglink = scn;
           } else if (section_name == ".gnu_debugdata") {
-            gnu_debugdata = scn;
+            refs->gnu_debugdata = scn;
           } else if ((section_name == ".debug_info" || section_name == ".zdebug_info") &&
                      shdr.sh_size > 0) {
             has_debug_info_ = true;
@@ -467,90 +553,102 @@ Result<void> ElfFile::Load() {
       default: break;
     }
     if ((shdr.sh_flags & SHF_ALLOC) != 0 && shdr.sh_addr != 0 && shdr.sh_size > 0) {
-      sections_.push_back(Section{shdr.sh_addr, shdr.sh_size, static_cast<uint32_t>(elf_ndxscn(scn))});
+      sections_.push_back(
+          Section{shdr.sh_addr, shdr.sh_size, static_cast<uint32_t>(elf_ndxscn(scn))});
     }
     if (!have_segments && (shdr.sh_flags & SHF_ALLOC) != 0 && shdr.sh_type != SHT_NOBITS) {
       segments_.push_back(Segment{shdr.sh_addr, shdr.sh_size, shdr.sh_offset, shdr.sh_size,
                                   (shdr.sh_flags & SHF_EXECINSTR) != 0});
     }
   }
+  return {};
+}
 
-  // Notes: GNU build id and USDT probes. Sections if there are any, else PT_NOTE.
-  auto scan_notes = [&](Elf_Data* data) {
-    GElf_Nhdr nhdr;
-    size_t name_offset = 0;
-    size_t desc_offset = 0;
-    size_t offset = 0;
-    while (offset < data->d_size) {
-      const size_t next = gelf_getnote(data, offset, &nhdr, &name_offset, &desc_offset);
-      if (next == 0) break;
-      offset = next;
-      const std::string_view owner = NoteOwner(data, nhdr, name_offset);
-      const auto* desc = static_cast<const uint8_t*>(data->d_buf) + desc_offset;
-      if (owner == kGnuOwner && nhdr.n_type == NT_GNU_BUILD_ID && build_id_.empty()) {
-        static constexpr char kDigits[] = "0123456789abcdef";
-        build_id_.reserve(nhdr.n_descsz * 2);
-        for (size_t i = 0; i < nhdr.n_descsz; ++i) {
-          build_id_.push_back(kDigits[desc[i] >> 4]);
-          build_id_.push_back(kDigits[desc[i] & 0xf]);
-        }
-      } else if (owner == kStapsdtOwner && nhdr.n_type == kNtStapsdt) {
-        AddUsdtNote(desc, nhdr.n_descsz, is64, swap, stapsdt_base);
-      }
-    }
+// Notes: the GNU build id and USDT probes, from the note sections if the file has any
+// sections, else from the PT_NOTE segments.
+Result<void> ElfFile::ReadNotes(const SectionRefs& refs,
+                                const std::vector<NoteSegment>& note_segments,
+                                const Layout& layout) {
+  auto add_note = [&](std::string_view owner, uint32_t type, const uint8_t* desc, size_t size) {
+    AddNote(owner, type, desc, size, layout, refs.stapsdt_base);
   };
-  for (Elf_Scn* scn : notes) {
+  for (Elf_Scn* scn : refs.notes) {
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr) {
       return MakeError("cannot read note section of " + path_ + ": " + ElfErrorMessage(),
                        ExitCode::kProfile);
     }
-    scan_notes(data);
+    ForEachNote(data, add_note);
   }
-  if (section_count == 0) {
-    for (const GElf_Phdr& phdr : note_segments) {
-      Elf_Data* data = elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz,
-                                            phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+  if (refs.count == 0) {
+    for (const NoteSegment& segment : note_segments) {
+      Elf_Data* data = elf_getdata_rawchunk(handle_.elf, static_cast<int64_t>(segment.offset),
+                                            segment.size,
+                                            segment.align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
       if (data == nullptr) {
         ++malformed_entries_;
         continue;
       }
-      scan_notes(data);
+      ForEachNote(data, add_note);
     }
   }
+  return {};
+}
 
-  if (dynamic != nullptr) RETURN_IF_ERROR(ReadDynamicSection(elf, dynamic, path_, &dynamic_));
-  if (debuglink != nullptr) debuglink_ = ReadDebugLink(debuglink, swap, &malformed_entries_);
-  has_symtab_ = symtab != nullptr;
+// One note: the first GNU build id, or a USDT probe.
+void ElfFile::AddNote(std::string_view owner, uint32_t type, const uint8_t* desc, size_t size,
+                      const Layout& layout, uint64_t stapsdt_base) {
+  if (owner == kGnuOwner && type == NT_GNU_BUILD_ID && build_id_.empty()) {
+    SetBuildId(desc, size);
+  } else if (owner == kStapsdtOwner && type == kNtStapsdt) {
+    AddUsdtNote(desc, size, layout.is64, layout.swap, stapsdt_base);
+  }
+}
 
-  // Symbols from both tables.
+// NT_GNU_BUILD_ID: the descriptor bytes as lower-case hex.
+void ElfFile::SetBuildId(const uint8_t* desc, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  build_id_.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    build_id_.push_back(kDigits[desc[i] >> 4]);
+    build_id_.push_back(kDigits[desc[i] & 0xf]);
+  }
+}
+
+// The defined functions of .symtab and .dynsym (with its symbol versions) and, for a file
+// without .symtab, of the MiniDebugInfo: an xz-compressed ELF whose .symtab holds the local
+// functions that stripping removed (Fedora's "mini debuginfo").
+Result<std::vector<Symbol>> ElfFile::ReadSymbols(const SectionRefs& refs) {
+  Elf* elf = handle_.elf;
   std::vector<Symbol> symbols;
-  if (symtab != nullptr) {
+  if (refs.symtab != nullptr) {
     RETURN_IF_ERROR(
-        ReadFunctionSymbols(elf, symtab, nullptr, {}, path_, &symbols, &malformed_entries_));
+        ReadFunctionSymbols(elf, refs.symtab, nullptr, {}, path_, &symbols, &malformed_entries_));
   }
-  if (dynsym != nullptr) {
+  if (refs.dynsym != nullptr) {
     std::vector<std::string> version_names;
-    if (verdef != nullptr) version_names = ReadVersionDefinitions(elf, verdef, &malformed_entries_);
-    Elf_Data* versym_data = versym != nullptr ? elf_getdata(versym, nullptr) : nullptr;
-    RETURN_IF_ERROR(ReadFunctionSymbols(elf, dynsym, versym_data, version_names, path_, &symbols,
-                                        &malformed_entries_));
+    if (refs.verdef != nullptr) {
+      version_names = ReadVersionDefinitions(elf, refs.verdef, &malformed_entries_);
+    }
+    Elf_Data* versym_data = refs.versym != nullptr ? elf_getdata(refs.versym, nullptr) : nullptr;
+    RETURN_IF_ERROR(ReadFunctionSymbols(elf, refs.dynsym, versym_data, version_names, path_,
+                                        &symbols, &malformed_entries_));
   }
-  // MiniDebugInfo: an xz-compressed ELF whose .symtab holds the local functions that
-  // stripping removed (Fedora's "mini debuginfo").
-  if (symtab == nullptr && gnu_debugdata != nullptr) {
+  if (refs.symtab == nullptr && refs.gnu_debugdata != nullptr) {
     const size_t before = symbols.size();
-    if (auto status = ReadMiniDebugInfo(gnu_debugdata, path_, &symbols, &malformed_entries_);
+    if (auto status = ReadMiniDebugInfo(refs.gnu_debugdata, path_, &symbols, &malformed_entries_);
         !status) {
       minidebuginfo_error_ = status.error().message;
       log::V1("{}", minidebuginfo_error_);
     }
     minidebuginfo_functions_ = symbols.size() - before;
   }
+  return symbols;
+}
 
-  std::sort(sections_.begin(), sections_.end(),
-            [](const Section& a, const Section& b) { return a.address < b.address; });
-
+// functions_ from the symbols of all tables: one entry per (address, name), ordered by
+// address then binding; demangled names, file offsets and the lookup indexes.
+void ElfFile::IndexFunctions(std::vector<Symbol> symbols) {
   // One entry per (address, name); the .dynsym copy contributes the version.
   std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
     return std::tie(a.address, a.name) < std::tie(b.address, b.name);
@@ -626,13 +724,6 @@ Result<void> ElfFile::Load() {
       if (stripped != symbol.name) by_name_.emplace(stripped, i);
     }
   }
-  std::sort(usdt_probes_.begin(), usdt_probes_.end(), [](const UsdtProbe& a, const UsdtProbe& b) {
-    return std::tie(a.address, a.provider, a.name) < std::tie(b.address, b.provider, b.name);
-  });
-  if (malformed_entries_ > 0) {
-    log::V1("{}: skipped {} malformed symbol or note entries", path_, malformed_entries_);
-  }
-  return {};
 }
 
 void ElfFile::AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap,
@@ -881,13 +972,7 @@ Result<DynamicInfo> ReadDynamicInfo(const std::string& path) {
   auto [fd, elf] = opened;
   DynamicInfo info;
   Result<void> status;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) != nullptr && shdr.sh_type == SHT_DYNAMIC) {
-      status = ReadDynamicSection(elf, scn, path, &info);
-      break;
-    }
-  }
+  if (Elf_Scn* scn = FindDynamicSection(elf)) status = ReadDynamicSection(elf, scn, path, &info);
   elf_end(elf);
   close(fd);
   if (!status) return std::unexpected(status.error());

@@ -133,7 +133,9 @@ std::string_view ProbeCostName(ProbeCost cost) {
   return "unknown";
 }
 
-InstructionInfo ClassifyProbeInstruction(std::span<const uint8_t> code) {
+namespace {
+
+InstructionInfo Classify(std::span<const uint8_t> code) {
   if (code.empty()) return Unknown();
   if (code.size() >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa) {
     return {ProbeCost::kSingleStep, "endbr64", 4};
@@ -253,6 +255,17 @@ InstructionInfo ClassifyProbeInstruction(std::span<const uint8_t> code) {
     default: break;
   }
   return SingleStep("unknown", 0);
+}
+
+}  // namespace
+
+InstructionInfo ClassifyProbeInstruction(std::span<const uint8_t> code) {
+  // An instruction is at most 15 bytes (Intel SDM 2.3.11): longer prefix runs fault (#UD),
+  // and the kernel's decoder refuses to place a uprobe on them.
+  constexpr size_t kMaxInstructionLength = 15;
+  InstructionInfo info = Classify(code);
+  if (info.length > kMaxInstructionLength) return Unknown();
+  return info;
 }
 
 }  // namespace looptrace::symbols

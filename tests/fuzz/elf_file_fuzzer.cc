@@ -1,34 +1,49 @@
-// libFuzzer harness for the ELF reader (ElfFile) and the symbolizer on top of it (DWARF
-// index, line tables, inline chains, MiniDebugInfo, debuglink handling). Built and run
-// by scripts/fuzz.sh (not part of the CMake build). The input is written to a memfd and
-// opened through /proc/self/fd/N, as a file of a target process would be.
-#include <sys/mman.h>
-#include <unistd.h>
-
+// libFuzzer harness for the ELF reader (ElfFile: headers, symbol tables and versions,
+// dynamic section, notes and USDT probes, build id, debuglink, MiniDebugInfo) and what
+// reads ELF files next to it (ReadDynamicInfo, ReadBuildId, DebuglinkCrc32, the probe
+// instruction classifier at every function). The DWARF side is the symbolizer target.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <string>
 
+#include "fuzz_file.h"
+#include "looptrace/symbols/debug_file.h"
 #include "looptrace/symbols/elf_file.h"
-#include "looptrace/symbols/symbolizer.h"
+#include "looptrace/symbols/probe_cost.h"
+#include "looptrace/util/log.h"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  looptrace::log::Verbosity() = looptrace::log::Level::kError;
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace looptrace::symbols;
-  const int fd = memfd_create("elf_fuzz", MFD_CLOEXEC);
-  if (fd < 0) return 0;
-  if (size > 0 && write(fd, data, size) != static_cast<ssize_t>(size)) {
-    close(fd);
-    return 0;
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  FuzzFile file(data, size);
+  if (!file.ok()) return 0;
+  const std::string& path = file.path();
 
   if (auto elf = ElfFile::Open(path)) {
     uint64_t last = 0;
+    size_t checked = 0;
     for (const Symbol& symbol : elf->functions()) {
       if (symbol.address < last) std::abort();  // sorted by address
+      if (symbol.name.empty() || symbol.demangled.empty()) std::abort();
       last = symbol.address;
+      if (checked++ < 64) {
+        const Symbol* found = elf->FindFunctionByAddress(symbol.address);
+        if (found == nullptr || found->address > symbol.address) std::abort();
+        // A name with glob characters is taken as a glob (documented), which it need not match.
+        if (symbol.name.find_first_of("*?[") == std::string::npos &&
+            elf->FindFunctions(symbol.name).empty()) {
+          std::abort();
+        }
+        if (auto bytes = elf->ReadAtAddress(symbol.address, 16)) {
+          if (bytes->empty() || bytes->size() > 16) std::abort();
+          (void)ClassifyProbeInstruction(*bytes);
+        }
+      }
     }
     const uint64_t probes[] = {0, 0x1000, 0x1139, 0x401000, last, last + 1, ~uint64_t{0}};
     for (uint64_t address : probes) {
@@ -42,29 +57,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)elf->ReadAtAddress(address, 16);
     }
     (void)elf->FindFunctions("main");
-    (void)elf->FindFunctions("st_*");
-    (void)elf->ClosestNames("mian", 3);
-    (void)elf->FindUsdt("", "");
-    for (const Symbol& symbol : elf->functions()) {
-      if (symbol.name.empty()) std::abort();
+    (void)elf->FindFunctions("seed_*");
+    (void)elf->FindFunctions("seed::Counter::Add(int)");
+    (void)elf->ClosestNames("seed_mid", 3);
+    for (const UsdtProbe* probe : elf->FindUsdt("", "")) {
+      if (probe->provider.empty() || probe->name.empty()) std::abort();
     }
+    (void)elf->FindUsdt("se*", "l?af");
+    if (!elf->build_id().empty()) (void)BuildIdDebugPath("/nonexistent", elf->build_id());
+    // What ElfFile read must agree with the cheaper single-purpose readers.
+    auto dynamic = ReadDynamicInfo(path);
+    if (dynamic && dynamic->needed != elf->dynamic().needed) std::abort();
+    auto build_id = ReadBuildId(path);
+    if (build_id && !elf->build_id().empty() && *build_id != elf->build_id()) std::abort();
+  } else {
+    (void)ReadDynamicInfo(path);
+    (void)ReadBuildId(path);
   }
-
-  // The whole symbolizer: module load, DWARF index, lines, inline frames. No debug
-  // directories, so nothing outside the input is read.
-  ModuleCacheOptions options;
-  options.debug.debug_directories.clear();
-  options.debug.use_debuglink = false;
-  Symbolizer symbolizer({}, std::make_shared<ModuleCache>(options));
-  uint64_t address = 0x1000;
-  for (int i = 0; i < 24; ++i) {
-    auto result = symbolizer.SymbolizeModule(path, address);
-    if (result->module != path) std::abort();
-    for (const SymbolFrame& frame : result->frames) (void)frame.Location();
-    address += 0x35 + static_cast<uint64_t>(i) * 0x101;
-    if (i == 12) address = 0x401000;
-  }
-  (void)symbolizer.stats().ToString();
-  close(fd);
+  (void)DebuglinkCrc32(path);
   return 0;
 }

@@ -1,7 +1,4 @@
 // libFuzzer harness for the Matrix methodMapping.txt parser (MethodMapping::Parse).
-// Not part of the CMake build: scripts/fuzz.sh builds it with clang++-14, libFuzzer and
-// ASan/UBSan, using tests/fuzz/compat/expected in place of libstdc++ 12's <expected>
-// (which clang 14 cannot compile: it needs __cpp_concepts >= 202002L).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

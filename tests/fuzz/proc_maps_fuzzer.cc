@@ -1,4 +1,4 @@
-// libFuzzer harness for the /proc/PID/maps parser. Built and run by scripts/fuzz.sh.
+// libFuzzer harness for the /proc/PID/maps parser (ParseProcMaps, FindMappedFile).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

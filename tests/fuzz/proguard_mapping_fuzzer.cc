@@ -1,5 +1,5 @@
-// libFuzzer harness for the ProGuard/R8 mapping.txt parser. Built and run by
-// scripts/fuzz.sh (not part of the CMake build).
+// libFuzzer harness for the ProGuard/R8 mapping.txt parser (ProguardMapping::Parse) and
+// its lookups.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

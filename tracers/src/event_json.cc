@@ -1,6 +1,10 @@
 #include "looptrace/tracers/event_json.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "json_common.h"
 
@@ -102,26 +106,47 @@ struct ToJson {
   }
 };
 
+// A JSON value as T. An integer field takes only a JSON integer within T's range: a
+// fraction, a negative count or a value too large is the wrong type, never converted
+// (nlohmann's get<T>() truncates silently, and a float beyond T's range is undefined
+// behaviour).
+template <typename T>
+std::optional<T> Get(const json& value) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (value.is_number_unsigned()) {
+      const uint64_t u = value.get<uint64_t>();
+      if (!std::in_range<T>(u)) return std::nullopt;
+      return static_cast<T>(u);
+    }
+    if (value.is_number_integer()) {
+      const int64_t i = value.get<int64_t>();
+      if (!std::in_range<T>(i)) return std::nullopt;
+      return static_cast<T>(i);
+    }
+    return std::nullopt;
+  } else {
+    try {
+      return value.get<T>();
+    } catch (const json::exception&) {
+      return std::nullopt;
+    }
+  }
+}
+
 template <typename T>
 Result<T> Field(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end()) return MakeError(std::string("missing field '") + key + "'");
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    return MakeError(std::string("field '") + key + "' has the wrong type");
-  }
+  std::optional<T> value = Get<T>(*it);
+  if (!value) return MakeError(std::string("field '") + key + "' has the wrong type");
+  return *std::move(value);
 }
 
 template <typename T>
 T FieldOr(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    return fallback;
-  }
+  return Get<T>(*it).value_or(std::move(fallback));
 }
 
 Result<Role> ParseRole(const json& j) {
@@ -182,11 +207,12 @@ Result<Event> ParseMethodBeats(const json& j) {
   if (auto names = j.find("names"); names != j.end() && names->is_object()) {
     for (const auto& [id, name] : names->items()) {
       if (!name.is_string()) return MakeError("method names must be strings");
-      try {
-        m.names.emplace(std::stoull(id), name.get<std::string>());
-      } catch (...) {
+      uint64_t key = 0;
+      const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), key);
+      if (ec != std::errc() || end != id.data() + id.size() || id.empty()) {
         return MakeError("method name key '" + id + "' is not a number");
       }
+      m.names.emplace(key, name.get<std::string>());
     }
   }
   return m;

@@ -33,6 +33,7 @@ std::string_view SeverityName(StatSeverity severity) {
     case StatSeverity::kInfo: return "info";
     case StatSeverity::kError: return "error";
     case StatSeverity::kDataLoss: return "data_loss";
+    case StatSeverity::kFilter: return "filter";
   }
   return "unknown";
 }

@@ -384,14 +384,19 @@ class TextRenderer : public Renderer {
   }
 
   void RenderStats(const Stats& stats, std::ostream& out) const {
-    if (!stats.AnyNonZero()) {
+    auto shown = [&](StatId id) {
+      return stats.Get(id) && (options_.verbose || StatSeverityOf(id) != StatSeverity::kFilter);
+    };
+    bool any = false;
+    for (int i = 0; i < kStatCount; ++i) any |= shown(static_cast<StatId>(i));
+    if (!any) {
       out << "\ndata quality: complete (no losses counted)\n";
       return;
     }
     out << "\ndata quality\n";
     for (int i = 0; i < kStatCount; ++i) {
       auto id = static_cast<StatId>(i);
-      if (uint64_t v = stats.Get(id))
+      if (uint64_t v = stats.Get(id); v && shown(id))
         out << fmt::format("  {:<10} {:<26} {:>8}  {}\n", SeverityName(StatSeverityOf(id)),
                            StatName(id), v, StatDescription(id));
     }

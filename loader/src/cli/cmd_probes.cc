@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/probe_listing.h"
 #include "looptrace/loader/target_process.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "looptrace/util/log.h"
@@ -21,6 +22,7 @@ class ProbesCommand : public Command {
     auto* pid = cmd->add_option("-p,--pid", pid_, "process whose binaries to resolve")->check(CLI::PositiveNumber);
     cmd->add_option("--exe", exe_, "resolve against this executable instead of a pid")->excludes(pid);
     cmd->add_option("--profile", profile_, "built-in profile name or profile file (default: detect)");
+    cmd->add_flag("--exact-entry", exact_entry_, "show the points without relocation (probe_placement.h)");
     cmd->footer(Footer(R"(  looptrace probes -p 1234                     which profile matches, and its points
   looptrace probes --exe ./app --profile my.profile
 )"));
@@ -40,6 +42,7 @@ class ProbesCommand : public Command {
     } else {
       return Fail(Error{"probes needs -p PID or --exe PATH", "example: looptrace probes -p 1234", ExitCode::kUsage});
     }
+    target.exact_entry = exact_entry_;
     loader::Profile profile;
     loader::AttachPlan plan;
     if (profile_.empty()) {
@@ -66,27 +69,12 @@ class ProbesCommand : public Command {
       profile = std::move(chosen->first);
       plan = std::move(chosen->second);
     }
-    std::cout << fmt::format("profile {} ({}), messages {}\n", profile.name, profile.source,
-                             profile.message_definition.empty() ? "from the roles" : profile.message_definition);
-    std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind", "point", "offset",
-                             "cost", "binary");
-    size_t slow = 0;  // distinct points: a uprobe and a uretprobe on one function trap once each
-    std::set<std::pair<std::string, uint64_t>> slow_points;
-    for (const auto& p : plan.probes) {
-      std::string cost = std::string(symbols::ProbeCostName(p.instruction.cost));
-      if (!p.instruction.mnemonic.empty()) cost += " (" + p.instruction.mnemonic + ")";
-      if (p.instruction.cost == symbols::ProbeCost::kSingleStep && slow_points.insert({p.binary_path, p.address}).second)
-        ++slow;
-      std::string point = p.symbol;
-      if (p.usdt_sites > 1) point += fmt::format(" [{} sites]", p.usdt_sites);
-      std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>#10x}  {:<12} {}\n", p.probe_id, RoleName(p.spec.role),
-                               loader::ProbeKindName(p.spec.kind), point, p.file_offset, cost, p.binary_path);
-    }
-    for (const auto& note : plan.left_out) std::cout << "  " << note << "\n";
+    const size_t slow = loader::PrintProbeList(profile, plan, std::cout);
     std::cout.flush();  // the table before any warning on stderr
     if (slow)
       log::Warning("{} probe point{} start with an instruction the kernel single-steps (~15x slower "
-                   "per hit than an emulated nop/push); prefer a nop5-padded or frame-pointer entry",
+                   "per hit than an emulated nop/push) and could not be moved (see above); prefer a "
+                   "nop5-padded or frame-pointer entry",
                    slow, slow == 1 ? "" : "s");
     return 0;
   }
@@ -95,6 +83,7 @@ class ProbesCommand : public Command {
   pid_t pid_ = 0;
   std::string exe_;
   std::string profile_;
+  bool exact_entry_ = false;
 };
 
 class ProfilesCommand : public Command {

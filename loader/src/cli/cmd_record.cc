@@ -54,6 +54,9 @@ class TraceCommand : public Command {
     cmd->add_flag("--dwarf-unwind", session_.dwarf_unwind,
                   "unwind the main thread's user stack with DWARF CFI (targets without frame pointers); "
                   "copies 16 KiB of stack at each of its switch-outs");
+    cmd->add_flag("--exact-entry", session_.exact_entry,
+                  "probe every symbol at its first instruction, even where the kernel single-steps it "
+                  "(no move to the entry block, call sites or after calls)");
     AddReportOutputOptions(cmd, output_);
     AddAnalysisOptions(cmd, analysis_);
     cmd->footer(Footer(run_ ? kRunExamples : kRecordExamples));
@@ -112,6 +115,7 @@ class TraceCommand : public Command {
     }
     RenderOptions render;
     render.top_n = analysis_.common.top_n;
+    render.verbose = log::Enabled(log::Level::kV1);
     Report report = pipeline.TakeReport();
     MakeRenderer(output_.format, render)->Render(report, (*out)->stream());
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());

@@ -4,6 +4,7 @@
 #include "looptrace/loader/output_file.h"
 #include "looptrace/loader/recording.h"
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/log.h"
 
 namespace looptrace::cli {
 namespace {
@@ -39,6 +40,7 @@ class ReportCommand : public Command {
     if (replay_stats.AnyNonZero()) pipeline.OnEvent(LossCounters{replay_stats});
     RenderOptions render;
     render.top_n = analysis_.common.top_n;
+    render.verbose = log::Enabled(log::Level::kV1);
     MakeRenderer(output_.format, render)->Render(pipeline.TakeReport(), (*out)->stream());
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
     return 0;

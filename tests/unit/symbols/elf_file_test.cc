@@ -11,7 +11,9 @@
 #include <set>
 #include <tuple>
 
+#include "looptrace/symbols/debug_file.h"
 #include "looptrace/symbols/probe_cost.h"
+#include "../fuzz_corpus.h"
 #include "symbols_test_util.h"
 
 namespace looptrace::symbols {
@@ -689,6 +691,52 @@ TEST(DynamicInfo, ReadsRunpathAndNeeded) {
   auto missing = ReadDynamicInfo("/nonexistent");
   ASSERT_FALSE(missing.has_value());
   EXPECT_THAT(missing.error().message, HasSubstr("/nonexistent"));
+}
+
+// Caught by the elf_file fuzz harness's cross-check of ElfFile against ReadDynamicInfo, on an
+// input made by hand after reading both (libFuzzer had not produced one in 15 min): with
+// two SHT_DYNAMIC sections (here .interp retyped), ElfFile read the last and
+// ReadDynamicInfo the first, so `run`'s library search and the symbolizer saw different
+// DT_NEEDED/RUNPATH. Both now take the one PT_DYNAMIC points at, as ld.so does.
+TEST(ElfFileTest, FuzzTwoDynamicSectionsReadTheOneTheLoaderUses) {
+  const std::string path =
+      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_two_dynamic_sections");
+  ASSERT_EQ(ReadFile(path).size(), 16584u);
+  ElfFile file = OpenOrDie(path);
+  auto dynamic = ReadDynamicInfo(path);
+  ASSERT_TRUE(dynamic) << dynamic.error().message;
+  EXPECT_THAT(file.dynamic().needed, ElementsAre("libc.so.6"));
+  EXPECT_THAT(dynamic->needed, ElementsAre("libc.so.6"));
+}
+
+// Caught the same way (the harness cross-checks ElfFile's build id against ReadBuildId):
+// a build-id note whose owner is "GNU\0" padded to n_namesz 8. ElfFile took it as a build
+// id, ReadBuildId (like elfutils, the kernel and perf) did not, so the file's own debug
+// file would be rejected for a build-id mismatch. Owners now match exactly.
+TEST(ElfFileTest, FuzzBuildIdNoteOwnerMustBeExactlyGnu) {
+  const std::string path =
+      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_8");
+  ASSERT_EQ(ReadFile(path).size(), 13688u);
+  ElfFile file = OpenOrDie(path);
+  EXPECT_EQ(file.build_id(), "");
+  auto build_id = ReadBuildId(path);
+  ASSERT_TRUE(build_id) << build_id.error().message;
+  EXPECT_EQ(*build_id, "");
+  EXPECT_FALSE(file.FindUsdt("seed", "leaf").empty());  // other notes still read
+}
+
+// Found by libFuzzer (elf_file target, the same cross-check) after the fix above: a
+// build-id note with n_namesz 3 ("GNU" without its NUL) was still a build id for ElfFile.
+// A name must end with its NUL to own a note.
+TEST(ElfFileTest, FuzzBuildIdNoteOwnerNeedsItsNul) {
+  const std::string path =
+      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_3");
+  ASSERT_EQ(ReadFile(path).size(), 5930u);
+  ElfFile file = OpenOrDie(path);
+  EXPECT_EQ(file.build_id(), "");
+  auto build_id = ReadBuildId(path);
+  ASSERT_TRUE(build_id) << build_id.error().message;
+  EXPECT_EQ(*build_id, "");
 }
 
 }  // namespace

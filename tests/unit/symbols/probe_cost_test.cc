@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
+
+#include "../fuzz_corpus.h"
 
 namespace looptrace::symbols {
 namespace {
@@ -127,6 +130,24 @@ TEST(ProbeCost, EmptyOrTruncatedCodeIsUnknown) {
   EXPECT_EQ(Classify({0x66, 0x66}).cost, ProbeCost::kUnknown);
   EXPECT_EQ(Classify({0x48, 0x8b}).cost, ProbeCost::kUnknown);
   EXPECT_EQ(Classify({0x48, 0x8b, 0x44, 0x24}).cost, ProbeCost::kUnknown);
+}
+
+// In the probe_cost fuzz corpus (tests/fuzz/corpus/probe_cost/regress_20_byte_je), made by
+// hand while fixing the harness and caught by its 15-byte check:
+// 14 prefixes + je rel32 was classified as an emulated 20-byte branch. Nothing longer
+// than 15 bytes is an instruction (the CPU raises #UD, the kernel refuses the probe).
+TEST(ProbeCost, FuzzInstructionsLongerThan15BytesAreUnknown) {
+  const std::string input = looptrace::test_util::FuzzInput("probe_cost", "regress_20_byte_je");
+  ASSERT_EQ(input.size(), 20u);
+  const std::vector<uint8_t> code(input.begin(), input.end());
+  const InstructionInfo info = ClassifyProbeInstruction(code);
+  EXPECT_EQ(info.cost, ProbeCost::kUnknown);
+  EXPECT_EQ(info.mnemonic, "unknown");
+  EXPECT_EQ(info.length, 0u);
+  // Up to 15 bytes it is still an instruction: 9 prefixes + je rel32.
+  std::vector<uint8_t> fifteen(9, 0x2e);
+  fifteen.insert(fifteen.end(), {0x0f, 0x84, 0, 0, 0, 0});
+  ExpectInstruction(fifteen, ProbeCost::kEmulated, "je rel32", 15);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "addr2line_util.h"
 #include "looptrace/symbols/debug_file.h"
 #include "looptrace/symbols/process_symbolizer.h"
+#include "../fuzz_corpus.h"
 #include "symbols_test_util.h"
 
 namespace looptrace::symbols {
@@ -24,6 +25,7 @@ using test_util::AsFrames;
 using test_util::Describe;
 using test_util::ExpectedFrame;
 using test_util::FixturePath;
+using looptrace::test_util::FuzzCorpusPath;
 using test_util::ReadFile;
 using test_util::RunCommand;
 using test_util::TempDir;
@@ -467,6 +469,25 @@ TEST(SymbolizerBadInputTest, HugeSymbolTableSizeIsRejected) {
   auto result = symbolizer.SymbolizeModule(path, 0x1100);
   EXPECT_EQ(result->degradation, Degradation::kModuleCorrupt);
   EXPECT_FALSE(symbolizer.cache().Get(path)->load_error().empty());
+}
+
+// An input of the symbolizer fuzz corpus, written by hand (assembly) while reviewing the
+// DWARF index during fuzzing: 4000 lexical blocks of one unit all use the same list of
+// 1000 ranges, so a 37 KiB file asked the index for 4 million ranges (minutes and
+// gigabytes under the fuzzer's sanitizers). Index work is now bounded by the size of the
+// DWARF; a unit beyond it is corrupt DWARF, named from the symbol table.
+TEST(SymbolizerBadInputTest, FuzzSharedRangeListsAreCorruptDwarf) {
+  const std::string path = FuzzCorpusPath("symbolizer", "regress_shared_rangelists.elf");
+  ASSERT_EQ(ReadFile(path).size(), 37072u);
+  ModuleCacheOptions options;
+  options.debug.debug_directories.clear();
+  Symbolizer symbolizer({}, std::make_shared<ModuleCache>(options));
+  auto result = symbolizer.SymbolizeModule(path, 0x18);
+  EXPECT_EQ(result->degradation, Degradation::kCorruptDwarf);
+  EXPECT_EQ(result->function, "f");
+  ASSERT_EQ(result->frames.size(), 1u);
+  EXPECT_EQ(result->frames[0].function, "f");
+  EXPECT_EQ(symbolizer.stats().by_degradation[static_cast<size_t>(Degradation::kCorruptDwarf)], 1u);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../fuzz_corpus.h"
+
 namespace looptrace {
 namespace {
 
@@ -74,6 +76,60 @@ TEST(EventJson, HeaderIsRecognisedAndForeignInputRejected) {
   EXPECT_FALSE(EventFromJsonLine(R"({"type":"probe","tid":1,"role":"dispatch.end"})"));
   EXPECT_FALSE(EventFromJsonLine(R"({"type":"mystery"})"));
   EXPECT_FALSE(EventFromJsonLine(R"({"type":"counters","counters":{"bogus":1}})"));
+}
+
+}  // namespace
+}  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// In the event_json fuzz corpus (found reading the parser, confirmed with the fuzz
+// harness): a float timestamp beyond uint64 was converted with undefined behaviour
+// (UBSan: "1e+300 is outside the range of representable values").
+TEST(EventJson, FuzzFloatBeyondRangeIsTheWrongType) {
+  const std::string line = test_util::FuzzInput("event_json", "regress_float_timestamp_ub");
+  ASSERT_EQ(line, R"({"type":"exec","ts_ns":1e300})");
+  auto parsed = EventFromJsonLine(line);
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().message, "field 'ts_ns' has the wrong type");
+}
+
+TEST(EventJson, IntegerFieldsTakeOnlyIntegersInRange) {
+  for (const char* bad : {R"({"type":"exec","ts_ns":1.5})", R"({"type":"exec","ts_ns":-5})",
+                          R"({"type":"exec","ts_ns":18446744073709551616})",
+                          R"({"type":"switch","ts_ns":1,"tid":4294967296,"off_cpu":false})",
+                          R"({"type":"signal","ts_ns":1,"signal":2147483648,"sender_pid":1})"}) {
+    auto parsed = EventFromJsonLine(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_NE(parsed.error().message.find("has the wrong type"), std::string::npos) << bad;
+  }
+  auto ok = EventFromJsonLine(R"({"type":"signal","ts_ns":18446744073709551615,"signal":-1,)"
+                              R"("sender_pid":4294967295,"result":-22})");
+  ASSERT_TRUE(ok && ok->has_value());
+  const auto& signal = std::get<SignalSent>(**ok);
+  EXPECT_EQ(signal.ts_ns, 18446744073709551615ull);
+  EXPECT_EQ(signal.signal, -1);
+  EXPECT_EQ(signal.sender_pid, 4294967295u);
+  EXPECT_EQ(signal.result, -22);
+  // Optional fields out of range fall back to their defaults, as other wrong types do.
+  auto probe = EventFromJsonLine(
+      R"({"type":"probe","ts_ns":1,"tid":2,"role":"dispatch.end","probe_id":70000})");
+  ASSERT_TRUE(probe && probe->has_value());
+  EXPECT_EQ(std::get<ProbeEvent>(**probe).probe_id, 0);
+}
+
+TEST(EventJson, MethodNameKeysAreWholeNumbers) {
+  const std::string prefix =
+      R"({"type":"method_beats","tid":1,"begin_ns":1,"end_ns":2,"beats":[],"names":{)";
+  for (const char* key : {R"("12abc")", R"("-1")", R"(" 7")", R"("")"}) {
+    auto parsed = EventFromJsonLine(prefix + key + R"(:"x"}})");
+    ASSERT_FALSE(parsed) << key;
+    EXPECT_NE(parsed.error().message.find("is not a number"), std::string::npos) << key;
+  }
+  auto parsed = EventFromJsonLine(prefix + R"("18446744073709551615":"x"}})");
+  ASSERT_TRUE(parsed && parsed->has_value());
+  EXPECT_EQ(std::get<MethodBeats>(**parsed).names.at(18446744073709551615ull), "x");
 }
 
 }  // namespace

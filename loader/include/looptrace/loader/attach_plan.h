@@ -21,6 +21,27 @@ struct TargetBinaries {
   // run + profile detection: a library must be one the executable links (DT_NEEDED,
   // transitively), not merely present on disk.
   bool require_linked = false;
+  // --exact-entry: every probe stays on its symbol, even where the kernel single-steps
+  // the first instruction (no relocation, probe_placement.h).
+  bool exact_entry = false;
+};
+
+// Where a uprobe/uretprobe fires (probe_placement.h).
+enum class Placement {
+  kEntry,       // the symbol's address (a uretprobe: its return, through the entry)
+  kEntryBlock,  // a later, emulated instruction of the function's entry block
+  kCallSites,   // every direct call (or tail-call jmp) of the function, instead of its entry
+  kAfterCalls,  // every instruction after a call of it, instead of a uretprobe
+};
+
+std::string_view PlacementName(Placement placement);
+
+// One attach point of a relocated probe.
+struct ProbeLocation {
+  uint64_t address = 0;      // virtual address in the ELF
+  uint64_t file_offset = 0;
+  symbols::InstructionInfo instruction{symbols::ProbeCost::kUnknown, "", 0};
+  std::string where;         // "call in main", "after call in run_loop"
 };
 
 struct ResolvedProbe {
@@ -31,8 +52,22 @@ struct ResolvedProbe {
   uint64_t address = 0;     // virtual address in the ELF (USDT: first site)
   uint64_t file_offset = 0;
   size_t usdt_sites = 0;    // USDT: number of sites of provider:name
+  // What the probe costs per hit: the first instruction at `address` or, when
+  // relocated, the most expensive of `locations`.
   symbols::InstructionInfo instruction{symbols::ProbeCost::kUnknown, "", 0};
+  Placement placement = Placement::kEntry;
+  std::vector<ProbeLocation> locations;  // when placement != kEntry: where it is attached
+  std::string placement_note;            // why it moved, or why a single-stepped entry stayed
+  symbols::InstructionInfo entry_instruction{symbols::ProbeCost::kUnknown, "", 0};  // at `address`
 };
+
+// The file offsets the probe is attached at (its own, or its relocated locations).
+std::vector<uint64_t> AttachOffsets(const ResolvedProbe& probe);
+// Whether those offsets are attached as return probes (a uretprobe not moved to the
+// instructions after its calls).
+bool AttachAsReturnProbe(const ResolvedProbe& probe);
+// How many uprobes the probe takes (locations, or 1).
+size_t AttachPointCount(const ResolvedProbe& probe);
 
 struct AttachPlan {
   std::string profile_name;

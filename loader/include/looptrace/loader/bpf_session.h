@@ -38,6 +38,14 @@ struct BpfSessionOptions {
   std::string btf_path;             // empty: the kernel's /sys/kernel/btf/vmlinux
 };
 
+// The loader attaches a group of points in uprobe_multi links of at most this many, so it
+// can report progress between them. Each link costs one RCU grace period to detach
+// (~40-70 ms here, bench/attach_scale.cc), and 20,000 points attach in ~60 ms: links are
+// only split where attaching would take seconds.
+inline constexpr size_t kMaxPointsPerLink = 1u << 17;
+// Without uprobe_multi every point is its own link anyway: progress every this many.
+inline constexpr size_t kMaxPointsPerPerfGroup = 256;
+
 // Method probes whose identity is their first argument use the cookie-less fast path
 // (uprobe_multi kernels only): the group attach keeps them apart.
 bool UsesFastBeats(const ResolvedProbe& probe);
@@ -55,10 +63,15 @@ class BpfSession {
   BpfSession(const BpfSession&) = delete;
   BpfSession& operator=(const BpfSession&) = delete;
 
-  // Attaches probe points of one binary and one kind (uprobe or uretprobe) for process
-  // `pid`: one uprobe_multi link when the kernel has them, else one link per point.
+  // Attaches probe points of one binary and one kind (uprobe or uretprobe, as
+  // AttachAsReturnProbe says) for process `pid`, each at all its AttachOffsets: one
+  // uprobe_multi link when the kernel has them, else one link per offset.
   // USDT points are attached one by one.
   Result<void> Attach(const std::vector<const ResolvedProbe*>& probes, int pid);
+  // Splits attach groups so none holds more points (AttachPointCount) than one step of
+  // attaching should: kMaxPointsPerLink, or kMaxPointsPerPerfGroup without uprobe_multi.
+  std::vector<std::vector<const ResolvedProbe*>> SplitIntoLinks(
+      std::vector<std::vector<const ResolvedProbe*>> groups) const;
   size_t attached_points() const { return attached_points_; }
   size_t skipped_points() const { return skipped_points_; }  // glob matches the kernel refused
   bool uses_uprobe_multi() const { return uprobe_multi_; }

@@ -39,6 +39,7 @@ struct SessionOptions {
   bool thread_tracking = true;  // sched_switch/waking/signal programs + cpu-clock samples
   int sample_hz = 49;           // cpu-clock samples of the main thread (its stack while running)
   bool dwarf_unwind = false;    // copy registers + stack top for DWARF unwinding (no frame pointers)
+  bool exact_entry = false;     // --exact-entry: no probe relocation (probe_placement.h)
 };
 
 // Blocks SIGINT/SIGTERM/SIGHUP and returns a signalfd for them: signals are then handled

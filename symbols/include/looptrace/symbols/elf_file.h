@@ -154,9 +154,32 @@ class ElfFile {
     bool executable = false;
   };
 
+  // What every step needs from the ELF header.
+  struct Layout {
+    bool is64 = false;
+    bool swap = false;  // the file's byte order differs from ours
+  };
+  struct NoteSegment {
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    uint64_t align = 0;
+  };
+  struct SectionRefs;  // the sections ScanSections found (elf_file.cc)
+
   ElfFile() = default;
+  // Open's work, one step per part of the file (each documented in elf_file.cc).
   Result<void> Load();
+  Result<Layout> ReadHeader();
+  Result<void> ReadProgramHeaders(std::vector<NoteSegment>* note_segments);
+  Result<void> ScanSections(SectionRefs* refs);
+  Result<void> ReadNotes(const SectionRefs& refs, const std::vector<NoteSegment>& note_segments,
+                         const Layout& layout);
+  void AddNote(std::string_view owner, uint32_t type, const uint8_t* desc, size_t size,
+               const Layout& layout, uint64_t stapsdt_base);
+  void SetBuildId(const uint8_t* desc, size_t size);
   void AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap, uint64_t stapsdt_base);
+  Result<std::vector<Symbol>> ReadSymbols(const SectionRefs& refs);
+  void IndexFunctions(std::vector<Symbol> symbols);
   const Segment* SegmentFor(uint64_t address) const;
 
   std::string path_;

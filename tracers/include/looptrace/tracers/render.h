@@ -14,7 +14,8 @@
 namespace looptrace {
 
 struct RenderOptions {
-  size_t top_n = 10;  // rows in "slowest" / "by name" tables
+  size_t top_n = 10;     // rows in "slowest" / "by name" tables
+  bool verbose = false;  // -v: also the filter counters (hits filtered in BPF on purpose)
 };
 
 class Renderer {

@@ -9,16 +9,18 @@
 
 namespace looptrace {
 
-enum class StatSeverity { kInfo, kError, kDataLoss };
+// kFilter: hits BPF filtered out on purpose (other processes, threads, conditions): not a
+// loss; the text report shows them with -v only.
+enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
 
 // X(name, severity, description)
 #define LOOPTRACE_STATS(X)                                                                       \
   X(ringbuf_full, kDataLoss, "strings or identities dropped in BPF because the ring buffer was full") \
   X(records_full, kDataLoss, "records dropped in BPF because the record ring was full (raise --record-ring)") \
   X(records_overwritten, kDataLoss, "records overwritten by a concurrent writer before they were read") \
-  X(predicate_rejected, kInfo, "probe hits whose conditions did not hold (filtered in BPF)")  \
-  X(verdicts_evicted, kInfo, "cached string-condition verdicts replaced by another string's")  \
-  X(verdicts_stale, kInfo, "cached verdicts re-checked because the string at the address changed") \
+  X(predicate_rejected, kFilter, "probe hits whose conditions did not hold (filtered in BPF)")  \
+  X(verdicts_evicted, kFilter, "cached string-condition verdicts replaced by another string's")  \
+  X(verdicts_stale, kFilter, "cached verdicts re-checked because the string at the address changed") \
   X(malformed_records, kDataLoss, "ring buffer records with an unknown type or a bad size")     \
   X(unknown_probe_id, kDataLoss, "records naming a probe the session did not attach")           \
   X(messages_running_at_start, kInfo, "dispatch.end of messages already running when tracing began") \
@@ -27,8 +29,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss };
   X(unfinished_messages, kInfo, "messages still running when the session ended")               \
   X(string_read_failed, kError, "string arguments that could not be read from the target")     \
   X(arg_read_failed, kError, "USDT arguments BPF could not read")                              \
-  X(other_thread_hits, kInfo, "probe hits on threads the thread filter excludes")             \
-  X(other_process_hits, kInfo, "probe hits from other processes mapping the same binary (filtered in BPF)") \
+  X(other_thread_hits, kFilter, "probe hits on threads the thread filter excludes")             \
+  X(other_process_hits, kFilter, "probe hits from other processes mapping the same binary (filtered in BPF)") \
   X(bpf_string_copy_failed, kInfo, "strings BPF could not copy (page not resident): read from the target instead") \
   X(stack_failed, kError, "stacks BPF could not capture (stack map full, or no stack)")   \
   X(method_beats_overwritten, kDataLoss, "method beats of a slow message overwritten before they were read") \

@@ -1,0 +1,4 @@
+profile x
+probe vsync	uprobe exe s vsync_ns=arg6:ptr
+
+# end
