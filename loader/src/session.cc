@@ -61,6 +61,7 @@ void Session::OnRecord(const lt_record& record) {
 
 Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
   profile_name_ = profile.name;
+  message_definition_ = profile.message_definition;
   plan_ = std::move(plan);
   tgid_ = tgid;
   addresses_.emplace(static_cast<int>(tgid));
@@ -78,7 +79,7 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
                              bpf_options, [this](std::span<const uint8_t> raw) { decoder_->DecodeSide(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
-  decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_);
+  decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
   slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid, &identities_);
   if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
   snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, addresses_->symbolizer(),
@@ -123,6 +124,7 @@ void Session::Start(SessionStart start) {
   start.ts_ns = NowNs(CLOCK_MONOTONIC);
   start.wall_time_ns = NowNs(CLOCK_REALTIME);
   start.profile = profile_name_;
+  start.message_definition = message_definition_;
   start.thread_filter = options_.all_threads ? "all" : "main";
   for (const auto& p : plan_.probes)
     start.probes.push_back(

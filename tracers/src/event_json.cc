@@ -42,13 +42,15 @@ struct ToJson {
                         {"binary", p.binary},
                         {"point", p.point},
                         {"file_offset", p.file_offset}});
-    return json{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
-                {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
-                {"threads", s.thread_filter}, {"probes", std::move(probes)},
-                {"device", {{"machine", s.device.machine},
-                            {"mem", s.device.mem_total_bytes},
-                            {"mem_free", s.device.mem_available_kb},
-                            {"cpu_app", s.device.cpu_app_percent}}}};
+    json j{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
+           {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
+           {"threads", s.thread_filter}, {"probes", std::move(probes)},
+           {"device", {{"machine", s.device.machine},
+                       {"mem", s.device.mem_total_bytes},
+                       {"mem_free", s.device.mem_available_kb},
+                       {"cpu_app", s.device.cpu_app_percent}}}};
+    if (!s.message_definition.empty()) j["message_definition"] = s.message_definition;
+    return j;
   }
   json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
   json operator()(const LossCounters& c) const {
@@ -292,6 +294,7 @@ Result<Event> ParseSessionStart(const json& j) {
   s.command = FieldOr<std::string>(j, "command", "");
   s.profile = FieldOr<std::string>(j, "profile", "");
   s.thread_filter = FieldOr<std::string>(j, "threads", "main");
+  s.message_definition = FieldOr<std::string>(j, "message_definition", "");
   if (auto it = j.find("device"); it != j.end() && it->is_object()) {
     s.device.machine = FieldOr<std::string>(*it, "machine", "UN_KNOW");
     s.device.mem_total_bytes = FieldOr<uint64_t>(*it, "mem", 0);

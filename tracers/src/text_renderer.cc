@@ -66,8 +66,8 @@ class TextRenderer : public Renderer {
       return;
     }
     if (m.definition == "poll-bounded")
-      out << "\nmessages are poll-bounded: the busy time from a poll's return to the next poll call "
-             "(the profile maps no dispatch roles)\n";
+      out << "\nmessages are poll-bounded (loop iterations): the busy time from a poll's return to the "
+             "next poll call;\nwork the profile names inside an iteration (its dispatch roles) is a nested message\n";
     if (m.threads.empty()) {
       out << "\nmessages: none dispatched during the session\n";
     }

@@ -76,6 +76,7 @@ class Session {
   Pipeline& pipeline_;
   SanitizingSink events_;  // every event on its way to pipeline_: names from the target made safe
   std::string profile_name_;
+  std::string message_definition_;  // the profile's `messages` line, "" if none
   AttachPlan plan_;
   ProcessStringReader process_strings_;
   StringTable strings_{&process_strings_};

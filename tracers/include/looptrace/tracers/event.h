@@ -122,6 +122,8 @@ struct SessionStart {
   std::string thread_filter; // main | all
   std::vector<ProbeDescription> probes;
   DeviceInfo device;
+  // The profile's `messages` line: dispatch | poll-bounded, or "" (derived from the roles).
+  std::string message_definition;
 };
 
 // Totals of losses counted outside the tracers (BPF side, decoder), sent once before
