@@ -41,6 +41,15 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
     }
     e.args.push_back(std::move(arg));
   }
+  if (e.role == Role::kLockRelease && probe.spec.args.size() <= LT_COMM_ARG_SLOT) {
+    // The thread releasing a monitor someone waits for is the holder a report names; BPF
+    // took its name at the hit (LT_PROBE_COMM), as it may be gone by now.
+    char comm[LT_TASK_COMM_LEN] = {};
+    std::memcpy(comm, &rec.probe.args[LT_COMM_ARG_SLOT], sizeof(comm));
+    EventArg thread{"thread", e.tid, std::string(comm, strnlen(comm, sizeof(comm))), true};
+    if (thread.text->empty()) thread.text.reset();
+    e.args.push_back(std::move(thread));
+  }
   out->push_back(std::move(e));
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/runtimes.h"
 #include "looptrace/loader/target_process.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "looptrace/util/log.h"
@@ -40,7 +41,16 @@ class ProbesCommand : public Command {
       return Fail(Error{"probes needs -p PID or --exe PATH", "example: looptrace probes -p 1234", ExitCode::kUsage});
     }
     auto chosen = loader::ChooseProfile(profile_, target);
-    if (!chosen) return Fail(chosen.error());
+    if (!chosen) {
+      // A runtime looptrace knows, missing what its profiles need, says so (runtimes.h).
+      Error e = chosen.error();
+      if (profile_.empty())
+        if (std::string why = loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_)
+                                                                        : loader::TargetCommand{});
+            !why.empty())
+          e.hint = why;
+      return Fail(e);
+    }
     const auto& [profile, plan] = *chosen;
     std::cout << fmt::format("profile {} ({})\n", profile.name, profile.source);
     std::cout << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind", "point", "offset",

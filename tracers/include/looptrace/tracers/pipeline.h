@@ -15,6 +15,7 @@
 #include "looptrace/tracers/options.h"
 #include "looptrace/tracers/report.h"
 #include "looptrace/tracers/span_tracker.h"
+#include "looptrace/tracers/stall_causes.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -71,6 +72,7 @@ class Pipeline : public EventSink, private SpanListener {
   SliceSource* live_slices_;
   Report report_;
   SpanTracker spans_;
+  StallCauses causes_;
   TracerContext context_;
   std::vector<std::unique_ptr<Tracer>> tracers_;
   std::vector<EventSink*> observers_;
