@@ -17,6 +17,8 @@ packages=(
   binutils gdb               # fixture debug files (objcopy), unwinding compared with gdb
   util-linux procps          # setpriv, ps: used by integration tests
   python3
+  python3.11                 # CPython with USDT probes: the python profile's integration tests
+  openjdk-17-jdk-headless    # HotSpot with USDT probes + javac: the jvm profile's integration tests
   chromium                   # headless browser for the HTML report tests
 )
 
