@@ -10,7 +10,8 @@
 //        -cp DIR EdtApp --scenario S --truth FILE [--start-delay MS]
 //   scenarios: slow (quick runnables and a slow one), gc (System.gc() inside a slow runnable),
 //              lock (the EDT waits for a monitor the "lock-holder" thread holds),
-//              forever (a quick runnable every 20 ms until killed)
+//              forever (a quick runnable every 20 ms until killed),
+//              busy (--calls N small method calls on the EDT; prints their CPU and wall time)
 //   --start-delay MS: wait before posting anything (for `looptrace record -p`)
 import java.awt.EventQueue;
 import java.io.FileWriter;
@@ -73,6 +74,23 @@ public class EdtApp {
     method("EdtApp.waitForDisk(I)V", 1, b, System.nanoTime());
   }
 
+  static int small(int x) {
+    return x + 1;
+  }
+
+  // The benchmark: `calls` small method calls on the EDT; its CPU time (a probe's trap is
+  // charged to the thread) and wall time.
+  static void busy(int calls) {
+    java.lang.management.ThreadMXBean bean = java.lang.management.ManagementFactory.getThreadMXBean();
+    long cpu = bean.getCurrentThreadCpuTime();
+    long wall = System.nanoTime();
+    int total = 0;
+    for (int i = 0; i < calls; ++i) total = small(total);
+    cpu = bean.getCurrentThreadCpuTime() - cpu;
+    wall = System.nanoTime() - wall;
+    System.out.println("busy " + total + " calls " + cpu + " ns cpu " + wall + " ns wall");
+  }
+
   static void quick() {
     long b = System.nanoTime();
     spin(1);
@@ -123,10 +141,12 @@ public class EdtApp {
   public static void main(String[] args) throws Exception {
     String scenario = "slow";
     long startDelay = 0;
+    int calls = 1_000_000;
     for (int i = 0; i < args.length; ++i) {
       if (args[i].equals("--scenario")) scenario = args[++i];
       else if (args[i].equals("--truth")) out = new PrintWriter(new FileWriter(args[++i]));
       else if (args[i].equals("--start-delay")) startDelay = Long.parseLong(args[++i]);
+      else if (args[i].equals("--calls")) calls = Integer.parseInt(args[++i]);
     }
     TRUTH.add("{\"type\":\"ready\",\"pid\":" + ProcessHandle.current().pid() + "}");
     flush();
@@ -154,6 +174,11 @@ public class EdtApp {
         held.await();
         runOnEdt(EdtApp::contended);
         holder.join();
+        break;
+      }
+      case "busy": {
+        final int n = calls;
+        runOnEdt(() -> busy(n));
         break;
       }
       case "forever":
