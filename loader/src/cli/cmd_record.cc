@@ -37,9 +37,11 @@ class TraceCommand : public Command {
       cmd->add_option("-p,--pid", pid_, "process to trace")->required()->check(CLI::PositiveNumber);
     cmd->add_option("--profile", session_.profile, "built-in profile name or profile file (default: detect)");
     cmd->add_option("-d,--duration", session_.duration_s, "stop after S seconds")->check(CLI::PositiveNumber);
-    cmd->add_option("--threads", threads_, "main: only the main thread; all: every thread")
-        ->check(CLI::IsMember({"main", "all"}))
-        ->capture_default_str();
+    cmd->add_option("--threads", threads_,
+                    "main: only the main thread; all: every thread; loop: the thread that runs the loop "
+                    "(hits dispatch.begin first); loop:NAME or loop:PREFIX*: that thread by name "
+                    "(default: the profile's choice, else main)")
+        ->type_name("main|all|loop|loop:NAME");
     cmd->add_option("--save", save_, "also save the decoded event stream (JSON lines, .gz ok)");
     cmd->add_option("--record-ring", record_ring_,
                     "record ring size in records (power of two; 104 bytes each): messages, frames, switches")
@@ -74,7 +76,11 @@ class TraceCommand : public Command {
     auto beats = ParseSize("--beat-buffer", beat_buffer_, 1024, kMaxBeatRecords);
     if (!beats) return Fail(beats.error());
     session_.beat_capacity = *beats;
-    session_.all_threads = threads_ == "all";
+    if (!threads_.empty()) {
+      auto threads = loader::ParseThreadChoice(threads_);
+      if (!threads) return Fail(Error{"--threads: " + threads.error().message, threads.error().hint, ExitCode::kUsage});
+      session_.threads = *threads;
+    }
     session_.thread_tracking = !no_thread_tracking_;
 
     // Inputs are read and outputs opened before anything is attached: a bad path fails
@@ -127,7 +133,7 @@ class TraceCommand : public Command {
   bool run_;
   pid_t pid_ = 0;
   loader::SessionOptions session_;
-  std::string threads_ = "main";
+  std::string threads_;  // "" = the profile's choice
   std::string ringbuf_size_ = "4M";
   std::string record_ring_ = "65536";
   std::string beat_buffer_ = "1048576";

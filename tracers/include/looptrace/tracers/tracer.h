@@ -18,6 +18,7 @@
 namespace looptrace {
 
 class MethodNamer;
+class StallCauses;
 
 // A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
 // loader copies it from the BPF beat ring; replayed, it comes from the recording.
@@ -52,6 +53,7 @@ struct TracerContext {
   Stats* stats = nullptr;
   const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
   const SpanTracker* spans = nullptr;
+  const StallCauses* causes = nullptr;  // GC runs and monitor waits seen so far
   const SessionInfo* session = nullptr;
   const CommonOptions* common = nullptr;
 };
