@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "looptrace/loader/attach_order.h"
+#include "looptrace/loader/shadow_probes.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -56,12 +57,24 @@ void Session::OnRecord(const lt_record& record) {
   }
   decoded_.clear();
   decoder_->Decode(record, &decoded_);
-  for (const Event& event : decoded_) pipeline_.OnEvent(event);
+  for (const Event& event : decoded_) {
+    if (const auto* wakeup = std::get_if<Wakeup>(&event); wakeup && wakeup->waker_pid == tgid_)
+      snapshots_->SetLastWaker(wakeup->tid, wakeup->waker_tid);
+    if (std::holds_alternative<ProcessExec>(event)) stacks_->OnExec();
+    pipeline_.OnEvent(event);
+  }
+}
+
+void Session::OnSideRecord(std::span<const uint8_t> raw) {
+  side_decoded_.clear();
+  decoder_->DecodeSide(raw, &side_decoded_);
+  for (const Event& event : side_decoded_) pipeline_.OnEvent(event);
 }
 
 Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
   profile_name_ = profile.name;
   plan_ = std::move(plan);
+  AddShadowProbes(&plan_);
   tgid_ = tgid;
   addresses_.emplace(static_cast<int>(tgid));
   BpfSessionOptions bpf_options;
@@ -73,22 +86,30 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   for (const auto& p : plan_.probes) bpf_options.probe_configs.push_back(MakeProbeConfig(p));
   bpf_options.thread_tracking = options_.thread_tracking;
   bpf_options.dwarf_unwind = options_.dwarf_unwind;
+  bpf_options.sample_records = options_.sample_hz > 0;
+  bpf_options.sample_ring_bytes = options_.sample_ring_bytes;
+  bpf_options.samples_after_exec = options_.held_child;
   bpf_options.btf_path = options_.btf_path;
+  MarkShadowProbes(plan_, &bpf_options.probe_configs);
   ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
-                             bpf_options, [this](std::span<const uint8_t> raw) { decoder_->DecodeSide(raw); },
+                             bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
+  stacks_.emplace(static_cast<pid_t>(tgid), addresses_->symbolizer(), &loader_stats_);
   decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_);
+  decoder_->SetStackResolver(&*stacks_);
   slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid, &identities_);
   if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
-  snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, addresses_->symbolizer(),
-                     &loader_stats_);
+  snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, &*stacks_, &loader_stats_,
+                     options_.dwarf_unwind, options_.all_threads);
   return {};
 }
 
 void Session::AttachThreadTracking() {
   if (!options_.thread_tracking) return;
-  if (auto ok = bpf_->AttachThreadTracking(static_cast<int>(tgid_), options_.sample_hz); !ok) {
+  // Without sampled trees, a low rate still gives snapshots the stacks of busy threads.
+  const int hz = options_.sample_hz > 0 ? options_.sample_hz : 49;
+  if (auto ok = bpf_->AttachThreadTracking(static_cast<int>(tgid_), hz); !ok) {
     log::Warning("thread-state tracing is off: {}", ok.error().message);
     loader_stats_.Add(StatId::thread_tracking_off);
   }
@@ -124,8 +145,13 @@ void Session::Start(SessionStart start) {
   start.wall_time_ns = NowNs(CLOCK_REALTIME);
   start.profile = profile_name_;
   start.thread_filter = options_.all_threads ? "all" : "main";
+  start.sample_hz = options_.thread_tracking && bpf_->thread_tracking() && options_.sample_hz > 0
+                        ? static_cast<uint32_t>(options_.sample_hz)
+                        : 0;
+  start.dwarf_unwind = options_.dwarf_unwind;
   for (const auto& p : plan_.probes)
-    start.probes.push_back(
+    if (!p.shadow_only)
+      start.probes.push_back(
         {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
   pipeline_.OnEvent(start);
 }
@@ -206,6 +232,7 @@ void Session::Finish(const std::string& reason, std::optional<int> exit_status) 
   uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
   bpf_->Detach();
   (void)bpf_->Consume();
+  stacks_->Finish();
   Stats losses = bpf_->ReadCounters();
   losses.Merge(loader_stats_);
   pipeline_.OnEvent(LossCounters{losses});

@@ -87,7 +87,9 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   WarnAboutExpensiveProbes(plan);
 
   ASSIGN_OR_RETURN(HeldChild child, HeldChild::Fork(command_path, argv));
-  Session session(options, signal_fd, pipeline);
+  SessionOptions held = options;
+  held.held_child = true;
+  Session session(held, signal_fd, pipeline);
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(child.pid())));
   RETURN_IF_ERROR(session.Attach(child.pid()));
   session.AttachThreadTracking();

@@ -32,6 +32,7 @@ struct ResolvedProbe {
   uint64_t file_offset = 0;
   size_t usdt_sites = 0;    // USDT: number of sites of provider:name
   symbols::InstructionInfo instruction{symbols::ProbeCost::kUnknown, "", 0};
+  bool shadow_only = false;  // added for a uretprobe's shadow stack (shadow_probes.h): records nothing
 };
 
 struct AttachPlan {

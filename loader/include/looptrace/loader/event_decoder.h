@@ -17,6 +17,8 @@
 
 namespace looptrace::loader {
 
+class StackResolver;
+
 // Names the kernel stacks BPF stored (stack ids of switch records).
 class KernelStackNamer {
  public:
@@ -33,7 +35,11 @@ class EventDecoder {
   // A record of the record ring: appends the event it yields (none if malformed: counted).
   void Decode(const lt_record& record, std::vector<Event>* out);
   // A side record of the ring buffer (string texts, identities, nudges): kept in the tables.
-  void DecodeSide(std::span<const uint8_t> raw);
+  void DecodeSide(std::span<const uint8_t> raw) { DecodeSide(raw, nullptr); }
+  // The same; stack samples (sample ring) become events appended to `out` when a stack
+  // resolver is set (SetStackResolver), else they are dropped.
+  void DecodeSide(std::span<const uint8_t> raw, std::vector<Event>* out);
+  void SetStackResolver(StackResolver* stacks) { stacks_ = stacks; }
 
  private:
   void DecodeProbe(const lt_record& rec, std::vector<Event>* out);
@@ -44,6 +50,7 @@ class EventDecoder {
   uint32_t pid_;
   KernelStackNamer* kernel_stacks_;
   IdentityTable* identities_;
+  StackResolver* stacks_ = nullptr;
 };
 
 }  // namespace looptrace::loader

@@ -18,6 +18,7 @@
 namespace looptrace {
 
 class MethodNamer;
+class AnalysisOptions;
 
 // A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
 // loader copies it from the BPF beat ring; replayed, it comes from the recording.
@@ -54,6 +55,8 @@ struct TracerContext {
   const SpanTracker* spans = nullptr;
   const SessionInfo* session = nullptr;
   const CommonOptions* common = nullptr;
+  // Every tracer's options (read-only), for a tracer that follows another's thresholds.
+  const AnalysisOptions* analysis = nullptr;
 };
 
 class Tracer {
