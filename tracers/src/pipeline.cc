@@ -42,6 +42,7 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
   context_.causes = &causes_;
   context_.session = &report_.session;
   context_.common = &options_.common;
+  context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
     tracers_.push_back(entry.make(options_.Of(entry.name), context_));
   for (auto& tracer : tracers_) {

@@ -4,6 +4,7 @@
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/messages.h"
+#include "looptrace/tracers/sampled_tree.h"
 #include "looptrace/tracers/span_lags.h"
 #include "looptrace/tracers/startup.h"
 
@@ -18,6 +19,8 @@ const std::vector<TracerEntry>& TracerRegistry() {
       MakeTracerEntry<AnrTracer, AnrOptions>("anr"),
       MakeTracerEntry<SpanLagTracer, SpanLagOptions>("span_lags"),
       MakeTracerEntry<StartupTracer, StartupOptions>("startup"),
+      // Last: it attaches its trees to the reports the others contributed.
+      MakeTracerEntry<SampledTreeTracer, SampledTreeOptions>("sampled_tree"),
   };
   return kTracers;
 }

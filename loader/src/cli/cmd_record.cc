@@ -54,11 +54,19 @@ class TraceCommand : public Command {
     cmd->add_flag("--no-thread-tracking", no_thread_tracking_,
                   "no sched_switch/waking/SIGQUIT programs or cpu-clock samples (no ANR causes)");
     cmd->add_flag("--dwarf-unwind", session_.dwarf_unwind,
-                  "unwind the main thread's user stack with DWARF CFI (targets without frame pointers); "
-                  "copies 16 KiB of stack at each of its switch-outs");
+                  "unwind user stacks with DWARF CFI (targets without frame pointers): copies the watched "
+                  "thread's stack top at each sample and switch-out, and reads the stacks of the threads a "
+                  "stalled one waits for");
     cmd->add_flag("--exact-entry", session_.exact_entry,
                   "probe every symbol at its first instruction, even where the kernel single-steps it "
                   "(no move to the entry block, call sites or after calls)");
+    cmd->add_option("--sample-rate", session_.sample_hz,
+                    "stack samples of the main thread per second of its CPU time, for sampled call trees "
+                    "of slow messages, frames and startups (0: none)")
+        ->check(CLI::Range(0, 20000))
+        ->capture_default_str();
+    cmd->add_option("--sample-ring", sample_ring_, "BPF ring buffer size for stack samples (power of two)")
+        ->capture_default_str();
     AddReportOutputOptions(cmd, output_);
     AddAnalysisOptions(cmd, analysis_);
     cmd->footer(Footer(run_ ? kRunExamples : kRecordExamples));
@@ -81,6 +89,9 @@ class TraceCommand : public Command {
       if (!threads) return Fail(Error{"--threads: " + threads.error().message, threads.error().hint, ExitCode::kUsage});
       session_.threads = *threads;
     }
+    auto sample_ring = ParseSize("--sample-ring", sample_ring_, 4096, kMaxRingbufBytes);
+    if (!sample_ring) return Fail(sample_ring.error());
+    session_.sample_ring_bytes = *sample_ring;
     session_.thread_tracking = !no_thread_tracking_;
 
     // Inputs are read and outputs opened before anything is attached: a bad path fails
@@ -137,6 +148,7 @@ class TraceCommand : public Command {
   std::string ringbuf_size_ = "4M";
   std::string record_ring_ = "65536";
   std::string beat_buffer_ = "1048576";
+  std::string sample_ring_ = "8M";
   bool no_thread_tracking_ = false;
   std::string save_;
   ReportOutput output_;

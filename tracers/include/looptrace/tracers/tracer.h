@@ -19,6 +19,7 @@ namespace looptrace {
 
 class MethodNamer;
 class StallCauses;
+class AnalysisOptions;
 
 // A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
 // loader copies it from the BPF beat ring; replayed, it comes from the recording.
@@ -56,6 +57,8 @@ struct TracerContext {
   const StallCauses* causes = nullptr;  // GC runs and monitor waits seen so far
   const SessionInfo* session = nullptr;
   const CommonOptions* common = nullptr;
+  // Every tracer's options (read-only), for a tracer that follows another's thresholds.
+  const AnalysisOptions* analysis = nullptr;
 };
 
 // Subscription masks: what a tracer is called for; the pipeline skips the rest.
