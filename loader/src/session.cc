@@ -56,6 +56,12 @@ void Session::OnRecord(const lt_record& record) {
     addresses_->Prime();
     primed_ = true;
   }
+  // Detaching takes a while (links of many points); what the target did meanwhile is after
+  // the session's end, so not in its report.
+  if (record.ts_ns > stop_ns_) {
+    loader_stats_.Add(StatId::records_after_end);
+    return;
+  }
   decoded_.clear();
   decoder_->Decode(record, &decoded_);
   for (const Event& event : decoded_) {
@@ -259,6 +265,7 @@ Result<std::string> Session::Stream(int pid_fd) {
 
 void Session::Finish(const std::string& reason, std::optional<int> exit_status) {
   uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  stop_ns_ = end_ns;
   bpf_->Detach();
   (void)bpf_->Consume();
   stacks_->Finish();
