@@ -234,6 +234,8 @@ Result<std::string> Session::Stream(int pid_fd) {
     if (!timer) return SystemError("timerfd_create", errno);
     itimerspec spec{};
     auto ns = static_cast<uint64_t>(options_.duration_s * 1e9);
+    deadline_ns_ = NowNs(CLOCK_MONOTONIC) + ns;
+    stop_ns_ = deadline_ns_;  // records the loop reads late are still after the end
     spec.it_value.tv_sec = ns / 1'000'000'000ull;
     spec.it_value.tv_nsec = ns % 1'000'000'000ull;
     timerfd_settime(timer.get(), 0, &spec, nullptr);
@@ -264,7 +266,9 @@ Result<std::string> Session::Stream(int pid_fd) {
 }
 
 void Session::Finish(const std::string& reason, std::optional<int> exit_status) {
+  // -d ends at its deadline, however late the loop noticed (a busy or loaded loader).
   uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  if (reason == "duration") end_ns = std::min(end_ns, deadline_ns_);
   stop_ns_ = end_ns;
   bpf_->Detach();
   (void)bpf_->Consume();
