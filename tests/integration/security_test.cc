@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "harness.h"
 
@@ -287,6 +289,32 @@ TEST_F(SecurityTest, LinksPlantedByOthersInStickyDirectoriesAreNeverFollowed) {
   r = RunCommand({Looptrace(), "report", recording, "-o", "/dev/stdout"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("looptrace report: pid 4242"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace looptrace::testing
+
+namespace looptrace::testing {
+namespace {
+
+// A recording that cannot be written (a full disk) is said while the session runs, and the
+// report is still written; the exit status says an output failed.
+TEST_F(SecurityTest, AFailedRecordingKeepsTheReport) {
+  const std::string report = dir_ / "report.txt";
+  auto r = RunCommand({Looptrace(), "run", "--save", "/dev/full", "-o", report, "--", SampleApp(), "--scenario",
+                       "messages"},
+                      120);
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_NE(r.err.find("No space left on device; the recording stops here (the report is still written)"),
+            std::string::npos)
+      << r.err;
+  std::ifstream in(report);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("looptrace report: pid"), std::string::npos) << text.str();
+  struct stat st {};
+  ASSERT_EQ(lstat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
 }  // namespace
