@@ -41,11 +41,23 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
   context_.spans = &spans_;
   context_.session = &report_.session;
   context_.common = &options_.common;
+  context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
     tracers_.push_back(entry.make(options_.Of(entry.name), context_));
 }
 
 Pipeline::~Pipeline() = default;
+
+const Tracer* Pipeline::FindTracer(std::string_view name) const {
+  const auto& registry = TracerRegistry();
+  for (size_t i = 0; i < registry.size() && i < tracers_.size(); ++i)
+    if (registry[i].name == name) return tracers_[i].get();
+  return nullptr;
+}
+
+Tracer* Pipeline::FindTracer(std::string_view name) {
+  return const_cast<Tracer*>(static_cast<const Pipeline*>(this)->FindTracer(name));
+}
 
 std::vector<WatchThreshold> Pipeline::Watches() const {
   std::vector<WatchThreshold> out;
@@ -155,6 +167,24 @@ Report Pipeline::TakeReport() {
   report_.messages.definition = std::string(MessageDefinitionName(spans_.message_definition()));
   for (auto& tracer : tracers_) tracer->Contribute(report_);
   return std::move(report_);
+}
+
+Report Pipeline::Snapshot(uint64_t now_ns, const Stats& losses) const {
+  Pipeline copy(options_);
+  copy.report_ = report_;  // session and counters; the sections are filled at the end
+  copy.spans_ = spans_;
+  copy.spans_.RebindStats(&copy.report_.stats);
+  for (size_t i = 0; i < tracers_.size(); ++i)
+    if (auto clone = tracers_[i]->Clone(copy.context_)) copy.tracers_[i] = std::move(clone);
+  copy.recorded_slices_ = recorded_slices_;
+  copy.last_ts_ns_ = last_ts_ns_;
+  copy.started_ = started_;
+  copy.ended_ = ended_;
+  if (!ended_) {
+    if (losses.AnyNonZero()) copy.OnEvent(LossCounters{losses});
+    copy.OnEvent(SessionEnd{std::max(now_ns, last_ts_ns_), "running", std::nullopt});
+  }
+  return copy.TakeReport();
 }
 
 }  // namespace looptrace

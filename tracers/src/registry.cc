@@ -3,6 +3,7 @@
 #include "looptrace/tracers/anr.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/frames.h"
+#include "looptrace/tracers/live_stats.h"
 #include "looptrace/tracers/messages.h"
 #include "looptrace/tracers/span_lags.h"
 #include "looptrace/tracers/startup.h"
@@ -18,6 +19,7 @@ const std::vector<TracerEntry>& TracerRegistry() {
       MakeTracerEntry<AnrTracer, AnrOptions>("anr"),
       MakeTracerEntry<SpanLagTracer, SpanLagOptions>("span_lags"),
       MakeTracerEntry<StartupTracer, StartupOptions>("startup"),
+      MakeTracerEntry<LiveStatsTracer, LiveStatsOptions>("live_stats"),
   };
   return kTracers;
 }
