@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "looptrace/loader/bpf_session.h"
@@ -46,6 +47,9 @@ class SnapshotTaker {
   // Samples the process's CPU time; call about twice a second.
   void SampleCpu(uint64_t now_ns);
   StallSnapshot Take(uint32_t tid, uint64_t message_begin_ns, bool anr, uint64_t now_ns);
+  // Where incomplete snapshots are counted from now on; returns the previous counters (an
+  // on-demand dump counts apart from the session's report).
+  Stats* SwapStats(Stats* stats) { return std::exchange(stats_, stats); }
 
  private:
   std::vector<std::string> UserStack(const std::vector<uint64_t>& ips);
