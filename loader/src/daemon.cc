@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>

@@ -130,7 +130,8 @@ TROUBLESHOOTING:
 
 EXIT CODES:
   0 ok, 1 runtime failure, 2 usage, 3 target (no such pid, exec failed),
-  4 permission, 5 kernel lacks BPF/BTF/uprobes, 6 profile or symbol, 7 output, 130 interrupted
+  4 permission, 5 kernel lacks BPF/BTF/uprobes, 6 profile or symbol, 7 output,
+  8 background session (none for that pid, or one already), 9 endpoint (port in use), 130 interrupted
 )",
                      examples);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "looptrace/loader/clickhouse_sink.h"
+#include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/live_stats.h"
 #include "looptrace/tracers/pipeline.h"
 
