@@ -13,7 +13,7 @@ namespace looptrace {
 namespace {
 
 TEST(CostAccumulator, BucketsAreContiguousAndNarrow) {
-  for (uint64_t v : {0ull, 1ull, 255ull, 256ull, 257ull, 1000ull, 123456789ull, 1ull << 40, (1ull << 63) + 12345,
+  for (uint64_t v : std::initializer_list<uint64_t>{0ull, 1ull, 255ull, 256ull, 257ull, 1000ull, 123456789ull, 1ull << 40, (1ull << 63) + 12345,
                      UINT64_MAX}) {
     uint32_t b = CostAccumulator::BucketOf(v);
     EXPECT_LE(CostAccumulator::BucketLow(b), v) << v;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "event_script.h"
+#include "looptrace/tracers/anr.h"
+#include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/frames.h"
 
 namespace looptrace {
@@ -75,14 +77,14 @@ TEST(LiveStats, CountsMessagesPerThreadAndTheWindowOfTheMainThread) {
   EXPECT_EQ(s.threads[0].buckets[MessageBucketOf(2 * kMs)], 10u);
   EXPECT_EQ(s.threads[0].buckets[MessageBucketOf(30 * kMs)], 1u);
   EXPECT_EQ(s.threads[1].messages, 1u);
-  // The session is 0.6 s old: the window is all of it.
-  EXPECT_EQ(s.window_ns, 600 * kMs);
+  // The session is 0.7 s old (1.0 s -> 1.7 s): the window is all of it.
+  EXPECT_EQ(s.window_ns, 700 * kMs);
   EXPECT_EQ(s.window_messages, 11u);
-  EXPECT_NEAR(s.messages_per_s, 11 / 0.6, 1e-9);
+  EXPECT_NEAR(s.messages_per_s, 11 / 0.7, 1e-9);
   EXPECT_EQ(s.p50_ns, 2 * kMs);
   EXPECT_EQ(s.p99_ns, 30 * kMs);
-  // Busy: 50 ms done + 100 ms of the running message, of 600 ms.
-  EXPECT_NEAR(s.busy_percent, 25.0, 1e-9);
+  // Busy: 50 ms done + 100 ms of the running message, of 700 ms.
+  EXPECT_NEAR(s.busy_percent, 150.0 / 7, 1e-9);
   ASSERT_TRUE(s.current);
   EXPECT_EQ(s.current->name, "m.running");
   EXPECT_EQ(s.current_running_ns, 100 * kMs);
@@ -153,7 +155,10 @@ TEST(LiveStats, CountsWhatTheReportWillHaveAsItHappens) {
   EXPECT_EQ(live.last_stall->kind, "anr");
   EXPECT_EQ(live.last_stall->name, "stuck");
 
+  // The stuck message ends 8 s long: an evil method too, counted as it ends.
   p.OnEvent(End(9 * kS, 2));
+  live = Live(p).Read(9 * kS);
+  EXPECT_EQ(live.evil_methods, 2u);
   p.OnEvent(SessionEnd{10 * kS, "duration", std::nullopt});
   Report r = p.TakeReport();
   EXPECT_EQ(r.evil_methods.size(), live.evil_methods);
