@@ -7,7 +7,9 @@
 #include "looptrace/events.h"
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/tracers/pipeline.h"
+#include "looptrace/tracers/text_pool.h"
 #include "looptrace/tracers/event_json.h"
+#include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/method_tree.h"
@@ -68,12 +70,46 @@ void BM_DecodeAndAnalyze(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeAndAnalyze)->Unit(benchmark::kMillisecond);
 
+// The price of SanitizingSink (every string of every event checked for valid UTF-8 and
+// its cap) in front of the pipeline: the same named dispatch events without (0) and with (1).
+void BM_AnalyzeNamedEvents(benchmark::State& state) {
+  const bool sanitized = state.range(0) != 0;
+  std::vector<Event> events;
+  for (uint64_t i = 0; i < (1 << 15); ++i) {
+    ProbeEvent begin;
+    begin.ts_ns = 1000 + i * 2000;
+    begin.pid = begin.tid = 42;
+    begin.role = Role::kDispatchBegin;
+    begin.args.push_back({"id", i, nullptr, false});
+    begin.args.push_back({"name", 0x1000 + i % 64,
+                          TextPool::Intern("android.os.Handler.dispatchMessage#" + std::to_string(i % 64)), true});
+    ProbeEvent end = begin;
+    end.ts_ns += 1000;
+    end.role = Role::kDispatchEnd;
+    end.args.clear();
+    end.args.push_back({"id", i, nullptr, false});
+    events.push_back(begin);
+    events.push_back(end);
+  }
+  for (auto _ : state) {
+    AnalysisOptions options;
+    Pipeline pipeline(options);
+    SanitizingSink safe(pipeline);
+    EventSink& sink = sanitized ? static_cast<EventSink&>(safe) : pipeline;
+    for (const Event& event : events) sink.OnEvent(event);
+    benchmark::DoNotOptimize(pipeline.TakeReport());
+  }
+  state.SetItemsProcessed(state.iterations() * events.size());
+}
+BENCHMARK(BM_AnalyzeNamedEvents)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 void BM_EventToJsonLine(benchmark::State& state) {
   ProbeEvent e;
   e.ts_ns = 123456789;
   e.pid = e.tid = 42;
   e.role = Role::kDispatchBegin;
-  e.args = {{"id", 7, std::nullopt, false}, {"name", 0x1000, std::string("msg.spin"), true}};
+  e.args.push_back({"id", 7, nullptr, false});
+  e.args.push_back({"name", 0x1000, TextPool::Intern("msg.spin"), true});
   Event event = e;
   for (auto _ : state) benchmark::DoNotOptimize(EventToJsonLine(event));
   state.SetItemsProcessed(state.iterations());
@@ -159,16 +195,16 @@ void BM_FrameTracer(benchmark::State& state) {
       e.ts_ns = ts;
       e.pid = e.tid = 1;
       e.role = role;
-      e.args = std::move(args);
+      for (const auto& a : args) e.args.push_back(a);
       events.push_back(std::move(e));
     };
-    ev(Role::kVsync, vsync, {{"vsync_ns", vsync, std::nullopt, false}});
-    ev(Role::kFrameBegin, vsync + 100'000, {{"frame_id", f, std::nullopt, false}, {"vsync_ns", vsync, std::nullopt, false}});
+    ev(Role::kVsync, vsync, {{"vsync_ns", vsync, nullptr, false}});
+    ev(Role::kFrameBegin, vsync + 100'000, {{"frame_id", f, nullptr, false}, {"vsync_ns", vsync, nullptr, false}});
     for (uint64_t p = 0; p < 5; ++p) {
-      ev(Role::kPhaseBegin, vsync + 200'000 + p * 500'000, {{"phase", p, std::nullopt, false}});
-      ev(Role::kPhaseEnd, vsync + 600'000 + p * 500'000, {{"phase", p, std::nullopt, false}});
+      ev(Role::kPhaseBegin, vsync + 200'000 + p * 500'000, {{"phase", p, nullptr, false}});
+      ev(Role::kPhaseEnd, vsync + 600'000 + p * 500'000, {{"phase", p, nullptr, false}});
     }
-    ev(Role::kFrameEnd, vsync + 3'000'000, {{"frame_id", f, std::nullopt, false}});
+    ev(Role::kFrameEnd, vsync + 3'000'000, {{"frame_id", f, nullptr, false}});
   }
   AnalysisOptions options;
   for (auto _ : state) {

@@ -22,6 +22,8 @@ packages=(
   bpftrace                   # peer benchmark (bench/peer_overhead.cc)
   python3
   chromium                   # headless browser for the HTML report tests
+  libglib2.0-dev             # GLib main-loop test program (glib profile)
+  android-libutils-dev       # AOSP's android::Looper (libutils) test program (android-looper profile)
   prometheus                 # live sessions: scrapes --metrics in the integration test
   clickhouse-server          # live sessions: receives --clickhouse rows in the integration test
   tmux                       # drives `looptrace top` in its integration test

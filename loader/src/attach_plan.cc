@@ -7,9 +7,12 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <filesystem>
 
 #include "looptrace/loader/probe_placement.h"
+#include "looptrace/symbols/data_pointer.h"
 #include "looptrace/symbols/elf_file.h"
+#include "looptrace/symbols/imports.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/util/log.h"
 
@@ -24,7 +27,7 @@ namespace {
 lt_arg_config ArgConfig(const ArgSource& arg) {
   lt_arg_config c{};
   c.source = arg.source;
-  c.type = arg.type == ArgType::kStr ? LT_ARG_STR : arg.type == ArgType::kInt ? LT_ARG_INT : LT_ARG_UINT;
+  c.type = arg.type == ArgType::kStr ? LT_ARG_STR : arg.type == ArgType::kInt ? LT_ARG_INT : LT_ARG_UINT;  // sym: uint
   c.length_source = arg.type == ArgType::kStr ? arg.length_source : LT_SOURCE_NONE;
   return c;
 }
@@ -52,7 +55,10 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
   const ProbeSpec& spec = probe.spec;
   lt_probe_config c{};
   c.role = static_cast<uint16_t>(spec.role);
-  c.nargs = static_cast<uint8_t>(std::min<size_t>(spec.args.size(), LT_MAX_ARGS));
+  // Loader-filled arguments (func) come last and are not read by BPF.
+  const size_t recorded = static_cast<size_t>(std::count_if(
+      spec.args.begin(), spec.args.end(), [](const ArgSpec& a) { return a.source != kSourceFunction; }));
+  c.nargs = static_cast<uint8_t>(std::min<size_t>(recorded, LT_MAX_ARGS));
   c.npredicates = static_cast<uint8_t>(std::min<size_t>(spec.conditions.size(), LT_MAX_PREDICATES));
   if (IsBeatRole(spec.role)) {
     c.flags |= LT_PROBE_BEAT;
@@ -112,7 +118,8 @@ bool LinksLibrary(const TargetBinaries& target, const std::string& library) {
     for (const auto& needed : info->needed) {
       auto path = symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path);
       if (!path) continue;
-      if (*path == library) return true;
+      std::error_code ec;
+      if (*path == library || std::filesystem::equivalent(*path, library, ec)) return true;
       todo.push_back(*path);
     }
   }
@@ -165,15 +172,114 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 }  // namespace
 
+namespace {
+
+bool IsThunk(const std::string& demangled) {
+  return demangled.starts_with("virtual thunk to ") || demangled.starts_with("non-virtual thunk to ") ||
+         demangled.starts_with("covariant return thunk to ");
+}
+
+// `requires BINARY SYMBOL`: the runtime's mark. Errors say what is missing from the target.
+Result<void> CheckRequirement(const Requirement& r, const TargetBinaries& target,
+                              std::map<std::string, symbols::ElfFile>& elf_cache) {
+  auto resolved = ResolveBinary(r.binary, target);
+  if (!resolved) {
+    Error e = resolved.error();
+    e.message = fmt::format("needs {} in {}: {}", r.symbol, r.binary, e.message);
+    e.code = ExitCode::kProfile;
+    return std::unexpected(e);
+  }
+  auto it = elf_cache.find(*resolved);
+  if (it == elf_cache.end()) {
+    auto elf = symbols::ElfFile::Open(*resolved);
+    if (!elf) return MakeError(fmt::format("needs {} in {}: {}", r.symbol, r.binary, elf.error().message),
+                               ExitCode::kProfile);
+    it = elf_cache.emplace(*resolved, std::move(*elf)).first;
+  }
+  if (it->second.FindFunctions(r.symbol).empty())
+    return MakeError(fmt::format("needs {} in {}: {} has no such function", r.symbol, r.binary, *resolved),
+                     ExitCode::kProfile);
+  return {};
+}
+
+// The target's ELF objects: the files it maps (record), or its executable and the DT_NEEDED
+// closure (run).
+std::vector<std::pair<std::string, std::string>> TargetObjects(const TargetBinaries& target) {
+  std::vector<std::pair<std::string, std::string>> out;  // (name to show, path to open)
+  std::set<std::string> seen;
+  if (target.pid > 0) {
+    auto maps = symbols::ReadProcMaps(target.pid);
+    if (!maps) return out;
+    for (const auto& m : *maps)
+      if (m.is_file() && seen.insert(m.path).second) out.emplace_back(m.path, symbols::MappedFileOpenPath(target.pid, m));
+    return out;
+  }
+  std::vector<std::string> todo = {target.exe_path};
+  for (size_t i = 0; i < todo.size() && i < 256; ++i) {
+    if (!seen.insert(todo[i]).second) continue;
+    out.emplace_back(todo[i], todo[i]);
+    auto info = symbols::ReadDynamicInfo(todo[i]);
+    if (!info) continue;
+    for (const auto& needed : info->needed)
+      if (auto path = symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path)) todo.push_back(*path);
+  }
+  return out;
+}
+
+// `requires-call`: some object of the target imports one of the functions. Returns what.
+Result<std::string> CheckCallRequirement(const CallRequirement& r, const TargetBinaries& target) {
+  std::string names;
+  for (const auto& s : r.symbols) names += (names.empty() ? "" : "|") + s;
+  for (const auto& [name, path] : TargetObjects(target)) {
+    auto found = symbols::FirstImported(path, r.symbols);
+    if (found && !found->empty())
+      return fmt::format("{} calls {}", std::filesystem::path(name).filename().string(), *found);
+  }
+  return MakeError(fmt::format("needs a call to {}: neither {} nor a library it {} imports one", names,
+                               target.exe_path, target.pid > 0 ? "maps" : "links"),
+                   ExitCode::kProfile);
+}
+
+}  // namespace
+
 Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target) {
   AttachPlan plan;
   plan.profile_name = profile.name;
   std::map<std::string, symbols::ElfFile> elf_cache;  // one pass per ELF file
 
+  for (const Requirement& r : profile.requirements) {
+    if (auto ok = CheckRequirement(r, target, elf_cache); !ok) {
+      Error e = ok.error();
+      e.message = fmt::format("{} line {}: {}", r.source, r.line, e.message);
+      return std::unexpected(e);
+    }
+    plan.marks.push_back(fmt::format("{} in {}", r.symbol, r.binary));
+  }
+  for (const CallRequirement& r : profile.call_requirements) {
+    auto found = CheckCallRequirement(r, target);
+    if (!found) {
+      Error e = found.error();
+      e.message = fmt::format("{} line {}: {}", r.source, r.line, e.message);
+      return std::unexpected(e);
+    }
+    plan.marks.push_back(*found);
+  }
+
   for (const ProbeSpec& spec : profile.probes) {
-    auto where = fmt::format("{} line {}", profile.source, spec.line);
+    // The line's own file: an included profile's lines name the included file.
+    auto where = fmt::format("{} line {}", spec.source.empty() ? profile.source : spec.source, spec.line);
+    // An optional probe that resolves to nothing is left out (and said at -v).
+    auto skip_optional = [&](const Error& e) -> bool {
+      if (!spec.optional) return false;
+      std::string note = fmt::format("{}: optional {} {} left out: {}", spec.Where(), RoleName(spec.role), spec.point,
+                                     e.message);
+      log::V1("{}", note);
+      plan.left_out.push_back(std::move(note));
+      return true;
+    };
     auto resolved = ResolveBinary(spec.binary, target);
     if (!resolved) {
+      if (skip_optional(resolved.error())) continue;
       Error e = resolved.error();
       e.message = where + ": " + e.message;
       return std::unexpected(e);
@@ -183,6 +289,7 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
     if (it == elf_cache.end()) {
       auto elf = symbols::ElfFile::Open(path);
       if (!elf) {
+        if (skip_optional(elf.error())) continue;
         Error e = elf.error();
         e.message = where + ": " + e.message;
         e.code = ExitCode::kProfile;
@@ -212,10 +319,13 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
           if (std::find(known.begin(), known.end(), full) == known.end()) known.push_back(full);
           if (known.size() == 8) break;
         }
-        return MakeError(fmt::format("{}: usdt probe {} not found in {}", where, spec.point, path),
-                         ExitCode::kProfile,
-                         known.empty() ? "the binary has no USDT probes (readelf -n shows .note.stapsdt)"
-                                       : "probes in this binary include: " + JoinNames(known));
+        Error e = MakeError(fmt::format("{}: usdt probe {} not found in {}", where, spec.point, path),
+                            ExitCode::kProfile,
+                            known.empty() ? "the binary has no USDT probes (readelf -n shows .note.stapsdt)"
+                                          : "probes in this binary include: " + JoinNames(known))
+                      .error();
+        if (skip_optional(e)) continue;
+        return std::unexpected(e);
       }
       ResolvedProbe probe;
       probe.spec = spec;
@@ -231,13 +341,45 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       continue;
     }
 
+    if (auto pointer = ParsePointerPoint(spec.point)) {
+      // A function pointer stored in the file's data: the function it points to.
+      auto address = symbols::ReadStoredPointer(elf, pointer->symbol, pointer->offset);
+      auto offset = address ? elf.AddressToFileOffset(*address) : Result<uint64_t>(std::unexpected(address.error()));
+      if (!offset) {
+        Error e = offset.error();
+        e.message = fmt::format("{}: {}: {}", where, spec.point, e.message);
+        e.code = ExitCode::kProfile;
+        if (skip_optional(e)) continue;
+        return std::unexpected(e);
+      }
+      ResolvedProbe probe;
+      probe.spec = spec;
+      probe.binary_path = path;
+      const symbols::Symbol* fn = elf.FindFunctionByAddress(*address);
+      probe.symbol = fn && fn->address == *address ? fmt::format("{} = {}", spec.point, fn->demangled)
+                                                   : fmt::format("{} = {:#x}", spec.point, *address);
+      probe.address = *address;
+      probe.file_offset = *offset;
+      if (auto bytes = elf.ReadAtAddress(probe.address, 16))
+        probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
+      probe.entry_instruction = probe.instruction;
+      RETURN_IF_ERROR(add(std::move(probe)));
+      continue;
+    }
+
     auto functions = elf.FindFunctions(spec.point);
+    // A glob names functions, not the thunks that adjust `this` and jump to them (the
+    // function itself matches too: a thunk would make every call count twice).
+    if (IsGlobPoint(spec.point))
+      std::erase_if(functions, [](const symbols::Symbol* fn) { return IsThunk(fn->demangled); });
     if (functions.empty()) {
       auto closest = elf.ClosestNames(spec.point, 5);
-      return MakeError(fmt::format("{}: symbol '{}' not found in {}", where, spec.point, path),
-                       ExitCode::kProfile,
-                       closest.empty() ? "the binary has no function symbols (stripped?)"
-                                       : "closest names: " + JoinNames(closest));
+      Error e = MakeError(fmt::format("{}: symbol '{}' not found in {}", where, spec.point, path), ExitCode::kProfile,
+                          closest.empty() ? "the binary has no function symbols (stripped?)"
+                                          : "closest names: " + JoinNames(closest))
+                    .error();
+      if (skip_optional(e)) continue;
+      return std::unexpected(e);
     }
     for (const symbols::Symbol* fn : functions) {
       ResolvedProbe probe;
@@ -256,28 +398,83 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
   return plan;
 }
 
-Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requested, const TargetBinaries& target) {
-  if (!requested.empty()) {
-    ASSIGN_OR_RETURN(Profile profile, LoadProfile(requested));
-    ASSIGN_OR_RETURN(AttachPlan plan, ResolveProfile(profile, target));
-    return std::pair{std::move(profile), std::move(plan)};
-  }
-  std::string tried;
+Detection DetectProfile(const TargetBinaries& target, bool stop_at_first) {
+  Detection d;
   TargetBinaries strict = target;
   strict.require_linked = true;
   for (const auto& builtin : BuiltinProfiles()) {
-    ASSIGN_OR_RETURN(Profile profile, ParseProfile(builtin.text, "builtin:" + std::string(builtin.name)));
-    auto plan = ResolveProfile(profile, strict);
-    if (plan) {
-      log::V1("profile {} matches the target", profile.name);
-      return std::pair{std::move(profile), std::move(*plan)};
+    if (builtin.fragment) continue;
+    ProfileCandidate c;
+    c.name = std::string(builtin.name);
+    if (d.picked && stop_at_first) break;
+    auto profile = ParseProfile(builtin.text, "builtin:" + std::string(builtin.name));
+    if (!profile) {
+      c.reason = profile.error().message;
+      d.candidates.push_back(std::move(c));
+      continue;
     }
-    log::V1("profile {} does not match: {}", profile.name, plan.error().message);
-    tried += (tried.empty() ? "" : ", ") + profile.name;
+    auto plan = ResolveProfile(*profile, strict);
+    if (!plan) {
+      c.reason = plan.error().message;
+      log::V1("profile {} does not match: {}", c.name, c.reason);
+    } else {
+      c.matches = true;
+      std::set<std::string> seen;
+      for (const auto& p : plan->probes) seen.insert(p.binary_path);
+      c.reason = fmt::format("{} probe point{} in {}", plan->probes.size(), plan->probes.size() == 1 ? "" : "s",
+                             JoinNames(std::vector<std::string>(seen.begin(), seen.end())));
+      if (!plan->marks.empty()) c.reason = fmt::format("{}; {}", JoinNames(plan->marks), c.reason);
+      if (!d.picked) {
+        log::V1("profile {} matches the target: {}", c.name, c.reason);
+        d.picked = d.candidates.size();
+        d.profile = std::move(*profile);
+        d.plan = std::move(*plan);
+      }
+    }
+    d.candidates.push_back(std::move(c));
   }
-  return MakeError(fmt::format("no built-in profile matches {} (tried {})",
-                               target.pid > 0 ? fmt::format("pid {}", target.pid) : target.exe_path, tried),
-                   ExitCode::kProfile, "pass --profile FILE with the target's probe points (see README \"Profiles\")");
+  return d;
+}
+
+Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requested, const TargetBinaries& target) {
+  const std::string who = target.pid > 0 ? fmt::format("pid {}", target.pid) : target.exe_path;
+  if (!requested.empty()) {
+    ASSIGN_OR_RETURN(Profile profile, LoadProfile(requested));
+    auto plan = ResolveProfile(profile, target);
+    if (!plan) {
+      // A profile for a runtime the target does not have: say so, and how to find one that fits.
+      Error e = plan.error();
+      if (e.code == ExitCode::kProfile) {
+        e.message = fmt::format("profile {} does not fit {}: {}", profile.name, who, e.message);
+        if (e.hint.empty() || e.message.find("no library") != std::string::npos ||
+            e.message.find("needs ") != std::string::npos || e.message.find("does not link") != std::string::npos)
+          e.hint = fmt::format("`looptrace probes {}` shows which built-in profile fits; or omit --profile to detect one",
+                               target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path);
+      }
+      return std::unexpected(e);
+    }
+    if (target.pid <= 0) {
+      // run: a library the command does not link may still be dlopen()ed (interpreters load
+      // their runtimes so), so this is a warning, not an error.
+      std::set<std::string> warned;
+      for (const auto& p : plan->probes) {
+        if (p.spec.binary == "exe" || p.spec.binary.starts_with("/") || !warned.insert(p.binary_path).second) continue;
+        if (!LinksLibrary(target, p.binary_path))
+          log::Warning("profile {}: {} does not link {}; its probes fire only if the program loads it at run time",
+                       profile.name, target.exe_path, p.binary_path);
+      }
+    }
+    log::V1("profile {} ({}): {} probe points", profile.name, profile.source, plan->probes.size());
+    return std::pair{std::move(profile), std::move(*plan)};
+  }
+  Detection d = DetectProfile(target, /*stop_at_first=*/true);
+  if (d.picked) return std::pair{std::move(d.profile), std::move(d.plan)};
+  std::string tried;
+  for (const auto& c : d.candidates) tried += (tried.empty() ? "" : ", ") + c.name;
+  return MakeError(fmt::format("no built-in profile matches {} (tried {})", who, tried), ExitCode::kProfile,
+                   fmt::format("pass --profile FILE with the target's probe points (see README \"Profiles\"); "
+                               "`looptrace probes {}` says why no built-in fits",
+                               target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path));
 }
 
 }  // namespace looptrace::loader

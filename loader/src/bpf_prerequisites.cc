@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "looptrace/util/log.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::loader {
 namespace {
@@ -62,6 +63,11 @@ Result<void> CheckBpfPrerequisites(const std::string& btf_path) {
                                           "with a BTF file for it"
                                         : "check the --btf path");
   if (!btf_path.empty()) {
+    // A regular file of bounded size: a FIFO or device would block libbpf's read.
+    if (auto file = OpenRegularFile(btf, "BTF file", kMaxBtfBytes, ExitCode::kUnsupported,
+                                    "--btf needs a raw BTF or ELF file with .BTF");
+        !file)
+      return std::unexpected(file.error());
     struct btf* parsed = btf__parse(btf.c_str(), nullptr);
     if (!parsed)
       return SystemError(fmt::format("cannot parse BTF file {}", btf), errno, ExitCode::kUnsupported,

@@ -14,6 +14,7 @@
 #include "looptrace/tracers/live_status_json.h"
 #include "looptrace/tracers/render.h"
 #include "looptrace/util/log.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 namespace {
@@ -249,7 +250,9 @@ ControlResponse Daemon::Handle(pid_t pid, const ControlRequest& request) {
       return ControlResponse::Fail(Error{fmt::format("unknown format '{}' for a snapshot", request.format),
                                          "text or json", ExitCode::kUsage});
     ThreadDump dump = session.Dump(NowNs(CLOCK_REALTIME));
-    response.body = request.format == "json" ? RenderThreadDumpJson(dump) : RenderThreadDumpText(dump);
+    // Thread names, wait channels and stacks come from the target: terminal-safe either way.
+    response.body = request.format == "json" ? EscapeJsonForTerminal(RenderThreadDumpJson(dump))
+                                             : EscapeForTerminalKeepLayout(RenderThreadDumpText(dump));
   } else if (request.command == "report") {
     const std::string format = request.format.empty() ? "text" : request.format;
     if (!MakeRenderer(format))

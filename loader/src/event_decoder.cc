@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "looptrace/symbols/demangle.h"
+
 namespace looptrace::loader {
 namespace {
 
@@ -11,8 +15,31 @@ std::string Comm(const char (&text)[LT_TASK_COMM_LEN]) { return std::string(text
 }  // namespace
 
 EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* stats, uint32_t pid,
-                           KernelStackNamer* kernel_stacks, IdentityTable* identities)
-    : plan_(plan), strings_(strings), stats_(stats), pid_(pid), kernel_stacks_(kernel_stacks), identities_(identities) {}
+                           KernelStackNamer* kernel_stacks, IdentityTable* identities, AddressNamer* addresses)
+    : plan_(plan),
+      strings_(strings),
+      stats_(stats),
+      pid_(pid),
+      kernel_stacks_(kernel_stacks),
+      identities_(identities),
+      addresses_(addresses) {
+  for (const auto& p : plan_->probes) {
+    arg_names_.emplace_back();
+    for (const auto& a : p.spec.args) arg_names_.back().push_back(TextPool::Name(a.name));
+  }
+}
+
+const std::string* EventDecoder::NameAddress(uint64_t address) {
+  if (address == 0) return nullptr;  // no function (a source without a callback)
+  auto it = address_names_.find(address);
+  if (it != address_names_.end()) return it->second;
+  std::optional<std::string> name = addresses_ ? addresses_->Name(pid_, address) : std::nullopt;
+  if (!name) {
+    stats_->Add(StatId::method_names_unknown);
+    name = fmt::format("{:#x}", address);
+  }
+  return address_names_.emplace(address, TextPool::Intern(*name)).first->second;
+}
 
 void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
   if (rec.probe_id >= plan_->probes.size()) {
@@ -28,18 +55,30 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
   e.probe_id = rec.probe_id;
   e.thread_cpu_ns = rec.probe.thread_cpu_ns;
   e.beat_index = rec.probe.beat_index;
-  e.args.reserve(probe.spec.args.size());
-  for (size_t i = 0; i < probe.spec.args.size() && i < LT_MAX_ARGS; ++i) {
+  const auto& names = arg_names_[rec.probe_id];
+  for (size_t i = 0; i < probe.spec.args.size(); ++i) {
     const ArgSpec& spec = probe.spec.args[i];
+    if (spec.source == kSourceFunction) {
+      // The function the probe resolved to (a glob's match), without its parameters.
+      std::string_view function = probe.symbol;  // "*(table+16) = fn" for pointer points
+      if (size_t eq = function.find(" = "); eq != std::string_view::npos) function.remove_prefix(eq + 3);
+      e.args.push_back({names[i], 0, TextPool::Intern(symbols::StripParameters(function)), true});
+      continue;
+    }
+    if (i >= LT_MAX_ARGS) break;
     const uint64_t raw = rec.probe.args[i];
-    EventArg arg{spec.name, raw, std::nullopt};
+    EventArg arg{names[i], raw, nullptr, false};
+    if (spec.type == ArgType::kSym) {
+      arg.is_string = true;
+      arg.text = NameAddress(raw);
+    }
     if (spec.type == ArgType::kInt) arg.value = static_cast<uint64_t>(static_cast<int64_t>(raw));
     if (spec.type == ArgType::kStr) {
       arg.is_string = true;
-      arg.text = strings_ ? strings_->Lookup(pid_, raw) : std::nullopt;
+      arg.text = strings_ ? strings_->Find(pid_, raw) : nullptr;
       if (!arg.text) stats_->Add(StatId::string_read_failed);
     }
-    e.args.push_back(std::move(arg));
+    e.args.push_back(arg);
   }
   out->push_back(std::move(e));
 }

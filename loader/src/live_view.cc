@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 namespace {
@@ -75,18 +76,7 @@ std::string Fit(std::string line, int width) {
 
 }  // namespace
 
-std::string TerminalText(std::string_view text, size_t max_bytes) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (out.size() >= max_bytes) {
-      out += "[...]";
-      break;
-    }
-    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
+std::string TerminalText(std::string_view text, size_t max_bytes) { return EscapeForTerminal(text, max_bytes); }
 
 std::string FormatAge(uint64_t ns) {
   const uint64_t s = ns / 1'000'000'000;

@@ -3,25 +3,39 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
 
+#include "looptrace/util/safe_file.h"
+
 namespace looptrace::loader {
 
+std::string ReadProcFile(const std::string& path) {
+  return ReadRegularFile(path, "", kMaxProcFileBytes).value_or("");
+}
+
 std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+  std::string text = ReadProcFile(path);
+  text.resize(std::min(text.size(), text.find('\n')));
+  return text;
+}
+
+std::string ReadName(const std::string& path) {
+  std::string text = ReadProcFile(path);
+  if (text.ends_with('\n')) text.pop_back();
+  return text;
 }
 
 std::vector<std::string> StatFields(const std::string& path) {
-  std::string line = ReadFirstLine(path);
+  // The whole file: the comm in it may hold ')' and newlines (prctl(PR_SET_NAME)), so the
+  // first line can end inside the name and a ')' there is not the closing one.
+  std::string text = ReadProcFile(path);
   std::vector<std::string> fields;
-  size_t paren = line.rfind(')');
-  if (paren == std::string::npos || paren + 2 > line.size()) return fields;
-  std::istringstream in(line.substr(paren + 2));
+  size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return fields;
+  std::istringstream in(text.substr(paren + 1));
   for (std::string f; in >> f;) fields.push_back(f);
   return fields;
 }
@@ -41,7 +55,7 @@ std::optional<int64_t> ParseSigned(std::string_view text) {
   return value;
 }
 
-std::string ReadComm(pid_t pid) { return ReadFirstLine(fmt::format("/proc/{}/comm", pid)); }
+std::string ReadComm(pid_t pid) { return ReadName(fmt::format("/proc/{}/comm", pid)); }
 
 std::optional<uint64_t> ReadCpuTicks(pid_t pid) {
   auto fields = StatFields(fmt::format("/proc/{}/stat", pid));

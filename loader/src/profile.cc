@@ -1,14 +1,14 @@
 #include "looptrace/loader/profile.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <set>
+
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::loader {
 
@@ -27,6 +27,7 @@ std::string_view ArgTypeName(ArgType type) {
     case ArgType::kInt: return "int";
     case ArgType::kPtr: return "ptr";
     case ArgType::kStr: return "str";
+    case ArgType::kSym: return "sym";
   }
   return "?";
 }
@@ -53,13 +54,42 @@ bool IsStringOp(CompareOp op) {
          op == CompareOp::kStrSuffix || op == CompareOp::kStrGlob;
 }
 
+std::optional<PointerPoint> ParsePointerPoint(std::string_view point) {
+  if (!point.starts_with("*(") || !point.ends_with(")")) return std::nullopt;
+  std::string_view inner = point.substr(2, point.size() - 3);
+  PointerPoint out;
+  std::string_view symbol = inner, offset;
+  if (size_t plus = inner.find('+'); plus != std::string_view::npos) {
+    symbol = inner.substr(0, plus);
+    offset = inner.substr(plus + 1);
+  }
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$'; };
+  if (symbol.empty() || std::isdigit(static_cast<unsigned char>(symbol.front())) ||
+      !std::all_of(symbol.begin(), symbol.end(), ident))
+    return std::nullopt;
+  out.symbol = std::string(symbol);
+  if (!offset.empty()) {
+    int base = 10;
+    if (offset.starts_with("0x") || offset.starts_with("0X")) {
+      base = 16;
+      offset.remove_prefix(2);
+    }
+    auto [ptr, ec] = std::from_chars(offset.data(), offset.data() + offset.size(), out.offset, base);
+    if (offset.empty() || ec != std::errc() || ptr != offset.data() + offset.size()) return std::nullopt;
+  }
+  return out;
+}
+
+bool IsGlobPoint(std::string_view point) {
+  return !ParsePointerPoint(point) && point.find_first_of("*?[") != std::string_view::npos;
+}
+
 bool Profile::HasRole(Role role) const {
   return std::any_of(probes.begin(), probes.end(), [&](const ProbeSpec& p) { return p.role == role; });
 }
 
 namespace {
 
-constexpr size_t kMaxProfileBytes = 1 << 20;  // profiles are small; a cap keeps /dev/zero out
 constexpr int kMaxIncludeDepth = 8;
 
 std::string Join(const std::vector<std::string_view>& items) {
@@ -131,6 +161,10 @@ class Parser {
 
   // argN (1..12) or ret.
   Result<uint8_t> ParseSourceName(int line, std::string_view word, const ProbeSpec& probe, std::string_view what) {
+    if (word == "func") {
+      if (probe.kind == ProbeKind::kUsdt) return Fail(line, fmt::format("{}: 'func' names a uprobe's function", what));
+      return kSourceFunction;
+    }
     if (word == "ret") {
       if (probe.kind != ProbeKind::kUretprobe)
         return Fail(line, fmt::format("{}: 'ret' needs a uretprobe", what));
@@ -158,17 +192,23 @@ class Parser {
     }
     ASSIGN_OR_RETURN(arg.source, ParseSourceName(line, source, probe, what));
     arg.type = default_type;
+    if (arg.source == kSourceFunction) {
+      if (!type.empty() && type != "sym") return Fail(line, fmt::format("{}: 'func' is a name (sym), not {}", what, type));
+      arg.type = ArgType::kSym;
+      return arg;
+    }
     if (type.empty()) return arg;
     if (type == "uint") arg.type = ArgType::kUint;
     else if (type == "int") arg.type = ArgType::kInt;
     else if (type == "ptr") arg.type = ArgType::kPtr;
     else if (type == "str") arg.type = ArgType::kStr;
+    else if (type == "sym") arg.type = ArgType::kSym;
     else if (type.starts_with("str(") && type.ends_with(")")) {
       arg.type = ArgType::kStr;
       ASSIGN_OR_RETURN(arg.length_source,
                        ParseSourceName(line, type.substr(4, type.size() - 5), probe, fmt::format("{} length", what)));
     } else {
-      return Fail(line, fmt::format("{}: unknown type '{}' (known: uint, int, ptr, str, str(argN))", what, type));
+      return Fail(line, fmt::format("{}: unknown type '{}' (known: uint, int, ptr, str, str(argN), sym)", what, type));
     }
     return arg;
   }
@@ -201,6 +241,11 @@ class Parser {
     const std::string& value = words[at + 2];
     const bool is_string = IsQuoted(value);
     ASSIGN_OR_RETURN(c.arg, ParseSource(line, words[at], probe, what, is_string ? ArgType::kStr : ArgType::kInt));
+    if (c.arg.source == kSourceFunction)
+      return Fail(line, fmt::format("{}: 'func' is known in user space only; conditions are checked in BPF", what));
+    if (c.arg.type == ArgType::kSym)
+      return Fail(line, fmt::format("{}: a sym argument is named in user space and cannot be compared in BPF", what),
+                  "compare the address as a number (ptr) instead");
     if (is_string != (c.arg.type == ArgType::kStr))
       return Fail(line, fmt::format("{}: {} compared with {}", what,
                                     c.arg.type == ArgType::kStr ? "a string argument" : "a number argument",
@@ -273,9 +318,13 @@ class Parser {
     if ((has_id && (has_name || has_other)) || (has_id && probe->args.size() > 1) || (has_other && !has_name))
       return Fail(line, "a method probe binds one of: id=, addr=, or name= (with class=, sig=, file=, line=)",
                   "examples: id=arg1 | addr=arg1 | name=arg2:str class=arg1:str");
-    for (const auto& a : probe->args)
+    for (const auto& a : probe->args) {
       if ((a.name == "name" || a.name == "class" || a.name == "sig" || a.name == "file") && a.type != ArgType::kStr)
         return Fail(line, fmt::format("method argument '{}' must be a string (:str or :str(argN))", a.name));
+      if (a.type == ArgType::kSym)
+        return Fail(line, fmt::format("method argument '{}': a method named by its address binds addr=", a.name),
+                    "example: addr=arg1");
+    }
     // The identity of an id/addr beat is its first argument.
     std::stable_sort(probe->args.begin(), probe->args.end(), [](const ArgSpec& a, const ArgSpec& b) {
       auto rank = [](const std::string& n) { return n == "id" || n == "addr" ? 0 : n == "name" ? 1 : 2; };
@@ -298,8 +347,10 @@ class Parser {
     else if (words[2] == "uretprobe") probe.kind = ProbeKind::kUretprobe;
     else if (words[2] == "usdt") probe.kind = ProbeKind::kUsdt;
     else return Fail(line, fmt::format("unknown probe kind '{}' (known: uprobe, uretprobe, usdt)", words[2]));
-    probe.binary = words[3];
-    probe.point = words[4];
+    // "quoted" when the name has spaces (C++ parameter lists).
+    auto unquote = [](const std::string& w) { return IsQuoted(w) ? w.substr(1, w.size() - 2) : w; };
+    probe.binary = unquote(words[3]);
+    probe.point = unquote(words[4]);
     if (probe.kind == ProbeKind::kUsdt) {
       size_t colon = probe.point.find(':');
       if (colon == std::string::npos || colon == 0 || colon + 1 == probe.point.size())
@@ -327,7 +378,12 @@ class Parser {
       if (probe.conditions.size() > LT_MAX_PREDICATES)
         return Fail(line, fmt::format("at most {} conditions per probe", LT_MAX_PREDICATES));
     }
-    if (probe.args.size() > LT_MAX_ARGS) return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
+    // Arguments the loader fills (func) go last: BPF records the others, in order.
+    std::stable_partition(probe.args.begin(), probe.args.end(),
+                          [](const ArgSpec& a) { return a.source != kSourceFunction; });
+    if (std::count_if(probe.args.begin(), probe.args.end(), [](const ArgSpec& a) { return a.source != kSourceFunction; }) >
+        LT_MAX_ARGS)
+      return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
     if (probe.role == Role::kMethodEnter || probe.role == Role::kMethodExit) RETURN_IF_ERROR(CheckMethodArgs(line, &probe));
     return probe;
   }
@@ -344,8 +400,14 @@ class Parser {
       ++line_no;
       auto tokens = Tokenize(line);
       if (!tokens) return Fail(line_no, tokens.error().message);
-      const auto& words = *tokens;
+      auto words = *tokens;
       if (words.empty()) continue;
+      bool optional = false;
+      if (words[0] == "optional") {
+        if (words.size() < 2 || words[1] != "probe") return Fail(line_no, "'optional' goes before 'probe'");
+        words.erase(words.begin());
+        optional = true;
+      }
       if (words[0] == "profile") {
         if (words.size() != 2) return Fail(line_no, "'profile' takes one name");
         profile.name = words[1];
@@ -361,11 +423,53 @@ class Parser {
         auto included = LoadOne(words[1], depth_ + 1);
         if (!included) return Fail(line_no, fmt::format("include {}: {}", words[1], included.error().message));
         for (auto& p : included->probes) profile.probes.push_back(std::move(p));
+        for (auto& r : included->requirements) profile.requirements.push_back(std::move(r));
+        for (auto& r : included->call_requirements) profile.call_requirements.push_back(std::move(r));
+        if (!included->message_definition.empty()) {
+          if (!profile.message_definition.empty() && profile.message_definition != included->message_definition)
+            return Fail(line_no, fmt::format("include {}: messages {} (at {}) conflicts with messages {} at {}",
+                                             words[1], included->message_definition,
+                                             included->message_definition_where, profile.message_definition,
+                                             profile.message_definition_where));
+          profile.message_definition = included->message_definition;
+          profile.message_definition_where = included->message_definition_where;
+        }
+      } else if (words[0] == "messages") {
+        if (words.size() != 2 || (words[1] != "dispatch" && words[1] != "poll-bounded"))
+          return Fail(line_no, "'messages' takes dispatch or poll-bounded",
+                      "poll-bounded: a message is the busy time between a poll's return and the next poll call");
+        const std::string where = fmt::format("{}:{}", source_, line_no);
+        if (!profile.message_definition.empty() && profile.message_definition != words[1])
+          return Fail(line_no, fmt::format("messages {} conflicts with messages {} at {}", words[1],
+                                           profile.message_definition, profile.message_definition_where));
+        profile.message_definition = words[1];
+        profile.message_definition_where = where;
+      } else if (words[0] == "requires") {
+        if (words.size() != 3)
+          return Fail(line_no, "requires needs: requires BINARY SYMBOL", "example: requires libglib-2.0.so g_main_context_iteration");
+        profile.requirements.push_back({words[1], words[2], std::string(source_), line_no});
+      } else if (words[0] == "requires-call") {
+        if (words.size() != 2)
+          return Fail(line_no, "requires-call needs: requires-call SYMBOL[|SYMBOL...]",
+                      "example: requires-call epoll_wait|poll");
+        CallRequirement r{{}, std::string(source_), line_no};
+        std::string_view list = words[1];
+        while (!list.empty()) {
+          size_t bar = list.find('|');
+          if (bar != 0) r.symbols.emplace_back(list.substr(0, bar));
+          if (bar == std::string_view::npos) break;
+          list.remove_prefix(bar + 1);
+        }
+        if (r.symbols.empty()) return Fail(line_no, "requires-call names no function");
+        profile.call_requirements.push_back(std::move(r));
       } else if (words[0] == "probe") {
         ASSIGN_OR_RETURN(ProbeSpec probe, ParseProbe(line_no, words));
+        probe.optional = optional;
         profile.probes.push_back(std::move(probe));
       } else {
-        return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, include, probe)", words[0]));
+        return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, include, messages, "
+                                         "requires, requires-call, optional probe, probe)",
+                                         words[0]));
       }
     }
     if (profile.probes.empty()) return Fail(line_no, "profile defines no probe");
@@ -381,33 +485,9 @@ class Parser {
   int depth_;
 };
 
+// A regular file of at most kMaxProfileBytes, opened so that a FIFO or device cannot block.
 Result<std::string> ReadProfileFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return SystemError(fmt::format("cannot read profile {}", path), errno, ExitCode::kProfile);
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return MakeError(fmt::format("cannot read profile {}: not a regular file", path), ExitCode::kProfile);
-  }
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return SystemError(fmt::format("cannot read profile {}", path), err, ExitCode::kProfile);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxProfileBytes) {
-      close(fd);
-      return MakeError(fmt::format("profile {} is larger than {} bytes", path, kMaxProfileBytes), ExitCode::kProfile);
-    }
-  }
-  close(fd);
-  return text;
+  return ReadRegularFile(path, "profile", kMaxProfileBytes, ExitCode::kProfile);
 }
 
 Result<Profile> Parser::LoadOne(std::string_view name_or_path, int depth) {
@@ -440,6 +520,11 @@ Result<void> CheckPairs(const Profile& profile) {
     return MakeError(fmt::format("{}: maps {} but no {}", where.Where(), RoleName(present), RoleName(missing)),
                      ExitCode::kProfile);
   }
+  const Role needed = profile.message_definition == "poll-bounded" ? Role::kPollBegin : Role::kDispatchBegin;
+  if (!profile.message_definition.empty() && !profile.HasRole(needed))
+    return MakeError(fmt::format("{}: messages {} needs {} and its end", profile.message_definition_where,
+                                 profile.message_definition, RoleName(needed)),
+                     ExitCode::kProfile);
   return {};
 }
 
@@ -460,6 +545,20 @@ Result<Profile> ComposeProfiles(std::vector<Profile> profiles) {
     if (!p.description.empty()) out.description += (out.description.empty() ? "" : "; ") + p.description;
   }
   for (Profile& p : profiles) {
+    for (Requirement& r : p.requirements)
+      if (std::find(out.requirements.begin(), out.requirements.end(), r) == out.requirements.end())
+        out.requirements.push_back(std::move(r));
+    for (CallRequirement& r : p.call_requirements)
+      if (std::find(out.call_requirements.begin(), out.call_requirements.end(), r) == out.call_requirements.end())
+        out.call_requirements.push_back(std::move(r));
+    if (!p.message_definition.empty()) {
+      if (!out.message_definition.empty() && out.message_definition != p.message_definition)
+        return MakeError(fmt::format("{}: messages {} conflicts with messages {} at {}", p.message_definition_where,
+                                     p.message_definition, out.message_definition, out.message_definition_where),
+                         ExitCode::kProfile, "compose profiles that define messages the same way");
+      out.message_definition = p.message_definition;
+      out.message_definition_where = p.message_definition_where;
+    }
     for (ProbeSpec& probe : p.probes) {
       auto same_point = [&](const ProbeSpec& o) {
         return o.role == probe.role && o.kind == probe.kind && o.binary == probe.binary && o.point == probe.point;

@@ -44,7 +44,7 @@ Result<UniqueFd> BlockTerminationSignals() {
 }
 
 Session::Session(const SessionOptions& options, int signal_fd, Pipeline& pipeline)
-    : options_(options), signal_fd_(signal_fd), pipeline_(pipeline) {}
+    : options_(options), signal_fd_(signal_fd), pipeline_(pipeline), events_(pipeline) {}
 
 Session::~Session() { pipeline_.SetSliceSource(nullptr); }
 
@@ -56,11 +56,12 @@ void Session::OnRecord(const lt_record& record) {
   }
   decoded_.clear();
   decoder_->Decode(record, &decoded_);
-  for (const Event& event : decoded_) pipeline_.OnEvent(event);
+  for (const Event& event : decoded_) events_.OnEvent(event);
 }
 
 Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
   profile_name_ = profile.name;
+  message_definition_ = profile.message_definition;
   plan_ = std::move(plan);
   tgid_ = tgid;
   addresses_.emplace(static_cast<int>(tgid));
@@ -78,7 +79,7 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
                              bpf_options, [this](std::span<const uint8_t> raw) { decoder_->DecodeSide(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
-  decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_);
+  decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
   slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid, &identities_);
   if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
   snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, addresses_->symbolizer(),
@@ -123,11 +124,12 @@ void Session::Start(SessionStart start) {
   start.ts_ns = NowNs(CLOCK_MONOTONIC);
   start.wall_time_ns = NowNs(CLOCK_REALTIME);
   start.profile = profile_name_;
+  start.message_definition = message_definition_;
   start.thread_filter = options_.all_threads ? "all" : "main";
   for (const auto& p : plan_.probes)
     start.probes.push_back(
         {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
-  pipeline_.OnEvent(start);
+  events_.OnEvent(start);
 }
 
 void Session::Watchdog(uint64_t now_ns) {
@@ -148,8 +150,8 @@ void Session::Watchdog(uint64_t now_ns) {
     SliceRequest open_slice = SliceRequest::Of(span, "open");
     open_slice.end_ns = now_ns;
     open_slice.end_beat_index = UINT64_MAX;
-    pipeline_.OnEvent(snapshot);
-    if (auto beats = slicer_->Slice(open_slice)) pipeline_.OnEvent(*beats);
+    events_.OnEvent(snapshot);
+    if (auto beats = slicer_->Slice(open_slice)) events_.OnEvent(*beats);
   }
 }
 
@@ -245,8 +247,8 @@ void Session::Finish(const std::string& reason, std::optional<int> exit_status) 
   (void)bpf_->Consume();
   Stats losses = bpf_->ReadCounters();
   losses.Merge(loader_stats_);
-  pipeline_.OnEvent(LossCounters{losses});
-  pipeline_.OnEvent(SessionEnd{end_ns, reason, exit_status});
+  events_.OnEvent(LossCounters{losses});
+  events_.OnEvent(SessionEnd{end_ns, reason, exit_status});
   if (losses.Get(StatId::records_full))
     log::Warning("{} records were lost because the record ring was full; try a larger --record-ring",
                  losses.Get(StatId::records_full));

@@ -151,7 +151,7 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
     ThreadSnapshot ts;
     ts.tid = t;
     const std::string dir = fmt::format("{}/{}", task_dir, t);
-    ts.name = ReadFirstLine(dir + "/comm");
+    ts.name = ReadName(dir + "/comm");
     auto fields = StatFields(dir + "/stat");
     if (fields.empty()) {
       stats_->Add(StatId::snapshot_incomplete);  // the thread vanished meanwhile

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "looptrace/util/text_safety.h"
+
 namespace looptrace::loader {
 
 std::optional<std::string> ProcessStringReader::Read(uint32_t pid, uint64_t address) {
@@ -36,6 +38,7 @@ std::optional<std::string> ProcessStringReader::Read(uint32_t pid, uint64_t addr
     out.append(buffer, n);
     cursor += n;
   }
+  MakeSafeText(&out);  // bytes from the target: valid UTF-8 from here on
   cache_.emplace(address, out);
   return out;
 }

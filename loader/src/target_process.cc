@@ -10,7 +10,8 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
+
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::loader {
 namespace {
@@ -50,12 +51,17 @@ Result<std::string> FindInPath(const std::string& command) {
 }
 
 Result<std::string> ProbedBinaryOf(const std::string& command_path) {
-  std::ifstream in(command_path, std::ios::binary);
-  char magic[2] = {};
-  if (!in.read(magic, 2) || magic[0] != '#' || magic[1] != '!') return command_path;
-  std::string first;
-  std::getline(in, first);
-  first.resize(std::min<size_t>(first.size(), 4096));
+  // The first line only, at most 4 KiB of it, never blocking (the kernel reads 256 bytes).
+  auto file = OpenRegularFile(command_path, "", kMaxElfBytes, ExitCode::kTarget);
+  if (!file) return command_path;  // exec(2) will say what is wrong with it
+  char head[4096];
+  ssize_t n;
+  do {
+    n = pread(file->fd.get(), head, sizeof(head), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 2 || head[0] != '#' || head[1] != '!') return command_path;
+  std::string first(head + 2, static_cast<size_t>(n) - 2);
+  first.resize(std::min(first.size(), first.find('\n')));
   size_t begin = first.find_first_not_of(" \t");
   if (begin == std::string::npos)
     return MakeError(fmt::format("cannot run {}: its #! line names no interpreter", command_path), ExitCode::kTarget);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 
 #include "looptrace/loader/bpf_prerequisites.h"
 #include "looptrace/loader/proc_readers.h"
@@ -21,9 +22,12 @@ std::string DescribeProbeCount(const AttachPlan& plan) {
 
 // Names up to three slow probe points; more are summarized (listed with -v).
 void WarnAboutExpensiveProbes(const AttachPlan& plan) {
+  // A uprobe and a uretprobe on one function trap on the same first instruction: one point.
   std::vector<const ResolvedProbe*> slow;
+  std::set<std::pair<std::string, uint64_t>> points;
   for (const auto& p : plan.probes)
-    if (p.instruction.cost == symbols::ProbeCost::kSingleStep) slow.push_back(&p);
+    if (points.insert({p.binary_path, p.address}).second && p.instruction.cost == symbols::ProbeCost::kSingleStep)
+      slow.push_back(&p);
   for (const ResolvedProbe* p : slow) {
     auto text = fmt::format("{}:{} fires on '{}', which the kernel single-steps (~15x the cost "
                             "of an emulated instruction; `looptrace probes` says why it was not moved)",
@@ -34,7 +38,7 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
   if (slow.size() > 3)
     log::Warning("{} of {} probe points start with an instruction the kernel single-steps (~15x "
                  "the cost of an emulated one); -v lists them, `looptrace probes` shows all",
-                 slow.size(), plan.probes.size());
+                 slow.size(), points.size());
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "looptrace/symbols/debug_file.h"
+#include "looptrace/util/safe_file.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -34,12 +35,12 @@ std::string HexBytes(const uint8_t* bytes, size_t size) {
 
 // Build id (from note sections, else PT_NOTE segments) and DWARF presence of an ELF file.
 Result<CandidateInfo> Inspect(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenForReading(path);
   if (fd < 0) return SystemError("cannot open " + path, errno);
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxElfBytes) {
     close(fd);
-    return MakeError("cannot open " + path + ": not a regular file");
+    return MakeError("cannot open " + path + ": not a regular file of at most " + FormatBytes(kMaxElfBytes));
   }
   elf_version(EV_CURRENT);
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
@@ -140,8 +141,13 @@ std::string BuildIdDebugPath(std::string_view debug_directory, std::string_view 
 }
 
 Result<uint32_t> DebuglinkCrc32(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenForReading(path);
   if (fd < 0) return SystemError("cannot open " + path, errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxElfBytes) {
+    close(fd);
+    return MakeError("cannot open " + path + ": not a regular file of at most " + FormatBytes(kMaxElfBytes));
+  }
   uLong crc = crc32(0L, Z_NULL, 0);
   std::vector<unsigned char> buffer(1 << 16);
   while (true) {

@@ -1,10 +1,13 @@
 #include "dwarf_lookup.h"
 
+#include "looptrace/util/safe_file.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <string_view>
 
 #include "looptrace/symbols/demangle.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::symbols {
 namespace {
@@ -82,10 +86,16 @@ uint64_t ScopeSectionBytes(Elf* elf) {
 
 std::unique_ptr<DwarfLookup> DwarfLookup::Open(const std::string& path, OpenError* error) {
   std::unique_ptr<DwarfLookup> lookup(new DwarfLookup());
-  lookup->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  lookup->fd_ = OpenForReading(path);
   if (lookup->fd_ < 0) {
     error->failure = OpenFailure::kUnreadable;
     error->message = "cannot open " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st;
+  if (fstat(lookup->fd_, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > kMaxElfBytes) {
+    error->failure = OpenFailure::kUnreadable;
+    error->message = "cannot open " + path + ": not a regular file of at most " + FormatBytes(kMaxElfBytes);
     return nullptr;
   }
   elf_version(EV_CURRENT);

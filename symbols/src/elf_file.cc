@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 #include "looptrace/symbols/elf_file.h"
+#include "looptrace/util/safe_file.h"
 
 #include <cxxabi.h>
 #include <fcntl.h>
@@ -351,7 +352,7 @@ Elf_Scn* FindDynamicSection(Elf* elf) {
 
 // Open file descriptor + ELF handle with errors naming the path.
 Result<std::pair<int, Elf*>> OpenElf(const std::string& path, uint64_t* file_size) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenForReading(path);
   if (fd < 0) {
     const int err = errno;
     return SystemError("cannot open " + path, err, CodeForErrno(err));
@@ -364,7 +365,15 @@ Result<std::pair<int, Elf*>> OpenElf(const std::string& path, uint64_t* file_siz
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return MakeError("cannot open " + path + ": not a regular file", ExitCode::kProfile);
+    return MakeError("cannot open " + path + ": it is " + std::string(FileTypeName(st.st_mode)) +
+                         ", not a regular file",
+                     ExitCode::kProfile);
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxElfBytes) {
+    close(fd);
+    return MakeError("cannot open " + path + ": " + FormatBytes(static_cast<uint64_t>(st.st_size)) +
+                         " is over the " + FormatBytes(kMaxElfBytes) + " limit for ELF files",
+                     ExitCode::kProfile);
   }
   if (file_size != nullptr) *file_size = static_cast<uint64_t>(st.st_size);
   EnsureLibelfInitialized();

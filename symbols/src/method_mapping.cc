@@ -1,5 +1,7 @@
 #include "looptrace/symbols/method_mapping.h"
 
+#include "looptrace/util/safe_file.h"
+#include "looptrace/util/text_safety.h"
 #include "text_util.h"
 
 #include <fcntl.h>
@@ -31,12 +33,8 @@ std::vector<std::string_view> SplitWords(std::string_view s) {
   return words;
 }
 
-// Shortens a field for a warning message.
-std::string Quote(std::string_view s) {
-  constexpr size_t kMax = 40;
-  if (s.size() <= kMax) return "'" + std::string(s) + "'";
-  return "'" + std::string(s.substr(0, kMax)) + "...'";
-}
+// Shortens a field for a warning message; control characters and invalid UTF-8 escaped.
+std::string Quote(std::string_view s) { return "'" + EscapeForTerminal(s, 40) + "'"; }
 
 // A decimal number with an optional leading '-', the whole field.
 std::optional<long long> ParseDecimal(std::string_view s) {
@@ -85,9 +83,10 @@ std::optional<std::string> ParseLine(std::string_view line, MappedMethod* out) {
 
   out->id = static_cast<int>(*id);
   out->access_flags = static_cast<int>(*flags);
-  out->class_name = std::string(words[0]);
-  out->method_name = std::string(words[1]);
-  out->descriptor = words.size() == 3 ? std::string(words[2]) : std::string();
+  // Names go into reports: valid UTF-8, each capped (the file is not trusted).
+  out->class_name = SafeText(words[0]);
+  out->method_name = SafeText(words[1]);
+  out->descriptor = words.size() == 3 ? SafeText(words[2]) : std::string();
   return std::nullopt;
 }
 
@@ -136,14 +135,10 @@ MethodMapping MethodMapping::Parse(std::string_view text, std::string_view sourc
 
 Result<MethodMapping> MethodMapping::Load(const std::string& path,
                                           std::vector<std::string>* warnings) {
-  const std::string what = "cannot read method mapping " + path;
   const std::string hint =
       "pass the methodMapping.txt written by the Matrix Gradle plugin "
       "(build/outputs/mapping/<variant>/methodMapping.txt)";
-  std::string text;
-  int err = 0;
-  bool at_open = false;
-  if (!internal::ReadWholeFile(path, &text, &err, &at_open)) return SystemError(what, err, ExitCode::kProfile, hint);
+  ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, "method mapping", kMaxMappingBytes, ExitCode::kProfile, hint));
   return Parse(text, path, warnings);
 }
 

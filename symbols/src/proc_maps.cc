@@ -1,5 +1,6 @@
 #include "looptrace/symbols/proc_maps.h"
 
+#include "looptrace/util/safe_file.h"
 #include "text_util.h"
 
 #include <dirent.h>
@@ -99,7 +100,7 @@ bool Exists(const std::string& path) {
 
 // A 64-bit ELF file (skips linker scripts such as /usr/lib/x86_64-linux-gnu/libc.so).
 bool IsElf64(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenForReading(path);
   if (fd < 0) return false;
   unsigned char ident[EI_NIDENT] = {};
   const ssize_t n = pread(fd, ident, sizeof(ident), 0);
@@ -243,17 +244,17 @@ std::vector<MapEntry> ParseProcMaps(std::string_view text, size_t* malformed_lin
 
 Result<std::vector<MapEntry>> ReadProcMaps(int pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/maps";
-  std::string text;
   int err = 0;
-  bool at_open = false;
-  if (!internal::ReadWholeFile(path, &text, &err, &at_open)) {
-    if (err == ENOENT || err == ESRCH)
-      return SystemError("cannot read " + path, err, ExitCode::kTarget,
-                         "is process " + std::to_string(pid) + " still running?");
-    return SystemError("cannot read " + path, err,
-                       err == EACCES || err == EPERM ? ExitCode::kPermission : ExitCode::kRuntime);
+  auto text = ReadRegularFile(path, "", kMaxProcFileBytes, ExitCode::kRuntime, {}, &err);
+  if (!text) {
+    Error error = text.error();
+    if (err == ENOENT || err == ESRCH) {
+      error.code = ExitCode::kTarget;
+      error.hint = "is process " + std::to_string(pid) + " still running?";
+    }
+    return std::unexpected(error);
   }
-  return ParseProcMaps(text);
+  return ParseProcMaps(*text);
 }
 
 std::string ProcRootPath(int pid, std::string_view path) {

@@ -1,5 +1,6 @@
 #include "looptrace/symbols/proguard_mapping.h"
 
+#include "looptrace/util/safe_file.h"
 #include "text_util.h"
 
 #include <fcntl.h>
@@ -154,12 +155,7 @@ std::string ProguardMethod::Descriptor() const {
 
 Result<ProguardMapping> ProguardMapping::Load(const std::string& path,
                                               std::vector<std::string>* warnings) {
-  std::string text;
-  int err = 0;
-  bool at_open = false;
-  if (!internal::ReadWholeFile(path, &text, &err, &at_open))
-    return SystemError((at_open ? "cannot open ProGuard mapping " : "cannot read ProGuard mapping ") + path,
-                       err, at_open && err == EACCES ? ExitCode::kPermission : ExitCode::kProfile);
+  ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, "ProGuard mapping", kMaxMappingBytes, ExitCode::kProfile));
   return Parse(text, path, warnings);
 }
 

@@ -1,9 +1,11 @@
 #include "looptrace/symbols/unwinder.h"
+#include "looptrace/util/safe_file.h"
 
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,8 +48,13 @@ const MapEntry* FindMap(std::span<const MapEntry> maps, uint64_t address) {
 // The load bias of the ELF file mapped by `map`: map.start minus the virtual address
 // that the file offset map.offset has in the file's PT_LOAD segments.
 bool LoadBias(const std::string& path, const MapEntry& map, uint64_t* bias, bool* is_exec) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenForReading(path);
   if (fd < 0) return false;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return false;
+  }
   elf_version(EV_CURRENT);
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   bool found = false;
@@ -150,7 +157,7 @@ struct Unwinder::Session {
     if (map == nullptr || !map->is_file()) return false;
     const std::string path = MappedFileOpenPath(input->pid, *map);
     auto [it, inserted] = files.try_emplace(path, -1);
-    if (inserted) it->second = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (inserted) it->second = OpenForReading(path);
     if (it->second < 0) return false;
     const uint64_t offset = address - map->start + map->offset;
     return pread(it->second, value, sizeof(*value), static_cast<off_t>(offset)) ==

@@ -172,6 +172,16 @@ void AnrTracer::OnSnapshot(const StallSnapshot& snapshot) {
   r.snapshot = snapshot;
   if (message) {
     r.message = MessageOf(*message);
+    // An unnamed outer message (a loop iteration, g_main_context_dispatch) is stuck in the
+    // innermost named one running inside it: name the stall after that.
+    if (r.message.name.empty()) {
+      auto open = context_.spans->Open(snapshot.tid, SpanKind::kMessage);
+      for (auto it = open.rbegin(); it != open.rend(); ++it)
+        if (std::string name = (*it)->ArgText("name"); !name.empty()) {
+          r.message.name = name;
+          break;
+        }
+    }
   } else {
     r.message.tid = snapshot.tid;
     r.message.begin_ns = snapshot.message_begin_ns;

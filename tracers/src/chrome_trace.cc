@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "looptrace/util/text_safety.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -38,9 +40,15 @@ std::string Micros(uint64_t ns, uint64_t base_ns) {
   return fmt::format("{}.{:03}", rel / 1000, rel % 1000);
 }
 
-std::string Quote(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+// Invalid UTF-8 becomes U+FFFD; C1 controls and bidi overrides become \u escapes, so
+// the trace is safe to print on a terminal too.
+std::string Quote(const std::string& s) {
+  return EscapeJsonForTerminal(json(s).dump(-1, ' ', false, json::error_handler_t::replace));
+}
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string Dump(const json& j) {
+  return EscapeJsonForTerminal(j.dump(-1, ' ', false, json::error_handler_t::replace));
+}
 
 // fps and other ratios, rounded for readability.
 double Round3(double x) { return std::isfinite(x) ? std::round(x * 1000.0) / 1000.0 : 0.0; }

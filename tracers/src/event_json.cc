@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "json_common.h"
+#include "looptrace/tracers/text_pool.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 namespace {
@@ -40,13 +42,15 @@ struct ToJson {
                         {"binary", p.binary},
                         {"point", p.point},
                         {"file_offset", p.file_offset}});
-    return json{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
-                {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
-                {"threads", s.thread_filter}, {"probes", std::move(probes)},
-                {"device", {{"machine", s.device.machine},
-                            {"mem", s.device.mem_total_bytes},
-                            {"mem_free", s.device.mem_available_kb},
-                            {"cpu_app", s.device.cpu_app_percent}}}};
+    json j{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
+           {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
+           {"threads", s.thread_filter}, {"probes", std::move(probes)},
+           {"device", {{"machine", s.device.machine},
+                       {"mem", s.device.mem_total_bytes},
+                       {"mem_free", s.device.mem_available_kb},
+                       {"cpu_app", s.device.cpu_app_percent}}}};
+    if (!s.message_definition.empty()) j["message_definition"] = s.message_definition;
+    return j;
   }
   json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
   json operator()(const LossCounters& c) const {
@@ -164,9 +168,9 @@ Result<Event> ParseProbe(const json& j) {
   e.thread_cpu_ns = FieldOr<uint64_t>(j, "thread_cpu_ns", 0);
   if (auto it = j.find("args"); it != j.end() && it->is_object()) {
     for (const auto& [name, value] : it->items()) {
-      EventArg arg{name, 0, std::nullopt};
+      EventArg arg{TextPool::Name(name), 0, nullptr, false};
       if (value.is_string()) {
-        arg.text = value.get<std::string>();
+        arg.text = TextPool::Intern(value.get_ref<const std::string&>());
         arg.is_string = true;
       } else if (value.is_number_unsigned()) {
         arg.value = value.get<uint64_t>();
@@ -177,7 +181,7 @@ Result<Event> ParseProbe(const json& j) {
       } else {
         return MakeError("argument '" + name + "' must be a number, a string or null");
       }
-      e.args.push_back(std::move(arg));
+      if (!e.args.push_back(arg)) return MakeError("more arguments than an event can carry");
     }
   }
   return e;
@@ -290,6 +294,7 @@ Result<Event> ParseSessionStart(const json& j) {
   s.command = FieldOr<std::string>(j, "command", "");
   s.profile = FieldOr<std::string>(j, "profile", "");
   s.thread_filter = FieldOr<std::string>(j, "threads", "main");
+  s.message_definition = FieldOr<std::string>(j, "message_definition", "");
   if (auto it = j.find("device"); it != j.end() && it->is_object()) {
     s.device.machine = FieldOr<std::string>(*it, "machine", "UN_KNOW");
     s.device.mem_total_bytes = FieldOr<uint64_t>(*it, "mem", 0);
@@ -315,10 +320,14 @@ Result<Event> ParseSessionStart(const json& j) {
 
 std::string RecordingHeaderLine() {
   return json{{"type", "recording"}, {"format", kRecordingFormat}, {"version", kRecordingVersion}}
-      .dump();
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string EventToJsonLine(const Event& event) { return std::visit(ToJson{}, event).dump(); }
+// Invalid UTF-8 (which SanitizingSink already replaces) becomes U+FFFD, never an exception;
+// C1 controls and bidi overrides are \u escapes, so `zcat recording` is terminal-safe.
+std::string EventToJsonLine(const Event& event) {
+  return EscapeJsonForTerminal(std::visit(ToJson{}, event).dump(-1, ' ', false, json::error_handler_t::replace));
+}
 
 Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
   json j = json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "html_assets.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 
@@ -135,8 +136,10 @@ class HtmlRenderer : public Renderer {
     }
 
     const SessionInfo& s = report.session;
+    // The command comes from the target: control characters as visible escapes, so the
+    // page is also safe to print on a terminal.
     const std::string title = fmt::format("looptrace report: pid {} ({})", s.pid,
-                                          s.command.empty() ? "?" : s.command);
+                                          s.command.empty() ? "?" : EscapeForTerminal(s.command));
     out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         // Nothing may be fetched: the browser enforces it.
@@ -151,7 +154,8 @@ class HtmlRenderer : public Renderer {
         << "<script type=\"application/x-ndjson\" id=\"" << kHtmlDataId << "\">\n"
         << EscapeJsonForScript(lines.str()) << "</script>\n"
         << "<script type=\"application/json\" id=\"" << kHtmlMetaId << "\">"
-        << EscapeJsonForScript(Meta(report, messages, frames).dump(-1, ' ', false, json::error_handler_t::replace))
+        << EscapeJsonForScript(
+               EscapeJsonForTerminal(Meta(report, messages, frames).dump(-1, ' ', false, json::error_handler_t::replace)))
         << "</script>\n"
         << "<script>\n" << html_assets::kReportJs << "</script>\n</body>\n</html>\n";
   }

@@ -7,6 +7,7 @@
 #include "json_common.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 
@@ -385,9 +386,11 @@ class JsonRenderer : public Renderer {
   }
 
  private:
-  // Names read from the target may be any bytes: invalid UTF-8 becomes U+FFFD instead of throwing.
+  // Strings are made valid UTF-8 where they enter (SanitizingSink); `replace` is the last
+  // guard, so a stray invalid byte becomes U+FFFD instead of an exception. C1 controls and
+  // bidi overrides, which JSON allows raw, are written as \u escapes (terminal-safe).
   static void Line(std::ostream& out, const json& j) {
-    out << j.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+    out << EscapeJsonForTerminal(j.dump(-1, ' ', false, json::error_handler_t::replace)) << '\n';
   }
 };
 

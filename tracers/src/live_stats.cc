@@ -81,6 +81,7 @@ void LiveStatsTracer::OnEvent(const Event& event) {
 }
 
 void LiveStatsTracer::OnSpanBegin(const Span& span) {
+  last_ts_ns_ = std::max(last_ts_ns_, span.begin_ns);
   if (span.kind == SpanKind::kBarrier) barrier_sync_[span.id] = 0;
   if (span.kind == SpanKind::kFrame) {
     saw_frames_ = true;
@@ -93,6 +94,7 @@ void LiveStatsTracer::OnSpanBegin(const Span& span) {
 }
 
 void LiveStatsTracer::OnSpanEnd(const Span& span) {
+  last_ts_ns_ = std::max(last_ts_ns_, span.end_ns);
   switch (span.kind) {
     case SpanKind::kMessage:
       if (span.close == SpanClose::kEnded) OnMessageEnd(span);

@@ -6,9 +6,9 @@
 
 namespace looptrace {
 
-SliceRequest SliceRequest::Of(const Span& span, std::string label) {
+SliceRequest SliceRequest::Of(const Span& span, std::string_view label) {
   SliceRequest r;
-  r.label = std::move(label);
+  r.label = label;
   r.tid = span.tid;
   r.begin_ns = span.begin_ns;
   r.end_ns = span.end_ns;
@@ -44,6 +44,22 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
   context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
     tracers_.push_back(entry.make(options_.Of(entry.name), context_));
+  Subscribe();
+}
+
+void Pipeline::Subscribe() {
+  for (auto& list : by_span_) list.clear();
+  for (auto& list : by_event_) list.clear();
+  for (auto& list : by_role_) list.clear();
+  for (auto& tracer : tracers_) {
+    for (int k = 0; k < kSpanKindCount; ++k)
+      if (tracer->span_kinds() & (1u << k)) by_span_[k].push_back(tracer.get());
+    for (size_t e = 0; e < by_event_.size(); ++e)
+      if (tracer->event_types() & (1u << e)) by_event_[e].push_back(tracer.get());
+    if (tracer->event_types() & EventBit<ProbeEvent>())
+      for (size_t r = 0; r < by_role_.size(); ++r)
+        if (tracer->probe_roles() & (uint64_t{1} << r)) by_role_[r].push_back(tracer.get());
+  }
 }
 
 Pipeline::~Pipeline() = default;
@@ -76,7 +92,7 @@ std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
     if (slice) Observe(*slice);  // recorded before the end of its span
     return slice;
   }
-  auto it = recorded_slices_.find({request.label, request.tid, request.begin_ns});
+  auto it = recorded_slices_.find(std::make_tuple(std::string(request.label), request.tid, request.begin_ns));
   if (it == recorded_slices_.end()) return std::nullopt;
   MethodBeats slice = std::move(it->second);
   recorded_slices_.erase(it);
@@ -84,30 +100,44 @@ std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
 }
 
 void Pipeline::OnSpanBegin(const Span& span) {
-  for (auto& tracer : tracers_) tracer->OnSpanBegin(span);
+  for (Tracer* tracer : by_span_[static_cast<int>(span.kind)]) tracer->OnSpanBegin(span);
 }
 
 void Pipeline::OnSpanEnd(Span& span) {
+  const auto& tracers = by_span_[static_cast<int>(span.kind)];
   // Each tracer gets the slice it asked for; two asking for the same one share a copy.
-  std::vector<std::optional<SliceRequest>> requests;
-  std::vector<std::pair<std::tuple<std::string, uint32_t, uint64_t>, std::optional<MethodBeats>>> fetched;
-  requests.reserve(tracers_.size());
-  for (auto& tracer : tracers_) {
-    requests.push_back(span.close == SpanClose::kEnded ? tracer->WantSlice(span) : std::nullopt);
-    if (!requests.back()) continue;
-    auto key = std::make_tuple(requests.back()->label, requests.back()->tid, requests.back()->begin_ns);
-    auto same = [&](const auto& f) { return f.first == key; };
-    if (std::find_if(fetched.begin(), fetched.end(), same) == fetched.end())
-      fetched.emplace_back(key, FetchSlice(*requests.back()));
-  }
-  for (size_t i = 0; i < tracers_.size(); ++i) {
-    span.beats = nullptr;
-    if (requests[i]) {
-      auto key = std::make_tuple(requests[i]->label, requests[i]->tid, requests[i]->begin_ns);
-      for (const auto& [k, slice] : fetched)
-        if (k == key && slice) span.beats = &*slice;
+  // Nothing is allocated unless a tracer asks.
+  constexpr size_t kMax = 16;
+  std::array<std::optional<SliceRequest>, kMax> requests;
+  bool any = false;
+  if (span.close == SpanClose::kEnded)
+    for (size_t i = 0; i < tracers.size() && i < kMax; ++i) {
+      requests[i] = tracers[i]->WantSlice(span);
+      any |= requests[i].has_value();
     }
-    tracers_[i]->OnSpanEnd(span);
+  if (!any) {
+    for (Tracer* tracer : tracers) tracer->OnSpanEnd(span);
+    return;
+  }
+  struct Fetched {
+    std::string_view label;
+    uint32_t tid;
+    uint64_t begin_ns;
+    std::optional<MethodBeats> slice;
+  };
+  std::vector<Fetched> fetched;
+  auto find = [&](const SliceRequest& r) -> Fetched* {
+    for (auto& f : fetched)
+      if (f.label == r.label && f.tid == r.tid && f.begin_ns == r.begin_ns) return &f;
+    return nullptr;
+  };
+  for (size_t i = 0; i < tracers.size() && i < kMax; ++i)
+    if (requests[i] && !find(*requests[i]))
+      fetched.push_back({requests[i]->label, requests[i]->tid, requests[i]->begin_ns, FetchSlice(*requests[i])});
+  for (size_t i = 0; i < tracers.size(); ++i) {
+    Fetched* f = i < kMax && requests[i] ? find(*requests[i]) : nullptr;
+    span.beats = f && f->slice ? &*f->slice : nullptr;
+    tracers[i]->OnSpanEnd(span);
   }
   span.beats = nullptr;
 }
@@ -155,7 +185,11 @@ void Pipeline::OnEvent(const Event& event) {
     if (!std::holds_alternative<Wakeup>(event)) last_ts_ns_ = std::max(last_ts_ns_, ts);
   }
   Observe(event);
-  for (auto& tracer : tracers_) tracer->OnEvent(event);
+  if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
+    for (Tracer* tracer : by_role_[static_cast<int>(probe->role) & 63]) tracer->OnEvent(event);
+    return;
+  }
+  for (Tracer* tracer : by_event_[event.index()]) tracer->OnEvent(event);
 }
 
 Report Pipeline::TakeReport() {
@@ -176,6 +210,7 @@ Report Pipeline::Snapshot(uint64_t now_ns, const Stats& losses) const {
   copy.spans_.RebindStats(&copy.report_.stats);
   for (size_t i = 0; i < tracers_.size(); ++i)
     if (auto clone = tracers_[i]->Clone(copy.context_)) copy.tracers_[i] = std::move(clone);
+  copy.Subscribe();  // the clones, not the tracers they replaced
   copy.recorded_slices_ = recorded_slices_;
   copy.last_ts_ns_ = last_ts_ns_;
   copy.started_ = started_;

@@ -52,6 +52,9 @@ std::string PhaseName(uint32_t phase) {
 const std::vector<RoleInfo>& AllRoles() { return kRoles; }
 
 const RoleInfo& InfoOf(Role role) {
+  // Roles are numbered 1..LT_ROLE_MAX-1 in table order.
+  const size_t index = static_cast<size_t>(role) - 1;
+  if (index < kRoles.size() && kRoles[index].role == role) return kRoles[index];
   for (const auto& info : kRoles)
     if (info.role == role) return info;
   return kRoles.front();  // unreachable for a valid Role

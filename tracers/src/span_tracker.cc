@@ -31,9 +31,41 @@ void SpanTracker::Configure(const SessionStart& start) {
     dispatch |= p.role == Role::kDispatchBegin;
     poll |= p.role == Role::kPollBegin;
   }
-  definition_ = dispatch ? MessageDefinition::kDispatch
-                : poll   ? MessageDefinition::kPollBounded
-                         : MessageDefinition::kNone;
+  // The profile's own `messages` line wins (a poll-bounded profile may name dispatches).
+  if (start.message_definition == "poll-bounded" && poll) definition_ = MessageDefinition::kPollBounded;
+  else if (start.message_definition == "dispatch" && dispatch) definition_ = MessageDefinition::kDispatch;
+  else
+    definition_ = dispatch ? MessageDefinition::kDispatch
+                  : poll   ? MessageDefinition::kPollBounded
+                           : MessageDefinition::kNone;
+}
+
+namespace {
+
+// Poll-bounded: an iteration is a message opened by a poll's return.
+bool IsIteration(const Span& span) { return span.begin.role == Role::kPollEnd; }
+
+}  // namespace
+
+void SpanTracker::OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  if (e.role == Role::kDispatchBegin) {
+    t.began_dispatch = true;
+    BeginMessage(t, e, listener);
+    return;
+  }
+  auto dispatch = std::find_if(t.messages.rbegin(), t.messages.rend(), [](const Span& s) { return !IsIteration(s); });
+  if (dispatch == t.messages.rend()) {
+    stats_->Add(t.began_dispatch ? StatId::unmatched_dispatch_end : StatId::messages_running_at_start);
+    return;
+  }
+  // Iterations of a loop run inside the dispatch (a nested loop) end with it.
+  while (!t.messages.empty() && IsIteration(t.messages.back())) {
+    Span iteration = std::move(t.messages.back());
+    t.messages.pop_back();
+    CloseFramesInside(t, iteration, e.ts_ns, listener);
+    End(iteration, e, SpanClose::kEnded, listener);
+  }
+  EndMessage(t, e, /*expect_id=*/true, listener);
 }
 
 Span SpanTracker::Begin(SpanKind kind, const ProbeEvent& e, uint64_t key) {
@@ -174,10 +206,18 @@ void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& list
   End(s, e, SpanClose::kEnded, listener);
 }
 
+SpanTracker::Thread& SpanTracker::ThreadOf(uint32_t tid) {
+  if (!last_thread_ || tid != last_tid_) {
+    last_thread_ = &threads_[tid];
+    last_tid_ = tid;
+  }
+  return *last_thread_;
+}
+
 void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
   const RoleInfo& info = InfoOf(e.role);
   if (info.edge == RoleEdge::kBeat) return;
-  Thread& t = threads_[e.tid];
+  Thread& t = ThreadOf(e.tid);
   auto key = [&](std::string_view name) -> uint64_t {
     const EventArg* a = e.Arg(name);
     return a ? a->value : 0;
@@ -187,7 +227,11 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
     case Role::kDispatchEnd:
       if (e.ts_ns < t.last_message_ts) stats_->Add(StatId::events_out_of_order);
       t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
-      if (definition_ == MessageDefinition::kPollBounded) break;  // not how messages are defined
+      if (definition_ == MessageDefinition::kPollBounded) {
+        // Named work inside an iteration (a native handler): a nested message.
+        OnNestedDispatch(t, e, listener);
+        break;
+      }
       if (e.role == Role::kDispatchBegin) BeginMessage(t, e, listener);
       else EndMessage(t, e, /*expect_id=*/true, listener);
       break;
@@ -195,9 +239,15 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
       if (definition_ == MessageDefinition::kPollBounded) {
         if (e.ts_ns < t.last_message_ts) stats_->Add(StatId::events_out_of_order);
         t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
-        // The busy stretch since the last poll returned ends here.
-        if (!t.messages.empty() || t.polled) EndMessage(t, e, /*expect_id=*/false, listener);
-        else stats_->Add(StatId::messages_running_at_start);
+        // The busy stretch since the last poll returned ends here; a poll inside a nested
+        // dispatch (a loop run by a handler) ends nothing.
+        if (!t.messages.empty()) {
+          if (IsIteration(t.messages.back())) EndMessage(t, e, /*expect_id=*/false, listener);
+        } else if (t.polled) {
+          stats_->Add(StatId::unmatched_dispatch_end);  // the poll's return was lost
+        } else {
+          stats_->Add(StatId::messages_running_at_start);
+        }
       }
       if (t.poll) EndAt(*t.poll, e.ts_ns, SpanClose::kLost, listener);
       t.poll = Begin(SpanKind::kPoll, e, 0);

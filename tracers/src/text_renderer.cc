@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 
@@ -12,6 +15,11 @@ std::string FormatDuration(uint64_t ns) {
 
 namespace {
 
+// A name from the target, a profile or a recording, on one line: control characters
+// (newlines and tabs too) as visible escapes, so it can neither act on the terminal nor
+// break the layout.
+std::string Esc(std::string_view text) { return EscapeForTerminal(text); }
+
 std::string Relative(uint64_t ts, uint64_t base) {
   if (ts < base) return fmt::format("-{:.6f}", (base - ts) / 1e9);
   return fmt::format("+{:.6f}", (ts - base) / 1e9);
@@ -21,13 +29,24 @@ class TextRenderer : public Renderer {
  public:
   explicit TextRenderer(RenderOptions options) : options_(options) {}
 
-  void Render(const Report& report, std::ostream& out) const override {
+  // Rendered into memory first: whatever a field escaped per name missed, the whole text is
+  // escaped once more (newlines and tabs of the layout kept) before it reaches `final_out`.
+  void Render(const Report& report, std::ostream& final_out) const override {
+    std::ostringstream out;
+    RenderUnchecked(report, out);
+    const std::string text = std::move(out).str();
+    if (IsTerminalSafe(text, /*keep_layout=*/true)) final_out << text;
+    else final_out << EscapeForTerminalKeepLayout(text);
+  }
+
+ private:
+  void RenderUnchecked(const Report& report, std::ostream& out) const {
     const SessionInfo& s = report.session;
     out << fmt::format("looptrace report: pid {} ({}), profile {}, threads {}\n", s.pid,
-                       s.command.empty() ? "?" : s.command, s.profile.empty() ? "?" : s.profile,
-                       s.thread_filter);
+                       s.command.empty() ? "?" : Esc(s.command), s.profile.empty() ? "?" : Esc(s.profile),
+                       Esc(s.thread_filter));
     out << fmt::format("session: {} ({}{})\n", FormatDuration(s.duration_ns()),
-                       s.end_reason.empty() ? "ended" : s.end_reason,
+                       s.end_reason.empty() ? "ended" : Esc(s.end_reason),
                        s.exit_status ? fmt::format(", exit status {}", *s.exit_status) : "");
     RenderMessages(report, out);
     RenderFrames(report, out);
@@ -39,7 +58,6 @@ class TextRenderer : public Renderer {
     RenderStats(report.stats, out);
   }
 
- private:
   void RenderMessages(const Report& report, std::ostream& out) const {
     const MessagesReport& m = report.messages;
     const uint64_t base = report.session.begin_ns;
@@ -48,8 +66,8 @@ class TextRenderer : public Renderer {
       return;
     }
     if (m.definition == "poll-bounded")
-      out << "\nmessages are poll-bounded: the busy time from a poll's return to the next poll call "
-             "(the profile maps no dispatch roles)\n";
+      out << "\nmessages are poll-bounded (loop iterations): the busy time from a poll's return to the "
+             "next poll call;\nwork the profile names inside an iteration (its dispatch roles) is a nested message\n";
     if (m.threads.empty()) {
       out << "\nmessages: none dispatched during the session\n";
     }
@@ -80,7 +98,7 @@ class TextRenderer : public Renderer {
         out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", rank++,
                            Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()), msg.tid,
                            msg.msg_id ? std::to_string(*msg.msg_id) : "-",
-                           msg.name.empty() ? "-" : msg.name);
+                           msg.name.empty() ? "-" : Esc(msg.name));
       }
     }
     if (!m.by_name.empty()) {
@@ -90,7 +108,7 @@ class TextRenderer : public Renderer {
       size_t shown = 0;
       for (const NamedMessages& n : m.by_name) {
         if (shown++ == options_.top_n) break;
-        out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", n.name, n.cost.count,
+        out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", Esc(n.name), n.cost.count,
                            FormatDuration(n.cost.total_ns), FormatDuration(n.cost.p50_ns),
                            FormatDuration(n.cost.max_ns));
       }
@@ -99,7 +117,7 @@ class TextRenderer : public Renderer {
       out << fmt::format("\nunfinished: message {} on thread {} began {} and was still running "
                          "after {} at session end\n",
                          msg.name.empty() ? (msg.msg_id ? std::to_string(*msg.msg_id) : "-")
-                                          : msg.name,
+                                          : Esc(msg.name),
                          msg.tid, Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()));
     }
   }
@@ -114,7 +132,7 @@ class TextRenderer : public Renderer {
     for (const EvilMethodReport& e : report.evil_methods) {
       const Message& m = e.message;
       std::string what = m.name.empty() ? (m.msg_id ? fmt::format("message {}", *m.msg_id) : "message")
-                                        : m.name;
+                                        : Esc(m.name);
       std::string cpu = m.cpu_ns ? fmt::format("{} cpu ({:.1f}%)", FormatDuration(m.cpu_ns),
                                                100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
                                  : "cpu unknown";
@@ -128,7 +146,7 @@ class TextRenderer : public Renderer {
         out << "    no instrumented method ran during this message\n";
         continue;
       }
-      out << fmt::format("    stackKey {}  {}{}\n", e.stack_key, e.stack_key_name,
+      out << fmt::format("    stackKey {}  {}{}\n", Esc(e.stack_key), Esc(e.stack_key_name),
                          e.matrix_compat ? "  (matrix-compat)" : "");
       if (e.nodes_before_trim > e.tree.size())
         out << fmt::format("    tree trimmed to {} of {} nodes (Matrix's rule)\n", e.tree.size(),
@@ -138,7 +156,7 @@ class TextRenderer : public Renderer {
                            "is incomplete (raise --beat-buffer)\n", e.beats_overwritten);
       const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
       for (const NamedCallNode& n : e.tree) {
-        std::string label = n.node.depth == 0 ? "[message] " + what : n.name;
+        std::string label = n.node.depth == 0 ? "[message] " + what : Esc(n.name);
         if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
         if (n.node.unfinished) label += "  (unfinished)";
         if (n.node.lost_exit) label += "  (exit lost)";
@@ -165,7 +183,7 @@ class TextRenderer : public Renderer {
                        "fps", "Matrix fps", "janky", "slow", "frozen", "msg delay");
     for (const FpsSummary& s : f.scenes)
       out << fmt::format("  {:<28} {:>6} {:>10.1f} {:>10.1f} {:>6} {:>6} {:>6} {:>12}\n",
-                         s.scene.empty() ? "-" : s.scene, s.frames, s.delivered_fps, s.matrix_fps, s.janky,
+                         s.scene.empty() ? "-" : Esc(s.scene), s.frames, s.delivered_fps, s.matrix_fps, s.janky,
                          s.slow, s.frozen, FormatDuration(s.delay_by_messages_ns));
     out << "  dropped-frame buckets (Matrix): ";
     std::map<std::string, size_t> levels;
@@ -197,7 +215,7 @@ class TextRenderer : public Renderer {
   }
 
   static std::string MessageLabel(const Message& m) {
-    std::string label = m.name.empty() ? "message" : "message \"" + m.name + "\"";
+    std::string label = m.name.empty() ? "message" : "message \"" + Esc(m.name) + "\"";
     if (m.msg_id) label += fmt::format(" (id {})", *m.msg_id);
     return label;
   }
@@ -219,7 +237,7 @@ class TextRenderer : public Renderer {
     uint64_t root = 1;
     for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
     for (const NamedCallNode& n : tree) {
-      std::string label = n.node.depth == 0 ? "[message] " + root_label : n.name;
+      std::string label = n.node.depth == 0 ? "[message] " + Esc(root_label) : Esc(n.name);
       if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
       if (n.node.unfinished) label += "  (running)";
       if (n.node.lost_exit) label += "  (exit lost)";
@@ -233,21 +251,22 @@ class TextRenderer : public Renderer {
     std::string since = t.state_since_ns && t.state_since_ns <= at_ns
                             ? fmt::format(" for {}", FormatDuration(at_ns - t.state_since_ns))
                             : "";
-    out << fmt::format("\"{}\" tid={} {} ({}{})\n", t.name, t.tid, t.state, StateText(t.state), since);
-    if (!t.wchan.empty() && t.wchan != "0") out << fmt::format("  | wchan={}\n", t.wchan);
+    out << fmt::format("\"{}\" tid={} {} ({}{})\n", Esc(t.name), t.tid, Esc(std::string(1, t.state)),
+                       Esc(StateText(t.state)), since);
+    if (!t.wchan.empty() && t.wchan != "0") out << fmt::format("  | wchan={}\n", Esc(t.wchan));
     if (t.futex_address) {
       std::string owner = "unknown owner";
       if (t.futex_owner_tid) {
         owner = fmt::format("held by tid {}", t.futex_owner_tid);
         for (const auto& o : all)
-          if (o.tid == t.futex_owner_tid) owner += fmt::format(" \"{}\"", o.name);
+          if (o.tid == t.futex_owner_tid) owner += fmt::format(" \"{}\"", Esc(o.name));
       }
       out << fmt::format("  - waiting on futex {:#x} ({})\n", t.futex_address, owner);
     }
     for (size_t i = 0; i < t.kernel_stack.size() && i < 12; ++i)
-      out << fmt::format("  kernel: {}\n", t.kernel_stack[i]);
+      out << fmt::format("  kernel: {}\n", Esc(t.kernel_stack[i]));
     for (size_t i = 0; i < t.user_stack.size() && i < 24; ++i)
-      out << fmt::format("  native: #{:02} {}\n", i, t.user_stack[i]);
+      out << fmt::format("  native: #{:02} {}\n", i, Esc(t.user_stack[i]));
   }
 
   void RenderStalls(const Report& report, std::ostream& out) const {
@@ -256,31 +275,31 @@ class TextRenderer : public Renderer {
       const Message& m = s.message;
       out << fmt::format("\n----- {} pid {} at {} s -----\n", s.anr ? "ANR" : "LAG", report.session.pid,
                          Relative(s.snapshot.ts_ns, base));
-      out << fmt::format("Cmd line: {}\n", report.session.command);
+      out << fmt::format("Cmd line: {}\n", Esc(report.session.command));
       out << fmt::format("Cause: {} running for {} on thread {} (threshold {}): {}\n", MessageLabel(m),
                          FormatDuration(s.snapshot.ts_ns - m.begin_ns), m.tid,
-                         FormatDuration(s.threshold_ns), s.stuck_reason);
+                         FormatDuration(s.threshold_ns), Esc(s.stuck_reason));
       if (!s.deadlock_cycle.empty()) {
         std::string cycle;
         for (uint32_t tid : s.deadlock_cycle) {
           std::string name;
           for (const auto& t : s.snapshot.threads)
             if (t.tid == tid) name = t.name;
-          cycle += fmt::format("tid {} \"{}\" -> ", tid, name);
+          cycle += fmt::format("tid {} \"{}\" -> ", tid, Esc(name));
         }
         cycle += fmt::format("tid {}", s.deadlock_cycle.front());
         out << fmt::format("Deadlock: {} (each waits on a mutex the next holds)\n", cycle);
       }
       out << fmt::format("Cost: {} ({})\n", FormatDuration(m.cost_ns()),
                          s.finished ? "the message ended" : "still running when the session ended");
-      if (!s.scene.empty()) out << fmt::format("Scene: {}\n", s.scene);
-      if (!s.frame.empty()) out << fmt::format("Frame: {}\n", s.frame);
+      if (!s.scene.empty()) out << fmt::format("Scene: {}\n", Esc(s.scene));
+      if (!s.frame.empty()) out << fmt::format("Frame: {}\n", Esc(s.frame));
       if (s.snapshot.process_cpu_percent >= 0)
         out << fmt::format("CPU: {:.1f}% of one core over the last {}\n", s.snapshot.process_cpu_percent,
                            FormatDuration(s.snapshot.cpu_window_ns));
       if (!s.snapshot.memory_kb.empty()) {
         std::string mem;
-        for (const auto& [k, v] : s.snapshot.memory_kb) mem += fmt::format("{}{} {} kB", mem.empty() ? "" : ", ", k, v);
+        for (const auto& [k, v] : s.snapshot.memory_kb) mem += fmt::format("{}{} {} kB", mem.empty() ? "" : ", ", Esc(k), v);
         out << "Memory: " << mem << "\n";
       }
       out << fmt::format("Off-CPU during the message: ");
@@ -293,13 +312,13 @@ class TextRenderer : public Renderer {
         const auto& iv = s.off_cpu[i];
         out << fmt::format("  {:>12} {:<9} from {} s{}{}\n", FormatDuration(iv.end_ns - iv.begin_ns), iv.reason,
                            Relative(iv.begin_ns, base),
-                           iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, iv.waker_comm) : "",
+                           iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, Esc(iv.waker_comm)) : "",
                            iv.open ? ", still waiting" : "");
       }
       if (s.tree.size() == 1) {
         out << "No instrumented method was running at the snapshot\n";
       } else if (!s.tree.empty()) {
-        out << fmt::format("Methods running at the snapshot (stackKey {}):\n", s.stack_key);
+        out << fmt::format("Methods running at the snapshot (stackKey {}):\n", Esc(s.stack_key));
         RenderTree(s.tree, m.name, "  ", out);
       }
       out << "\n";
@@ -316,7 +335,7 @@ class TextRenderer : public Renderer {
     for (const SignalAnrReport& s : report.signal_anrs) {
       out << fmt::format("\n{} at {} s: SIGQUIT from pid {} \"{}\" (tid {}){}\n",
                          s.from_self ? "self SIGQUIT (not an ANR)" : "confirmed ANR (signal)",
-                         Relative(s.signal.ts_ns, base), s.signal.sender_pid, s.signal.sender_comm,
+                         Relative(s.signal.ts_ns, base), s.signal.sender_pid, Esc(s.signal.sender_comm),
                          s.signal.sender_tid, s.signal.result ? " (not delivered)" : "");
       if (s.stalled)
         out << fmt::format("  the main thread was in {} for {}\n", MessageLabel(s.message),
@@ -330,7 +349,7 @@ class TextRenderer : public Renderer {
     const uint64_t base = report.session.begin_ns;
     for (const SpanLagReport& l : report.span_lags) {
       out << fmt::format("\n{}: {} on thread {} took {} (from {} s)\n",
-                         l.kind == "idle_lag" ? "idle handler lag" : "input lag", l.name, l.tid,
+                         l.kind == "idle_lag" ? "idle handler lag" : "input lag", Esc(l.name), l.tid,
                          FormatDuration(l.end_ns - l.begin_ns), Relative(l.begin_ns, base));
       if (!l.tree.empty()) RenderTree(l.tree, l.name, "  ", out);
     }
@@ -351,7 +370,7 @@ class TextRenderer : public Renderer {
     uint64_t previous = origin;
     for (const Milestone& m : s.milestones) {
       out << fmt::format("  {:>12}  {:>12}  {:<18} {}{}\n", "+" + FormatDuration(m.ts_ns - origin),
-                         "+" + FormatDuration(m.ts_ns - previous), m.name, m.activity, m.warm ? "  (warm)" : "");
+                         "+" + FormatDuration(m.ts_ns - previous), Esc(m.name), Esc(m.activity), m.warm ? "  (warm)" : "");
       previous = m.ts_ns;
     }
     auto line = [&](const char* what, uint64_t ns, const char* note) {
@@ -366,20 +385,20 @@ class TextRenderer : public Renderer {
     line("time to first frame (TTID-like)", s.ttid_ns, s.exec_ns ? "(from exec)" : "(from app create)");
     line("time to fully drawn (TTFD-like)", s.ttfd_ns, s.exec_ns ? "(from exec)" : "(from app create)");
     if (!s.care_scene.empty())
-      out << fmt::format("  care scene: {}{}\n", s.care_scene,
+      out << fmt::format("  care scene: {}{}\n", Esc(s.care_scene),
                          !s.app_create_scene.empty() && s.app_create_scene != s.care_scene
-                             ? fmt::format(" (after {})", s.app_create_scene)
+                             ? fmt::format(" (after {})", Esc(s.app_create_scene))
                              : "");
     if (s.over_threshold) out << "  cold start over Matrix's threshold: call tree below\n";
     if (s.excessive) out << "  cold start is excessive by Android vitals (>= 5 s)\n";
     if (!s.missing.empty()) {
       std::string missing;
-      for (const auto& m : s.missing) missing += (missing.empty() ? "" : ", ") + m;
-      out << fmt::format("  not reached before the session ended ({}): {}\n", report.session.end_reason, missing);
+      for (const auto& m : s.missing) missing += (missing.empty() ? "" : ", ") + Esc(m);
+      out << fmt::format("  not reached before the session ended ({}): {}\n", Esc(report.session.end_reason), missing);
     }
     if (!s.tree.empty()) RenderTree(s.tree, "startup", "  ", out);
     for (const WarmStart& w : s.warm_starts) {
-      out << fmt::format("  warm start of {}: {}{}{}\n", w.activity,
+      out << fmt::format("  warm start of {}: {}{}{}\n", Esc(w.activity),
                          w.focus_ns ? FormatDuration(w.cost_ns()) : "never focused",
                          w.first_frame_ns ? fmt::format(", first frame after {}", FormatDuration(w.first_frame_ns - w.launch_ns)) : "",
                          w.excessive ? " (excessive by Android vitals, >= 2 s)" : "");

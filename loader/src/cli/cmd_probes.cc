@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <set>
 
 #include "cli.h"
 #include "looptrace/loader/attach_plan.h"
@@ -42,9 +43,32 @@ class ProbesCommand : public Command {
       return Fail(Error{"probes needs -p PID or --exe PATH", "example: looptrace probes -p 1234", ExitCode::kUsage});
     }
     target.exact_entry = exact_entry_;
-    auto chosen = loader::ChooseProfile(profile_, target);
-    if (!chosen) return Fail(chosen.error());
-    const auto& [profile, plan] = *chosen;
+    loader::Profile profile;
+    loader::AttachPlan plan;
+    if (profile_.empty()) {
+      // Auto-detection, explained: every built-in in detection order, and why it fits or not.
+      loader::Detection d = loader::DetectProfile(target, /*stop_at_first=*/false);
+      std::cout << "auto-detection (built-in profiles in order; the first that fits is used):\n";
+      for (size_t i = 0; i < d.candidates.size(); ++i) {
+        const auto& c = d.candidates[i];
+        const char* verdict = d.picked == i ? "picked" : c.matches ? "fits too" : "no";
+        std::cout << fmt::format("  {:<14} {:<8} {}\n", c.name, verdict, c.reason);
+      }
+      std::cout << "\n";
+      if (!d.picked) {
+        std::cout.flush();
+        return Fail(Error{fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
+                          "pass --profile FILE with the target's probe points (see README \"Profiles\")",
+                          ExitCode::kProfile});
+      }
+      profile = std::move(d.profile);
+      plan = std::move(d.plan);
+    } else {
+      auto chosen = loader::ChooseProfile(profile_, target);
+      if (!chosen) return Fail(chosen.error());
+      profile = std::move(chosen->first);
+      plan = std::move(chosen->second);
+    }
     const size_t slow = loader::PrintProbeList(profile, plan, std::cout);
     std::cout.flush();  // the table before any warning on stderr
     if (slow)
@@ -67,10 +91,16 @@ class ProfilesCommand : public Command {
   std::string_view name() const override { return "profiles"; }
   void Setup(CLI::App* cmd) override { cmd->footer(Footer("  looptrace profiles\n")); }
   int Run(std::vector<std::string>) override {
-    for (const auto& builtin : loader::BuiltinProfiles()) {
-      auto profile = loader::ParseProfile(builtin.text, builtin.name);
-      std::cout << fmt::format("{:<14} {}\n", builtin.name,
-                               profile ? profile->description : "(invalid: " + profile.error().message + ")");
+    // Detection order; fragments (shared lines for `include`) after.
+    std::cout << "built-in profiles, in auto-detection order:\n";
+    for (bool fragments : {false, true}) {
+      if (fragments) std::cout << "\nfragments (lines other profiles include):\n";
+      for (const auto& builtin : loader::BuiltinProfiles()) {
+        if (builtin.fragment != fragments) continue;
+        auto profile = loader::ParseProfile(builtin.text, builtin.name);
+        std::cout << fmt::format("{:<15} {}\n", builtin.name,
+                                 profile ? profile->description : "(invalid: " + profile.error().message + ")");
+      }
     }
     return 0;
   }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../tracers/event_script.h"
 #include "looptrace/loader/clickhouse_sink.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/live_stats.h"
@@ -35,15 +36,10 @@ TEST(ClickHouseSchema, HasEveryTableOrderedByHostTargetTime) {
 }
 
 ProbeEvent Probe(Role role, uint64_t ts, std::vector<EventArg> args) {
-  ProbeEvent e;
-  e.ts_ns = ts;
-  e.pid = e.tid = kPid;
-  e.role = role;
-  e.args = std::move(args);
-  return e;
+  return testing::Probe(role, ts, std::move(args), kPid);
 }
-EventArg U(const char* n, uint64_t v) { return EventArg{n, v, std::nullopt, false}; }
-EventArg S(const char* n, std::string t) { return EventArg{n, 0, std::move(t), true}; }
+using testing::S;
+using testing::U;
 
 class Rows : public ::testing::Test {
  protected:

@@ -243,3 +243,48 @@ TEST(ProbeConfig, CarriesArgumentsConditionsAndFlagsToBpf) {
 
 }  // namespace
 }  // namespace looptrace::loader
+
+namespace looptrace::loader {
+namespace {
+
+class FakeAddresses : public AddressNamer {
+ public:
+  std::optional<std::string> Name(uint32_t, uint64_t address) override {
+    ++calls;
+    if (address == 0x4000) return "on_slow_idle";
+    return std::nullopt;
+  }
+  int calls = 0;
+};
+
+TEST(EventDecoder, SymArgumentsAreNamedByTheirFunctionAndFuncByTheProbedSymbol) {
+  AttachPlan plan;
+  ArgSpec func = Arg("name", kSourceFunction, ArgType::kSym);
+  plan.probes = {Probe(0, Role::kDispatchBegin, {Arg("name", 1, ArgType::kSym)}, "*(g_idle_funcs+16) = g_idle_dispatch"),
+                 Probe(1, Role::kDispatchBegin, {Arg("what", 1), func}, "SlowHandler::handleMessage(android::Message const&)")};
+  Stats stats;
+  FakeAddresses addresses;
+  EventDecoder decoder(&plan, nullptr, &stats, kPid, nullptr, nullptr, &addresses);
+  std::vector<Event> out;
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 10, 0, {0x4000}), &out);
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 20, 0, {0x4000}), &out);  // cached
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 30, 0, {0x5000}), &out);  // unknown: hex
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 40, 0, {0}), &out);  // no callback
+  decoder.Decode(Record(1, LT_ROLE_DISPATCH_BEGIN, 50, 0, {7}), &out);
+  ASSERT_EQ(out.size(), 5u);
+  auto name = [&](size_t i) { return std::get<ProbeEvent>(out[i]).Arg("name"); };
+  EXPECT_EQ(*name(0)->text, "on_slow_idle");
+  EXPECT_TRUE(name(0)->is_string);
+  EXPECT_EQ(*name(1)->text, "on_slow_idle");
+  EXPECT_EQ(addresses.calls, 2);
+  EXPECT_EQ(*name(2)->text, "0x5000");
+  EXPECT_FALSE(name(3)->text);
+  EXPECT_EQ(*name(4)->text, "SlowHandler::handleMessage");
+  EXPECT_EQ(std::get<ProbeEvent>(out[4]).Arg("what")->value, 7u);
+  EXPECT_EQ(stats.Get(StatId::method_names_unknown), 1u);
+  // func arguments are not read by BPF.
+  EXPECT_EQ(MakeProbeConfig(plan.probes[1]).nargs, 1);
+}
+
+}  // namespace
+}  // namespace looptrace::loader

@@ -162,5 +162,110 @@ TEST(Profile, IncludesAndCompositionsShareLinesAndRefuseConflicts) {
   EXPECT_NE(conflict.error().message.find("a.profile:1"), std::string::npos);
 }
 
+TEST(Profile, RuntimeDirectivesMessagesRequiresOptionalFuncSymAndPointerPoints) {
+  auto profile = ParseProfile(R"P(
+profile rt
+messages poll-bounded
+requires libutils.so android::Looper::pollOnce
+requires-call epoll_wait|poll
+probe poll.begin uprobe libc.so epoll_wait timeout_ms=arg4:int
+probe poll.end uretprobe libc.so epoll_wait
+optional probe dispatch.begin uprobe exe "*::handleMessage(android::Message const&)" name=func what=arg2
+optional probe dispatch.end uretprobe exe "*::handleMessage(android::Message const&)"
+probe idle.begin uprobe libglib-2.0.so *(g_idle_funcs+16) name=arg2:sym
+probe idle.end uretprobe libglib-2.0.so *(g_idle_funcs+0x10)
+)P",
+                              "rt.profile");
+  ASSERT_TRUE(profile) << profile.error().message;
+  EXPECT_EQ(profile->message_definition, "poll-bounded");
+  EXPECT_EQ(profile->message_definition_where, "rt.profile:3");
+  ASSERT_EQ(profile->requirements.size(), 1u);
+  EXPECT_EQ(profile->requirements[0].binary, "libutils.so");
+  EXPECT_EQ(profile->requirements[0].symbol, "android::Looper::pollOnce");
+  ASSERT_EQ(profile->call_requirements.size(), 1u);
+  EXPECT_EQ(profile->call_requirements[0].symbols, (std::vector<std::string>{"epoll_wait", "poll"}));
+  ASSERT_EQ(profile->probes.size(), 6u);
+  const ProbeSpec& handler = profile->probes[2];
+  EXPECT_TRUE(handler.optional);
+  EXPECT_FALSE(profile->probes[0].optional);
+  EXPECT_EQ(handler.point, "*::handleMessage(android::Message const&)");  // quotes removed
+  EXPECT_EQ(handler.line, 8);
+  ASSERT_EQ(handler.args.size(), 2u);
+  EXPECT_EQ(handler.args[0].name, "what");  // BPF-read arguments first
+  EXPECT_EQ(handler.args[1].name, "name");
+  EXPECT_EQ(handler.args[1].source, kSourceFunction);
+  EXPECT_EQ(handler.args[1].type, ArgType::kSym);
+  EXPECT_EQ(profile->probes[4].args[0].type, ArgType::kSym);
+  EXPECT_TRUE(IsGlobPoint(handler.point));
+  EXPECT_FALSE(IsGlobPoint(profile->probes[4].point));
+  auto pointer = ParsePointerPoint(profile->probes[4].point);
+  ASSERT_TRUE(pointer);
+  EXPECT_EQ(pointer->symbol, "g_idle_funcs");
+  EXPECT_EQ(pointer->offset, 16u);
+  EXPECT_EQ(ParsePointerPoint(profile->probes[5].point)->offset, 16u);
+  EXPECT_EQ(ParsePointerPoint("*(table)")->offset, 0u);
+  EXPECT_FALSE(ParsePointerPoint("*(anonymous namespace)::f()"));  // a glob
+  EXPECT_FALSE(ParsePointerPoint("*(t+zz)"));
+  EXPECT_FALSE(ParsePointerPoint("g_idle_funcs"));
+}
+
+TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
+  const BadCase cases[] = {
+      {"optional dispatch.begin\n", "p.profile:1: 'optional' goes before 'probe'"},
+      {"messages sometimes\n", "p.profile:1: 'messages' takes dispatch or poll-bounded"},
+      {"requires libx.so\n", "p.profile:1: requires needs: requires BINARY SYMBOL"},
+      {"messages dispatch\nmessages poll-bounded\n", "p.profile:2: messages poll-bounded conflicts with messages "
+                                                     "dispatch at p.profile:1"},
+      {"messages poll-bounded\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n",
+       "p.profile:1: messages poll-bounded needs poll.begin"},
+      {"probe dispatch.begin uprobe exe f if func == 1\nprobe dispatch.end uprobe exe g\n", "'func' is known in user space only"},
+      {"probe dispatch.begin uprobe exe f if arg1:sym == 1\nprobe dispatch.end uprobe exe g\n", "cannot be compared in BPF"},
+      {"probe dispatch.begin usdt exe p:f name=func\nprobe dispatch.end uprobe exe g\n", "'func' names a uprobe's function"},
+      {"probe dispatch.begin uprobe exe f name=func:str\nprobe dispatch.end uprobe exe g\n", "'func' is a name (sym), not str"},
+      {"probe method.enter uprobe exe f addr=arg1:sym\nprobe method.exit uprobe exe g\n", "binds addr="},
+      {"requires-call\n", "p.profile:1: requires-call needs: requires-call SYMBOL[|SYMBOL...]"},
+      {"requires-call |\n", "p.profile:1: requires-call names no function"},
+  };
+  for (const auto& c : cases) {
+    auto profile = ParseProfile(c.text, "p.profile");
+    ASSERT_FALSE(profile) << c.text;
+    EXPECT_NE(profile.error().message.find(c.expected), std::string::npos)
+        << "got: " << profile.error().message << "\nwant: " << c.expected;
+  }
+  // Composed profiles that define messages differently: an error naming both lines.
+  auto a = ParseProfile("messages dispatch\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n"
+                        "probe poll.begin uprobe exe p\nprobe poll.end uprobe exe q\n",
+                        "a.profile");
+  auto b = ParseProfile("messages poll-bounded\nprobe poll.begin uprobe exe p\nprobe poll.end uprobe exe q\n", "b.profile");
+  ASSERT_TRUE(a && b);
+  auto conflict = ComposeProfiles({*a, *b});
+  ASSERT_FALSE(conflict);
+  EXPECT_NE(conflict.error().message.find("b.profile:1: messages poll-bounded conflicts with messages dispatch at "
+                                          "a.profile:1"),
+            std::string::npos)
+      << conflict.error().message;
+}
+
+TEST(Profile, SampleProfilesShareTheirLinesThroughAFragment) {
+  auto sample = LoadProfile("sample");
+  auto cyg = LoadProfile("sample-cyg");
+  auto common = LoadProfile("sample-common");
+  ASSERT_TRUE(sample && cyg && common);
+  // The 21 shared lines plus each one's two method lines, as before the fragment existed.
+  EXPECT_EQ(common->probes.size(), 21u);
+  EXPECT_EQ(sample->probes.size(), 23u);
+  EXPECT_EQ(cyg->probes.size(), 23u);
+  EXPECT_EQ(sample->name, "sample");
+  EXPECT_EQ(cyg->name, "sample-cyg");
+  for (const auto& p : common->probes) {
+    auto same = [&](const ProbeSpec& q) { return q.role == p.role && q.point == p.point && q.args == p.args; };
+    EXPECT_TRUE(std::any_of(sample->probes.begin(), sample->probes.end(), same)) << p.point;
+    EXPECT_TRUE(std::any_of(cyg->probes.begin(), cyg->probes.end(), same)) << p.point;
+  }
+  size_t fragments = 0;
+  for (const auto& builtin : BuiltinProfiles()) fragments += builtin.fragment;
+  EXPECT_EQ(fragments, 1u);
+}
+
 }  // namespace
 }  // namespace looptrace::loader

@@ -103,6 +103,35 @@ TEST(AnrTracer, SnapshotJoinsTheMessagesEndOffCpuTimeAndOpenSlice) {
   EXPECT_EQ(r.stack_key, "42|");
 }
 
+TEST(AnrTracer, AnUnnamedLoopIterationIsNamedAfterTheHandlerStuckInIt) {
+  // android::Looper: a poll-bounded iteration (unnamed) holds a native handler that hangs.
+  testing::EventScript script;
+  const uint64_t begin = 1'000 * kMs;
+  SessionStart start;
+  start.pid = kMain;
+  start.message_definition = "poll-bounded";
+  for (Role r : {Role::kPollBegin, Role::kPollEnd, Role::kDispatchBegin, Role::kDispatchEnd})
+    start.probes.push_back({0, r, "uprobe", "/x", "p", 0});
+  script.Add(Probe(Role::kPollBegin, begin - 10 * kMs, {}, kMain));
+  script.Add(Probe(Role::kPollEnd, begin, {}, kMain));
+  script.Add(Probe(Role::kDispatchBegin, begin + 1 * kMs, {testing::S("name", "SlowHandler::handleMessage")}, kMain));
+  StallSnapshot snapshot;
+  snapshot.anr = false;
+  snapshot.ts_ns = begin + 2'000 * kMs;
+  snapshot.tid = kMain;
+  snapshot.message_begin_ns = begin;  // the watchdog snapshots the outermost message
+  script.Add(snapshot);
+  script.Add(Probe(Role::kDispatchEnd, begin + 2'500 * kMs, {}, kMain));
+  script.Add(Probe(Role::kPollBegin, begin + 2'600 * kMs, {}, kMain));
+  AnalysisOptions options;
+  Report report = script.Run(options, begin + 3'000 * kMs, start);
+  ASSERT_EQ(report.stalls.size(), 1u);
+  EXPECT_EQ(report.stalls[0].message.name, "SlowHandler::handleMessage");
+  EXPECT_EQ(report.stalls[0].message.begin_ns, begin);
+  EXPECT_EQ(report.stalls[0].message.cost_ns(), 2'600 * kMs);
+  EXPECT_EQ(report.messages.definition, "poll-bounded");
+}
+
 TEST(AnrTracer, WatchesTheMessageAtTheLagAndAnrThresholds) {
   AnalysisOptions options;
   ASSERT_TRUE(options.Declarations().Set("anr-threshold", "broadcast"));

@@ -8,20 +8,21 @@
 #include <vector>
 
 #include "looptrace/tracers/pipeline.h"
+#include "looptrace/tracers/text_pool.h"
 
 namespace looptrace::testing {
 
 inline EventArg U(const char* name, uint64_t value) {
   EventArg a;
-  a.name = name;
+  a.name = TextPool::Name(name);
   a.value = value;
   return a;
 }
 
 inline EventArg S(const char* name, const std::string& text) {
   EventArg a;
-  a.name = name;
-  a.text = text;
+  a.name = TextPool::Name(name);
+  a.text = TextPool::Intern(text);
   a.is_string = true;
   return a;
 }
@@ -32,7 +33,7 @@ inline ProbeEvent Probe(Role role, uint64_t ts, std::vector<EventArg> args, uint
   e.pid = pid ? pid : tid;
   e.tid = tid;
   e.role = role;
-  e.args = std::move(args);
+  for (const auto& a : args) e.args.push_back(a);
   return e;
 }
 

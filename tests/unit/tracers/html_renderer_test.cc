@@ -14,6 +14,7 @@
 
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/recording.h"
+#include "looptrace/util/text_safety.h"
 #include "golden_case.h"
 
 namespace looptrace {
@@ -49,10 +50,11 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 // Parsing and dumping again turns \u003c back into '<': the value, not the bytes, is what
-// the page reads.
+// the page reads. (Dumped the way the JSON renderer does: C1 controls and bidi overrides,
+// U+2028/9 too, as \u escapes.)
 std::vector<std::string> Redumped(const std::string& ndjson) {
   std::vector<std::string> out;
-  for (const auto& line : Lines(ndjson)) out.push_back(json::parse(line).dump());
+  for (const auto& line : Lines(ndjson)) out.push_back(EscapeJsonForTerminal(json::parse(line).dump()));
   return out;
 }
 

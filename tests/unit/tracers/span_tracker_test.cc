@@ -68,6 +68,56 @@ TEST(SpanTracker, PollBoundedMessagesAreTheBusyTimeBetweenPolls) {
   EXPECT_EQ(stats.Get(StatId::unfinished_messages), 1u);
 }
 
+TEST(SpanTracker, PollBoundedProfilesNestTheirNamedDispatchesInsideIterations) {
+  // android::Looper: iterations between epoll_wait calls, native handlers nested and named;
+  // a handler that runs a loop of its own (a nested pollOnce) opens nested iterations.
+  Stats stats;
+  SpanTracker tracker(&stats);
+  SessionStart start = StartWith({Role::kDispatchBegin, Role::kDispatchEnd, Role::kPollBegin, Role::kPollEnd});
+  start.message_definition = "poll-bounded";
+  tracker.Configure(start);
+  EXPECT_EQ(tracker.message_definition(), MessageDefinition::kPollBounded);
+  Recorder rec;
+  auto at = [&](Role role, uint64_t ts, std::vector<EventArg> args = {}) {
+    tracker.OnProbe(Probe(role, ts, std::move(args), kTid), rec);
+  };
+  at(Role::kDispatchEnd, 50);  // a handler running at attach: counted, not invented
+  at(Role::kPollBegin, 100);
+  at(Role::kPollEnd, 200);     // iteration 1: a handler, then "Java" work
+  at(Role::kDispatchBegin, 210, {S("name", "SlowHandler::handleMessage")});
+  at(Role::kDispatchEnd, 400);
+  at(Role::kPollBegin, 450);
+  at(Role::kPollEnd, 500);     // iteration 2: a handler that polls (a nested loop)
+  at(Role::kDispatchBegin, 510, {S("name", "Modal::handleMessage")});
+  at(Role::kPollBegin, 520);   // ends nothing: the handler runs
+  at(Role::kPollEnd, 600);     // nested iteration
+  at(Role::kPollBegin, 650);   // ends the nested iteration
+  at(Role::kPollEnd, 700);     // another nested iteration, closed by the handler's return
+  at(Role::kDispatchEnd, 800);
+  at(Role::kPollBegin, 900);   // ends iteration 2
+  tracker.Finish(1000, rec);
+
+  auto messages = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(messages.size(), 6u);
+  auto check = [&](size_t i, uint64_t begin, uint64_t end, uint32_t depth, const std::string& name) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(messages[i].begin_ns, begin);
+    EXPECT_EQ(messages[i].end_ns, end);
+    EXPECT_EQ(messages[i].depth, depth);
+    EXPECT_EQ(messages[i].ArgText("name"), name);
+    EXPECT_EQ(messages[i].close, SpanClose::kEnded);
+  };
+  check(0, 210, 400, 1, "SlowHandler::handleMessage");
+  check(1, 200, 450, 0, "");
+  check(2, 600, 650, 2, "");
+  check(3, 700, 800, 2, "");
+  check(4, 510, 800, 1, "Modal::handleMessage");
+  check(5, 500, 900, 0, "");
+  EXPECT_EQ(stats.Get(StatId::messages_running_at_start), 2u);  // the handler end and the first poll
+  EXPECT_EQ(stats.Get(StatId::unmatched_dispatch_end), 0u);
+  EXPECT_EQ(stats.Get(StatId::unfinished_messages), 0u);
+}
+
 TEST(SpanTracker, WithDispatchRolesPollsAreOnlyIdleWaits) {
   Stats stats;
   SpanTracker tracker(&stats);

@@ -72,6 +72,8 @@ size_t AttachPointCount(const ResolvedProbe& probe);
 struct AttachPlan {
   std::string profile_name;
   std::vector<ResolvedProbe> probes;
+  std::vector<std::string> left_out;  // optional probes that resolved to nothing, and why
+  std::vector<std::string> marks;     // the runtime marks found (requires, requires-call)
 };
 
 // The attach cookie (probe id and role) and the probe's configuration for BPF (events.h).
@@ -82,8 +84,28 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe);
 // binary and point, with the closest symbol names as a hint.
 Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target);
 
-// The explicit profile, or the first built-in that resolves for the target (libraries must
-// be ones the executable links).
+// One built-in profile as auto-detection judged it.
+struct ProfileCandidate {
+  std::string name;
+  bool matches = false;
+  std::string reason;  // what it matched on, or why it does not fit
+};
+
+struct Detection {
+  std::vector<ProfileCandidate> candidates;  // in detection order
+  std::optional<size_t> picked;              // index of the first that matches
+  Profile profile;                           // the picked one and its plan
+  AttachPlan plan;
+};
+
+// Auto-detection: the built-ins (not fragments) in LOOPTRACE_PROFILE_FILES order; the first
+// whose `requires` / `requires-call` marks are present and whose probes all resolve is picked. Libraries must
+// be ones the executable links (run) or has mapped (record). With `stop_at_first`, those
+// after the pick are not tried.
+Detection DetectProfile(const TargetBinaries& target, bool stop_at_first);
+
+// The explicit profile (a clear error naming what the target lacks when it does not fit),
+// or the auto-detected one.
 Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requested, const TargetBinaries& target);
 
 // Path of a profile BINARY ("exe", absolute path, or library name) for the target.

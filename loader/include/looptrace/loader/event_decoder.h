@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "looptrace/events.h"
 
 #include "looptrace/loader/attach_plan.h"
+#include "looptrace/loader/beat_slicer.h"
 #include "looptrace/loader/string_reader.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/stats.h"
@@ -26,9 +28,11 @@ class KernelStackNamer {
 
 class EventDecoder {
  public:
-  // `strings`, `identities` and `kernel_stacks` may be null. `pid` is the target.
+  // `strings`, `identities`, `kernel_stacks` and `addresses` (names `sym` arguments) may be
+  // null. `pid` is the target.
   EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* stats, uint32_t pid,
-               KernelStackNamer* kernel_stacks = nullptr, IdentityTable* identities = nullptr);
+               KernelStackNamer* kernel_stacks = nullptr, IdentityTable* identities = nullptr,
+               AddressNamer* addresses = nullptr);
 
   // A record of the record ring: appends the event it yields (none if malformed: counted).
   void Decode(const lt_record& record, std::vector<Event>* out);
@@ -37,6 +41,8 @@ class EventDecoder {
 
  private:
   void DecodeProbe(const lt_record& rec, std::vector<Event>* out);
+  // A `sym` argument's text: the function at `address` (cached), or the address in hex.
+  const std::string* NameAddress(uint64_t address);  // interned; null for 0
 
   const AttachPlan* plan_;
   StringTable* strings_;
@@ -44,6 +50,9 @@ class EventDecoder {
   uint32_t pid_;
   KernelStackNamer* kernel_stacks_;
   IdentityTable* identities_;
+  std::vector<std::vector<std::string_view>> arg_names_;  // per probe, interned
+  AddressNamer* addresses_;
+  std::unordered_map<uint64_t, const std::string*> address_names_;  // interned
 };
 
 }  // namespace looptrace::loader

@@ -15,8 +15,13 @@
 
 namespace looptrace::loader {
 
+// A /proc file in full: bounded (kMaxProcFileBytes), never blocking, "" when unreadable.
+std::string ReadProcFile(const std::string& path);
 // The first line of a file, "" when unreadable.
 std::string ReadFirstLine(const std::string& path);
+// A comm file (process or thread name): every byte the name holds, newlines included
+// (prctl(PR_SET_NAME) allows them); only the kernel's final newline is dropped.
+std::string ReadName(const std::string& path);
 // Fields of a /proc/.../stat line after "(comm)": index 0 is field 3 (the state).
 std::vector<std::string> StatFields(const std::string& path);
 // A whole unsigned number in base 10 or 16, or nothing (never throws).

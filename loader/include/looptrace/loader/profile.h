@@ -4,16 +4,25 @@
 //   profile NAME
 //   description free text
 //   include NAME_OR_PATH          lines of another profile (built-in, or a file)
-//   probe ROLE KIND BINARY POINT [NAME=SOURCE[:TYPE] ...] [if CONDITION [&& CONDITION ...]]
+//   messages dispatch|poll-bounded   how messages are defined (default: from the roles)
+//   requires BINARY SYMBOL        the runtime's mark: the profile fits a target only if
+//                                 BINARY (as in probe) has SYMBOL (checked, never probed)
+//   requires-call SYMBOL|SYMBOL   ... only if its executable or a library imports one of them
+//   [optional] probe ROLE KIND BINARY POINT [NAME=SOURCE[:TYPE] ...] [if CONDITION [&& ...]]
 // KIND: uprobe | uretprobe | usdt. BINARY: exe, an absolute path, or a library name
-// (libglib-2.0.so). POINT: symbol or glob (uprobes), provider:name (usdt).
-// SOURCE: arg1..arg12, or ret (uretprobe). TYPE: uint (default), int, ptr, str, or
-// str(argN) for a string whose length is argument N (not NUL-terminated).
+// (libglib-2.0.so). POINT: symbol or glob (uprobes), provider:name (usdt), or
+// *(SYMBOL+OFFSET): the function whose address is stored at SYMBOL+OFFSET (a function
+// pointer in a data table, e.g. a GSourceFuncs' dispatch). An optional probe that resolves
+// to nothing is left out instead of failing the profile.
+// SOURCE: arg1..arg12, ret (uretprobe), or func (the probed function's name). TYPE: uint (default), int, ptr, str,
+// str(argN) for a string whose length is argument N (not NUL-terminated), or sym (a code
+// address, named by the target's symbols in user space).
 // CONDITION: SOURCE[:TYPE] OP VALUE, with OP == != < <= > >= for numbers and
 // == != ~ (glob: * and ?) for "quoted strings".
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,14 +33,18 @@
 namespace looptrace::loader {
 
 enum class ProbeKind { kUprobe, kUretprobe, kUsdt };
-enum class ArgType { kUint, kInt, kPtr, kStr };
+enum class ArgType { kUint, kInt, kPtr, kStr, kSym };
 
 std::string_view ProbeKindName(ProbeKind kind);
 std::string_view ArgTypeName(ArgType type);
 
+// `NAME=func`: the name of the function the probe resolved to (a glob's match), given by the
+// loader; never read by BPF.
+inline constexpr uint8_t kSourceFunction = 0xF0;
+
 // Where an argument comes from and how it is read.
 struct ArgSource {
-  uint8_t source = 0;  // 0..11 = argument 1..12; LT_SOURCE_RETVAL = return value
+  uint8_t source = 0;  // 0..11 = argument 1..12; LT_SOURCE_RETVAL = return value; kSourceFunction
   ArgType type = ArgType::kUint;
   uint8_t length_source = LT_SOURCE_NONE;  // str(argN): the length's source
 
@@ -68,17 +81,55 @@ struct ProbeSpec {
   std::string point;   // symbol / glob, or provider:name
   std::vector<ArgSpec> args;
   std::vector<Condition> conditions;
+  bool optional = false;  // `optional probe`: left out when it resolves to nothing
   std::string source;  // file (or builtin:NAME) the line is in, for messages
   int line = 0;        // line in that file
 
   std::string Where() const { return source + ":" + std::to_string(line); }
 };
 
+// `requires BINARY SYMBOL`: what marks the runtime in a target (auto-detection, and the
+// error when an explicit profile does not fit).
+struct Requirement {
+  std::string binary;
+  std::string symbol;
+  std::string source;
+  int line = 0;
+
+  std::string Where() const { return source + ":" + std::to_string(line); }
+  bool operator==(const Requirement& o) const { return binary == o.binary && symbol == o.symbol; }
+};
+
+// `requires-call SYMBOL|SYMBOL...`: the target's executable or one of its libraries imports
+// one of these functions (calls it through the dynamic linker), e.g. a poll function.
+struct CallRequirement {
+  std::vector<std::string> symbols;
+  std::string source;
+  int line = 0;
+
+  bool operator==(const CallRequirement& o) const { return symbols == o.symbols; }
+};
+
+// `*(SYMBOL+OFFSET)` points: the data symbol and the offset of the stored function pointer.
+struct PointerPoint {
+  std::string symbol;
+  uint64_t offset = 0;
+};
+// The pointer form of a POINT, or nullopt for a symbol / glob.
+std::optional<PointerPoint> ParsePointerPoint(std::string_view point);
+// Whether a POINT is an fnmatch glob (it names every function it matches).
+bool IsGlobPoint(std::string_view point);
+
 struct Profile {
   std::string name;
   std::string description;
   std::string source;  // file path, or "builtin:NAME"
   std::vector<ProbeSpec> probes;
+  std::vector<Requirement> requirements;  // `requires` lines
+  std::vector<CallRequirement> call_requirements;  // `requires-call` lines
+  // `messages ...`: "dispatch", "poll-bounded", or "" (derived from the roles).
+  std::string message_definition;
+  std::string message_definition_where;  // the line that set it
 
   bool HasRole(Role role) const;
 };
@@ -90,6 +141,8 @@ Result<Profile> ParseProfile(std::string_view text, std::string_view source);
 struct BuiltinProfile {
   std::string_view name;
   std::string_view text;
+  // Shared lines for `include` only: listed apart, never auto-detected.
+  bool fragment = false;
 };
 const std::vector<BuiltinProfile>& BuiltinProfiles();
 

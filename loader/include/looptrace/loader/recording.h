@@ -17,6 +17,9 @@ class RecordingWriter : public EventSink {
   static Result<std::unique_ptr<RecordingWriter>> Create(const std::string& path);
   void OnEvent(const Event& event) override;
   Result<void> Commit() { return file_->Commit(); }
+  // A write failed (already warned about on stderr); Commit() returns the error.
+  bool failed() const { return file_->failed(); }
+  OutputFile& file() { return *file_; }
 
  private:
   explicit RecordingWriter(std::unique_ptr<OutputFile> file) : file_(std::move(file)) {}

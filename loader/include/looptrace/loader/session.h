@@ -24,6 +24,7 @@
 #include "looptrace/loader/profile.h"
 #include "looptrace/loader/stall_snapshot.h"
 #include "looptrace/loader/string_reader.h"
+#include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/util/result.h"
 
@@ -92,7 +93,9 @@ class Session {
   Pipeline& pipeline_;
   int ring_fd_ = -1;
   int pid_fd_ = -1;
+  SanitizingSink events_;  // every event on its way to pipeline_: names from the target made safe
   std::string profile_name_;
+  std::string message_definition_;  // the profile's `messages` line, "" if none
   AttachPlan plan_;
   ProcessStringReader process_strings_;
   StringTable strings_{&process_strings_};

@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "looptrace/events.h"
+#include "looptrace/tracers/text_pool.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 
@@ -34,16 +37,31 @@ class ProcessStringReader : public StringReader {
 class StringTable {
  public:
   explicit StringTable(StringReader* fallback = nullptr) : fallback_(fallback) {}
-  void Add(uint64_t address, std::string text) { texts_[address] = std::move(text); }
-  std::optional<std::string> Lookup(uint32_t pid, uint64_t address) {
+  // Bytes from the target: valid UTF-8 of bounded length from here on, once per address,
+  // interned so events carry a pointer instead of a copy.
+  void Add(uint64_t address, std::string text) {
+    MakeSafeText(&text);
+    texts_[address] = TextPool::Intern(text);
+  }
+  // The interned text at `address`, or null when neither BPF nor the process gave it.
+  const std::string* Find(uint32_t pid, uint64_t address) {
     if (auto it = texts_.find(address); it != texts_.end()) return it->second;
-    if (!fallback_) return std::nullopt;
-    return fallback_->Read(pid, address);
+    if (!fallback_) return nullptr;
+    auto text = fallback_->Read(pid, address);
+    if (!text) return nullptr;
+    MakeSafeText(&*text);
+    const std::string* interned = TextPool::Intern(*text);
+    texts_[address] = interned;
+    return interned;
+  }
+  std::optional<std::string> Lookup(uint32_t pid, uint64_t address) {
+    const std::string* text = Find(pid, address);
+    return text ? std::optional<std::string>(*text) : std::nullopt;
   }
 
  private:
   StringReader* fallback_;
-  std::unordered_map<uint64_t, std::string> texts_;
+  std::unordered_map<uint64_t, const std::string*> texts_;
 };
 
 // The arguments behind string-flavour beat ids (LT_RECORD_IDENTITY), shared like the strings.

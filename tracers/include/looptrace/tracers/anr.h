@@ -40,6 +40,11 @@ std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, u
 class AnrTracer : public Tracer {
  public:
   AnrTracer(const AnrOptions& options, const TracerContext& context);
+  uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
+  uint32_t event_types() const override {
+    return EventBit<ThreadSwitch>() | EventBit<Wakeup>() | EventBit<StallSnapshot>() | EventBit<SignalSent>() |
+           EventBit<MethodBeats>();
+  }
 
   void OnEvent(const Event& event) override;
   void OnSpanEnd(const Span& span) override;

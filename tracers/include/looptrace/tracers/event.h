@@ -2,11 +2,13 @@
 // Produced from raw BPF records in exactly one place (loader/event_decoder.cc).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -17,10 +19,35 @@
 namespace looptrace {
 
 struct EventArg {
-  std::string name;                 // as bound by the profile ("id", "name", ...)
-  uint64_t value = 0;               // raw value (a pointer for string arguments)
-  std::optional<std::string> text;  // string arguments, read from the target
-  bool is_string = false;           // bound as :str (text may still be missing)
+  std::string_view name;              // as bound by the profile ("id", "name", ...); interned
+  uint64_t value = 0;                 // raw value (a pointer for string arguments)
+  const std::string* text = nullptr;  // string arguments, read from the target (interned); null if unreadable
+  bool is_string = false;             // bound as :str (text may still be missing)
+};
+
+// The arguments of one event, stored inline (no allocation per event).
+class ArgList {
+ public:
+  static constexpr size_t kCapacity = LT_MAX_SOURCES;
+
+  const EventArg* begin() const { return args_.data(); }
+  const EventArg* end() const { return args_.data() + size_; }
+  EventArg* begin() { return args_.data(); }
+  EventArg* end() { return args_.data() + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const EventArg& operator[](size_t i) const { return args_[i]; }
+  // False (and nothing stored) when full.
+  bool push_back(const EventArg& arg) {
+    if (size_ == kCapacity) return false;
+    args_[size_++] = arg;
+    return true;
+  }
+  void clear() { size_ = 0; }
+
+ private:
+  std::array<EventArg, kCapacity> args_{};
+  uint8_t size_ = 0;
 };
 
 // One hit of a profile probe point.
@@ -32,7 +59,7 @@ struct ProbeEvent {
   uint16_t probe_id = 0;
   uint64_t thread_cpu_ns = 0;  // the thread's CPU time so far (0 = unknown)
   uint64_t beat_index = 0;     // method-beat ring head at the hit (live only; slices of spans)
-  std::vector<EventArg> args;
+  ArgList args;
 
   const EventArg* Arg(std::string_view name) const;
 };
@@ -95,6 +122,8 @@ struct SessionStart {
   std::string thread_filter; // main | all
   std::vector<ProbeDescription> probes;
   DeviceInfo device;
+  // The profile's `messages` line: dispatch | poll-bounded, or "" (derived from the roles).
+  std::string message_definition;
 };
 
 // Totals of losses counted outside the tracers (BPF side, decoder), sent once before
@@ -175,6 +204,18 @@ struct StallSnapshot {
 
 using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats,
                            ThreadSwitch, Wakeup, SignalSent, StallSnapshot, ProcessExec>;
+
+// The index of T among the alternatives of a variant (for subscription masks).
+template <typename T, typename V>
+struct VariantIndex;
+template <typename T, typename... Ts>
+struct VariantIndex<T, std::variant<Ts...>> {
+  static constexpr size_t value = [] {
+    size_t i = 0;
+    ((std::is_same_v<T, Ts> ? false : (++i, true)) && ...);
+    return i;
+  }();
+};
 
 // Anything that consumes an event stream: tracers, the recording writer.
 class EventSink {

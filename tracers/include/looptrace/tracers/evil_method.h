@@ -21,6 +21,8 @@ struct EvilMethodOptions : TracerOptions {
 class EvilMethodTracer : public Tracer {
  public:
   EvilMethodTracer(const EvilMethodOptions& options, const TracerContext& context);
+  uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
+  uint32_t event_types() const override { return 0; }
 
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void OnSpanEnd(const Span& span) override;

@@ -59,6 +59,14 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
 class FrameTracer : public Tracer {
  public:
   FrameTracer(const FrameOptions& options, const TracerContext& context);
+  uint32_t span_kinds() const override {
+    return SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kPhase) | SpanBit(SpanKind::kMessage);
+  }
+  uint32_t event_types() const override { return EventBit<ProbeEvent>(); }
+  uint64_t probe_roles() const override {
+    return RoleBit(Role::kVsync) | RoleBit(Role::kFrameBegin) | RoleBit(Role::kFrameEnd) | RoleBit(Role::kPhaseBegin) |
+           RoleBit(Role::kPhaseEnd);
+  }
 
   void OnEvent(const Event& event) override;
   void OnSpanBegin(const Span& span) override;

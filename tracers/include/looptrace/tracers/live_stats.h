@@ -126,6 +126,14 @@ class LiveStatsTracer : public Tracer {
  public:
   LiveStatsTracer(const LiveStatsOptions& options, const TracerContext& context);
 
+  uint32_t span_kinds() const override {
+    return SpanBit(SpanKind::kMessage) | SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kIdle) |
+           SpanBit(SpanKind::kInput) | SpanBit(SpanKind::kBarrier);
+  }
+  uint32_t event_types() const override {
+    return EventBit<SessionStart>() | EventBit<ProbeEvent>() | EventBit<StallSnapshot>() | EventBit<SignalSent>();
+  }
+  uint64_t probe_roles() const override { return RoleBit(Role::kVsync) | RoleBit(Role::kMessageEnqueue); }
   void OnEvent(const Event& event) override;
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;

@@ -27,6 +27,8 @@ struct MessagesOptions : TracerOptions {
 class MessagesTracer : public Tracer {
  public:
   MessagesTracer(const MessagesOptions& options, const TracerContext& context);
+  uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
+  uint32_t event_types() const override { return 0; }
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
   std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {

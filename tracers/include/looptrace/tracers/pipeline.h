@@ -4,6 +4,7 @@
 // handles (slices included, in stream order) to observers such as the recording writer.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,6 +76,8 @@ class Pipeline : public EventSink, private SpanListener {
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(Span& span) override;
   void Observe(const Event& event);
+  // Fills the subscriber lists from tracers_ (span kinds, event types, roles).
+  void Subscribe();
   std::optional<MethodBeats> FetchSlice(const SliceRequest& request);
 
   const AnalysisOptions& options_;
@@ -83,10 +86,13 @@ class Pipeline : public EventSink, private SpanListener {
   SpanTracker spans_;
   TracerContext context_;
   std::vector<std::unique_ptr<Tracer>> tracers_;
+  // Subscribers: by span kind, by event type (variant index), by role (probe events).
+  std::array<std::vector<Tracer*>, kSpanKindCount> by_span_;
+  std::array<std::vector<Tracer*>, std::variant_size_v<Event>> by_event_;
+  std::array<std::vector<Tracer*>, 64> by_role_;
   std::vector<EventSink*> observers_;
   // Replay: slices recorded in the stream, by (label, tid, begin_ns).
-  std::map<std::tuple<std::string, uint32_t, uint64_t>, MethodBeats> recorded_slices_;
-  std::vector<MethodBeats> span_slices_;  // slices attached to the span ending now
+  std::map<std::tuple<std::string, uint32_t, uint64_t>, MethodBeats, std::less<>> recorded_slices_;
   uint64_t last_ts_ns_ = 0;
   bool ended_ = false;
   bool started_ = false;

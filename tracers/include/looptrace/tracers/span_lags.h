@@ -23,6 +23,11 @@ struct SpanLagOptions : TracerOptions {
 class SpanLagTracer : public Tracer {
  public:
   SpanLagTracer(const SpanLagOptions& options, const TracerContext& context);
+  uint32_t span_kinds() const override {
+    return SpanBit(SpanKind::kIdle) | SpanBit(SpanKind::kInput) | SpanBit(SpanKind::kBarrier);
+  }
+  uint32_t event_types() const override { return EventBit<ProbeEvent>(); }
+  uint64_t probe_roles() const override { return RoleBit(Role::kMessageEnqueue); }
 
   void OnEvent(const Event& event) override;
   void OnSpanBegin(const Span& span) override {

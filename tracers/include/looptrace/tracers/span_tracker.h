@@ -5,8 +5,11 @@
 //  - message: dispatch.begin/end nest per thread (a loop run inside a message); an end on a
 //    thread with nothing open closed a message that began before tracing (counted as info
 //    before the thread's first begin, as a loss after). A profile with poll.begin/end but no
-//    dispatch roles gets poll-bounded messages: the busy time from a poll's return to the
-//    next poll call on the same thread ("loop iterations").
+//    dispatch roles (or whose `messages poll-bounded` line says so) gets poll-bounded
+//    messages: the busy time from a poll's return to the next poll call on the same thread
+//    ("loop iterations"). There, dispatch.begin/end are named work inside an iteration
+//    (Android's native handlers): nested messages; a poll inside one (a loop run by a
+//    handler) opens nested iterations that end at the latest with the handler.
 //  - frame: per thread, paired by frame_id when bound (else the innermost); frames opened
 //    inside the one ending, or inside a message that ends, lost their end. Frames without a
 //    bound frame_id are numbered 1, 2, ... in begin order.
@@ -120,6 +123,7 @@ class SpanTracker {
     std::optional<Span> app_create;
     std::vector<OpenFrame> frames;        // innermost last
     bool began_message = false;           // a message began on it (vs. one running at attach)
+    bool began_dispatch = false;          // poll-bounded: a nested dispatch began on it
     bool polled = false;                  // poll-bounded: a poll returned on it
     uint64_t last_message_ts = 0;         // events_out_of_order
   };
@@ -129,6 +133,7 @@ class SpanTracker {
   void EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener);
   void BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener);
+  void OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void CloseFrame(Thread& t, uint64_t end_ns, SpanClose close, SpanListener& listener);
@@ -138,7 +143,11 @@ class SpanTracker {
   MessageDefinition definition_ = MessageDefinition::kDispatch;
   uint64_t next_id_ = 1;
   uint64_t frames_seen_ = 0;
+  Thread& ThreadOf(uint32_t tid);
+
   std::map<uint32_t, Thread> threads_;
+  uint32_t last_tid_ = 0;           // the last thread looked up (most events are one thread's)
+  Thread* last_thread_ = nullptr;   // map nodes do not move
   std::map<uint64_t, Span> inputs_;    // by seq
   std::map<uint64_t, Span> barriers_;  // by token
   std::optional<Span> launch_;

@@ -27,6 +27,12 @@ struct StartupOptions : TracerOptions {
 class StartupTracer : public Tracer {
  public:
   StartupTracer(const StartupOptions& options, const TracerContext& context);
+  uint32_t span_kinds() const override { return SpanBit(SpanKind::kAppCreate) | SpanBit(SpanKind::kLaunch); }
+  uint32_t event_types() const override { return EventBit<ProbeEvent>() | EventBit<ProcessExec>(); }
+  uint64_t probe_roles() const override {
+    return RoleBit(Role::kAppCreateBegin) | RoleBit(Role::kAppCreateEnd) | RoleBit(Role::kActivityLaunch) |
+           RoleBit(Role::kActivityFocus) | RoleBit(Role::kFrameEnd) | RoleBit(Role::kFullyDrawn);
+  }
   void OnEvent(const Event& event) override;
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;

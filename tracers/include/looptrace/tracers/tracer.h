@@ -24,14 +24,14 @@ class AnalysisOptions;
 // A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
 // loader copies it from the BPF beat ring; replayed, it comes from the recording.
 struct SliceRequest {
-  std::string label;  // message | idle | input | startup | warm_startup (MethodBeats::span)
+  std::string_view label;  // message | idle | input | startup | warm_startup | open (a literal)
   uint32_t tid = 0;
   uint64_t begin_ns = 0;
   uint64_t end_ns = 0;
   uint64_t begin_beat_index = 0;
   uint64_t end_beat_index = 0;
 
-  static SliceRequest Of(const Span& span, std::string label);
+  static SliceRequest Of(const Span& span, std::string_view label);
 };
 
 // Where slices come from (the loader's beat ring, or a recording's method_beats events).
@@ -61,9 +61,26 @@ struct TracerContext {
   const AnalysisOptions* analysis = nullptr;
 };
 
+// Subscription masks: what a tracer is called for; the pipeline skips the rest.
+constexpr uint32_t SpanBit(SpanKind kind) { return 1u << static_cast<int>(kind); }
+template <typename T>
+constexpr uint32_t EventBit() {
+  return 1u << VariantIndex<T, Event>::value;
+}
+constexpr uint64_t RoleBit(Role role) { return uint64_t{1} << static_cast<int>(role); }
+inline constexpr uint32_t kAllSpans = ~0u;
+inline constexpr uint32_t kAllEvents = ~0u;
+inline constexpr uint64_t kAllRoles = ~uint64_t{0};
+
 class Tracer {
  public:
   virtual ~Tracer() = default;
+
+  // Span kinds for OnSpanBegin / OnSpanEnd / WantSlice, event types for OnEvent and, of
+  // probe events, the roles. Defaults: everything.
+  virtual uint32_t span_kinds() const { return kAllSpans; }
+  virtual uint32_t event_types() const { return kAllEvents; }
+  virtual uint64_t probe_roles() const { return kAllRoles; }
 
   // Every event, in stream order (probe events after the spans they open or close).
   virtual void OnEvent(const Event& event) { (void)event; }

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <string_view>
 
+#include "looptrace/util/text_safety.h"
+
 namespace looptrace::log {
 
 enum class Level { kError = 0, kWarning = 1, kInfo = 2, kV1 = 3, kV2 = 4 };
@@ -35,8 +37,11 @@ inline std::string TimestampPrefix() {
   return text;
 }
 
-inline void Write(Level level, std::string_view text) {
+// Messages often quote file content or names from the target: control characters are
+// escaped (one line each, nothing reaches the terminal raw) and long text is cut.
+inline void Write(Level level, std::string_view raw) {
   if (!Enabled(level)) return;
+  const std::string text = EscapeForTerminal(raw, kMaxLogLineBytes);
   const char* prefix = "";
   switch (level) {
     case Level::kError: prefix = "error: "; break;
@@ -72,8 +77,10 @@ inline void Usage(std::string_view text) {
   std::fprintf(stderr, "looptrace: usage: %.*s\n", static_cast<int>(text.size()), text.data());
 }
 // Printed straight after an actionable error.
-inline void Hint(std::string_view text) {
-  if (!text.empty()) std::fprintf(stderr, "hint: %.*s\n", static_cast<int>(text.size()), text.data());
+inline void Hint(std::string_view raw) {
+  if (raw.empty()) return;
+  const std::string text = EscapeForTerminal(raw, kMaxLogLineBytes);
+  std::fprintf(stderr, "hint: %.*s\n", static_cast<int>(text.size()), text.data());
 }
 
 }  // namespace looptrace::log

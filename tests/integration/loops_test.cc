@@ -1,0 +1,289 @@
+// End-to-end on real event-loop runtimes: a GLib main loop, Android's native Looper
+// (Debian's android-libutils) and a plain C epoll loop, each a small program of its own
+// (tests/loops/) that writes the truth about its work. looptrace must pick the right profile
+// without --profile, find every message, name them, and time the slow one within 1 ms.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "harness.h"
+
+namespace looptrace::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kToleranceNs = 1'000'000;  // 1 ms (issue #11)
+
+std::string Program(const std::string& name) { return std::string(LOOPTRACE_BINARY_DIR) + "/" + name; }
+
+int64_t I(const json& j, const char* key) { return j[key].get<int64_t>(); }
+int64_t Cost(const json& j) { return I(j, "end_ns") - I(j, "begin_ns"); }
+std::string Name(const json& m) { return m["name"].is_string() ? m["name"].get<std::string>() : ""; }
+
+uint64_t Counter(const std::vector<json>& lines, const std::string& name) {
+  auto stats = OfType(lines, "stats");
+  if (stats.empty()) return ~0ull;
+  return stats.back()["counters"].value(name, 0ull);
+}
+
+std::vector<json> WithName(const std::vector<json>& lines, const std::string& name) {
+  std::vector<json> out;
+  for (const auto& l : lines)
+    if (Name(l) == name) out.push_back(l);
+  return out;
+}
+
+// Truth entries of a kind and name, in time order.
+std::vector<json> Truth(const std::vector<json>& truth, const std::string& type, const std::string& name) {
+  std::vector<json> out;
+  for (const auto& t : truth)
+    if (t["type"] == type && (name.empty() || t["name"] == name)) out.push_back(t);
+  return out;
+}
+
+// Every truth entry has exactly one measured message of the same name around it (the probe
+// fires just outside the program's own timestamps) whose cost is within 1 ms of the truth's,
+// and nothing else carries that name. Returns the worst cost error.
+int64_t ExpectNamedMessagesMatch(const std::vector<json>& messages, const std::vector<json>& truth,
+                                 const std::string& name) {
+  auto measured = WithName(messages, name);
+  auto expected = Truth(truth, truth.empty() ? "" : std::string(truth.front()["type"]), name);
+  EXPECT_EQ(measured.size(), expected.size()) << name;
+  int64_t worst = 0;
+  for (const auto& t : expected) {
+    auto it = std::find_if(measured.begin(), measured.end(), [&](const json& m) {
+      return I(m, "begin_ns") <= I(t, "begin_ns") + kToleranceNs && I(m, "end_ns") >= I(t, "end_ns") - kToleranceNs &&
+             std::abs(Cost(m) - Cost(t)) <= kToleranceNs;
+    });
+    if (it == measured.end()) {
+      ADD_FAILURE() << "no message '" << name << "' matches the truth " << t.dump();
+      continue;
+    }
+    worst = std::max(worst, std::abs(Cost(*it) - Cost(t)));
+    measured.erase(it);
+  }
+  return worst;
+}
+
+// The depth-0 message (loop iteration / main-loop dispatch) containing [begin, end].
+const json* Enclosing(const std::vector<json>& messages, const json& t) {
+  for (const auto& m : messages)
+    if (m["depth"] == 0 && I(m, "begin_ns") <= I(t, "begin_ns") && I(m, "end_ns") >= I(t, "end_ns")) return &m;
+  return nullptr;
+}
+
+class LoopsTest : public BpfTest {
+ protected:
+  // `looptrace run` without --profile; the JSON report's lines.
+  std::vector<json> Run(const std::vector<std::string>& program, std::string* err = nullptr) {
+    std::vector<std::string> argv = {Looptrace(), "run", "-v", "-f", "json", "-o", dir_ / "out.json", "--"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    auto r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (err) *err = r.err;
+    return ReadJsonLines(dir_ / "out.json");
+  }
+
+  static void ExpectCleanSession(const std::vector<json>& lines, const std::string& profile,
+                                 const std::string& definition) {
+    auto session = OfType(lines, "session");
+    ASSERT_EQ(session.size(), 1u);
+    EXPECT_EQ(session[0]["profile"], profile);
+    EXPECT_EQ(session[0]["message_definition"], definition);
+    EXPECT_EQ(session[0]["end_reason"], "target-exited");
+    EXPECT_EQ(Counter(lines, "ringbuf_full"), 0u);
+    EXPECT_EQ(Counter(lines, "unmatched_dispatch_end"), 0u);
+    EXPECT_EQ(Counter(lines, "dispatch_id_mismatch"), 0u);
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(LoopsTest, GlibMessagesAreDispatchesWithTheirSourcesNamedByCallback) {
+  std::string err;
+  auto lines = Run({Program("looptrace-glib-loop"), "--truth", dir_ / "truth.jsonl", "--ticks", "40", "--slow-ms",
+                    "120"},
+                   &err);
+  EXPECT_NE(err.find("profile glib matches the target"), std::string::npos) << err;
+  ExpectCleanSession(lines, "glib", "dispatch");
+  auto messages = OfType(lines, "message");
+  auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  ASSERT_EQ(Truth(truth, "message", "on_tick").size(), 40u);
+  ExpectNamedMessagesMatch(messages, truth, "on_tick");
+  ExpectNamedMessagesMatch(messages, truth, "on_pipe_readable");
+  int64_t slow_error = ExpectNamedMessagesMatch(messages, truth, "on_slow_idle");
+  std::cout << "glib: slow callback's cost off by " << slow_error << " ns\n";
+  // Named sources are nested in their g_main_context_dispatch; nothing else is named.
+  for (const auto& m : messages) {
+    if (Name(m).empty()) continue;
+    EXPECT_EQ(m["depth"], 1) << m.dump();
+    EXPECT_TRUE(Name(m) == "on_tick" || Name(m) == "on_pipe_readable" || Name(m) == "on_slow_idle") << m.dump();
+  }
+  // The program's own source type is not named, but its work is inside a message.
+  auto custom = Truth(truth, "custom", "custom_callback");
+  ASSERT_GE(custom.size(), 5u);
+  for (const auto& t : custom) {
+    const json* m = Enclosing(messages, t);
+    ASSERT_NE(m, nullptr) << t.dump();
+    EXPECT_LE(Cost(*m) - Cost(t), kToleranceNs) << m->dump();
+  }
+}
+
+TEST_F(LoopsTest, AndroidLooperIterationsHoldNativeHandlersAndJavaMessages) {
+  std::string err;
+  auto lines = Run({Program("looptrace-android-looper"), "--truth", dir_ / "truth.jsonl", "--messages", "24",
+                    "--slow-ms", "120"},
+                   &err);
+  EXPECT_NE(err.find("profile android-looper matches the target"), std::string::npos) << err;
+  ExpectCleanSession(lines, "android-looper", "poll-bounded");
+  auto messages = OfType(lines, "message");
+  auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  // Native handlers and fd callbacks: nested messages named by their function.
+  ExpectNamedMessagesMatch(messages, truth, "TickHandler::handleMessage");
+  ExpectNamedMessagesMatch(messages, truth, "PipeCallback::handleEvent");
+  ExpectNamedMessagesMatch(messages, truth, "android::SimpleLooperCallback::handleEvent");
+  int64_t slow_error = ExpectNamedMessagesMatch(messages, truth, "SlowHandler::handleMessage");
+  EXPECT_EQ(WithName(messages, "SlowHandler::handleMessage").size(), 1u);
+  std::cout << "android-looper: slow handler's cost off by " << slow_error << " ns\n";
+  for (const auto& m : messages)
+    if (!Name(m).empty()) {
+      EXPECT_EQ(m["depth"], 1) << m.dump();
+      EXPECT_NE(Enclosing(messages, m), nullptr) << m.dump();
+    }
+  // "Java" messages run between pollOnce calls: each is in a loop iteration that holds
+  // nothing else but its nested native work (within 1 ms).
+  auto java = Truth(truth, "java", "JavaMessage");
+  ASSERT_GE(java.size(), 12u);
+  int64_t worst = 0;
+  for (const auto& t : java) {
+    const json* iteration = Enclosing(messages, t);
+    ASSERT_NE(iteration, nullptr) << t.dump();
+    EXPECT_TRUE(Name(*iteration).empty());
+    int64_t nested = 0;
+    for (const auto& m : messages)
+      if (m["depth"] == 1 && I(m, "begin_ns") >= I(*iteration, "begin_ns") && I(m, "end_ns") <= I(*iteration, "end_ns"))
+        nested += Cost(m);
+    int64_t rest = Cost(*iteration) - nested - Cost(t);
+    EXPECT_GE(rest, 0) << iteration->dump();
+    EXPECT_LE(rest, kToleranceNs) << iteration->dump() << " vs " << t.dump();
+    worst = std::max(worst, rest);
+  }
+  std::cout << "android-looper: Java message iterations hold at most " << worst << " ns of loop overhead\n";
+}
+
+TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
+  std::string err;
+  auto lines = Run({Program("looptrace-epoll-loop"), "--truth", dir_ / "truth.jsonl", "--iterations", "60",
+                    "--slow-ms", "120"},
+                   &err);
+  EXPECT_NE(err.find("profile epoll matches the target"), std::string::npos) << err;
+  ExpectCleanSession(lines, "epoll", "poll-bounded");
+  auto messages = OfType(lines, "message");
+  auto truth = Truth(ReadJsonLines(dir_ / "truth.jsonl"), "iteration", "");
+  ASSERT_EQ(truth.size(), 59u);
+  ASSERT_EQ(messages.size(), truth.size()) << "every iteration, and nothing else";
+  int64_t worst = 0;
+  for (size_t i = 0; i < truth.size(); ++i) {
+    const json& m = messages[i];
+    const json& t = truth[i];
+    EXPECT_EQ(m["depth"], 0);
+    // The poll's return comes just before the program's first timestamp, the next call just
+    // after its last.
+    EXPECT_LE(I(m, "begin_ns"), I(t, "begin_ns")) << i;
+    EXPECT_GE(I(m, "end_ns"), I(t, "end_ns")) << i;
+    int64_t error = std::max(I(t, "begin_ns") - I(m, "begin_ns"), I(m, "end_ns") - I(t, "end_ns"));
+    EXPECT_LE(error, kToleranceNs) << m.dump() << " vs " << t.dump();
+    worst = std::max(worst, error);
+    if (t["name"] == "slow") EXPECT_LE(std::abs(Cost(m) - Cost(t)), kToleranceNs);
+  }
+  std::cout << "epoll: " << messages.size() << " iterations, boundaries off by at most " << worst << " ns\n";
+}
+
+TEST_F(LoopsTest, StallAndEvilMethodReportsWorkOnLoopIterations) {
+  // Low thresholds so the 600 ms handler is a LAG (snapshot taken while it runs, with room
+  // for a loaded machine) and an EvilMethod: both on the poll-bounded iteration, the stall
+  // named after the handler.
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--lag-threshold", "100",
+                       "--evil-threshold", "400", "--", Program("looptrace-android-looper"), "--truth",
+                       dir_ / "truth.jsonl", "--messages", "12", "--slow-ms", "600"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  auto slow = Truth(truth, "native", "SlowHandler::handleMessage");
+  ASSERT_EQ(slow.size(), 1u);
+  auto lags = OfType(lines, "lag");
+  ASSERT_EQ(lags.size(), 1u) << r.err;
+  EXPECT_EQ(lags[0]["name"], "SlowHandler::handleMessage");
+  EXPECT_LE(I(lags[0], "begin_ns"), I(slow[0], "begin_ns"));  // the iteration it runs in
+  auto evil = OfType(lines, "evil_method");
+  ASSERT_EQ(evil.size(), 2u) << "the iteration and the handler nested in it";
+  std::vector<std::string> names;
+  for (const auto& e : evil) {
+    // The handler as the program timed it; its iteration holds it (and the ticks that
+    // became due meanwhile, which pollInner runs right after it).
+    if (Name(e).empty()) EXPECT_GE(I(e, "cost_ns"), Cost(slow[0])) << e.dump();
+    else EXPECT_LE(std::abs(I(e, "cost_ns") - Cost(slow[0])), kToleranceNs) << e.dump();
+    names.push_back(Name(e));
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"", "SlowHandler::handleMessage"}));
+}
+
+TEST_F(LoopsTest, ProbesExplainsWhichProfileFitsARunningProcessAndWhy) {
+  Process glib({Program("looptrace-glib-loop"), "--start-delay-ms", "4000"});
+  Process looper({Program("looptrace-android-looper"), "--start-delay-ms", "4000"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // libraries mapped
+  auto r = RunCommand({Looptrace(), "probes", "-p", std::to_string(glib.pid())});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("auto-detection"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("glib           picked"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("epoll          fits too"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("android-looper no       "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("libutils.so"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profile glib (builtin:glib), messages dispatch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("*(g_idle_funcs+16)"), std::string::npos) << r.out;
+
+  auto a = RunCommand({Looptrace(), "probes", "-p", std::to_string(looper.pid())});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("android-looper picked"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("SlowHandler::handleMessage"), std::string::npos) << a.out;
+
+  // A profile for a runtime the process does not have: one error line naming what is missing.
+  auto wrong = RunCommand({Looptrace(), "record", "-p", std::to_string(glib.pid()), "--profile", "android-looper"});
+  EXPECT_EQ(wrong.exit_code, 6) << wrong.err;
+  EXPECT_NE(wrong.err.find("profile android-looper does not fit pid"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("libutils.so"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("hint: `looptrace probes -p"), std::string::npos) << wrong.err;
+}
+
+TEST_F(LoopsTest, RecordByPidDetectsGlibAndTimesTheSlowCallback) {
+  Process app({Program("looptrace-glib-loop"), "--truth", dir_ / "truth.jsonl", "--ticks", "30", "--slow-ms", "80",
+               "--start-delay-ms", "1500"});
+  // Auto-detection reads the libraries the process has mapped: let the loader map them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json", "-o", dir_ / "out.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(app.Wait(30).exit_code, 0);
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  ExpectCleanSession(lines, "glib", "dispatch");
+  auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  ExpectNamedMessagesMatch(OfType(lines, "message"), truth, "on_slow_idle");
+  ExpectNamedMessagesMatch(OfType(lines, "message"), truth, "on_tick");
+}
+
+TEST_F(LoopsTest, ComposedLoopAndRuntimeProfilesAreOneSession) {
+  // A loop layer plus another layer of the same program: the GLib dispatches and the
+  // epoll-style poll-bounded profile define messages differently, which is an error naming
+  // both lines; glib composed with itself is the same lines once.
+  auto conflict = RunCommand({Looptrace(), "probes", "--exe", Program("looptrace-glib-loop"), "--profile", "glib,epoll"});
+  EXPECT_EQ(conflict.exit_code, 6);
+  EXPECT_NE(conflict.err.find("builtin:epoll:"), std::string::npos) << conflict.err;
+  EXPECT_NE(conflict.err.find("builtin:glib:"), std::string::npos) << conflict.err;
+  auto same = RunCommand({Looptrace(), "probes", "--exe", Program("looptrace-glib-loop"), "--profile", "glib,glib"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+}
+
+}  // namespace
+}  // namespace looptrace::testing
