@@ -250,6 +250,25 @@ TEST_F(LiveSessionTest, NoSessionStaleSocketsAndUntrustedSockets) {
   chmod(run_.path().c_str(), 0700);
 }
 
+// `detach` at the moment the target dies: whichever wins, detach succeeds and the one final
+// report is where attach -o said.
+TEST_F(LiveSessionTest, DetachRacingTheTargetsExit) {
+  for (int round = 0; round < 3; ++round) {
+    auto app = StartDeadlocked();
+    const std::string pid = std::to_string(app->pid());
+    const std::string out = dir_ / ("final-" + std::to_string(round) + ".json");
+    ASSERT_EQ(Lt({"attach", "-p", pid, "-o", out, "-f", "json"}).exit_code, 0);
+    ASSERT_TRUE(WaitUntil([&] { return StatusMessages(Status(app->pid())) == 5; }, 20));
+    Process detach({Looptrace(), "detach", "-p", pid});
+    app->Signal(SIGKILL);
+    auto r = detach.Wait(30);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(WaitUntil([&] { return !std::filesystem::exists(Socket(app->pid())); }, 10));
+    EXPECT_EQ(SummedCount(ReadJsonLines(out)), 5u) << r.err;
+    std::cout << "round " << round << ": " << r.err;
+  }
+}
+
 TEST_F(LiveSessionTest, TopUnderTmux) {
   auto app = StartDeadlocked();
   const std::string pid = std::to_string(app->pid());
@@ -469,6 +488,29 @@ TEST_F(ClickHouseTest, RowsMatchTheReports) {
   EXPECT_EQ(Sql("SELECT count() FROM looptrace.sessions FINAL WHERE end_reason = 'target-exited' AND pid IN (" +
                 std::to_string(evil.pid()) + ", " + std::to_string(anr.pid()) + ")"),
             "2\n");
+}
+
+// ClickHouse refuses the inserts (no such database: not retried): rows counted as dropped,
+// the reason shown, the session unaffected.
+TEST_F(ClickHouseTest, RefusedInsertsAreDroppedAndCounted) {
+  StartServer();
+  auto app = StartDeadlocked();
+  const std::string pid = std::to_string(app->pid());
+  auto attached = Lt({"attach", "-p", pid, "--clickhouse",
+                      "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=missing", "--clickhouse-interval",
+                      "1"});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  json status;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        status = Status(app->pid());
+        return StatusMessages(status) == 5 && status["session"].value("rows_dropped", 0) > 0;
+      },
+      20))
+      << status.dump();
+  EXPECT_NE(status["session"].value("clickhouse_error", "").find("refused"), std::string::npos) << status.dump();
+  EXPECT_EQ(status["session"].value("rows_sent", 1), 0);
+  EXPECT_EQ(Lt({"detach", "-p", pid}).exit_code, 0);
 }
 
 // ClickHouse down: the session goes on, the rows are counted as dropped, the reason shown.
