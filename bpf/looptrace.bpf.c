@@ -20,6 +20,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set between open() and load() by the loader. */
 const volatile __u32 target_tgid = 0;
 const volatile __u32 thread_filter = LT_THREADS_MAIN;
+/* LT_THREADS_LOOP: the prefix a thread's name (comm) needs to claim the loop (0 = any). */
+const volatile char loop_name[LT_TASK_COMM_LEN] = {};
+const volatile __u32 loop_name_len = 0;
 const volatile __u64 beat_mask = (1 << 20) - 1;
 const volatile __u64 record_mask = (1 << 16) - 1;
 
@@ -51,6 +54,10 @@ struct {
 } beats SEC(".maps");
 
 __u64 beat_head; /* next beat slot (monotonic; slot = head & (capacity - 1)) */
+
+/* LT_THREADS_LOOP: the loop thread (events.h), 0 until a claiming probe hit names it
+ * (64 bits: clang 14 has only 64-bit compare-and-swap for BPF). */
+__u64 loop_tid;
 
 /* Per probe id: role, arguments and conditions (filled by the loader before attach). */
 struct {
@@ -491,6 +498,32 @@ static __always_inline __u64 identity_of(__u32 probe_id, __u32 nargs, const __u6
 	return id;
 }
 
+/* ---- the loop thread ---- */
+
+/* The thread whose loop is watched: the main thread, or the claimed loop thread (0 = none yet). */
+static __always_inline __u32 looper_tid(void)
+{
+	if (thread_filter == LT_THREADS_LOOP)
+		return *(volatile __u64 *)&loop_tid;
+	return target_tgid;
+}
+
+/* Whether the current thread's name starts with loop_name. */
+static __always_inline int name_may_claim(void)
+{
+	char comm[LT_TASK_COMM_LEN] = {};
+	__u32 i;
+
+	if (!loop_name_len)
+		return 1;
+	bpf_get_current_comm(comm, sizeof(comm));
+#pragma unroll
+	for (i = 0; i < LT_TASK_COMM_LEN; i++)
+		if (i < loop_name_len && comm[i] != loop_name[i])
+			return 0;
+	return 1;
+}
+
 /* ---- the probe hit ---- */
 
 static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
@@ -503,6 +536,7 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 	struct task_struct *task;
 	struct lt_record *rec;
 	__u64 index;
+	int claim = 0;
 	__u32 i;
 
 	/* The kernel's pid filter on the perf event is not relied upon. */
@@ -513,9 +547,22 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 	cfg = bpf_map_lookup_elem(&probe_configs, &probe_id);
 	if (!cfg)
 		return 0;
-	if (thread_filter == LT_THREADS_MAIN && tid != target_tgid && !(cfg->flags & LT_PROBE_ALL_THREADS)) {
-		count(LT_STAT_OTHER_THREAD);
-		return 0;
+	if (!(cfg->flags & LT_PROBE_ALL_THREADS)) {
+		if (thread_filter == LT_THREADS_MAIN && tid != target_tgid) {
+			count(LT_STAT_OTHER_THREAD);
+			return 0;
+		}
+		if (thread_filter == LT_THREADS_LOOP) {
+			__u32 loop = *(volatile __u64 *)&loop_tid;
+
+			/* Before the loop thread is known, only a claiming hit from a thread with the
+			 * right name goes on (its conditions decide below). */
+			if (loop ? loop != tid : !(cfg->flags & LT_PROBE_CLAIMS_LOOP) || !name_may_claim()) {
+				count(LT_STAT_OTHER_THREAD);
+				return 0;
+			}
+			claim = !loop;
+		}
 	}
 	if (cfg->npredicates) {
 #pragma unroll
@@ -527,6 +574,11 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 				return 0;
 			}
 		}
+	}
+	/* Two threads may race to claim: the first wins, the other is filtered out. */
+	if (claim && __sync_val_compare_and_swap(&loop_tid, 0, (__u64)tid) != 0 && *(volatile __u64 *)&loop_tid != tid) {
+		count(LT_STAT_OTHER_THREAD);
+		return 0;
 	}
 #pragma unroll
 	for (i = 0; i < LT_MAX_ARGS; i++) {
@@ -541,6 +593,8 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 			send_string_once(values[i], delimited ? read_arg(ctx, arg->length_source, usdt) : 0, delimited);
 		}
 	}
+	if (cfg->flags & LT_PROBE_COMM)
+		bpf_get_current_comm(&values[LT_COMM_ARG_SLOT], 2 * sizeof(__u64));
 	if (cfg->flags & LT_PROBE_BEAT) {
 		__u64 id = values[0];
 
@@ -608,10 +662,10 @@ static __always_inline int fast_beat(struct pt_regs *ctx, __u8 kind)
 
 	if ((pid_tgid >> 32) != target_tgid)
 		return 0;
-	if (thread_filter == LT_THREADS_MAIN) {
-		if (tid != target_tgid)
+	if (thread_filter != LT_THREADS_ALL) {
+		if (tid != looper_tid())
 			return 0;
-		/* one writer (the main thread): no locked instruction needed */
+		/* one writer (the main or loop thread): no locked instruction needed */
 		index = beat_head;
 		beat_head = index + 1;
 	} else {
@@ -760,7 +814,7 @@ static __always_inline struct lt_thread_state *state_of(__u32 tid)
 /* The threads whose switches are recorded: the main thread, or all with --threads all. */
 static __always_inline int watched(__u32 tid)
 {
-	return thread_filter == LT_THREADS_ALL || tid == target_tgid;
+	return thread_filter == LT_THREADS_ALL || (tid && tid == looper_tid());
 }
 
 static __always_inline void emit_switch(__u64 now, __u32 tid, __u32 kind, __u32 state, __s32 kstack, __s32 ustack)
@@ -811,7 +865,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 		if (watched(tid))
 			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
-		if (tid == target_tgid)
+		if (tid == looper_tid())
 			copy_user_stack(prev, tid, now);
 	}
 	if (next_in) {
@@ -910,7 +964,7 @@ int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 	st->sample_kstack_id = bpf_get_stackid(ctx, &stack_traces, 0);
 	st->sample_ustack_id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
 	st->sample_ns = bpf_ktime_get_ns();
-	if (tid == target_tgid)
+	if (tid == looper_tid())
 		copy_user_stack(bpf_get_current_task_btf(), tid, st->sample_ns);
 	return 0;
 }

@@ -21,6 +21,8 @@ packages=(
   libcapstone-dev            # x86 disassembly: probe relocation to emulated instructions
   bpftrace                   # peer benchmark (bench/peer_overhead.cc)
   python3
+  python3.11                 # CPython with USDT probes: the python profile's integration tests
+  openjdk-17-jdk-headless    # HotSpot with USDT probes + javac: the jvm profile's integration tests
   chromium                   # headless browser for the HTML report tests
   libglib2.0-dev             # GLib main-loop test program (glib profile)
   android-libutils-dev       # AOSP's android::Looper (libutils) test program (android-looper profile)

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -11,6 +13,7 @@
 
 #include "looptrace/loader/probe_placement.h"
 #include "looptrace/symbols/data_pointer.h"
+#include "looptrace/loader/runtimes.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/imports.h"
 #include "looptrace/symbols/proc_maps.h"
@@ -66,7 +69,14 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
     for (const auto& a : spec.args)
       if (a.type == ArgType::kStr) c.flags |= LT_PROBE_IDENTITY;
   }
-  if (spec.role == Role::kMessageEnqueue) c.flags |= LT_PROBE_ALL_THREADS;  // other threads post to the looper
+  // Other threads post to the looper; GC runs and monitor releases happen on other threads
+  // (HotSpot's VM thread, a lock holder) and matter to the loop thread all the same.
+  if (spec.role == Role::kMessageEnqueue || spec.role == Role::kGcBegin || spec.role == Role::kGcEnd ||
+      spec.role == Role::kLockRelease)
+    c.flags |= LT_PROBE_ALL_THREADS;
+  if (spec.role == Role::kDispatchBegin) c.flags |= LT_PROBE_CLAIMS_LOOP;
+  // The holder of a monitor is named by its thread name, taken at the hit.
+  if (spec.role == Role::kLockRelease && c.nargs <= LT_COMM_ARG_SLOT) c.flags |= LT_PROBE_COMM;
   for (size_t i = 0; i < c.nargs; ++i) c.args[i] = ArgConfig(spec.args[i]);
   for (size_t i = 0; i < c.npredicates; ++i) {
     const Condition& cond = spec.conditions[i];
@@ -103,6 +113,18 @@ bool AttachAsReturnProbe(const ResolvedProbe& probe) {
 
 size_t AttachPointCount(const ResolvedProbe& probe) {
   return probe.placement == Placement::kEntry ? 1 : probe.locations.size();
+}
+
+std::vector<lt_probe_config> MakeProbeConfigs(const AttachPlan& plan) {
+  bool dispatch = false;
+  for (const auto& p : plan.probes) dispatch |= p.spec.role == Role::kDispatchBegin;
+  std::vector<lt_probe_config> configs;
+  for (const auto& p : plan.probes) {
+    configs.push_back(MakeProbeConfig(p));
+    // Poll-bounded messages begin when a poll returns: that thread runs the loop.
+    if (!dispatch && p.spec.role == Role::kPollEnd) configs.back().flags |= LT_PROBE_CLAIMS_LOOP;
+  }
+  return configs;
 }
 
 namespace {
@@ -150,6 +172,8 @@ Result<std::string> ResolveBinary(const std::string& binary, const TargetBinarie
     if (access(binary.c_str(), R_OK) == 0) return binary;
     return MakeError(fmt::format("binary {} does not exist", binary), ExitCode::kProfile);
   }
+  // A runtime's launcher may load it with dlopen (the java launcher and libjvm.so).
+  if (auto path = DlopenedRuntimeLibrary(binary, target.exe_path)) return *path;
   if (auto path = symbols::SearchLibrary(binary, target.ld_library_path, target.exe_path)) {
     if (target.require_linked && !LinksLibrary(target, *path))
       return MakeError(fmt::format("{} does not link {}", target.exe_path, binary), ExitCode::kProfile);
@@ -168,6 +192,52 @@ std::string JoinNames(const std::vector<std::string>& names) {
     out += n;
   }
   return out;
+}
+
+// The byte size of each argument of a USDT note ("8@%rdi -4@%eax" -> {8, -4}; negative:
+// signed).
+std::vector<int> UsdtArgSizes(const std::string& arguments) {
+  std::vector<int> sizes;
+  size_t i = 0;
+  while (i < arguments.size()) {
+    while (i < arguments.size() && arguments[i] == ' ') ++i;
+    if (i >= arguments.size()) break;
+    size_t end = arguments.find(' ', i);
+    if (end == std::string::npos) end = arguments.size();
+    std::string_view word(arguments.data() + i, end - i);
+    int size = 0;
+    if (size_t at = word.find('@'); at != std::string_view::npos)
+      std::from_chars(word.data(), word.data() + at, size);
+    sizes.push_back(size);
+    i = end;
+  }
+  return sizes;
+}
+
+// Every argument a USDT probe line reads must exist, and a string must be a pointer (8 bytes).
+Result<void> CheckUsdtArguments(const ProbeSpec& spec, const symbols::UsdtProbe& site, const std::string& path,
+                                const std::string& where) {
+  const std::vector<int> sizes = UsdtArgSizes(site.arguments);
+  auto describe = [&] {
+    return fmt::format("usdt {} in {} has {} argument{}{}", spec.point, path, sizes.size(), sizes.size() == 1 ? "" : "s",
+                       sizes.empty() ? "" : " (" + site.arguments + ")");
+  };
+  auto check = [&](const ArgSource& a, const std::string& what) -> Result<void> {
+    for (uint8_t source : {a.source, a.type == ArgType::kStr ? a.length_source : uint8_t{LT_SOURCE_NONE}}) {
+      if (source == LT_SOURCE_NONE || source == LT_SOURCE_RETVAL) continue;
+      if (source >= sizes.size())
+        return MakeError(fmt::format("{}: {} reads arg{}, but {}", where, what, source + 1, describe()),
+                         ExitCode::kProfile, "check the probe's arguments with `readelf -n` on the binary");
+    }
+    if (a.type == ArgType::kStr && a.source < sizes.size() && std::abs(sizes[a.source]) != 8)
+      return MakeError(fmt::format("{}: {} reads arg{} as a string, but it is a {}-byte integer ({})", where, what,
+                                   a.source + 1, std::abs(sizes[a.source]), describe()),
+                       ExitCode::kProfile, "compare it as a number: drop :str and the quotes");
+    return {};
+  };
+  for (const auto& a : spec.args) RETURN_IF_ERROR(check(a, fmt::format("argument '{}'", a.name)));
+  for (const auto& c : spec.conditions) RETURN_IF_ERROR(check(c.arg, fmt::format("condition '{}'", c.text)));
+  return {};
 }
 
 }  // namespace
@@ -327,6 +397,7 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
         if (skip_optional(e)) continue;
         return std::unexpected(e);
       }
+      RETURN_IF_ERROR(CheckUsdtArguments(spec, *sites.front(), path, where));
       ResolvedProbe probe;
       probe.spec = spec;
       probe.binary_path = path;
@@ -334,6 +405,7 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       probe.address = sites.front()->address;
       probe.file_offset = sites.front()->file_offset;
       probe.usdt_sites = sites.size();
+      probe.semaphore_address = sites.front()->semaphore_address;
       if (auto bytes = elf.ReadAtAddress(probe.address, 16))
         probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
       probe.entry_instruction = probe.instruction;
@@ -373,6 +445,24 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
     if (IsGlobPoint(spec.point))
       std::erase_if(functions, [](const symbols::Symbol* fn) { return IsThunk(fn->demangled); });
     if (functions.empty()) {
+      // A C method of a CPython type ("PyContext_Type.run"), found through its method table.
+      if (auto address = python::ResolveTypeMethod(elf, spec.point)) {
+        ResolvedProbe probe;
+        probe.spec = spec;
+        probe.binary_path = path;
+        probe.symbol = spec.point;
+        probe.address = *address;
+        auto offset = elf.AddressToFileOffset(*address);
+        if (!offset) {
+          Error e = offset.error();
+          e.message = where + ": " + e.message;
+          return std::unexpected(e);
+        }
+        probe.file_offset = *offset;
+        if (auto bytes = elf.ReadAtAddress(*address, 16)) probe.instruction = symbols::ClassifyProbeInstruction(*bytes);
+        RETURN_IF_ERROR(add(std::move(probe)));
+        continue;
+      }
       auto closest = elf.ClosestNames(spec.point, 5);
       Error e = MakeError(fmt::format("{}: symbol '{}' not found in {}", where, spec.point, path), ExitCode::kProfile,
                           closest.empty() ? "the binary has no function symbols (stripped?)"
@@ -440,6 +530,7 @@ Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requeste
   const std::string who = target.pid > 0 ? fmt::format("pid {}", target.pid) : target.exe_path;
   if (!requested.empty()) {
     ASSIGN_OR_RETURN(Profile profile, LoadProfile(requested));
+    RETURN_IF_ERROR(CheckRuntimePresent(profile, target));
     auto plan = ResolveProfile(profile, target);
     if (!plan) {
       // A profile for a runtime the target does not have: say so, and how to find one that fits.

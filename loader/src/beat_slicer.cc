@@ -83,6 +83,22 @@ BeatSlicer::BeatSlicer(const AttachPlan* plan, const BeatSource* beats, StringTa
   }
 }
 
+std::optional<uint64_t> BeatSlicer::PairingKey(uint64_t id) const {
+  const Identity* identity = identities_ ? identities_->Find(id) : nullptr;
+  if (!identity || identity->probe_id >= plan_->probes.size()) return std::nullopt;
+  const ProbeSpec& spec = plan_->probes[identity->probe_id].spec;
+  // The strings that name the method, by argument name: an exit probe may bind fewer
+  // arguments than its enter (CPython's return line is not the def line).
+  uint64_t key = 0xcbf29ce484222325ull;
+  for (std::string_view name : {"class", "name", "sig", "file"}) {
+    uint64_t value = 0;
+    for (size_t i = 0; i < spec.args.size() && i < LT_MAX_ARGS; ++i)
+      if (spec.args[i].name == name) value = identity->values[i];
+    key = (key ^ value) * 0x100000001b3ull;
+  }
+  return key;
+}
+
 std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
   if (!beats_ || !beat_kind_) return std::nullopt;
   MethodBeats out;
@@ -93,6 +109,10 @@ std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
   out.kind = *beat_kind_;
   std::vector<lt_beat> raw;
   out.overwritten = beats_->Copy(request.begin_beat_index, request.end_beat_index, &raw);
+  // String-flavour beats: the enter and exit probes' identities differ (they are different
+  // probes, and may bind different arguments), so an exit takes the id of the innermost open
+  // enter naming the same method.
+  std::vector<std::pair<uint64_t, uint64_t>> open_frames;  // (pairing key, enter id)
   for (const lt_beat& b : raw) {
     if (b.tid != request.tid || b.ts_ns < request.begin_ns || b.ts_ns > request.end_ns) continue;
     if (b.probe_id == LT_FAST_BEAT_PROBE) {  // the first argument is the identity
@@ -117,12 +137,24 @@ std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
           if (auto name = addresses_->Name(pid_, id)) out.names.emplace(id, *name);
         }
         break;
-      case MethodIdKind::kString:
-        if (!out.names.contains(id)) {
-          if (auto name = IdentityName(id)) out.names.emplace(id, *name);
-          else stats_->Add(StatId::string_read_failed);
+      case MethodIdKind::kString: {
+        auto key = PairingKey(id);
+        if (b.kind == LT_BEAT_ENTER) {
+          if (key) open_frames.emplace_back(*key, id);
+          if (!out.names.contains(id)) {
+            if (auto name = IdentityName(id)) out.names.emplace(id, *name);
+            else stats_->Add(StatId::string_read_failed);
+          }
+        } else if (key) {
+          for (size_t i = open_frames.size(); i-- > 0;) {
+            if (open_frames[i].first != *key) continue;
+            id = open_frames[i].second;
+            open_frames.resize(i);  // frames above it never got their exit
+            break;
+          }
         }
         break;
+      }
       case MethodIdKind::kId:
         break;
     }

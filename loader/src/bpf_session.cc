@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "lt_probes.skel.h"
@@ -55,7 +56,13 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     std::unique_ptr<lt_probes, SkeletonDeleter> skel(lt_probes__open_opts(&open_opts));
     if (!skel) return SystemError("cannot open the BPF object", errno, ExitCode::kUnsupported);
     skel->rodata->target_tgid = options.target_tgid;
-    skel->rodata->thread_filter = options.all_threads ? LT_THREADS_ALL : LT_THREADS_MAIN;
+    skel->rodata->thread_filter = options.thread_filter;
+    if (options.thread_filter == LT_THREADS_LOOP && !options.loop_name.empty()) {
+      // A whole name is compared with its NUL; the kernel keeps 15 bytes of a name.
+      const size_t n = std::min<size_t>(options.loop_name.size(), LT_TASK_COMM_LEN - 1);
+      std::memcpy(const_cast<char*>(skel->rodata->loop_name), options.loop_name.data(), n);
+      skel->rodata->loop_name_len = static_cast<uint32_t>(options.loop_name_exact ? n + 1 : n);
+    }
     if (int err = bpf_map__set_max_entries(skel->maps.events, options.ringbuf_bytes))
       return SystemError("cannot size the ring buffer", err);
     if (int err = bpf_map__set_max_entries(skel->maps.records, options.record_capacity))
@@ -248,7 +255,22 @@ Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
     links_.emplace_back(link);
   }
   thread_tracking_ = true;
-  if (sample_hz <= 0) return {};
+  if (sample_hz <= 0 || sample_tid <= 0) return {};
+  return AttachCpuSampler(sample_tid, sample_hz);
+}
+
+uint32_t BpfSession::loop_tid() const {
+  return static_cast<uint32_t>(__atomic_load_n(&skel_->bss->loop_tid, __ATOMIC_RELAXED));
+}
+
+void BpfSession::SetLoopTid(uint32_t tid) {
+  // Only before BPF claimed one.
+  __u64 none = 0;
+  __atomic_compare_exchange_n(&skel_->bss->loop_tid, &none, __u64{tid}, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+Result<void> BpfSession::AttachCpuSampler(int sample_tid, int sample_hz) {
+  if (!thread_tracking_) return {};
   ASSIGN_OR_RETURN(UniqueFd fd, OpenCpuClock(sample_tid, sample_hz));
   bpf_link* link = bpf_program__attach_perf_event(skel_->progs.lt_cpu_sample, fd.get());
   if (!link) return SystemError("cannot attach the cpu-clock sampler", errno, ExitCode::kUnsupported);

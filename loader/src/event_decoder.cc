@@ -80,6 +80,14 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
     }
     e.args.push_back(arg);
   }
+  if (e.role == Role::kLockRelease && probe.spec.args.size() <= LT_COMM_ARG_SLOT) {
+    // The thread releasing a monitor someone waits for is the holder a report names; BPF
+    // took its name at the hit (LT_PROBE_COMM), as it may be gone by now.
+    char comm[LT_TASK_COMM_LEN] = {};
+    std::memcpy(comm, &rec.probe.args[LT_COMM_ARG_SLOT], sizeof(comm));
+    const size_t length = strnlen(comm, sizeof(comm));
+    e.args.push_back({"thread", e.tid, length ? TextPool::Intern(std::string_view(comm, length)) : nullptr, true});
+  }
   out->push_back(std::move(e));
 }
 

@@ -62,7 +62,7 @@ ThreadDump LiveSession::Dump(uint64_t wall_time_ns) {
   dump.pid = static_cast<uint32_t>(config_.pid);
   dump.command = command_;
   dump.wall_time_ns = wall_time_ns;
-  const uint32_t tid = session_->tgid();
+  const uint32_t tid = live().LoopTid();
   auto open = pipeline_.spans().Open(tid, SpanKind::kMessage);
   const Span* running = open.empty() ? nullptr : open.front();
   auto [snapshot, beats] = session_->SnapshotNow(running ? running->begin_ns : 0, running ? running->begin_beat_index : 0);

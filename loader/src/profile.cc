@@ -84,6 +84,43 @@ bool IsGlobPoint(std::string_view point) {
   return !ParsePointerPoint(point) && point.find_first_of("*?[") != std::string_view::npos;
 }
 
+std::string ThreadChoice::Describe() const {
+  switch (mode) {
+    case Mode::kUnset:
+    case Mode::kMain: return "main";
+    case Mode::kAll: return "all";
+    case Mode::kLoop: return name.empty() ? "loop" : "loop:" + name + (exact ? "" : "*");
+  }
+  return "main";
+}
+
+Result<ThreadChoice> ParseThreadChoice(std::string_view text) {
+  ThreadChoice c;
+  if (text == "main") c.mode = ThreadChoice::Mode::kMain;
+  else if (text == "all") c.mode = ThreadChoice::Mode::kAll;
+  else if (text == "loop") c.mode = ThreadChoice::Mode::kLoop;
+  else if (text.starts_with("loop:")) {
+    c.mode = ThreadChoice::Mode::kLoop;
+    std::string_view name = text.substr(5);
+    c.exact = !name.ends_with("*");
+    if (!c.exact) name.remove_suffix(1);
+    if (name.empty() || name.find_first_of("*?[") != std::string_view::npos)
+      return MakeError(fmt::format("thread name '{}' is not a name or a prefix ending with *", text.substr(5)),
+                       ExitCode::kUsage, "examples: loop:AWT-EventQueue-0, 'loop:worker-*'");
+    // The kernel keeps 15 bytes of a thread's name: a longer name is compared on those.
+    if (name.size() >= LT_TASK_COMM_LEN) {
+      name = name.substr(0, LT_TASK_COMM_LEN - 1);
+      c.exact = false;
+    }
+    c.name = std::string(name);
+  } else {
+    return MakeError(fmt::format("unknown thread choice '{}'", text), ExitCode::kUsage,
+                     "main, all, loop (the thread that runs the loop) or loop:NAME (that thread by name; "
+                     "a trailing * matches a prefix)");
+  }
+  return c;
+}
+
 bool Profile::HasRole(Role role) const {
   return std::any_of(probes.begin(), probes.end(), [&](const ProbeSpec& p) { return p.role == role; });
 }
@@ -417,6 +454,22 @@ class Parser {
         while (!desc.empty() && (desc.back() == ' ' || desc.back() == '\t' || desc.back() == '\r'))
           desc.remove_suffix(1);
         profile.description = std::string(desc);
+      } else if (words[0] == "thread") {
+        if (words.size() < 2 || words.size() > 3 || (words.size() == 3 && (words[1] != "loop" || !IsQuoted(words[2]))))
+          return Fail(line_no, "'thread' takes main, all, loop or loop \"NAME\"", "example: thread loop \"AWT-EventQueue-*\"");
+        if (words.size() == 2 && words[1].starts_with("loop:"))
+          return Fail(line_no, "'thread' takes main, all, loop or loop \"NAME\"", "example: thread loop \"AWT-EventQueue-*\"");
+        auto choice = ParseThreadChoice(words.size() == 3 ? "loop:" + words[2].substr(1, words[2].size() - 2) : words[1]);
+        if (!choice) return Fail(line_no, choice.error().message);
+        choice->where = fmt::format("{}:{}", source_, line_no);
+        if (profile.thread.mode != ThreadChoice::Mode::kUnset && !(profile.thread == *choice))
+          return Fail(line_no, fmt::format("thread {} conflicts with thread {} at {}", choice->Describe(),
+                                           profile.thread.Describe(), profile.thread.where));
+        profile.thread = *choice;
+      } else if (words[0] == "runtime") {
+        if (words.size() != 2) return Fail(line_no, "'runtime' takes one name (python, jvm)");
+        if (std::find(profile.runtimes.begin(), profile.runtimes.end(), words[1]) == profile.runtimes.end())
+          profile.runtimes.push_back(words[1]);
       } else if (words[0] == "include") {
         if (words.size() != 2) return Fail(line_no, "'include' takes one profile name or path");
         if (depth_ >= kMaxIncludeDepth) return Fail(line_no, "includes nest too deep (a cycle?)");
@@ -434,6 +487,10 @@ class Parser {
           profile.message_definition = included->message_definition;
           profile.message_definition_where = included->message_definition_where;
         }
+        RETURN_IF_ERROR(MergeThread(&profile.thread, included->thread, line_no));
+        for (auto& r : included->runtimes)
+          if (std::find(profile.runtimes.begin(), profile.runtimes.end(), r) == profile.runtimes.end())
+            profile.runtimes.push_back(r);
       } else if (words[0] == "messages") {
         if (words.size() != 2 || (words[1] != "dispatch" && words[1] != "poll-bounded"))
           return Fail(line_no, "'messages' takes dispatch or poll-bounded",
@@ -468,7 +525,7 @@ class Parser {
         profile.probes.push_back(std::move(probe));
       } else {
         return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, include, messages, "
-                                         "requires, requires-call, optional probe, probe)",
+                                         "requires, requires-call, optional probe, probe, thread, runtime)",
                                          words[0]));
       }
     }
@@ -479,6 +536,18 @@ class Parser {
 
   // A built-in name or a path (relative to the including file's directory).
   Result<Profile> LoadOne(std::string_view name_or_path, int depth);
+
+  // An included profile's thread choice joins this one's; two different ones conflict.
+  Result<void> MergeThread(ThreadChoice* into, const ThreadChoice& other, int line) {
+    if (other.mode == ThreadChoice::Mode::kUnset) return {};
+    if (into->mode == ThreadChoice::Mode::kUnset) {
+      *into = other;
+      return {};
+    }
+    if (*into == other) return {};
+    return Fail(line, fmt::format("thread {} at {} conflicts with thread {} at {}", other.Describe(), other.where,
+                                  into->Describe(), into->where));
+  }
 
  private:
   std::string_view source_;
@@ -510,7 +579,8 @@ Result<Profile> Parser::LoadOne(std::string_view name_or_path, int depth) {
 Result<void> CheckPairs(const Profile& profile) {
   const std::pair<Role, Role> pairs[] = {{Role::kDispatchBegin, Role::kDispatchEnd}, {Role::kFrameBegin, Role::kFrameEnd},
                                          {Role::kPhaseBegin, Role::kPhaseEnd},       {Role::kMethodEnter, Role::kMethodExit},
-                                         {Role::kIdleBegin, Role::kIdleEnd},         {Role::kPollBegin, Role::kPollEnd}};
+                                         {Role::kIdleBegin, Role::kIdleEnd},         {Role::kPollBegin, Role::kPollEnd},
+                                         {Role::kGcBegin, Role::kGcEnd},             {Role::kLockWaitBegin, Role::kLockWaitEnd}};
   for (auto [a, b] : pairs) {
     if (profile.HasRole(a) == profile.HasRole(b)) continue;
     Role missing = profile.HasRole(a) ? b : a;
@@ -543,6 +613,14 @@ Result<Profile> ComposeProfiles(std::vector<Profile> profiles) {
     out.name += (out.name.empty() ? "" : "+") + p.name;
     out.source += (out.source.empty() ? "" : ",") + p.source;
     if (!p.description.empty()) out.description += (out.description.empty() ? "" : "; ") + p.description;
+    for (const auto& r : p.runtimes)
+      if (std::find(out.runtimes.begin(), out.runtimes.end(), r) == out.runtimes.end()) out.runtimes.push_back(r);
+    if (p.thread.mode == ThreadChoice::Mode::kUnset) continue;
+    if (out.thread.mode != ThreadChoice::Mode::kUnset && !(out.thread == p.thread))
+      return MakeError(fmt::format("{}: thread {} conflicts with thread {} at {}", p.thread.where, p.thread.Describe(),
+                                   out.thread.Describe(), out.thread.where),
+                       ExitCode::kProfile, "keep one thread directive, or choose with --threads");
+    out.thread = p.thread;
   }
   for (Profile& p : profiles) {
     for (Requirement& r : p.requirements)

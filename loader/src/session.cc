@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "looptrace/loader/attach_order.h"
+#include "looptrace/loader/proc_readers.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -65,13 +66,19 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   plan_ = std::move(plan);
   tgid_ = tgid;
   addresses_.emplace(static_cast<int>(tgid));
+  threads_ = options_.threads.mode != ThreadChoice::Mode::kUnset ? options_.threads : profile.thread;
+  if (threads_.mode == ThreadChoice::Mode::kUnset) threads_.mode = ThreadChoice::Mode::kMain;
   BpfSessionOptions bpf_options;
   bpf_options.target_tgid = tgid;
-  bpf_options.all_threads = options_.all_threads;
+  bpf_options.thread_filter = threads_.mode == ThreadChoice::Mode::kAll    ? LT_THREADS_ALL
+                              : threads_.mode == ThreadChoice::Mode::kLoop ? LT_THREADS_LOOP
+                                                                           : LT_THREADS_MAIN;
+  bpf_options.loop_name = threads_.name;
+  bpf_options.loop_name_exact = threads_.exact;
   bpf_options.ringbuf_bytes = options_.ringbuf_bytes;
   bpf_options.record_capacity = options_.record_capacity;
   bpf_options.beat_capacity = options_.beat_capacity;
-  for (const auto& p : plan_.probes) bpf_options.probe_configs.push_back(MakeProbeConfig(p));
+  bpf_options.probe_configs = MakeProbeConfigs(plan_);
   bpf_options.thread_tracking = options_.thread_tracking;
   bpf_options.dwarf_unwind = options_.dwarf_unwind;
   bpf_options.btf_path = options_.btf_path;
@@ -87,9 +94,27 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   return {};
 }
 
+uint32_t Session::LooperTid() {
+  if (threads_.mode != ThreadChoice::Mode::kLoop) return tgid_;
+  if (!known_loop_tid_) {
+    known_loop_tid_ = bpf_->loop_tid();
+    if (known_loop_tid_) {
+      log::V1("loop thread: tid {} \"{}\"", known_loop_tid_,
+              ReadFirstLine(fmt::format("/proc/{}/task/{}/comm", tgid_, known_loop_tid_)));
+      // Its stack while it runs: the cpu-clock sampler follows the loop thread.
+      if (options_.thread_tracking && bpf_->thread_tracking())
+        if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_), options_.sample_hz); !ok)
+          log::V1("no cpu-clock samples of the loop thread: {}", ok.error().message);
+    }
+  }
+  return known_loop_tid_;
+}
+
 void Session::AttachThreadTracking() {
   if (!options_.thread_tracking) return;
-  if (auto ok = bpf_->AttachThreadTracking(static_cast<int>(tgid_), options_.sample_hz); !ok) {
+  // The loop thread gets its sampler once BPF names it (LooperTid).
+  const int sample_tid = threads_.mode == ThreadChoice::Mode::kLoop ? 0 : static_cast<int>(tgid_);
+  if (auto ok = bpf_->AttachThreadTracking(sample_tid, options_.sample_hz); !ok) {
     log::Warning("thread-state tracing is off: {}", ok.error().message);
     loader_stats_.Add(StatId::thread_tracking_off);
   }
@@ -125,7 +150,7 @@ void Session::Start(SessionStart start) {
   start.wall_time_ns = NowNs(CLOCK_REALTIME);
   start.profile = profile_name_;
   start.message_definition = message_definition_;
-  start.thread_filter = options_.all_threads ? "all" : "main";
+  start.thread_filter = threads_.Describe();
   for (const auto& p : plan_.probes)
     start.probes.push_back(
         {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
@@ -137,14 +162,16 @@ void Session::Watchdog(uint64_t now_ns) {
     snapshots_->SampleCpu(now_ns);
     last_cpu_sample_ns_ = now_ns;
   }
+  const uint32_t looper = LooperTid();
+  if (!looper) return;  // the loop thread is not known yet
   for (const WatchThreshold& watch : pipeline_.Watches()) {
-    auto open = pipeline_.spans().Open(tgid_, watch.kind);
+    auto open = pipeline_.spans().Open(looper, watch.kind);
     if (open.empty()) continue;
     const Span& span = *open.front();  // the outermost: the one the thread is stuck in
     if (now_ns < span.begin_ns || now_ns - span.begin_ns < watch.threshold_ns) continue;
     if (!snapshotted_.insert({span.id, watch.label}).second) continue;
     const bool anr = watch.label == "anr";
-    StallSnapshot snapshot = snapshots_->Take(tgid_, span.begin_ns, anr, now_ns);
+    StallSnapshot snapshot = snapshots_->Take(looper, span.begin_ns, anr, now_ns);
     log::V1("{} snapshot of the {} running for {:.3f} s", watch.label, SpanKindName(span.kind),
             (now_ns - span.begin_ns) / 1e9);
     SliceRequest open_slice = SliceRequest::Of(span, "open");
@@ -225,13 +252,15 @@ std::pair<StallSnapshot, std::optional<MethodBeats>> Session::SnapshotNow(uint64
   const uint64_t now_ns = NowNs(CLOCK_MONOTONIC);
   Stats scratch;
   Stats* session_stats = snapshots_->SwapStats(&scratch);
-  StallSnapshot snapshot = snapshots_->Take(tgid_, message_begin_ns, false, now_ns);
+  // The loop thread's (the main thread unless --threads loop found another).
+  const uint32_t looper = LooperTid() ? LooperTid() : tgid_;
+  StallSnapshot snapshot = snapshots_->Take(looper, message_begin_ns, false, now_ns);
   snapshots_->SwapStats(session_stats);
   std::optional<MethodBeats> beats;
   if (message_begin_ns && slicer_->enabled()) {
     SliceRequest open;
     open.label = "open";
-    open.tid = tgid_;
+    open.tid = looper;
     open.begin_ns = message_begin_ns;
     open.end_ns = now_ns;
     open.begin_beat_index = begin_beat_index;

@@ -40,9 +40,8 @@ Result<std::string> FindInPath(const std::string& command) {
   while (start <= paths.size()) {
     size_t end = paths.find(':', start);
     if (end == std::string::npos) end = paths.size();
-    std::string dir = paths.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + command;
+    // An empty PATH entry is the current directory.
+    std::string candidate = (end > start ? paths.substr(start, end - start) : std::string(1, '.')) + "/" + command;
     if (CannotRun(candidate).empty()) return candidate;
     start = end + 1;
   }
@@ -50,7 +49,9 @@ Result<std::string> FindInPath(const std::string& command) {
                    "give the path of the program, or fix PATH");
 }
 
-Result<std::string> ProbedBinaryOf(const std::string& command_path) {
+namespace {
+
+Result<std::string> InterpreterOf(const std::string& command_path, int depth) {
   // The first line only, at most 4 KiB of it, never blocking (the kernel reads 256 bytes).
   auto file = OpenRegularFile(command_path, "", kMaxElfBytes, ExitCode::kTarget);
   if (!file) return command_path;  // exec(2) will say what is wrong with it
@@ -65,12 +66,25 @@ Result<std::string> ProbedBinaryOf(const std::string& command_path) {
   size_t begin = first.find_first_not_of(" \t");
   if (begin == std::string::npos)
     return MakeError(fmt::format("cannot run {}: its #! line names no interpreter", command_path), ExitCode::kTarget);
-  std::string interpreter = first.substr(begin, first.find_first_of(" \t\r", begin) - begin);
+  size_t end = first.find_first_of(" \t\r", begin);
+  std::string interpreter = first.substr(begin, end - begin);
+  // "#!/usr/bin/env python3": env runs the program PATH finds (the one to probe).
+  if (interpreter.ends_with("/env") && end != std::string::npos) {
+    size_t word = first.find_first_not_of(" \t", end);
+    if (word != std::string::npos && first[word] != '-') {
+      std::string program = first.substr(word, first.find_first_of(" \t\r", word) - word);
+      if (auto found = FindInPath(program); found && depth < 4) return InterpreterOf(*found, depth + 1);
+    }
+  }
   if (std::string why = CannotRun(interpreter); !why.empty())
     return MakeError(fmt::format("cannot run {}: bad interpreter {}: {}", command_path, interpreter, why),
                      ExitCode::kTarget);
   return interpreter;
 }
+
+}  // namespace
+
+Result<std::string> ProbedBinaryOf(const std::string& command_path) { return InterpreterOf(command_path, 0); }
 
 Result<std::string> ExecutableOf(pid_t pid) {
   std::string link = fmt::format("/proc/{}/exe", pid);

@@ -10,11 +10,28 @@
 
 #include "looptrace/loader/bpf_prerequisites.h"
 #include "looptrace/loader/proc_readers.h"
+#include "looptrace/loader/runtimes.h"
 #include "looptrace/loader/target_process.h"
+#include "looptrace/loader/usdt_semaphores.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
 namespace {
+
+// The profile for the target; when none matches, what looptrace sees of a runtime it knows
+// (a CPython without USDT probes, a shim script) becomes the hint. Then the runtime checks.
+Result<std::pair<Profile, AttachPlan>> ChooseAndCheck(const SessionOptions& options, const TargetBinaries& target,
+                                                      const TargetCommand& command) {
+  auto chosen = ChooseProfile(options.profile, target);
+  if (!chosen) {
+    Error e = chosen.error();
+    if (options.profile.empty())
+      if (std::string why = DiagnoseRuntime(target, command); !why.empty()) e.hint = why;
+    return std::unexpected(e);
+  }
+  RETURN_IF_ERROR(CheckRuntimes(chosen->first, chosen->second, target, command));
+  return chosen;
+}
 
 std::string DescribeProbeCount(const AttachPlan& plan) {
   return fmt::format("{} probe{}", plan.probes.size(), plan.probes.size() == 1 ? "" : "s");
@@ -55,7 +72,7 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
   AttachedProcess attached;
   attached.pid_fd = OpenPidFd(pid);
   if (!attached.pid_fd) return SystemError(fmt::format("cannot watch pid {}", pid), errno, ExitCode::kTarget);
-  ASSIGN_OR_RETURN(auto chosen, ChooseProfile(options.profile, target));
+  ASSIGN_OR_RETURN(auto chosen, ChooseAndCheck(options, target, ReadTargetCommand(pid)));
   auto& [profile, plan] = chosen;
   WarnAboutExpensiveProbes(plan);
 
@@ -68,6 +85,7 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
     return std::unexpected(ok.error());
   }
   session.AttachThreadTracking();
+  for (const std::string& disabled : DisabledUsdtProbes(pid, session.plan())) log::Warning("{}", disabled);
   SessionStart start;
   start.pid = static_cast<uint32_t>(pid);
   start.command = ReadComm(pid);
@@ -98,7 +116,7 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   ASSIGN_OR_RETURN(target.exe_path, ProbedBinaryOf(command_path));
   RETURN_IF_ERROR(CheckBpfPrerequisites(options.btf_path));
   if (const char* ld = getenv("LD_LIBRARY_PATH")) target.ld_library_path = ld;
-  ASSIGN_OR_RETURN(auto chosen, ChooseProfile(options.profile, target));
+  ASSIGN_OR_RETURN(auto chosen, ChooseAndCheck(options, target, CommandOf(argv)));
   auto& [profile, plan] = chosen;
   WarnAboutExpensiveProbes(plan);
 

@@ -735,6 +735,60 @@ void ElfFile::IndexFunctions(std::vector<Symbol> symbols) {
   }
 }
 
+std::optional<uint64_t> ElfFile::ReadPointer(uint64_t address) const {
+  auto bytes = ReadAtAddress(address, 8);
+  if (!bytes || bytes->size() != 8) return std::nullopt;
+  uint64_t value = 0;
+  std::memcpy(&value, bytes->data(), 8);
+  Elf* elf = handle_.elf;
+  if (!is_dyn_ || elf == nullptr) return value;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_RELA || shdr.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr) continue;
+    const size_t count = data->d_size / shdr.sh_entsize;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Rela rela;
+      if (gelf_getrela(data, static_cast<int>(i), &rela) == nullptr || rela.r_offset != address) continue;
+      const uint32_t type = GELF_R_TYPE(rela.r_info);
+      if (type == R_X86_64_RELATIVE) return static_cast<uint64_t>(rela.r_addend);
+      if (type != R_X86_64_64) return std::nullopt;
+      // Against a symbol of this file (its dynamic symbol table, sh_link).
+      Elf_Scn* symscn = elf_getscn(elf, shdr.sh_link);
+      Elf_Data* syms = symscn ? elf_getdata(symscn, nullptr) : nullptr;
+      GElf_Sym sym;
+      if (syms == nullptr || gelf_getsym(syms, static_cast<int>(GELF_R_SYM(rela.r_info)), &sym) == nullptr ||
+          sym.st_shndx == SHN_UNDEF)
+        return std::nullopt;
+      return sym.st_value + static_cast<uint64_t>(rela.r_addend);
+    }
+  }
+  return value;
+}
+
+std::optional<uint64_t> ElfFile::FindObject(std::string_view name) const {
+  Elf* elf = handle_.elf;
+  if (elf == nullptr) return std::nullopt;
+  for (Elf64_Word wanted : {SHT_SYMTAB, SHT_DYNSYM}) {
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != wanted || shdr.sh_entsize == 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data == nullptr) continue;
+      const size_t count = std::min<size_t>(data->d_size / shdr.sh_entsize, kMaxSymbolTableEntries);
+      for (size_t i = 1; i < count; ++i) {
+        GElf_Sym sym;
+        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
+        if (GELF_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx == SHN_UNDEF) continue;
+        const char* raw = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        if (raw != nullptr && name == raw) return sym.st_value;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 void ElfFile::AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap,
                           uint64_t stapsdt_base) {
   const size_t address_size = is64 ? 8 : 4;

@@ -1,6 +1,7 @@
 #include "looptrace/tracers/anr.h"
 
 #include "looptrace/tracers/messages.h"
+#include "looptrace/tracers/stall_causes.h"
 
 #include <fmt/format.h>
 
@@ -189,6 +190,11 @@ void AnrTracer::OnSnapshot(const StallSnapshot& snapshot) {
   r.message.end_ns = snapshot.ts_ns;
   r.frame = context_.spans->CurrentFrame(snapshot.tid);
   r.scene = context_.spans->scene();
+  if (context_.causes) {
+    // A monitor wait of the stalled thread, or a GC anywhere, still running now.
+    for (const StallCause& c : context_.causes->Within(snapshot.tid, snapshot.ts_ns, snapshot.ts_ns, *context_.spans))
+      if (c.open && (pending.open_cause.empty() || c.kind == "monitor")) pending.open_cause = c.kind;
+  }
   // One report per message and level: a repeated snapshot does not duplicate it.
   pending_.try_emplace({snapshot.tid, snapshot.message_begin_ns, snapshot.anr}, std::move(pending));
 }
@@ -235,6 +241,17 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
       {"lock", "lock wait"}, {"io", "disk I/O"},          {"sleep", "sleep"},
       {"poll", "poll/epoll wait"}, {"preempted", "waiting for a CPU"}, {"other", "blocked"}};
   auto text = [&](const std::string& reason) { return kText.contains(reason) ? kText.at(reason) : reason; };
+  static const std::map<std::string, std::string> kCauseText = {{"gc", "garbage collection"},
+                                                                {"monitor", "monitor contention"}};
+  if (context_.causes) r.causes = context_.causes->Within(tid, r.message.begin_ns, r.message.end_ns, *context_.spans);
+  // The runtime cause that took most of the message, if it took at least half of it.
+  std::string main_cause;
+  uint64_t main_cause_ns = 0;
+  for (const auto& [kind, total] : StallCauses::TotalByKind(r.causes))
+    if (total > main_cause_ns && total * 2 >= r.message.cost_ns()) {
+      main_cause = kind;
+      main_cause_ns = total;
+    }
   r.deadlock_cycle = FindDeadlock(r.snapshot.threads, tid);
   const ThreadSnapshot* self = r.snapshot.threads.empty() ? nullptr : &r.snapshot.threads.front();
   std::string seen;
@@ -245,8 +262,13 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   }
   if (!r.deadlock_cycle.empty()) {
     r.stuck_reason = "deadlock";
+  } else if (!pending.open_cause.empty()) {
+    // More precise than the futex or park the runtime blocks in.
+    r.stuck_reason = kCauseText.at(pending.open_cause);
   } else if (!seen.empty()) {
     r.stuck_reason = text(seen);
+  } else if (!main_cause.empty()) {
+    r.stuck_reason = kCauseText.at(main_cause);
   } else if (!r.off_cpu_by_reason.empty() && r.off_cpu_by_reason.front().total_ns > r.on_cpu_ns) {
     r.stuck_reason = text(r.off_cpu_by_reason.front().reason);
   } else {

@@ -6,6 +6,7 @@
 
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/messages.h"
+#include "looptrace/tracers/stall_causes.h"
 
 namespace looptrace {
 
@@ -110,6 +111,7 @@ void EvilMethodTracer::OnSpanEnd(const Span& span) {
     report.stack_cost_ns = message.cost_ns();
     report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;
   }
+  if (context_.causes) report.causes = context_.causes->Within(span.tid, span.begin_ns, span.end_ns, *context_.spans);
   reports_.push_back(std::move(report));
 }
 

@@ -44,6 +44,22 @@ uint64_t WallMs(const Report& report, uint64_t ts_ns) {
   return (report.session.wall_time_ns + (ts_ns - std::min(ts_ns, report.session.begin_ns))) / 1'000'000;
 }
 
+json CausesJson(const std::vector<StallCause>& causes) {
+  json out = json::array();
+  for (const StallCause& c : causes)
+    out.push_back({{"kind", c.kind},
+                   {"tid", c.tid},
+                   {"begin_ns", c.begin_ns},
+                   {"end_ns", c.end_ns},
+                   {"cost_ns", c.cost_ns()},
+                   {"detail", c.detail},
+                   {"monitor", c.monitor},
+                   {"holder_tid", c.holder_tid},
+                   {"holder_name", c.holder_name},
+                   {"open", c.open}});
+  return out;
+}
+
 json TreeJson(const std::vector<NamedCallNode>& tree) {
   json out = json::array();
   uint64_t root = 1;
@@ -96,6 +112,7 @@ json EvilJson(const Report& report, const EvilMethodReport& e) {
   j["matrix_compat"] = e.matrix_compat;
   j["nodes_before_trim"] = e.nodes_before_trim;
   j["beats_overwritten"] = e.beats_overwritten;
+  j["stall_causes"] = CausesJson(e.causes);
   j["tree"] = TreeJson(e.tree);
   return j;
 }
@@ -159,6 +176,7 @@ json StallJson(const Report& report, const StallReport& s) {
     reasons.push_back({{"reason", r.reason}, {"total_ns", r.total_ns}, {"count", r.count}});
   j["off_cpu_by_reason"] = reasons;
   j["on_cpu_ns"] = s.on_cpu_ns;
+  j["stall_causes"] = CausesJson(s.causes);
   json intervals = json::array();
   for (const auto& iv : s.off_cpu)
     intervals.push_back({{"begin_ns", iv.begin_ns}, {"end_ns", iv.end_ns}, {"reason", iv.reason},

@@ -80,8 +80,14 @@ void LiveStatsTracer::OnEvent(const Event& event) {
   }
 }
 
+uint32_t LiveStatsTracer::LoopTid() const {
+  if (context_.session->thread_filter.starts_with("loop") && loop_tid_) return loop_tid_;
+  return context_.session->pid;
+}
+
 void LiveStatsTracer::OnSpanBegin(const Span& span) {
   last_ts_ns_ = std::max(last_ts_ns_, span.begin_ns);
+  if (span.kind == SpanKind::kMessage && !loop_tid_) loop_tid_ = span.tid;
   if (span.kind == SpanKind::kBarrier) barrier_sync_[span.id] = 0;
   if (span.kind == SpanKind::kFrame) {
     saw_frames_ = true;
@@ -131,7 +137,7 @@ void LiveStatsTracer::OnMessageEnd(const Span& span) {
   t.total_ns += cost;
   if (span.depth == 0) t.busy_ns += cost;
   ++t.buckets[MessageBucketOf(cost)];
-  if (span.tid == context_.session->pid) {
+  if (span.tid == LoopTid()) {
     window_messages_.push_back({span.begin_ns, span.end_ns, span.depth == 0});
     Trim(span.end_ns);
   }
@@ -244,7 +250,7 @@ LiveStatus LiveStatsTracer::Read(uint64_t now_ns) const {
     costs.push_back(m.end_ns - m.begin_ns);
     if (m.top_level) busy += m.end_ns - std::max(m.begin_ns, from);
   }
-  auto open = context_.spans->Open(session.pid, SpanKind::kMessage);
+  auto open = context_.spans->Open(LoopTid(), SpanKind::kMessage);
   if (!open.empty() && open.front()->begin_ns <= now_ns) {
     const Span& running = *open.front();
     busy += now_ns - std::max(running.begin_ns, from);

@@ -39,6 +39,7 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
   context_.stats = &report_.stats;
   context_.namer = options_.namer;
   context_.spans = &spans_;
+  context_.causes = &causes_;
   context_.session = &report_.session;
   context_.common = &options_.common;
   context_.analysis = &options_;
@@ -104,6 +105,7 @@ void Pipeline::OnSpanBegin(const Span& span) {
 }
 
 void Pipeline::OnSpanEnd(Span& span) {
+  causes_.OnSpanEnd(span);
   const auto& tracers = by_span_[static_cast<int>(span.kind)];
   // Each tracer gets the slice it asked for; two asking for the same one share a copy.
   // Nothing is allocated unless a tracer asks.
@@ -159,6 +161,7 @@ void Pipeline::OnEvent(const Event& event) {
   } else if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
     if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe->ts_ns;
     last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
+    causes_.OnProbe(*probe);
     spans_.OnProbe(*probe, *this);
   } else if (const auto* beats = std::get_if<MethodBeats>(&event)) {
     // Slices of spans wait for their span's end; an open message's slice (a stall

@@ -33,13 +33,18 @@ const std::vector<RoleInfo> kRoles = {
     {R::kBarrierPost, "barrier.post", E::kBegin, K::kBarrier, R::kBarrierRemove, "token", {"token"}},
     {R::kBarrierRemove, "barrier.remove", E::kEnd, K::kBarrier, R::kBarrierPost, "token", {"token"}},
     {R::kMessageEnqueue, "message.enqueue", E::kInstant, K::kMessage, R::kMessageEnqueue, "", {"when_ns", "async"}},
+    {R::kGcBegin, "gc.begin", E::kBegin, K::kGc, R::kGcEnd, "", {"full", "generation"}},
+    {R::kGcEnd, "gc.end", E::kEnd, K::kGc, R::kGcBegin, "", {"collected"}},
+    {R::kLockWaitBegin, "lock.wait.begin", E::kBegin, K::kLockWait, R::kLockWaitEnd, "", {"monitor", "class"}},
+    {R::kLockWaitEnd, "lock.wait.end", E::kEnd, K::kLockWait, R::kLockWaitBegin, "", {"monitor"}},
+    {R::kLockRelease, "lock.release", E::kInstant, K::kLockWait, R::kLockRelease, "", {"monitor"}},
 };
 
 }  // namespace
 
 std::string_view SpanKindName(SpanKind kind) {
-  static constexpr std::string_view kNames[] = {"message", "poll",       "idle",   "input",  "frame",
-                                                "phase",   "app_create", "launch", "barrier"};
+  static constexpr std::string_view kNames[] = {"message", "poll",       "idle",   "input",  "frame",    "phase",
+                                                "app_create", "launch", "barrier", "gc", "lock_wait"};
   return kNames[static_cast<int>(kind)];
 }
 

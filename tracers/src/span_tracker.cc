@@ -285,17 +285,25 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
       }
       break;
     case Role::kAppCreateBegin:
-      if (t.app_create) EndAt(*t.app_create, e.ts_ns, SpanClose::kLost, listener);
-      t.app_create = Begin(SpanKind::kAppCreate, e, 0);
-      listener.OnSpanBegin(*t.app_create);
+    case Role::kGcBegin:
+    case Role::kLockWaitBegin: {
+      auto& open = e.role == Role::kAppCreateBegin ? t.app_create : e.role == Role::kGcBegin ? t.gc : t.lock_wait;
+      if (open) EndAt(*open, e.ts_ns, SpanClose::kLost, listener);
+      open = Begin(info.span, e, e.role == Role::kLockWaitBegin ? key("monitor") : 0);
+      listener.OnSpanBegin(*open);
       break;
+    }
     case Role::kAppCreateEnd:
-      if (t.app_create) {
-        Span span = std::move(*t.app_create);
-        t.app_create.reset();
+    case Role::kGcEnd:
+    case Role::kLockWaitEnd: {
+      auto& open = e.role == Role::kAppCreateEnd ? t.app_create : e.role == Role::kGcEnd ? t.gc : t.lock_wait;
+      if (open) {
+        Span span = std::move(*open);
+        open.reset();
         End(span, e, SpanClose::kEnded, listener);
       }
       break;
+    }
     case Role::kInputReceive:
     case Role::kBarrierPost: {
       auto& open = e.role == Role::kInputReceive ? inputs_ : barriers_;
@@ -350,7 +358,7 @@ void SpanTracker::Finish(uint64_t end_ns, SpanListener& listener) {
       stats_->Add(StatId::unfinished_messages);
       EndAt(message, end_ns, SpanClose::kUnfinished, listener);
     }
-    for (auto* open : {&t.poll, &t.idle, &t.app_create}) {
+    for (auto* open : {&t.poll, &t.idle, &t.app_create, &t.gc, &t.lock_wait}) {
       if (*open) EndAt(**open, end_ns, SpanClose::kUnfinished, listener);
       open->reset();
     }
@@ -399,7 +407,20 @@ std::vector<const Span*> SpanTracker::Open(uint32_t tid, SpanKind kind) const {
     case SpanKind::kLaunch:
       if (launch_ && launch_->tid == tid) out.push_back(&*launch_);
       break;
+    case SpanKind::kGc:
+      if (t.gc) out.push_back(&*t.gc);
+      break;
+    case SpanKind::kLockWait:
+      if (t.lock_wait) out.push_back(&*t.lock_wait);
+      break;
   }
+  return out;
+}
+
+std::vector<const Span*> SpanTracker::OpenAnywhere(SpanKind kind) const {
+  std::vector<const Span*> out;
+  for (const auto& [tid, t] : threads_)
+    for (const Span* s : Open(tid, kind)) out.push_back(s);
   return out;
 }
 

@@ -3,7 +3,11 @@
 #include <sstream>
 
 #include "looptrace/tracers/render.h"
+#include "looptrace/tracers/stall_causes.h"
 #include "looptrace/util/text_safety.h"
+
+#include <algorithm>
+#include <map>
 
 namespace looptrace {
 
@@ -23,6 +27,49 @@ std::string Esc(std::string_view text) { return EscapeForTerminal(text); }
 std::string Relative(uint64_t ts, uint64_t base) {
   if (ts < base) return fmt::format("-{:.6f}", (base - ts) / 1e9);
   return fmt::format("+{:.6f}", (ts - base) / 1e9);
+}
+
+// "garbage collection 164.72 ms (1 run), monitor contention 124.00 ms (1 wait)" and one line
+// per cause (at most 5 of each kind).
+void RenderCauses(const std::vector<StallCause>& causes, uint64_t base, std::string_view indent, std::ostream& out) {
+  if (causes.empty()) return;
+  std::map<std::string, std::pair<uint64_t, size_t>> totals;  // kind -> (time, count)
+  for (const auto& [kind, ns] : StallCauses::TotalByKind(causes)) totals[kind].first = ns;
+  for (const StallCause& c : causes) ++totals[c.kind].second;
+  std::string summary;
+  for (const auto& [kind, t] : totals)
+    summary += fmt::format("{}{} {} ({} {}{})", summary.empty() ? "" : ", ",
+                           kind == "gc" ? "garbage collection" : "monitor contention", FormatDuration(t.first),
+                           t.second, kind == "gc" ? "run" : "wait", t.second == 1 ? "" : "s");
+  out << fmt::format("{}runtime stalls: {}\n", indent, summary);
+  // The longest five of each kind, in time order.
+  std::map<std::string, std::vector<const StallCause*>> by_kind;
+  for (const StallCause& c : causes) by_kind[c.kind].push_back(&c);
+  std::vector<const StallCause*> shown;
+  for (auto& [kind, list] : by_kind) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const StallCause* a, const StallCause* b) { return a->cost_ns() > b->cost_ns(); });
+    shown.insert(shown.end(), list.begin(), list.begin() + std::min<size_t>(list.size(), 5));
+  }
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const StallCause* a, const StallCause* b) { return a->begin_ns < b->begin_ns; });
+  for (const StallCause* cause : shown) {
+    const StallCause& c = *cause;
+    std::string what = c.detail;
+    if (c.kind == "gc") what += fmt::format("{}on tid {}", what.empty() ? "" : ", ", c.tid);
+    if (c.kind == "monitor") {
+      if (what.empty()) what = fmt::format("monitor {:#x}", c.monitor);
+      if (c.holder_tid)
+        what += fmt::format(", held by tid {}{}", c.holder_tid,
+                            c.holder_name.empty() ? "" : fmt::format(" \"{}\"", c.holder_name));
+      else if (!c.open)
+        what += ", holder not seen";
+    }
+    out << fmt::format("{}  {:<8} {:>12}  from {} s  {}{}\n", indent, c.kind, FormatDuration(c.cost_ns()),
+                       Relative(c.begin_ns, base), what, c.open ? " (still running)" : "");
+  }
+  if (shown.size() < causes.size())
+    out << fmt::format("{}  ... {} shorter ones (JSON lists all)\n", indent, causes.size() - shown.size());
 }
 
 class TextRenderer : public Renderer {
@@ -138,6 +185,7 @@ class TextRenderer : public Renderer {
                                  : "cpu unknown";
       out << fmt::format("\n[{}] {} on thread {}: {} wall, {}, began {} s\n", index++, what, m.tid,
                          FormatDuration(m.cost_ns()), cpu, Relative(m.begin_ns, base));
+      RenderCauses(e.causes, base, "    ", out);
       if (!e.has_beats) {
         out << "    no method beats (the profile maps no method.enter/method.exit)\n";
         continue;
@@ -308,6 +356,7 @@ class TextRenderer : public Renderer {
         out << fmt::format("{}{} {} ({}x)", i ? ", " : "", s.off_cpu_by_reason[i].reason,
                            FormatDuration(s.off_cpu_by_reason[i].total_ns), s.off_cpu_by_reason[i].count);
       out << fmt::format("; on CPU {}\n", FormatDuration(s.on_cpu_ns));
+      RenderCauses(s.causes, base, "", out);
       for (size_t i = 0; i < s.off_cpu.size() && i < 5; ++i) {
         const auto& iv = s.off_cpu[i];
         out << fmt::format("  {:>12} {:<9} from {} s{}{}\n", FormatDuration(iv.end_ns - iv.begin_ns), iv.reason,

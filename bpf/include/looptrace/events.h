@@ -70,7 +70,13 @@
 #define LT_ROLE_BARRIER_POST 21
 #define LT_ROLE_BARRIER_REMOVE 22
 #define LT_ROLE_MESSAGE_ENQUEUE 23
-#define LT_ROLE_MAX 24
+/* Runtime stall causes (CPython, HotSpot): process-wide GC runs, monitor contention. */
+#define LT_ROLE_GC_BEGIN 24
+#define LT_ROLE_GC_END 25
+#define LT_ROLE_LOCK_WAIT_BEGIN 26 /* the thread blocks on a contended monitor */
+#define LT_ROLE_LOCK_WAIT_END 27   /* ... and got it */
+#define LT_ROLE_LOCK_RELEASE 28    /* another thread released a monitor someone waits for */
+#define LT_ROLE_MAX 29
 
 /*
  * Attach cookie: the probe id and role; everything else about a probe point is in its
@@ -121,6 +127,10 @@ struct lt_predicate {
 #define LT_PROBE_BEAT 1         /* method.enter / method.exit: to the beat ring */
 #define LT_PROBE_ALL_THREADS 2  /* watched on every thread of the target (message.enqueue) */
 #define LT_PROBE_IDENTITY 4     /* beats identify their method by string arguments */
+#define LT_PROBE_CLAIMS_LOOP 8  /* LT_THREADS_LOOP: a hit (conditions held) makes its thread the loop thread */
+#define LT_PROBE_COMM 16        /* the hitting thread's name in the last two argument slots
+                                 * (lock.release: the monitor's holder, often gone by decode time) */
+#define LT_COMM_ARG_SLOT (LT_MAX_ARGS - 2)
 
 struct lt_probe_config {
 	__u16 role;
@@ -136,6 +146,12 @@ struct lt_probe_config {
 /* Thread filter modes (rodata). */
 #define LT_THREADS_MAIN 0 /* only tid == tgid */
 #define LT_THREADS_ALL 1
+/*
+ * Only the loop thread: the first thread (whose name starts with the loader's loop_name,
+ * if set) to hit a probe flagged LT_PROBE_CLAIMS_LOOP (dispatch.begin) with its conditions
+ * holding. Its tid is in .bss loop_tid (0 until claimed; the loader may set it first).
+ */
+#define LT_THREADS_LOOP 2
 
 /* Per-CPU counters of things the BPF side lost or skipped. */
 #define LT_STAT_RINGBUF_FULL 0        /* a side record dropped: ring buffer full */

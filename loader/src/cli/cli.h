@@ -63,7 +63,7 @@ Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t mi
 // tracking, DWARF unwinding, exact entries; Resolve() checks the sizes into `session`.
 struct SessionFlags {
   loader::SessionOptions session;
-  std::string threads = "main";
+  std::string threads;  // "" = the profile's choice
   std::string ringbuf_size = "4M";
   std::string record_ring = "65536";
   std::string beat_buffer = "1048576";

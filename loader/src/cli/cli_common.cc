@@ -88,9 +88,11 @@ constexpr size_t kMaxRecords = size_t{1} << 23;       // 832 MiB of 104-byte rec
 
 void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--profile", f.session.profile, "built-in profile name or profile file (default: detect)");
-  cmd->add_option("--threads", f.threads, "main: only the main thread; all: every thread")
-      ->check(CLI::IsMember({"main", "all"}))
-      ->capture_default_str();
+  cmd->add_option("--threads", f.threads,
+                  "main: only the main thread; all: every thread; loop: the thread that runs the loop "
+                  "(hits dispatch.begin first); loop:NAME or loop:PREFIX*: that thread by name "
+                  "(default: the profile's choice, else main)")
+      ->type_name("main|all|loop|loop:NAME");
   cmd->add_option("--record-ring", f.record_ring,
                   "record ring size in records (power of two; 104 bytes each): messages, frames, switches")
       ->capture_default_str();
@@ -113,7 +115,11 @@ Result<void> SessionFlags::Resolve() {
   ASSIGN_OR_RETURN(session.ringbuf_bytes, ParseSize("--ringbuf-size", ringbuf_size, 4096, kMaxRingbufBytes));
   ASSIGN_OR_RETURN(session.record_capacity, ParseSize("--record-ring", record_ring, 1024, kMaxRecords));
   ASSIGN_OR_RETURN(session.beat_capacity, ParseSize("--beat-buffer", beat_buffer, 1024, kMaxBeatRecords));
-  session.all_threads = threads == "all";
+  if (!threads.empty()) {
+    auto choice = loader::ParseThreadChoice(threads);
+    if (!choice) return MakeError("--threads: " + choice.error().message, ExitCode::kUsage, choice.error().hint);
+    session.threads = *choice;
+  }
   session.thread_tracking = !no_thread_tracking;
   return {};
 }

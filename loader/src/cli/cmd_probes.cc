@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "looptrace/loader/attach_plan.h"
 #include "looptrace/loader/probe_listing.h"
+#include "looptrace/loader/runtimes.h"
 #include "looptrace/loader/target_process.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "looptrace/util/log.h"
@@ -57,8 +58,12 @@ class ProbesCommand : public Command {
       std::cout << "\n";
       if (!d.picked) {
         std::cout.flush();
+        // A runtime looptrace knows, missing what its profiles need, says so (runtimes.h).
+        std::string why = loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_)
+                                                                   : loader::TargetCommand{});
         return Fail(Error{fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
-                          "pass --profile FILE with the target's probe points (see README \"Profiles\")",
+                          !why.empty() ? why
+                                       : "pass --profile FILE with the target's probe points (see README \"Profiles\")",
                           ExitCode::kProfile});
       }
       profile = std::move(d.profile);

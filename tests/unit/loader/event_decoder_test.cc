@@ -112,6 +112,42 @@ TEST(BeatSlicer, IdentityFlavourBeatsAreNamedFromTheirArguments) {
   EXPECT_FALSE(stats.AnyNonZero());
 }
 
+TEST(BeatSlicer, AnExitTakesTheIdOfItsOpenEnterWhenTheProbesBindDifferentArguments) {
+  // CPython: the enter binds file, name and the def line; the exit only file and name (its
+  // line is the return's). Their identities differ; the slicer pairs them by the names.
+  AttachPlan plan;
+  plan.probes = {Probe(0, Role::kMethodEnter,
+                       {Arg("file", 0, ArgType::kStr), Arg("name", 1, ArgType::kStr), Arg("line", 2, ArgType::kInt)}),
+                 Probe(1, Role::kMethodExit, {Arg("file", 0, ArgType::kStr), Arg("name", 1, ArgType::kStr)})};
+  FakeBeats beats;
+  // run() calls run() (recursion): the inner exit pairs with the inner enter.
+  beats.ring = {Beat(1100, 0xe1, 0, true), Beat(1200, 0xe1, 0, true), Beat(1300, 0xf1, 1, false),
+                Beat(1400, 0xf1, 1, false), Beat(1500, 0xf9, 1, false)};
+  FakeStrings process;
+  StringTable strings(&process);
+  IdentityTable identities;
+  Identity enter;
+  enter.probe_id = 0;
+  enter.values = {0x200, 0x100, 12};
+  identities.Add(0xe1, enter);
+  Identity exit;
+  exit.probe_id = 1;
+  exit.values = {0x200, 0x100};
+  identities.Add(0xf1, exit);
+  Identity other;  // an exit of a method never entered in the slice
+  other.probe_id = 1;
+  other.values = {0x200, 0x300};
+  identities.Add(0xf9, other);
+  Stats stats;
+  BeatSlicer slicer(&plan, &beats, &strings, nullptr, &stats, kPid, &identities);
+  auto slice = slicer.Slice(Request(1000, 2000, 0, 5));
+  ASSERT_TRUE(slice);
+  ASSERT_EQ(slice->beats.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(slice->beats[i].id, 0xe1u) << i;
+  EXPECT_EQ(slice->beats[4].id, 0xf9u);
+  EXPECT_EQ(slice->names.at(0xe1), "app:run:12");
+}
+
 TEST(BeatSlicer, MethodNamesFollowTheRuntimesConventions) {
   ProbeSpec jvm;
   jvm.args = {Arg("class", 1, ArgType::kStr, 2), Arg("name", 3, ArgType::kStr, 4), Arg("sig", 5, ArgType::kStr, 6)};

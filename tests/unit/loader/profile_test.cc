@@ -267,5 +267,74 @@ TEST(Profile, SampleProfilesShareTheirLinesThroughAFragment) {
   EXPECT_EQ(fragments, 1u);
 }
 
+TEST(Profile, ThreadChoicesNameTheLoopThreadOnTheKernelsFifteenBytes) {
+  auto main = ParseThreadChoice("main");
+  ASSERT_TRUE(main);
+  EXPECT_EQ(main->mode, ThreadChoice::Mode::kMain);
+  EXPECT_EQ(ParseThreadChoice("all")->Describe(), "all");
+  EXPECT_EQ(ParseThreadChoice("loop")->Describe(), "loop");
+  auto prefix = ParseThreadChoice("loop:AWT-EventQueue-*");
+  ASSERT_TRUE(prefix);
+  EXPECT_EQ(prefix->mode, ThreadChoice::Mode::kLoop);
+  EXPECT_EQ(prefix->name, "AWT-EventQueue-");
+  EXPECT_FALSE(prefix->exact);
+  auto exact = ParseThreadChoice("loop:asyncio-loop");
+  ASSERT_TRUE(exact);
+  EXPECT_TRUE(exact->exact);
+  // "AWT-EventQueue-0" is 16 bytes: the kernel keeps 15, so it becomes a prefix.
+  auto cut = ParseThreadChoice("loop:AWT-EventQueue-0");
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->name, "AWT-EventQueue-");
+  EXPECT_FALSE(cut->exact);
+  EXPECT_FALSE(ParseThreadChoice("loop:a*b"));
+  EXPECT_FALSE(ParseThreadChoice("loop:*"));
+  auto typo = ParseThreadChoice("mian");
+  ASSERT_FALSE(typo);
+  EXPECT_EQ(typo.error().message, "unknown thread choice 'mian'");
+}
+
+TEST(Profile, ThreadAndRuntimeDirectives) {
+  auto profile = ParseProfile(R"(runtime python
+thread loop "worker-*"
+probe dispatch.begin uprobe exe f
+probe dispatch.end uprobe exe g
+)",
+                              "t.profile");
+  ASSERT_TRUE(profile) << profile.error().message;
+  EXPECT_EQ(profile->runtimes, std::vector<std::string>{"python"});
+  EXPECT_EQ(profile->thread.Describe(), "loop:worker-*");
+  EXPECT_EQ(profile->thread.where, "t.profile:2");
+
+  const BadCase cases[] = {
+      {"thread sometimes\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n",
+       "t.profile:1: unknown thread choice 'sometimes'"},
+      {"thread loop:x\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n",
+       "t.profile:1: 'thread' takes main, all, loop or loop \"NAME\""},
+      {"thread loop worker\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n",
+       "t.profile:1: 'thread' takes main, all, loop or loop \"NAME\""},
+      {"thread main\nthread all\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n",
+       "t.profile:2: thread all conflicts with thread main at t.profile:1"},
+      {"runtime\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n", "'runtime' takes one name"},
+  };
+  for (const auto& c : cases) {
+    auto bad = ParseProfile(c.text, "t.profile");
+    ASSERT_FALSE(bad) << c.text;
+    EXPECT_NE(bad.error().message.find(c.expected), std::string::npos) << bad.error().message;
+  }
+}
+
+TEST(Profile, GcAndLockRolesComeInPairs) {
+  auto gc = ParseProfile("probe gc.begin usdt exe p:gc__start generation=arg1\n", "g.profile");
+  ASSERT_FALSE(gc);
+  EXPECT_NE(gc.error().message.find("maps gc.begin but no gc.end"), std::string::npos) << gc.error().message;
+  auto lock = ParseProfile(
+      "probe lock.wait.begin usdt exe h:enter monitor=arg2 class=arg3:str(arg4)\n"
+      "probe lock.wait.end usdt exe h:entered monitor=arg2\n"
+      "probe lock.release usdt exe h:exit monitor=arg2\n",
+      "l.profile");
+  ASSERT_TRUE(lock) << lock.error().message;
+  EXPECT_EQ(lock->probes[0].args[1].length_source, 3);
+}
+
 }  // namespace
 }  // namespace looptrace::loader

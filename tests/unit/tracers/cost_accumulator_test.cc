@@ -39,7 +39,9 @@ TEST(CostAccumulator, ExactUntilTheLimitThenWithinHalfAPercent) {
     all.push_back(v);
     limited.Add(v);
     unlimited.Add(v);
-    if (i == 999) EXPECT_TRUE(limited.exact());
+    if (i == 999) {
+      EXPECT_TRUE(limited.exact());
+    }
   }
   EXPECT_FALSE(limited.exact());
   EXPECT_TRUE(unlimited.exact());

@@ -83,7 +83,9 @@ TEST(PipelineSnapshot, ChangesNothingAndEqualsTheFinalReportAtTheEnd) {
       snapped.OnEvent(e);
       if (++i % 7 == 0) {
         Report so_far = snapped.Snapshot(testing::TimeOf(e));
-        if (!std::holds_alternative<SessionEnd>(e)) EXPECT_FALSE(so_far.session.end_reason.empty());
+        if (!std::holds_alternative<SessionEnd>(e)) {
+          EXPECT_FALSE(so_far.session.end_reason.empty());
+        }
       }
     }
     const Report at_end = snapped.Snapshot(0);

@@ -52,6 +52,7 @@ struct ResolvedProbe {
   uint64_t address = 0;     // virtual address in the ELF (USDT: first site)
   uint64_t file_offset = 0;
   size_t usdt_sites = 0;    // USDT: number of sites of provider:name
+  uint64_t semaphore_address = 0;  // USDT: its semaphore's virtual address (0 = none)
   // What the probe costs per hit: the first instruction at `address` or, when
   // relocated, the most expensive of `locations`.
   symbols::InstructionInfo instruction{symbols::ProbeCost::kUnknown, "", 0};
@@ -79,6 +80,9 @@ struct AttachPlan {
 // The attach cookie (probe id and role) and the probe's configuration for BPF (events.h).
 uint64_t MakeCookie(const ResolvedProbe& probe);
 lt_probe_config MakeProbeConfig(const ResolvedProbe& probe);
+// Every probe's configuration, by probe id (which probes may claim the loop thread depends on
+// the whole plan).
+std::vector<lt_probe_config> MakeProbeConfigs(const AttachPlan& plan);
 
 // Resolves every probe of the profile; the first failure is returned, naming the
 // binary and point, with the closest symbol names as a hint.

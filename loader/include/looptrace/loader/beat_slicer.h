@@ -52,6 +52,8 @@ class BeatSlicer : public SliceSource {
 
  private:
   std::optional<std::string> IdentityName(uint64_t id);
+  // What an enter and its exit have in common: the method's name strings (by argument name).
+  std::optional<uint64_t> PairingKey(uint64_t id) const;
 
   const AttachPlan* plan_;
   const BeatSource* beats_;

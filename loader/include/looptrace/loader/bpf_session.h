@@ -28,7 +28,9 @@ namespace looptrace::loader {
 
 struct BpfSessionOptions {
   uint32_t target_tgid = 0;
-  bool all_threads = false;
+  uint32_t thread_filter = LT_THREADS_MAIN;  // LT_THREADS_*
+  std::string loop_name;   // LT_THREADS_LOOP: the loop thread's name prefix ("" = any thread)
+  bool loop_name_exact = false;  // the name is the whole thread name
   size_t ringbuf_bytes = 8u << 20;    // side records (strings, identities), power of two
   size_t record_capacity = 1u << 16;  // record ring records, power of two
   size_t beat_capacity = 1u << 20;    // method-beat ring records, power of two
@@ -97,6 +99,12 @@ class BpfSession {
   std::vector<uint64_t> StackIps(int32_t stack_id) const;
 
   const BeatRing& beats() const { return beats_; }
+
+  // LT_THREADS_LOOP: the loop thread BPF claimed (0 while none did), or names it first.
+  uint32_t loop_tid() const;
+  void SetLoopTid(uint32_t tid);
+  // cpu-clock samples of `tid` (the loop thread once known) at `sample_hz`.
+  Result<void> AttachCpuSampler(int tid, int sample_hz);
 
   // Loss and filter counters kept by the BPF programs (summed over CPUs).
   Stats ReadCounters() const;

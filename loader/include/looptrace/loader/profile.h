@@ -9,6 +9,11 @@
 //                                 BINARY (as in probe) has SYMBOL (checked, never probed)
 //   requires-call SYMBOL|SYMBOL   ... only if its executable or a library imports one of them
 //   [optional] probe ROLE KIND BINARY POINT [NAME=SOURCE[:TYPE] ...] [if CONDITION [&& ...]]
+//   thread main | all | loop ["NAME"]   which threads to watch (default main); loop: the
+//                                 thread that hits dispatch.begin first (named NAME, a
+//                                 trailing * for a prefix)
+//   runtime NAME                  the runtime the probes belong to (python, jvm): checked
+//                                 against the target, with its own diagnostics
 // KIND: uprobe | uretprobe | usdt. BINARY: exe, an absolute path, or a library name
 // (libglib-2.0.so). POINT: symbol or glob (uprobes), provider:name (usdt), or
 // *(SYMBOL+OFFSET): the function whose address is stored at SYMBOL+OFFSET (a function
@@ -120,6 +125,23 @@ std::optional<PointerPoint> ParsePointerPoint(std::string_view point);
 // Whether a POINT is an fnmatch glob (it names every function it matches).
 bool IsGlobPoint(std::string_view point);
 
+// Which threads a session watches: the profile's `thread` directive or --threads.
+struct ThreadChoice {
+  enum class Mode { kUnset, kMain, kAll, kLoop };
+  Mode mode = Mode::kUnset;
+  std::string name;   // kLoop: prefix of the loop thread's name (comm), "" = any thread
+  bool exact = false; // kLoop: the name is the whole comm (no trailing *)
+  std::string where;  // source:line of the directive, for conflicts
+
+  bool operator==(const ThreadChoice& o) const { return mode == o.mode && name == o.name && exact == o.exact; }
+  // "main", "all", "loop", "loop:AWT-EventQueue-*"
+  std::string Describe() const;
+};
+
+// main | all | loop | loop:NAME (the loop thread by name; a trailing * matches a prefix; names
+// are compared on the kernel's 15-byte thread name).
+Result<ThreadChoice> ParseThreadChoice(std::string_view text);
+
 struct Profile {
   std::string name;
   std::string description;
@@ -130,6 +152,8 @@ struct Profile {
   // `messages ...`: "dispatch", "poll-bounded", or "" (derived from the roles).
   std::string message_definition;
   std::string message_definition_where;  // the line that set it
+  ThreadChoice thread;               // kUnset: the main thread unless --threads says otherwise
+  std::vector<std::string> runtimes;  // `runtime` directives (python, jvm), in order
 
   bool HasRole(Role role) const;
 };

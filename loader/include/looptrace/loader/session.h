@@ -32,7 +32,7 @@ namespace looptrace::loader {
 
 struct SessionOptions {
   std::string profile;          // built-in name or file; empty = detect from the target
-  bool all_threads = false;     // --threads all
+  ThreadChoice threads;         // --threads; kUnset: the profile's choice, else main
   double duration_s = 0;        // 0 = until Ctrl-C / target exit
   size_t ringbuf_bytes = 4u << 20;     // side records: strings, identities
   size_t record_capacity = 1u << 16;  // record ring records (power of two)
@@ -87,6 +87,8 @@ class Session {
  private:
   void OnRecord(const lt_record& record);
   void Watchdog(uint64_t now_ns);
+  // The thread whose loop is watched: the main thread, or the loop thread once known (0 before).
+  uint32_t LooperTid();
 
   SessionOptions options_;
   int signal_fd_;
@@ -109,6 +111,8 @@ class Session {
   std::vector<Event> decoded_;
   bool primed_ = false;
   uint32_t tgid_ = 0;
+  ThreadChoice threads_;          // resolved: --threads, else the profile's, else main
+  uint32_t known_loop_tid_ = 0;   // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
   uint64_t last_cpu_sample_ns_ = 0;
   std::set<std::pair<uint64_t, std::string>> snapshotted_;  // (span id, watch label) done
   std::unique_ptr<BpfSession> bpf_;

@@ -17,7 +17,8 @@ namespace looptrace::loader {
 Result<std::string> FindInPath(const std::string& command);
 
 // The binary whose probes a command needs: the command itself, or for a `#!` script its
-// interpreter (which must exist and be executable).
+// interpreter (which must exist and be executable); for `#!/usr/bin/env NAME`, the NAME
+// found in PATH (itself followed if it is a script).
 Result<std::string> ProbedBinaryOf(const std::string& command_path);
 
 // /proc/PID/exe's target (the link itself when deleted or not accessible).

@@ -127,6 +127,15 @@ class ElfFile {
   // when the segment's file contents end earlier; an error if no byte is available.
   Result<std::vector<uint8_t>> ReadAtAddress(uint64_t address, size_t length) const;
 
+  // The 8-byte pointer stored at virtual address `address` as the dynamic loader leaves it:
+  // in a shared object or PIE, a R_X86_64_RELATIVE (or R_X86_64_64 against a defined
+  // symbol) relocation at that address gives its value; otherwise the file's bytes.
+  std::optional<uint64_t> ReadPointer(uint64_t address) const;
+
+  // The address of a defined data symbol (STT_OBJECT, local ones included) named exactly
+  // `name`, from .symtab then .dynsym: for reading a runtime's flag in a live process.
+  std::optional<uint64_t> FindObject(std::string_view name) const;
+
   const std::vector<UsdtProbe>& usdt_probes() const { return usdt_probes_; }
   // Probes with this provider and name (empty provider: any provider), by address.
   std::vector<const UsdtProbe*> FindUsdt(std::string_view provider, std::string_view name) const;

@@ -60,6 +60,7 @@ class AnrTracer : public Tracer {
   struct PendingStall {
     StallReport report;
     std::optional<MethodBeats> open_beats;
+    std::string open_cause;  // "gc" / "monitor" running when the snapshot was taken
   };
   void OnSwitch(const ThreadSwitch& event);
   void OnSnapshot(const StallSnapshot& snapshot);

@@ -135,6 +135,9 @@ class LiveStatsTracer : public Tracer {
   }
   uint64_t probe_roles() const override { return RoleBit(Role::kVsync) | RoleBit(Role::kMessageEnqueue); }
   void OnEvent(const Event& event) override;
+  // The thread whose loop the live figures follow: the main thread, or with `--threads
+  // loop...` the first thread seen dispatching (the BPF side picks the same one).
+  uint32_t LoopTid() const;
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report&) override {}
@@ -193,6 +196,7 @@ class LiveStatsTracer : public Tracer {
   uint64_t interval_begin_ns_ = 0;
   std::map<uint32_t, Interval> intervals_;
   uint64_t last_ts_ns_ = 0;
+  uint32_t loop_tid_ = 0;  // --threads loop: the first thread seen in a message
 };
 
 // The bucket of a message duration (0 .. kMessageBuckets - 1).

@@ -16,6 +16,7 @@
 #include "looptrace/tracers/options.h"
 #include "looptrace/tracers/report.h"
 #include "looptrace/tracers/span_tracker.h"
+#include "looptrace/tracers/stall_causes.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -84,6 +85,7 @@ class Pipeline : public EventSink, private SpanListener {
   SliceSource* live_slices_;
   Report report_;
   SpanTracker spans_;
+  StallCauses causes_;
   TracerContext context_;
   std::vector<std::unique_ptr<Tracer>> tracers_;
   // Subscribers: by span kind, by event type (variant index), by role (probe events).

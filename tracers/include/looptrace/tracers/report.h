@@ -82,6 +82,22 @@ struct MessagesReport {
   bool approximate_percentiles = false;
 };
 
+// A runtime's stall cause inside a message (tracers/stall_causes.h): a GC run anywhere in
+// the process, or the thread's wait for a contended monitor.
+struct StallCause {
+  std::string kind;        // "gc" | "monitor"
+  uint32_t tid = 0;        // gc: the collecting thread; monitor: the waiting thread
+  uint64_t begin_ns = 0;   // clipped to the span asked about
+  uint64_t end_ns = 0;
+  std::string detail;      // gc: "full", "young", "generation 2"; monitor: its class
+  uint64_t monitor = 0;    // monitor: its address
+  uint32_t holder_tid = 0; // monitor: the thread that released it to the waiter (0 = unknown)
+  std::string holder_name;
+  bool open = false;       // still running at the end of the span (or at the snapshot)
+
+  uint64_t cost_ns() const { return end_ns > begin_ns ? end_ns - begin_ns : 0; }
+};
+
 struct EvilMethodReport {
   Message message;
   std::string process;
@@ -96,6 +112,7 @@ struct EvilMethodReport {
   bool matrix_compat = false;
   std::string matrix_stack;           // Matrix's "depth,methodId,count,cost\n" lines (ms)
   uint64_t matrix_cost_ms = 0;        // Matrix's "cost"
+  std::vector<StallCause> causes;     // GC runs and monitor waits inside the message
 };
 
 // Why a thread was off the CPU for a while (sched_switch state + kernel stack).
@@ -132,6 +149,7 @@ struct StallReport {
   std::vector<uint32_t> deadlock_cycle;     // tids, the stalled thread first; empty if none
   std::string frame;                        // the frame/phase in progress, if any
   std::string scene;
+  std::vector<StallCause> causes;           // GC runs and monitor waits inside the message
 };
 
 struct SignalAnrReport {

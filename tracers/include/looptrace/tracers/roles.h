@@ -38,6 +38,11 @@ enum class Role : uint16_t {
   kBarrierPost = LT_ROLE_BARRIER_POST,
   kBarrierRemove = LT_ROLE_BARRIER_REMOVE,
   kMessageEnqueue = LT_ROLE_MESSAGE_ENQUEUE,
+  kGcBegin = LT_ROLE_GC_BEGIN,
+  kGcEnd = LT_ROLE_GC_END,
+  kLockWaitBegin = LT_ROLE_LOCK_WAIT_BEGIN,
+  kLockWaitEnd = LT_ROLE_LOCK_WAIT_END,
+  kLockRelease = LT_ROLE_LOCK_RELEASE,
 };
 
 // Spans the span tracker pairs (tracers/span_tracker.h).
@@ -51,8 +56,10 @@ enum class SpanKind : uint8_t {
   kAppCreate,  // app.create.begin -> app.create.end
   kLaunch,     // activity.launch -> activity.focus
   kBarrier,    // barrier.post -> barrier.remove, paired by token
+  kGc,         // gc.begin -> gc.end: a runtime's garbage collection (any thread)
+  kLockWait,   // lock.wait.begin -> lock.wait.end: blocked on a contended monitor
 };
-inline constexpr int kSpanKindCount = 9;
+inline constexpr int kSpanKindCount = 11;
 
 std::string_view SpanKindName(SpanKind kind);
 

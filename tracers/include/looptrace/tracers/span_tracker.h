@@ -17,6 +17,7 @@
 //    open; a frame's end closes its open phase.
 //  - idle: one per thread; input: by seq; barrier: by token; launch: activity.launch to the
 //    next activity.focus; app_create, poll: one per thread.
+//  - gc, lock_wait: one per thread (a runtime's GC run; a wait for a contended monitor).
 // Problems are counted in Stats, never dropped silently.
 #pragma once
 
@@ -106,6 +107,8 @@ class SpanTracker {
   std::vector<const Span*> Open(uint32_t tid, SpanKind kind) const;
   // The innermost open span of a kind on a thread, or null.
   const Span* Innermost(uint32_t tid, SpanKind kind) const;
+  // Open spans of a kind on any thread, by tid.
+  std::vector<const Span*> OpenAnywhere(SpanKind kind) const;
   // "frame 12" or "frame 12 phase TRAVERSAL" while a frame runs on the thread, else "".
   std::string CurrentFrame(uint32_t tid) const;
   // The activity focused last (Android's scene), "" before any.
@@ -121,6 +124,8 @@ class SpanTracker {
     std::optional<Span> poll;
     std::optional<Span> idle;
     std::optional<Span> app_create;
+    std::optional<Span> gc;
+    std::optional<Span> lock_wait;
     std::vector<OpenFrame> frames;        // innermost last
     bool began_message = false;           // a message began on it (vs. one running at attach)
     bool began_dispatch = false;          // poll-bounded: a nested dispatch began on it

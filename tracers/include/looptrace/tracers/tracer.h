@@ -20,6 +20,7 @@ namespace looptrace {
 
 class MethodNamer;
 class AnalysisOptions;
+class StallCauses;
 
 // A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
 // loader copies it from the BPF beat ring; replayed, it comes from the recording.
@@ -54,6 +55,7 @@ struct TracerContext {
   Stats* stats = nullptr;
   const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
   const SpanTracker* spans = nullptr;
+  const StallCauses* causes = nullptr;  // GC runs and monitor waits seen so far
   const SessionInfo* session = nullptr;
   const CommonOptions* common = nullptr;
   // Every tracer's options (read-only): for a tracer that summarizes live what others

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# What tracing costs a CPython program that makes a million small function calls inside
+# asyncio callbacks (tests/runtimes/python/asyncio_app.py --scenario busy). Interleaved
+# rounds of: no looptrace, the built-in python-asyncio profile (callbacks through
+# Context.run uprobes), a dispatch condition on the busy USDT probes (bench/profiles:
+# the string condition, and an integer one that never holds as its floor), and the python
+# profile's method beats (also under cProfile, where CPython 3.11 fires function__entry).
+# The machines are shared: run it when they are quiet, with enough rounds for the medians.
+# Prints the median of the program's own timing per setup and the ratios, from one run: the
+# loop thread's CPU time (a probe's trap is charged to it), not its wall time, which on a
+# shared machine also counts the time it waited for a CPU.
+# Then the same for a JVM: small method calls on the event dispatch thread, plain, with
+# HotSpot's method probes on, and traced with the jvm profile.
+# Usage: sudo bench/runtime_overhead.sh [ROUNDS=5] [CALLS=1000000] [BUILD_DIR=build]
+set -euo pipefail
+ROUNDS=${1:-5}
+CALLS=${2:-1000000}
+BUILD=${3:-build}
+HERE=$(cd "$(dirname "$0")" && pwd)
+APP="$HERE/../tests/runtimes/python/asyncio_app.py"
+PY=/usr/bin/python3.11
+LT="$BUILD/looptrace"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# name|looptrace options ("-" = none)|interpreter options
+setups=(
+  "plain|-|"
+  "python-asyncio|--profile python-asyncio|"
+  "python-asyncio-no-tracking|--profile python-asyncio --no-thread-tracking|"
+  "usdt-string-condition|--profile $HERE/profiles/python-usdt-dispatch.profile|"
+  "usdt-integer-floor|--profile $HERE/profiles/python-usdt-floor.profile|"
+  "python-method-beats|--profile python|"
+  "cprofile-plain|-|-m cProfile -o /dev/null"
+  "cprofile-python-method-beats|--profile python|-m cProfile -o /dev/null"
+)
+for ((round = 0; round < ROUNDS; ++round)); do
+  for setup in "${setups[@]}"; do
+    IFS='|' read -r name options interp <<<"$setup"
+    # shellcheck disable=SC2086
+    if [[ $options == - ]]; then
+      $PY $interp "$APP" --scenario busy --calls "$CALLS" >>"$out/$name"
+    else
+      "$LT" -q run $options -o "$out/report.txt" -- $PY $interp "$APP" --scenario busy --calls "$CALLS" >>"$out/$name"
+    fi
+  done
+done
+# HotSpot: the same number of small method calls on the event dispatch thread
+# (tests/runtimes/java/EdtApp.java --scenario busy, built into BUILD_DIR/tests/runtimes/java):
+# plain, with -XX:+DTraceMethodProbes (HotSpot's own cost of the probe sites), and traced.
+JAVA=${JAVA:-/usr/lib/jvm/java-17-openjdk-amd64/bin/java}
+CLASSES="$BUILD/tests/runtimes/java"
+jsetups=(
+  "java-plain|-|"
+  "java-method-probes-on|-|-XX:+DTraceMethodProbes"
+  "java-jvm-profile|--profile jvm|-XX:+DTraceMethodProbes"
+)
+for ((round = 0; round < ROUNDS; ++round)); do
+  for setup in "${jsetups[@]}"; do
+    IFS='|' read -r name options flags <<<"$setup"
+    # shellcheck disable=SC2086
+    if [[ $options == - ]]; then
+      "$JAVA" -Djava.awt.headless=true $flags -cp "$CLASSES" EdtApp --scenario busy --calls "$CALLS" >>"$out/$name"
+    else
+      "$LT" -q run $options -o "$out/report.txt" -- "$JAVA" -Djava.awt.headless=true $flags -cp "$CLASSES" EdtApp \
+        --scenario busy --calls "$CALLS" >>"$out/$name"
+    fi
+  done
+done
+python3 - "$out" "$CALLS" <<'PY'
+import statistics, sys
+out, calls = sys.argv[1], int(sys.argv[2])
+def median(name):
+    return statistics.median(int(line.split()[3]) for line in open(f"{out}/{name}") if line.startswith("busy"))
+rows = ["plain", "python-asyncio", "python-asyncio-no-tracking", "usdt-string-condition", "usdt-integer-floor", "python-method-beats",
+        "cprofile-plain", "cprofile-python-method-beats"]
+t = {name: median(name) for name in rows}
+for name in rows:
+    print(f"{name:30} {t[name] / 1e6:10.1f} ms cpu  {t[name] / calls:8.1f} ns/call")
+print(f"ratio python-asyncio / plain                       {t['python-asyncio'] / t['plain']:.2f}")
+print(f"ratio python-asyncio, no thread tracking / plain   {t['python-asyncio-no-tracking'] / t['plain']:.2f}")
+print(f"ratio usdt string condition / plain                {t['usdt-string-condition'] / t['plain']:.2f}")
+print(f"ratio usdt string condition / integer floor        {t['usdt-string-condition'] / t['usdt-integer-floor']:.2f}")
+print(f"ratio python method beats / plain                  {t['python-method-beats'] / t['plain']:.2f}")
+print(f"ratio python method beats under cProfile / cProfile {t['cprofile-python-method-beats'] / t['cprofile-plain']:.2f}")
+j = {name: median(name) for name in ["java-plain", "java-method-probes-on", "java-jvm-profile"]}
+for name, value in j.items():
+    print(f"{name:30} {value / 1e6:10.1f} ms cpu  {value / calls:8.1f} ns/call")
+print(f"ratio java -XX:+DTraceMethodProbes / plain          {j['java-method-probes-on'] / j['java-plain']:.2f}")
+print(f"ratio jvm profile / -XX:+DTraceMethodProbes         {j['java-jvm-profile'] / j['java-method-probes-on']:.2f}")
+print(f"ratio jvm profile / plain                           {j['java-jvm-profile'] / j['java-plain']:.2f}")
+PY

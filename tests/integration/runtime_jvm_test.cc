@@ -1,0 +1,218 @@
+// HotSpot end to end: Debian's OpenJDK 17 runs a headless AWT program of ours
+// (tests/runtimes/java/EdtApp.java, compiled at build time) that writes its own truth;
+// looptrace, without --profile, must find its runnables as messages of the event dispatch
+// thread (not the main thread) by the EventQueue.dispatchEvent predicate, the slow one's cost
+// and call tree within 2 ms, a System.gc() inside a slow runnable as a GC stall cause, and a
+// contended synchronized block as monitor contention naming the holder thread, in EvilMethod
+// and LAG reports. Plus this runtime's bad inputs.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace looptrace::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kProfileError = 6;
+constexpr int64_t kMs = 1'000'000;
+
+std::string Java() { return std::string(LOOPTRACE_JDK17) + "/bin/java"; }
+std::string Classes() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
+
+int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
+
+std::vector<std::string> JavaCommand(const std::vector<std::string>& flags, const std::vector<std::string>& app) {
+  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-cp", Classes(), "EdtApp"});
+  argv.insert(argv.end(), app.begin(), app.end());
+  return argv;
+}
+
+class JvmRuntimeTest : public BpfTest {
+ protected:
+  void SetUp() override {
+    BpfTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_EQ(access(Java().c_str(), X_OK), 0) << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
+    ASSERT_EQ(access((Classes() + "/EdtApp.class").c_str(), R_OK), 0)
+        << "EdtApp.class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
+  }
+
+  // looptrace run -f json on the program with method (and monitor) probes on.
+  CommandResult Run(const std::string& scenario, std::vector<std::string> options) {
+    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back("--");
+    for (auto& a : JavaCommand({"-XX:+DTraceMethodProbes", "-XX:+DTraceMonitorProbes"},
+                               {"--scenario", scenario, "--truth", dir_ / "truth.jsonl"}))
+      argv.push_back(a);
+    return RunCommand(argv, 300);
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(JvmRuntimeTest, RunnablesAreMessagesOfTheEventDispatchThreadTimedWithin2ms) {
+  auto r = Run("slow", {"--evil-threshold", "50", "--max-nodes", "2000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  auto session = OfType(lines, "session").at(0);
+  EXPECT_EQ(session["profile"], "jvm");  // detected: libjvm.so, which the launcher loads with dlopen
+  EXPECT_EQ(session["threads"], "loop:AWT-EventQueue-*");
+  auto messages = OfType(lines, "message");
+  ASSERT_FALSE(messages.empty());
+  const auto edt = messages[0]["tid"];
+  EXPECT_NE(edt, session["pid"]);  // the EDT is not the main thread
+  auto callbacks = OfType(truth, "callback");
+  ASSERT_EQ(callbacks.size(), 11u);
+  int64_t max_error = 0;
+  for (const auto& cb : callbacks) {
+    SCOPED_TRACE(cb.dump());
+    const json* around = nullptr;
+    for (const auto& m : messages)
+      if (m["begin_ns"] <= cb["begin_ns"] && m["end_ns"] >= cb["end_ns"]) around = &m;
+    ASSERT_NE(around, nullptr) << "no EventQueue.dispatchEvent message around this runnable";
+    EXPECT_EQ((*around)["tid"], edt);
+    // The message adds AWT's dispatch path to the runnable: a few dozen traced calls.
+    const int64_t error = Cost(*around) - Cost(cb);
+    EXPECT_GE(error, 0);
+    max_error = std::max(max_error, error);
+    if (cb["name"] == "slow") {
+      EXPECT_LE(error, 2 * kMs);
+      std::cout << "the slow runnable's message is " << error << " ns longer than its truth\n";
+    }
+  }
+  std::cout << "11 runnables, max message-vs-truth cost error " << max_error << " ns (class loading)\n";
+
+  // The slow runnable's message (the first runnable's may be slow too: class loading).
+  json slow_truth;
+  for (const auto& cb : callbacks)
+    if (cb["name"] == "slow") slow_truth = cb;
+  const auto evils = OfType(lines, "evil_method");
+  const json* slow = nullptr;
+  for (const auto& e : evils)
+    if (e["begin_ns"] <= slow_truth["begin_ns"] && e["end_ns"] >= slow_truth["end_ns"]) slow = &e;
+  ASSERT_NE(slow, nullptr) << "no EvilMethod report of the slow runnable";
+  const json& report = *slow;
+  EXPECT_EQ(report["method_id_kind"], "string");
+  const auto& tree = report["tree"];
+  // The dispatch method's own enter and exit are inside its message.
+  ASSERT_GE(tree.size(), 2u);
+  EXPECT_EQ(tree[1]["name"], "java.awt.EventQueue.dispatchEvent(Ljava/awt/AWTEvent;)V");
+  EXPECT_EQ(tree[1]["depth"], 1);
+  for (const auto& method : OfType(truth, "method")) {
+    SCOPED_TRACE(method.dump());
+    const json* node = nullptr;
+    for (const auto& n : tree)
+      if (n["name"] == method["name"]) node = &n;
+    ASSERT_NE(node, nullptr) << "not in the tree";
+    EXPECT_LE(std::llabs((*node)["cost_ns"].get<int64_t>() - Cost(method)), 2 * kMs);
+  }
+  json stats = OfType(lines, "stats").at(0)["counters"];
+  EXPECT_EQ(stats["unmatched_method_exit"], 0);
+  EXPECT_EQ(stats["string_read_failed"], 0);
+}
+
+TEST_F(JvmRuntimeTest, SystemGcInsideASlowRunnableIsAGcStallCause) {
+  auto r = Run("gc", {"--evil-threshold", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto gc = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "gc");
+  ASSERT_EQ(gc.size(), 1u);
+  auto evil = OfType(lines, "evil_method");
+  ASSERT_EQ(evil.size(), 1u);
+  const json* pause = nullptr;
+  for (const auto& c : evil[0]["stall_causes"])
+    if (c["kind"] == "gc" && c["begin_ns"] >= gc[0]["begin_ns"] && c["end_ns"] <= gc[0]["end_ns"]) pause = &c;
+  ASSERT_NE(pause, nullptr) << evil[0]["stall_causes"].dump(1);
+  EXPECT_EQ((*pause)["detail"], "full");
+  EXPECT_NE((*pause)["tid"], evil[0]["tid"]);  // HotSpot collects on its VM thread
+  // Most of System.gc() is the pause (as for CPython: the rest is the call around it).
+  EXPECT_GE(2 * (*pause)["cost_ns"].get<int64_t>(), Cost(gc[0]));
+}
+
+TEST_F(JvmRuntimeTest, AContendedMonitorNamesItsHolderInEvilMethodAndLagReports) {
+  // The holder keeps the monitor 400 ms: the LAG snapshot at 150 ms finds the EDT waiting.
+  auto r = Run("lock", {"--evil-threshold", "50", "--lag-threshold", "150"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto wait = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "lock_wait");
+  ASSERT_EQ(wait.size(), 1u);
+  auto check = [&](const json& report) {
+    const json* monitor = nullptr;
+    for (const auto& c : report["stall_causes"])
+      if (c["kind"] == "monitor") monitor = &c;
+    ASSERT_NE(monitor, nullptr) << report["stall_causes"].dump(1);
+    EXPECT_EQ((*monitor)["holder_name"], "lock-holder");
+    EXPECT_NE((*monitor)["holder_tid"], 0);
+    EXPECT_EQ((*monitor)["detail"], "java.lang.Object");
+    EXPECT_LE(std::llabs((*monitor)["cost_ns"].get<int64_t>() - Cost(wait[0])), 2 * kMs);
+  };
+  // The message that waited (others may be slow too on a loaded machine).
+  const auto evils = OfType(lines, "evil_method");
+  const json* evil = nullptr;
+  for (const auto& e : evils)
+    if (e["begin_ns"] <= wait[0]["begin_ns"] && e["end_ns"] >= wait[0]["end_ns"]) evil = &e;
+  ASSERT_NE(evil, nullptr);
+  check(*evil);
+  // The LAG snapshot was taken while the EDT still waited for the monitor.
+  const auto lags = OfType(lines, "lag");
+  const json* lag = nullptr;
+  for (const auto& l : lags)
+    if (l["begin_ns"] == (*evil)["begin_ns"]) lag = &l;
+  ASSERT_NE(lag, nullptr);
+  EXPECT_EQ((*lag)["stuck_reason"], "monitor contention");
+  EXPECT_EQ((*lag)["tid"], (*evil)["tid"]);
+  check(*lag);
+}
+
+TEST_F(JvmRuntimeTest, AJvmWithoutMethodProbesIsAnErrorNamingTheFlag) {
+  std::vector<std::string> argv = {Looptrace(), "run", "--"};
+  for (auto& a : JavaCommand({}, {"--scenario", "slow"})) argv.push_back(a);
+  auto r = RunCommand(argv, 120);
+  EXPECT_EQ(r.exit_code, kProfileError) << r.err;
+  EXPECT_NE(r.err.find("runs HotSpot with its method probes off"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hint: start java with -XX:+DTraceMethodProbes"), std::string::npos) << r.err;
+}
+
+TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchThread) {
+  {
+    // Without method probes: the flag's value is read from the JVM's memory.
+    Process target(JavaCommand({}, {"--scenario", "forever", "--truth", dir_ / "off.jsonl"}));
+    WaitForFile(dir_ / "off.jsonl", 20000);
+    auto r = RunCommand({Looptrace(), "record", "-v", "-p", std::to_string(target.pid()), "-d", "1"});
+    EXPECT_EQ(r.exit_code, kProfileError) << r.err;
+    EXPECT_NE(r.err.find("(from its memory)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("with its method probes off"), std::string::npos) << r.err;
+  }
+  Process target(JavaCommand({"-XX:+DTraceMethodProbes"}, {"--scenario", "forever", "--truth", dir_ / "on.jsonl"}));
+  WaitForFile(dir_ / "on.jsonl", 20000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto probes = RunCommand({Looptrace(), "probes", "-p", std::to_string(target.pid())});
+  ASSERT_EQ(probes.exit_code, 0) << probes.err;
+  EXPECT_NE(probes.out.find("profile jvm"), std::string::npos) << probes.out;
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(target.pid()), "-d", "2", "-f", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Monitor probes are off in this JVM: a warning, not an error.
+  EXPECT_NE(r.err.find("-XX:+DTraceMonitorProbes"), std::string::npos) << r.err;
+  auto lines = ParseJsonLines(r.out);
+  auto messages = OfType(lines, "message");
+  EXPECT_GE(messages.size(), 10u);  // a runnable every 20 ms or so
+  for (const auto& m : messages) EXPECT_NE(m["tid"], target.pid());
+}
+
+TEST_F(JvmRuntimeTest, APythonProfileOnAJvmSaysItIsAJvm) {
+  std::vector<std::string> argv = {Looptrace(), "run", "--profile", "python", "--"};
+  for (auto& a : JavaCommand({"-XX:+DTraceMethodProbes"}, {"--scenario", "slow"})) argv.push_back(a);
+  auto r = RunCommand(argv, 60);
+  EXPECT_EQ(r.exit_code, kProfileError) << r.err;
+  EXPECT_NE(r.err.find("profile python is for CPython, but"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("runs a HotSpot JVM"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hint: use --profile jvm"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace looptrace::testing
