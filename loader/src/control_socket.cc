@@ -112,7 +112,7 @@ std::string NoSessionHint(pid_t pid) {
 }
 
 // The tombstone of an ended session, as a sentence, or "".
-std::string EndedSessionText(pid_t pid) {
+std::string TombstoneText(pid_t pid) {
   const std::string path = TombstonePath(pid);
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size > 65536) return "";
@@ -147,6 +147,8 @@ std::string RunDirectory() {
 
 std::string ControlSocketPath(pid_t pid) { return fmt::format("{}/{}.sock", RunDirectory(), pid); }
 std::string TombstonePath(pid_t pid) { return fmt::format("{}/{}.ended", RunDirectory(), pid); }
+
+std::string EndedSessionText(pid_t pid) { return TombstoneText(pid); }
 
 Result<void> CheckRunDirectory(bool create) {
   const std::string dir = RunDirectory();
@@ -305,6 +307,9 @@ Result<void> ControlServer::Join(EventLoop& loop) {
 
 void ControlServer::Close() {
   if (closed_) return;
+  // Connections waiting in the backlog are taken in and answered (the session has ended),
+  // rather than reset when the listening socket closes.
+  if (listen_) Accept();
   closed_ = true;
   if (loop_ && listen_) loop_->Remove(listen_.get());
   listen_.Reset();
@@ -418,7 +423,7 @@ Result<ControlResponse> CallSession(pid_t pid, const ControlRequest& request, in
   if (lstat(path.c_str(), &st) != 0) {
     if (errno == EACCES)
       return SystemError(path, errno, ExitCode::kPermission, "background sessions are root's: run as root");
-    std::string ended = EndedSessionText(pid);
+    std::string ended = TombstoneText(pid);
     if (!ended.empty()) return MakeError(ended, ExitCode::kSession);
     return MakeError(fmt::format("no looptrace session for pid {}", pid), ExitCode::kSession, NoSessionHint(pid));
   }
@@ -438,10 +443,20 @@ Result<ControlResponse> CallSession(pid_t pid, const ControlRequest& request, in
     return MakeError(fmt::format("{} is served by uid {}, not root: refusing to talk to it", path, uid),
                      ExitCode::kPermission);
   const uint64_t deadline = NowMs() + static_cast<uint64_t>(timeout_ms);
-  RETURN_IF_ERROR(WriteAll(fd->get(), FormatControlRequest(request), deadline));
+  // The session may end while we talk (its target exited): its socket then goes away with
+  // our connection, and its tombstone says how it ended.
+  auto ended = [&](const Error& error) -> Result<ControlResponse> {
+    std::string text = EndedSessionText(pid);
+    if (!text.empty()) return MakeError(text, ExitCode::kSession);
+    return std::unexpected(error);
+  };
+  if (auto ok = WriteAll(fd->get(), FormatControlRequest(request), deadline); !ok) return ended(ok.error());
   shutdown(fd->get(), SHUT_WR);
-  ASSIGN_OR_RETURN(std::string data, ReadAll(fd->get(), deadline));
-  return ParseControlResponse(data);
+  auto data = ReadAll(fd->get(), deadline);
+  if (!data) return ended(data.error());
+  auto response = ParseControlResponse(*data);
+  if (!response) return ended(response.error());
+  return response;
 }
 
 std::vector<pid_t> SessionSockets() {

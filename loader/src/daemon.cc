@@ -234,8 +234,11 @@ SessionSummary Daemon::Summary(const Entry& entry, uint64_t now_ns) const {
 
 ControlResponse Daemon::Handle(pid_t pid, const ControlRequest& request) {
   auto it = entries_.find(pid);
-  if (it == entries_.end() || !it->second.session)
-    return ControlResponse::Fail(Error{fmt::format("the session of pid {} has ended", pid), "", ExitCode::kSession});
+  if (it == entries_.end() || !it->second.session) {
+    std::string ended = EndedSessionText(pid);
+    if (ended.empty()) ended = fmt::format("the session of pid {} has ended", pid);
+    return ControlResponse::Fail(Error{ended, "", ExitCode::kSession});
+  }
   Entry& entry = it->second;
   LiveSession& session = *entry.session;
   const uint64_t now = NowNs(CLOCK_MONOTONIC);

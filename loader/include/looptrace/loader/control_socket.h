@@ -41,6 +41,9 @@ std::string ControlSocketPath(pid_t pid);
 // Written when a session ends (reason, report path), so a `detach` that lost the race with
 // the target's exit can still say where the report went.
 std::string TombstonePath(pid_t pid);
+// The tombstone of pid's ended session as a sentence (how it ended, where its report went),
+// or "" if there is none.
+std::string EndedSessionText(pid_t pid);
 
 // The run directory must be a real directory (not a link) owned by root with mode 0700.
 // `create`: make it if missing (the daemon); otherwise a missing directory is an error with
