@@ -524,6 +524,109 @@ static __always_inline int name_may_claim(void)
 	return 1;
 }
 
+/* ---- uretprobe shadow stack (events.h) ---- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct lt_shadow_stack);
+} shadow_stacks SEC(".maps");
+
+/* An index into a shadow stack, masked where the verifier sees it (clang drops a plain
+ * mask after a range check). */
+static __always_inline __u32 shadow_index(__u32 index)
+{
+	asm volatile("%0 &= 7" : "+r"(index));
+	return index;
+}
+
+/* Drops the entries whose slot is at or below `limit`: frames already left. */
+static __always_inline void shadow_trim(struct lt_shadow_stack *s, __u64 limit)
+{
+	__u32 i;
+
+	for (i = 0; i < LT_MAX_SHADOW; i++) {
+		__u32 depth = s->depth;
+
+		if (!depth || depth > LT_MAX_SHADOW || s->frames[shadow_index(depth - 1)].slot > limit)
+			break;
+		s->depth = depth - 1;
+	}
+}
+
+/*
+ * At the entry of a function that has a uretprobe: the kernel replaces its return address
+ * after the entry handlers ran, so [sp] still holds the real one here.
+ */
+static __always_inline void shadow_push(struct pt_regs *ctx, __u32 tid)
+{
+	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &tid);
+	__u64 sp = PT_REGS_SP(ctx), ret = 0;
+	__u32 depth;
+
+	if (!s) {
+		struct lt_shadow_stack fresh = {};
+
+		bpf_map_update_elem(&shadow_stacks, &tid, &fresh, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&shadow_stacks, &tid);
+		if (!s)
+			return;
+	}
+	if (bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp))
+		return;
+	/* frames left without their return (longjmp, exceptions) lie at or below sp */
+	shadow_trim(s, sp);
+	depth = s->depth;
+	if (depth >= LT_MAX_SHADOW) {
+		count(LT_STAT_SHADOW_OVERFLOW);
+		return;
+	}
+	s->frames[shadow_index(depth)].slot = sp;
+	s->frames[shadow_index(depth)].ret = ret;
+	s->depth = depth + 1;
+}
+
+/* At a uretprobe: the return popped the slot, sp is above it now. */
+static __always_inline void shadow_pop(struct pt_regs *ctx, __u32 tid)
+{
+	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &tid);
+
+	if (s)
+		shadow_trim(s, PT_REGS_SP(ctx) - 1);
+}
+
+/*
+ * The shadow entries in effect for a thread whose user stack pointer is `sp`, innermost
+ * first: above sp, and whose slot no longer holds the real address (the kernel replaced
+ * it; a function it did not hijack, beyond its nesting limit, keeps its own).
+ */
+static __always_inline __u16 shadow_capture(__u32 tid, __u64 sp, struct lt_shadow_frame *out)
+{
+	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &tid);
+	__u16 n = 0;
+	__u32 i;
+
+	if (!s)
+		return 0;
+	for (i = 0; i < LT_MAX_SHADOW; i++) {
+		__u32 depth = s->depth;
+		struct lt_shadow_frame f;
+		__u64 now = 0;
+
+		if (i >= depth || depth > LT_MAX_SHADOW)
+			break;
+		f = s->frames[shadow_index(depth - 1 - i)];
+		if (f.slot < sp)
+			continue;
+		if (bpf_probe_read_user(&now, sizeof(now), (const void *)f.slot) || now == f.ret)
+			continue;
+		out[shadow_index(n)] = f;
+		n++;
+	}
+	return n;
+}
+
 /* ---- the probe hit ---- */
 
 static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
@@ -546,6 +649,13 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 	}
 	cfg = bpf_map_lookup_elem(&probe_configs, &probe_id);
 	if (!cfg)
+		return 0;
+	/* Every thread's: a lock holder's stack may pass through a probed function too. */
+	if (cfg->flags & LT_PROBE_SHADOW_PUSH)
+		shadow_push(ctx, tid);
+	if (cfg->flags & LT_PROBE_SHADOW_POP)
+		shadow_pop(ctx, tid);
+	if (cfg->flags & LT_PROBE_SHADOW_ONLY)
 		return 0;
 	if (!(cfg->flags & LT_PROBE_ALL_THREADS)) {
 		if (thread_filter == LT_THREADS_MAIN && tid != target_tgid) {
@@ -700,6 +810,7 @@ int lt_beat_exit(struct pt_regs *ctx)
 /* ---- thread state: sched_switch, sched_waking, cpu-clock samples, SIGQUIT ---- */
 
 #define LT_STACK_DEPTH 127
+#define LT_PF_EXITING 0x00000004
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -717,10 +828,25 @@ struct {
 
 /* --dwarf-unwind: copy this many stack bytes (0 = off). */
 const volatile __u32 dwarf_stack_bytes = 0;
+/* Stack samples for sampled call trees (--sample-rate > 0): one per cpu-clock sample of the
+ * main thread and per switch-out of a watched thread. */
+const volatile __u32 sample_records = 0;
+/* looptrace run: no samples until the held child exec()s the command (before, it is a
+ * copy of looptrace). */
+const volatile __u32 samples_after_exec = 0;
+__u32 exec_done;
 
+/* Stack samples (lt_sample_record, lt_stack_copy): their own ring, so a burst of samples
+ * never costs a string or an identity. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16);
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized by the loader */
+} samples SEC(".maps");
+
+/* Every watched thread's latest copy (switch-out, or sample): for stall snapshots. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
 	__type(key, __u32);
 	__type(value, struct lt_stack_copy);
 } stack_copies SEC(".maps");
@@ -732,13 +858,53 @@ struct {
 	__type(value, struct lt_stack_copy);
 } stack_scratch SEC(".maps");
 
-/* Copies the user registers and the top of the user stack of `task` (which is current). */
-static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid, __u64 now)
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lt_sample_record);
+} sample_scratch SEC(".maps");
+
+/* min(size, LT_MAX_STACK_COPY), in the register the verifier sees used afterwards. */
+static __always_inline __u64 clamp_copy(__u64 size)
+{
+	asm volatile("if %[s] <= %[max] goto +1\n\t%[s] = %[max]" : [s] "+r"(size) : [max] "i"(LT_MAX_STACK_COPY));
+	return size;
+}
+
+/* As much as the stack mapping holds above sp, up to 16 KiB: a read that crosses the top
+ * of the stack fails, so try shrinking sizes. */
+static __always_inline void copy_shrinking(struct lt_stack_copy *copy, __u64 sp)
+{
+	if (bpf_probe_read_user(copy->bytes, LT_MAX_STACK_COPY, (const void *)sp) == 0)
+		copy->size = LT_MAX_STACK_COPY;
+	else if (bpf_probe_read_user(copy->bytes, 12288, (const void *)sp) == 0)
+		copy->size = 12288;
+	else if (bpf_probe_read_user(copy->bytes, 8192, (const void *)sp) == 0)
+		copy->size = 8192;
+	else if (bpf_probe_read_user(copy->bytes, 6144, (const void *)sp) == 0)
+		copy->size = 6144;
+	else if (bpf_probe_read_user(copy->bytes, 4096, (const void *)sp) == 0)
+		copy->size = 4096;
+	else if (bpf_probe_read_user(copy->bytes, 3072, (const void *)sp) == 0)
+		copy->size = 3072;
+	else if (bpf_probe_read_user(copy->bytes, 2048, (const void *)sp) == 0)
+		copy->size = 2048;
+	else if (bpf_probe_read_user(copy->bytes, 1024, (const void *)sp) == 0)
+		copy->size = 1024;
+}
+
+/*
+ * Copies the user registers and the top of the user stack of `task` (which is current),
+ * keeps it as the thread's latest copy and, for a sample, sends it.
+ */
+static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid, __u64 now, __u16 kind,
+					    __u32 state, int send)
 {
 	struct lt_stack_copy *copy;
 	struct pt_regs *regs;
 	__u32 zero = 0;
-	__u64 sp;
+	__u64 sp, top = 0, size;
 
 	if (!dwarf_stack_bytes)
 		return;
@@ -748,7 +914,11 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs)
 		return;
+	copy->header.type = LT_RECORD_SAMPLE_COPY;
 	copy->ts_ns = now;
+	copy->tid = tid;
+	copy->kind = kind;
+	copy->state = state;
 	copy->regs[0] = BPF_CORE_READ(regs, ax);
 	copy->regs[1] = BPF_CORE_READ(regs, dx);
 	copy->regs[2] = BPF_CORE_READ(regs, cx);
@@ -768,28 +938,70 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	copy->regs[16] = BPF_CORE_READ(regs, ip);
 	copy->valid_mask = (1u << LT_UNWIND_REGS) - 1;
 	sp = copy->regs[7];
+	copy->nr_shadow = shadow_capture(tid, sp, copy->shadow);
 	copy->size = 0;
-	/*
-	 * Copy as much as the stack mapping holds above sp, up to 16 KiB: a read that
-	 * crosses the top of the stack fails, so try shrinking sizes.
-	 */
-	if (bpf_probe_read_user(copy->bytes, LT_MAX_STACK_COPY, (const void *)sp) == 0)
-		copy->size = LT_MAX_STACK_COPY;
-	else if (bpf_probe_read_user(copy->bytes, 12288, (const void *)sp) == 0)
-		copy->size = 12288;
-	else if (bpf_probe_read_user(copy->bytes, 8192, (const void *)sp) == 0)
-		copy->size = 8192;
-	else if (bpf_probe_read_user(copy->bytes, 6144, (const void *)sp) == 0)
-		copy->size = 6144;
-	else if (bpf_probe_read_user(copy->bytes, 4096, (const void *)sp) == 0)
-		copy->size = 4096;
-	else if (bpf_probe_read_user(copy->bytes, 3072, (const void *)sp) == 0)
-		copy->size = 3072;
-	else if (bpf_probe_read_user(copy->bytes, 2048, (const void *)sp) == 0)
-		copy->size = 2048;
-	else if (bpf_probe_read_user(copy->bytes, 1024, (const void *)sp) == 0)
-		copy->size = 1024;
+	/* The main thread's stack ends with the environment strings (mm->env_end): copy only
+	 * what is in use, all of it near the top (right after an exec there is less than 1 KiB). */
+	if (tid == target_tgid)
+		top = BPF_CORE_READ(task, mm, env_end);
+	if (top > sp && top - sp < LT_MAX_STACK_COPY) {
+		size = clamp_copy((top - sp + 7) & ~7ull);
+		if (bpf_probe_read_user(copy->bytes, size, (const void *)sp) == 0)
+			copy->size = size;
+	}
+	if (copy->size == 0)
+		copy_shrinking(copy, sp);
 	bpf_map_update_elem(&stack_copies, &tid, copy, BPF_ANY);
+	if (send) {
+		size = clamp_copy(copy->size);
+		copy->header.size = __builtin_offsetof(struct lt_stack_copy, bytes) + size;
+		if (bpf_ringbuf_output(&samples, copy, __builtin_offsetof(struct lt_stack_copy, bytes) + size, 0))
+			count(LT_STAT_SAMPLES_DROPPED);
+	}
+}
+
+/* A frame-pointer stack sample of `task` (current), for a sampled call tree. */
+static __always_inline void send_sample(void *ctx, struct task_struct *task, __u32 tid, __u16 kind, __u32 state,
+					__u64 now)
+{
+	struct lt_sample_record *rec;
+	struct pt_regs *regs;
+	__u32 zero = 0;
+	long n;
+
+	rec = bpf_map_lookup_elem(&sample_scratch, &zero);
+	if (!rec)
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	rec->header.type = LT_RECORD_SAMPLE;
+	rec->ts_ns = now;
+	rec->tid = tid;
+	rec->kind = kind;
+	rec->state = state;
+	rec->nr_shadow = regs ? shadow_capture(tid, BPF_CORE_READ(regs, sp), rec->shadow) : 0;
+	n = bpf_get_stack(ctx, rec->ips, sizeof(rec->ips), BPF_F_USER_STACK);
+	if (n < 0) {
+		count(LT_STAT_STACK_FAILED);
+		n = 0;
+	}
+	if (n > (long)sizeof(rec->ips))
+		n = sizeof(rec->ips);
+	rec->nr_ips = n / 8;
+	rec->header.size = __builtin_offsetof(struct lt_sample_record, ips) + n;
+	if (bpf_ringbuf_output(&samples, rec, __builtin_offsetof(struct lt_sample_record, ips) + n, 0))
+		count(LT_STAT_SAMPLES_DROPPED);
+}
+
+/* A sample of a watched thread: a stack copy with --dwarf-unwind, else frame pointers. */
+static __always_inline void take_sample(void *ctx, struct task_struct *task, __u32 tid, __u16 kind, __u32 state,
+					__u64 now)
+{
+	if (samples_after_exec && !*(volatile __u32 *)&exec_done)
+		return;
+	if (dwarf_stack_bytes)
+		copy_user_stack(task, tid, now, kind, state, sample_records);
+	else if (sample_records)
+		send_sample(ctx, task, tid, kind, state, now);
 }
 
 static __always_inline struct lt_thread_state *state_of(__u32 tid)
@@ -863,10 +1075,13 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->ustack_id = ustack;
 			st->switches++;
 		}
-		if (watched(tid))
+		/* the sample first: user space gets it before the switch record (events.h) */
+		if (watched(tid)) {
+			/* an exiting thread's last switch-outs: its user stack is gone */
+			if (!(prev->flags & LT_PF_EXITING))
+				take_sample(ctx, prev, tid, LT_SAMPLE_SWITCH, prev_state, now);
 			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
-		if (tid == looper_tid())
-			copy_user_stack(prev, tid, now);
+		}
 	}
 	if (next_in) {
 		__u32 tid = next->pid;
@@ -948,24 +1163,31 @@ int BPF_PROG(lt_signal_generate, int sig, struct kernel_siginfo *info, struct ta
 	return 0;
 }
 
-/* cpu-clock samples of the main thread: its stack while it runs (busy ANRs). */
+/*
+ * cpu-clock samples of the main thread: its stack while it runs, for sampled call trees
+ * and for the stall snapshots of busy threads (their stack ids, at most every 20 ms).
+ */
 SEC("perf_event")
 int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
 	struct lt_thread_state *st;
+	__u64 now;
 
 	if ((pid_tgid >> 32) != target_tgid)
 		return 0;
 	st = state_of(tid);
 	if (!st)
 		return 0;
-	st->sample_kstack_id = bpf_get_stackid(ctx, &stack_traces, 0);
-	st->sample_ustack_id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
-	st->sample_ns = bpf_ktime_get_ns();
-	if (tid == looper_tid())
-		copy_user_stack(bpf_get_current_task_btf(), tid, st->sample_ns);
+	now = bpf_ktime_get_ns();
+	if (now - st->sample_ns >= 20000000) {
+		st->sample_kstack_id = bpf_get_stackid(ctx, &stack_traces, 0);
+		st->sample_ustack_id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
+		st->sample_ns = now;
+	}
+	if (watched(tid))
+		take_sample(ctx, bpf_get_current_task_btf(), tid, LT_SAMPLE_CPU, 0, now);
 	return 0;
 }
 
@@ -978,6 +1200,7 @@ int BPF_PROG(lt_process_exec, struct task_struct *p, pid_t old_pid, struct linux
 
 	if (p->tgid != target_tgid)
 		return 0;
+	exec_done = 1;
 	rec = claim_record(&index);
 	if (!rec)
 		return 0;

@@ -36,6 +36,7 @@ void DisableThreadTracking(lt_probes* skel) {
     bpf_program__set_autoload(prog, false);
   for (bpf_map* map : {skel->maps.stack_traces, skel->maps.thread_states, skel->maps.stack_copies})
     bpf_map__set_max_entries(map, 1);
+  bpf_map__set_max_entries(skel->maps.samples, 4096);
 }
 
 }  // namespace
@@ -75,6 +76,11 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
       return SystemError("cannot size the method-beat buffer", err);
     skel->rodata->beat_mask = options.beat_capacity - 1;
     skel->rodata->dwarf_stack_bytes = options.dwarf_unwind ? LT_MAX_STACK_COPY : 0;
+    skel->rodata->sample_records = options.sample_records && options.thread_tracking;
+    skel->rodata->samples_after_exec = options.samples_after_exec;
+    if (options.thread_tracking)
+      if (int err = bpf_map__set_max_entries(skel->maps.samples, options.sample_ring_bytes))
+        return SystemError("cannot size the sample ring", err);
     // Attached on demand (AttachThreadTracking), not by the skeleton.
     bpf_program__set_autoattach(skel->progs.lt_sched_switch, false);
     if (!options.thread_tracking) DisableThreadTracking(skel.get());
@@ -117,6 +123,15 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
       },
       session.get(), nullptr));
   if (!session->ring_) return SystemError("cannot create the ring buffer reader", errno);
+  if (int err = ring_buffer__add(
+          session->ring_.get(), bpf_map__fd(skel->maps.samples),
+          [](void* ctx, void* data, size_t size) -> int {
+            auto* self = static_cast<BpfSession*>(ctx);
+            self->on_side_record_(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
+            return 0;
+          },
+          session.get()))
+    return SystemError("cannot read the sample ring", err);
   return session;
 }
 
@@ -233,14 +248,19 @@ Result<void> BpfSession::Attach(const std::vector<const ResolvedProbe*>& probes,
 int BpfSession::ring_epoll_fd() const { return ring_buffer__epoll_fd(ring_.get()); }
 
 Result<size_t> BpfSession::Consume() {
-  // Side records first: a ring record's strings were sent before it was published.
+  // Side records first: a ring record's strings, and its thread's earlier stack samples,
+  // were sent before it was claimed. Records claimed after the side records were read wait
+  // for the next call, so no side record written before them can come after them.
+  const uint64_t limit = records_.head();
   int n = ring_buffer__consume(ring_.get());
   if (n < 0) return SystemError("cannot read the ring buffer", n);
   size_t records = 0;
-  records_lost_ += records_.Drain([&](const lt_record& record) {
-    ++records;
-    on_record_(record);
-  });
+  records_lost_ += records_.Drain(
+      [&](const lt_record& record) {
+        ++records;
+        on_record_(record);
+      },
+      limit);
   return records;
 }
 
@@ -299,6 +319,14 @@ std::optional<lt_stack_copy> BpfSession::StackCopy(uint32_t tid) const {
   return *copy;
 }
 
+std::vector<lt_shadow_frame> BpfSession::ShadowStack(uint32_t tid) const {
+  lt_shadow_stack stack{};
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.shadow_stacks), &tid, &stack) != 0) return {};
+  std::vector<lt_shadow_frame> frames;
+  for (uint32_t i = 0; i < stack.depth && i < LT_MAX_SHADOW; ++i) frames.push_back(stack.frames[stack.depth - 1 - i]);
+  return frames;  // innermost first
+}
+
 std::vector<uint64_t> BpfSession::StackIps(int32_t stack_id) const {
   if (stack_id < 0) return {};
   std::vector<uint64_t> ips(127);
@@ -351,6 +379,8 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::arg_read_failed, sum(LT_STAT_ARG_READ_FAILED));
   stats.Set(StatId::bpf_string_copy_failed, sum(LT_STAT_STRING_READ_FAILED));
   stats.Set(StatId::stack_failed, sum(LT_STAT_STACK_FAILED));
+  stats.Set(StatId::samples_dropped, sum(LT_STAT_SAMPLES_DROPPED));
+  stats.Set(StatId::shadow_overflow, sum(LT_STAT_SHADOW_OVERFLOW));
   return stats;
 }
 

@@ -1,5 +1,7 @@
 #include "looptrace/loader/event_decoder.h"
 
+#include "looptrace/loader/stack_resolver.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -129,7 +131,7 @@ void EventDecoder::Decode(const lt_record& rec, std::vector<Event>* out) {
   }
 }
 
-void EventDecoder::DecodeSide(std::span<const uint8_t> raw) {
+void EventDecoder::DecodeSide(std::span<const uint8_t> raw, std::vector<Event>* out) {
   lt_record_header header;
   if (raw.size() < sizeof(header)) {
     stats_->Add(StatId::malformed_records);
@@ -162,6 +164,14 @@ void EventDecoder::DecodeSide(std::span<const uint8_t> raw) {
     case LT_RECORD_NUDGE:
       if (header.size != sizeof(lt_nudge_record)) break;
       return;  // only woke the reader
+    case LT_RECORD_SAMPLE:
+    case LT_RECORD_SAMPLE_COPY: {
+      if (!stacks_ || !out) return;
+      auto sample = stacks_->Decode(raw);
+      if (!sample) break;
+      out->push_back(std::move(*sample));
+      return;
+    }
     default:
       break;
   }

@@ -12,6 +12,7 @@
 
 #include "looptrace/loader/attach_order.h"
 #include "looptrace/loader/proc_readers.h"
+#include "looptrace/loader/shadow_probes.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -57,13 +58,25 @@ void Session::OnRecord(const lt_record& record) {
   }
   decoded_.clear();
   decoder_->Decode(record, &decoded_);
-  for (const Event& event : decoded_) events_.OnEvent(event);
+  for (const Event& event : decoded_) {
+    if (const auto* wakeup = std::get_if<Wakeup>(&event); wakeup && wakeup->waker_pid == tgid_)
+      snapshots_->SetLastWaker(wakeup->tid, wakeup->waker_tid);
+    if (std::holds_alternative<ProcessExec>(event)) stacks_->OnExec();
+    events_.OnEvent(event);
+  }
+}
+
+void Session::OnSideRecord(std::span<const uint8_t> raw) {
+  side_decoded_.clear();
+  decoder_->DecodeSide(raw, &side_decoded_);
+  for (const Event& event : side_decoded_) events_.OnEvent(event);
 }
 
 Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
   profile_name_ = profile.name;
   message_definition_ = profile.message_definition;
   plan_ = std::move(plan);
+  AddShadowProbes(&plan_);
   tgid_ = tgid;
   addresses_.emplace(static_cast<int>(tgid));
   threads_ = options_.threads.mode != ThreadChoice::Mode::kUnset ? options_.threads : profile.thread;
@@ -81,16 +94,22 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.probe_configs = MakeProbeConfigs(plan_);
   bpf_options.thread_tracking = options_.thread_tracking;
   bpf_options.dwarf_unwind = options_.dwarf_unwind;
+  bpf_options.sample_records = options_.sample_hz > 0;
+  bpf_options.sample_ring_bytes = options_.sample_ring_bytes;
+  bpf_options.samples_after_exec = options_.held_child;
   bpf_options.btf_path = options_.btf_path;
+  MarkShadowProbes(plan_, &bpf_options.probe_configs);
   ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
-                             bpf_options, [this](std::span<const uint8_t> raw) { decoder_->DecodeSide(raw); },
+                             bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
+  stacks_.emplace(static_cast<pid_t>(tgid), addresses_->symbolizer(), &loader_stats_);
   decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
+  decoder_->SetStackResolver(&*stacks_);
   slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid, &identities_);
   if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
-  snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, addresses_->symbolizer(),
-                     &loader_stats_);
+  snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, &*stacks_, &loader_stats_,
+                     options_.dwarf_unwind, threads_.mode == ThreadChoice::Mode::kAll);
   return {};
 }
 
@@ -103,7 +122,7 @@ uint32_t Session::LooperTid() {
               ReadFirstLine(fmt::format("/proc/{}/task/{}/comm", tgid_, known_loop_tid_)));
       // Its stack while it runs: the cpu-clock sampler follows the loop thread.
       if (options_.thread_tracking && bpf_->thread_tracking())
-        if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_), options_.sample_hz); !ok)
+        if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_), options_.sample_hz > 0 ? options_.sample_hz : 49); !ok)
           log::V1("no cpu-clock samples of the loop thread: {}", ok.error().message);
     }
   }
@@ -112,9 +131,11 @@ uint32_t Session::LooperTid() {
 
 void Session::AttachThreadTracking() {
   if (!options_.thread_tracking) return;
-  // The loop thread gets its sampler once BPF names it (LooperTid).
+  // The loop thread gets its sampler once BPF names it (LooperTid). Without sampled trees,
+  // a low rate still gives snapshots the stacks of busy threads.
   const int sample_tid = threads_.mode == ThreadChoice::Mode::kLoop ? 0 : static_cast<int>(tgid_);
-  if (auto ok = bpf_->AttachThreadTracking(sample_tid, options_.sample_hz); !ok) {
+  const int hz = options_.sample_hz > 0 ? options_.sample_hz : 49;
+  if (auto ok = bpf_->AttachThreadTracking(sample_tid, hz); !ok) {
     log::Warning("thread-state tracing is off: {}", ok.error().message);
     loader_stats_.Add(StatId::thread_tracking_off);
   }
@@ -151,8 +172,13 @@ void Session::Start(SessionStart start) {
   start.profile = profile_name_;
   start.message_definition = message_definition_;
   start.thread_filter = threads_.Describe();
+  start.sample_hz = options_.thread_tracking && bpf_->thread_tracking() && options_.sample_hz > 0
+                        ? static_cast<uint32_t>(options_.sample_hz)
+                        : 0;
+  start.dwarf_unwind = options_.dwarf_unwind;
   for (const auto& p : plan_.probes)
-    start.probes.push_back(
+    if (!p.shadow_only)
+      start.probes.push_back(
         {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
   events_.OnEvent(start);
 }
@@ -274,6 +300,7 @@ void Session::Finish(const std::string& reason, std::optional<int> exit_status) 
   uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
   bpf_->Detach();
   (void)bpf_->Consume();
+  stacks_->Finish();
   Stats losses = bpf_->ReadCounters();
   losses.Merge(loader_stats_);
   events_.OnEvent(LossCounters{losses});

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -56,72 +57,42 @@ void SnapshotTaker::SampleCpu(uint64_t now_ns) {
     cpu_samples_.pop_front();
 }
 
-std::vector<std::string> SnapshotTaker::UserStack(const std::vector<uint64_t>& ips) {
-  std::vector<std::string> frames;
-  for (uint64_t ip : ips) {
-    auto where = symbolizer_->Symbolize(ip);
-    if (!where) {
-      frames.push_back(fmt::format("pc {:#x}", ip));
-      continue;
+void SnapshotTaker::UserStack(ThreadSnapshot* ts, const lt_thread_state& state, int32_t ustack, bool in_chain) {
+  const uint32_t t = ts->tid;
+  std::optional<ResolvedStack> dwarf;
+  if (dwarf_ && bpf_ && (all_threads_ || t == static_cast<uint32_t>(pid_))) {
+    // A watched thread's copy from its last switch-out or sample, if that is its current stop.
+    if (auto copy = bpf_->StackCopy(t); copy && copy->size > 0 &&
+                                        !(state.since_ns && copy->ts_ns + 1'000'000 < state.since_ns)) {
+      log::V2("stack copy of thread {}: {} bytes from sp {:#x}", t, copy->size, copy->regs[7]);
+      symbols::UnwindRegisters regs;
+      for (int i = 0; i < LT_UNWIND_REGS; ++i)
+        if (copy->valid_mask & (1u << i)) regs.Set(i, copy->regs[i]);
+      dwarf = stacks_->FromCopy(regs, copy->regs[7], std::span<const uint8_t>(copy->bytes, copy->size),
+                                std::span<const lt_shadow_frame>(copy->shadow, copy->nr_shadow));
     }
-    std::string module = where->module.substr(where->module.find_last_of('/') + 1);
-    if (where->function.empty())
-      frames.push_back(fmt::format("pc {:#x} {}+{:#x}", ip, module, where->module_offset));
-    else
-      frames.push_back(fmt::format("pc {:#x} {} ({}+{:#x})", ip, module, where->function, where->function_offset));
   }
-  return frames;
-}
-
-std::optional<std::vector<std::string>> SnapshotTaker::DwarfStack(uint32_t tid, uint64_t state_since_ns) {
-  if (!bpf_) return std::nullopt;
-  auto copy = bpf_->StackCopy(tid);
-  if (!copy || copy->size == 0) return std::nullopt;
-  log::V2("stack copy of thread {}: {} bytes from sp {:#x}", tid, copy->size, copy->regs[7]);
-  // A copy older than the thread's current state describes an earlier stop.
-  if (state_since_ns && copy->ts_ns + 1'000'000 < state_since_ns) return std::nullopt;
-  auto maps = symbols::ReadProcMaps(pid_);
-  if (!maps) return std::nullopt;
-  symbols::UnwindInput input;
-  input.pid = pid_;
-  for (int i = 0; i < LT_UNWIND_REGS; ++i)
-    if (copy->valid_mask & (1u << i)) input.regs.Set(i, copy->regs[i]);
-  input.stack_base = copy->regs[7];
-  input.stack = std::span<const uint8_t>(copy->bytes, copy->size);
-  input.maps = *maps;
-  auto outcome = unwinder_.Unwind(input);
-  // The unwinder reports modules to libdwfl lazily, as the walk reaches them; a first
-  // walk in a session can stop where it met a new module. A second walk, with the
-  // modules known, goes on: keep the deeper one.
-  if (auto again = unwinder_.Unwind(input);
-      again && (!outcome || again->frames.size() > outcome->frames.size()))
-    outcome = std::move(again);
-  if (!outcome || outcome->frames.empty()) {
-    stats_->Add(StatId::snapshot_incomplete);
-    return std::nullopt;
+  if (dwarf_ && !dwarf && in_chain && ts->state != 'R') {
+    // A thread the stalled one waits for: blocked, so its stack can be read now.
+    dwarf = stacks_->FromBlockedThread(t, bpf_ ? bpf_->ShadowStack(t) : std::vector<lt_shadow_frame>{});
   }
-  std::vector<std::string> frames;
-  for (const auto& frame : outcome->frames) {
-    auto where = symbolizer_->SymbolizeFull(frame.lookup_pc);
-    std::string module, function, location;
-    if (where) {
-      module = where->module.substr(where->module.find_last_of('/') + 1);
-      if (!where->frames.empty()) {
-        // Innermost inline frame first, as eu-addr2line -i prints them.
-        for (size_t i = 0; i < where->frames.size(); ++i) {
-          const auto& f = where->frames[i];
-          std::string text = fmt::format("pc {:#x} {} ({}){}{}", frame.pc, module, f.function,
-                                         f.file.empty() ? "" : " " + f.Location(), f.inlined ? " [inlined]" : "");
-          frames.push_back(std::move(text));
-        }
-        continue;
-      }
-      function = where->function;
-    }
-    frames.push_back(function.empty() ? fmt::format("pc {:#x} {}", frame.pc, module)
-                                      : fmt::format("pc {:#x} {} ({})", frame.pc, module, function));
+  std::optional<ResolvedStack> fp;
+  if (ustack >= 0 && (!dwarf || !dwarf->stop.empty())) {
+    auto ips = bpf_->StackIps(ustack);
+    if (ips.empty()) stats_->Add(StatId::snapshot_incomplete);
+    else fp = stacks_->FromIps(ips, stacks_->LiveShadow(bpf_->ShadowStack(t)));
   }
-  return frames;
+  // DWARF when it reached the end, else whichever walk went deeper.
+  const ResolvedStack* best = dwarf ? &*dwarf : fp ? &*fp : nullptr;
+  if (dwarf && fp && !dwarf->stop.empty() && fp->frames.size() > dwarf->frames.size()) best = &*fp;
+  if (!best) {
+    ts->user_stack_stop = ustack < 0 && !dwarf_ ? "no user stack was captured at its last switch-out"
+                                                : "no user stack could be read";
+    return;
+  }
+  if (best->frames.empty() && dwarf) stats_->Add(StatId::snapshot_incomplete);
+  for (const ResolvedFrame& frame : best->frames) ts->user_stack.push_back(frame.Describe());
+  ts->user_stack_stop = best->stop;
 }
 
 StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool anr, uint64_t now_ns) {
@@ -176,24 +147,32 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
           ts.futex_owner_tid = static_cast<uint32_t>(owner);
       }
     }
-    if (auto it = bpf_states.find(t); it != bpf_states.end()) {
-      const lt_thread_state& st = it->second;
-      ts.state_since_ns = st.since_ns;
-      bool running = ts.state == 'R';
-      int32_t kstack = running && st.sample_kstack_id >= 0 ? st.sample_kstack_id : st.kstack_id;
-      int32_t ustack = running && st.sample_ustack_id >= 0 ? st.sample_ustack_id : st.ustack_id;
-      if (!running || st.sample_kstack_id >= 0) ts.kernel_stack = kernel_stacks_->KernelStack(kstack);
-      // Unwound with DWARF CFI when a stack copy exists (--dwarf-unwind), else the
-      // frame-pointer walk BPF did.
-      if (auto dwarf = t == tid ? DwarfStack(t, st.since_ns) : std::nullopt) {
-        ts.user_stack = std::move(*dwarf);
-      } else if (ustack >= 0) {
-        auto ips = bpf_->StackIps(ustack);
-        if (ips.empty()) stats_->Add(StatId::snapshot_incomplete);
-        ts.user_stack = UserStack(ips);
-      }
-    }
     s.threads.push_back(std::move(ts));
+  }
+
+  // The threads the stalled one waits for: the owners of the mutexes along its chain (a
+  // deadlock's members), and the thread that last woke it.
+  std::set<uint32_t> chain;
+  for (uint32_t at = tid; at && chain.insert(at).second;) {
+    uint32_t next = 0;
+    for (const ThreadSnapshot& t : s.threads)
+      if (t.tid == at) next = t.futex_owner_tid;
+    at = next;
+  }
+  if (auto w = last_waker_.find(tid); w != last_waker_.end()) chain.insert(w->second);
+  for (ThreadSnapshot& ts : s.threads) {
+    const bool in_chain = chain.contains(ts.tid) && ts.tid != tid;
+    auto it = bpf_states.find(ts.tid);
+    lt_thread_state unseen{};  // a thread that did not switch since tracing began
+    unseen.kstack_id = unseen.ustack_id = unseen.sample_kstack_id = unseen.sample_ustack_id = -1;
+    if (it == bpf_states.end() && !(dwarf_ && in_chain)) continue;
+    const lt_thread_state& st = it == bpf_states.end() ? unseen : it->second;
+    if (it != bpf_states.end()) ts.state_since_ns = st.since_ns;
+    const bool running = ts.state == 'R';
+    int32_t kstack = running && st.sample_kstack_id >= 0 ? st.sample_kstack_id : st.kstack_id;
+    int32_t ustack = running && st.sample_ustack_id >= 0 ? st.sample_ustack_id : st.ustack_id;
+    if (!running || st.sample_kstack_id >= 0) ts.kernel_stack = kernel_stacks_->KernelStack(kstack);
+    UserStack(&ts, st, ustack, in_chain);
   }
 
   // Process CPU over the last seconds, and memory, like Matrix's ANR block.

@@ -29,6 +29,10 @@ Result<std::pair<Profile, AttachPlan>> ChooseAndCheck(const SessionOptions& opti
       if (std::string why = DiagnoseRuntime(target, command); !why.empty()) e.hint = why;
     return std::unexpected(e);
   }
+  // A runtime looptrace knows but cannot see into, traced by a generic profile: say why.
+  if (options.profile.empty() && chosen->first.runtimes.empty())
+    if (std::string why = DiagnoseRuntime(target, command); !why.empty())
+      log::Warning("{}; detected profile {} sees only what it defines", why, chosen->first.name);
   RETURN_IF_ERROR(CheckRuntimes(chosen->first, chosen->second, target, command));
   return chosen;
 }
@@ -121,7 +125,9 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   WarnAboutExpensiveProbes(plan);
 
   ASSIGN_OR_RETURN(HeldChild child, HeldChild::Fork(command_path, argv));
-  Session session(options, signal_fd, pipeline);
+  SessionOptions held = options;
+  held.held_child = true;
+  Session session(held, signal_fd, pipeline);
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(child.pid())));
   RETURN_IF_ERROR(session.Attach(child.pid()));
   session.AttachThreadTracking();

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "looptrace/symbols/debug_file.h"
 #include "looptrace/symbols/elf_file.h"
 
 namespace looptrace::symbols {
@@ -359,18 +360,53 @@ std::optional<std::string> SearchLibrary(std::string_view name, std::string_view
 
 namespace looptrace::symbols {
 
-std::string MappedFileOpenPath(int pid, const MapEntry& map) {
+MappedFileLocation LocateMappedFile(int pid, const MapEntry& map) {
   struct stat st;
-  if (map.deleted) {
-    char buffer[96];
-    std::snprintf(buffer, sizeof(buffer), "/proc/%d/map_files/%llx-%llx", pid,
-                  static_cast<unsigned long long>(map.start),
-                  static_cast<unsigned long long>(map.end));
-    if (stat(buffer, &st) == 0) return buffer;
-  }
+  char map_files[96];
+  std::snprintf(map_files, sizeof(map_files), "/proc/%d/map_files/%llx-%llx", pid,
+                static_cast<unsigned long long>(map.start), static_cast<unsigned long long>(map.end));
+  const bool have_map_files = pid > 0 && stat(map_files, &st) == 0;
   std::string rooted = ProcRootPath(pid, map.path);
-  if (pid > 0 && stat(rooted.c_str(), &st) == 0) return rooted;
-  return map.path;
+  const bool at_path = pid > 0 && stat(rooted.c_str(), &st) == 0;
+  MappedFileLocation location;
+  if (map.deleted) {
+    // Deleted since it was mapped; another file at the path replaced it (an upgrade).
+    location.replaced = at_path;
+    if (have_map_files) {
+      location.path = map_files;
+    } else if (at_path) {
+      location.trusted = false;  // the file there is not the one mapped
+      location.path = std::move(rooted);
+    } else {
+      location.path = map.path;
+    }
+    return location;
+  }
+  if (at_path) {
+    if (map.inode == 0 || st.st_ino == map.inode) {
+      location.path = std::move(rooted);
+      return location;
+    }
+    // Another file now lies at the path (installed over the mapped one, which is still
+    // linked elsewhere, or seen through another mount). The mapped file is read through
+    // map_files; the one at the path counts as a replacement unless its build id proves
+    // it is the same program (the same file through another inode, e.g. an overlay mount).
+    auto now = ReadBuildId(rooted);
+    if (have_map_files) {
+      auto mapped = ReadBuildId(map_files);
+      location.replaced = !now || !mapped || *now != *mapped;
+      location.path = map_files;
+      return location;
+    }
+    location.replaced = true;
+    location.trusted = false;
+    location.path = std::move(rooted);
+    return location;
+  }
+  location.path = map.path;
+  return location;
 }
+
+std::string MappedFileOpenPath(int pid, const MapEntry& map) { return LocateMappedFile(pid, map).path; }
 
 }  // namespace looptrace::symbols

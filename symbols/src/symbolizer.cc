@@ -54,11 +54,6 @@ std::string FileIdentity(const std::string& path) {
                      st.st_mtim.tv_nsec);
 }
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
 void AddStats(const SymbolizerStats& from, SymbolizerStats* to) {
   to->modules_loaded += from.modules_loaded;
   to->modules_shared += from.modules_shared;
@@ -101,6 +96,7 @@ std::vector<std::pair<std::string, uint64_t>> SymbolizerStats::NonZero() const {
   }
   add("modules_loaded", modules_loaded);
   add("modules_shared", modules_shared);
+  add("modules_replaced", modules_replaced);
   add("module_missing", module_missing);
   add("module_unreadable", module_unreadable);
   add("module_corrupt", module_corrupt);
@@ -461,23 +457,16 @@ std::shared_ptr<const Symbolization> Symbolizer::Symbolize(int pid, uint64_t add
   }
   std::shared_ptr<Module>& module = process->modules[static_cast<size_t>(index)];
   if (!module) {
-    // Deleted files only through map_files; others through the process's root (its mount
-    // namespace), then as seen from here (the process may be gone).
-    std::vector<ModuleLocation> candidates;
-    if (map.deleted) {
-      candidates.push_back({fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, map.start, map.end),
-                            map.path, ProcRootPath(pid, "")});
-    }
-    candidates.push_back({ProcRootPath(pid, map.path), map.path, ProcRootPath(pid, "")});
-    if (!map.deleted) candidates.push_back({map.path, map.path, ""});
-    const ModuleLocation* chosen = &candidates.back();
-    for (const ModuleLocation& candidate : candidates) {
-      if (Exists(candidate.open_path)) {
-        chosen = &candidate;
-        break;
-      }
-    }
-    module = cache_->Get(*chosen);
+    // Deleted or replaced files only through map_files; others through the process's root
+    // (its mount namespace), then as seen from here (the process may be gone).
+    const MappedFileLocation located = LocateMappedFile(pid, map);
+    if (located.replaced && replaced_seen_.emplace(map.path, map.inode).second) ++stats_.modules_replaced;
+    // Another program lies at the path and the mapped one cannot be read: a module that
+    // cannot be opened names nothing, which is better than a wrong name.
+    const std::string open_path =
+        located.trusted ? located.path : fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, map.start, map.end);
+    module = cache_->Get(
+        ModuleLocation{open_path, map.path, open_path == map.path ? std::string() : ProcRootPath(pid, "")});
   }
   bool hit = false;
   auto result = module->SymbolizeOffset(address - map.start + map.offset, use_dwarf, &hit);
@@ -497,6 +486,7 @@ SymbolizerStats Symbolizer::stats() const {
   SymbolizerStats stats = cache_->stats();
   stats.lookups = stats_.lookups;
   stats.cache_hits = stats_.cache_hits;
+  stats.modules_replaced = stats_.modules_replaced;
   stats.by_degradation = stats_.by_degradation;
   return stats;
 }

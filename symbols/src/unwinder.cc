@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 
+#include "looptrace/symbols/vdso.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::symbols {
@@ -120,8 +121,9 @@ struct Unwinder::Session {
   // The last memory read that could not be served (the walk may end there).
   uint64_t failed_read = 0;
   bool any_failed_read = false;
-  // Open files for reads outside the stack copy, by path.
+  // Open files for reads outside the stack copy, by mapping (path and start).
   std::map<std::string, int> files;
+  static std::string fmt_key(const MapEntry& map) { return map.path + "@" + std::to_string(map.start); }
 
   ~Session() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -130,12 +132,22 @@ struct Unwinder::Session {
     }
   }
 
-  // Reports the module mapped at `pc` unless libdwfl already knows one there.
+  // Reports the module mapped at `pc` unless libdwfl already knows one there: a mapped
+  // file (the one mapped, even if another was installed at its path since), or the vDSO.
   void ReportModuleAt(uint64_t pc) {
     if (dwfl_addrmodule(dwfl, pc) != nullptr) return;
     const MapEntry* map = FindMap(input->maps, pc);
-    if (map == nullptr || !map->is_file()) return;
-    const std::string path = MappedFileOpenPath(input->pid, *map);
+    if (map == nullptr) return;
+    std::string path;
+    if (map->path == "[vdso]" && !VdsoImagePath().empty() && map->end - map->start == VdsoImageSize()) {
+      path = VdsoImagePath();
+    } else if (map->is_file()) {
+      MappedFileLocation located = LocateMappedFile(input->pid, *map);
+      if (!located.trusted) return;  // another program's CFI would be wrong
+      path = std::move(located.path);
+    } else {
+      return;
+    }
     uint64_t bias = 0;
     bool is_exec = false;
     if (!LoadBias(path, *map, &bias, &is_exec)) return;
@@ -155,9 +167,11 @@ struct Unwinder::Session {
   bool ReadMapped(uint64_t address, uint64_t* value) {
     const MapEntry* map = FindMap(input->maps, address);
     if (map == nullptr || !map->is_file()) return false;
-    const std::string path = MappedFileOpenPath(input->pid, *map);
-    auto [it, inserted] = files.try_emplace(path, -1);
-    if (inserted) it->second = OpenForReading(path);
+    auto [it, inserted] = files.try_emplace(fmt_key(*map), -1);
+    if (inserted) {
+      const MappedFileLocation located = LocateMappedFile(input->pid, *map);
+      if (located.trusted) it->second = open(located.path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
     if (it->second < 0) return false;
     const uint64_t offset = address - map->start + map->offset;
     return pread(it->second, value, sizeof(*value), static_cast<off_t>(offset)) ==

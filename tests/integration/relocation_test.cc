@@ -152,7 +152,8 @@ TEST_F(RelocationTest, ProbesShowsEachMovedPointAndWhy) {
   ASSERT_EQ(exact.exit_code, 0) << exact.err;
   EXPECT_EQ(exact.out.find("moved off the entry"), std::string::npos) << exact.out;
   EXPECT_NE(exact.out.find("entry kept (single-stepped): --exact-entry"), std::string::npos) << exact.out;
-  EXPECT_NE(exact.err.find("9 probe points start with an instruction the kernel single-steps"),
+  // loop_dispatch's uprobe and uretprobe trap on one instruction: 8 points for 9 probes.
+  EXPECT_NE(exact.err.find("8 probe points start with an instruction the kernel single-steps"),
             std::string::npos)
       << exact.err;
 }

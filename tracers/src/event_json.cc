@@ -43,13 +43,20 @@ struct ToJson {
                         {"point", p.point},
                         {"file_offset", p.file_offset}});
     json j{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
-           {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
-           {"threads", s.thread_filter}, {"probes", std::move(probes)},
-           {"device", {{"machine", s.device.machine},
-                       {"mem", s.device.mem_total_bytes},
-                       {"mem_free", s.device.mem_available_kb},
-                       {"cpu_app", s.device.cpu_app_percent}}}};
+                {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
+                {"threads", s.thread_filter}, {"probes", std::move(probes)},
+                {"device", {{"machine", s.device.machine},
+                            {"mem", s.device.mem_total_bytes},
+                            {"mem_free", s.device.mem_available_kb},
+                            {"cpu_app", s.device.cpu_app_percent}}},
+                {"sample_hz", s.sample_hz}, {"dwarf_unwind", s.dwarf_unwind}};
     if (!s.message_definition.empty()) j["message_definition"] = s.message_definition;
+    return j;
+  }
+  json operator()(const StackSample& e) const {
+    json j{{"type", "stack_sample"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"on_cpu", e.on_cpu},
+           {"frames", e.frames}};
+    if (!e.stop.empty()) j["stop"] = e.stop;
     return j;
   }
   json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
@@ -275,6 +282,7 @@ Result<Event> ParseSnapshot(const json& j) {
       ts.futex_owner_tid = FieldOr<uint32_t>(t, "futex_owner_tid", 0);
       ts.kernel_stack = FieldOr<std::vector<std::string>>(t, "kernel_stack", {});
       ts.user_stack = FieldOr<std::vector<std::string>>(t, "user_stack", {});
+      ts.user_stack_stop = FieldOr<std::string>(t, "user_stack_stop", "");
       s.threads.push_back(std::move(ts));
     }
   }
@@ -295,6 +303,8 @@ Result<Event> ParseSessionStart(const json& j) {
   s.profile = FieldOr<std::string>(j, "profile", "");
   s.thread_filter = FieldOr<std::string>(j, "threads", "main");
   s.message_definition = FieldOr<std::string>(j, "message_definition", "");
+  s.sample_hz = FieldOr<uint32_t>(j, "sample_hz", 0);
+  s.dwarf_unwind = FieldOr<bool>(j, "dwarf_unwind", false);
   if (auto it = j.find("device"); it != j.end() && it->is_object()) {
     s.device.machine = FieldOr<std::string>(*it, "machine", "UN_KNOW");
     s.device.mem_total_bytes = FieldOr<uint64_t>(*it, "mem", 0);
@@ -360,6 +370,20 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
                                      : ParseSnapshot(j);
     if (!parsed) return std::unexpected(parsed.error());
     return std::optional<Event>(std::move(*parsed));
+  }
+  if (type == "stack_sample") {
+    StackSample e;
+    ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
+    ASSIGN_OR_RETURN(e.tid, Field<uint32_t>(j, "tid"));
+    e.on_cpu = FieldOr<bool>(j, "on_cpu", true);
+    auto frames = j.find("frames");
+    if (frames == j.end() || !frames->is_array()) return MakeError("missing field 'frames'");
+    for (const auto& f : *frames) {
+      if (!f.is_string()) return MakeError("stack frames must be strings");
+      e.frames.push_back(f.get<std::string>());
+    }
+    e.stop = FieldOr<std::string>(j, "stop", "");
+    return std::optional<Event>(Event{std::move(e)});
   }
   if (type == "method_beats") {
     ASSIGN_OR_RETURN(Event e, ParseMethodBeats(j));

@@ -62,6 +62,9 @@ bool ForEachString(E& e, F&& f) {
     for (auto& [key, value] : e.memory_kb) one(key);
   } else if constexpr (std::is_same_v<T, ProcessExec>) {
     one(e.comm);
+  } else if constexpr (std::is_same_v<T, StackSample>) {
+    all(e.frames);
+    one(e.stop);
   } else {
     static_assert(std::is_same_v<T, LossCounters>, "a new event type: list its strings here");
   }

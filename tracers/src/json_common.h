@@ -18,7 +18,8 @@ inline nlohmann::json ThreadSnapshotToJson(const ThreadSnapshot& t) {
                         {"futex_address", t.futex_address},
                         {"futex_owner_tid", t.futex_owner_tid},
                         {"kernel_stack", t.kernel_stack},
-                        {"user_stack", t.user_stack}};
+                        {"user_stack", t.user_stack},
+                        {"user_stack_stop", t.user_stack_stop}};
 }
 
 }  // namespace looptrace

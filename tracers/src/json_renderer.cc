@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "json_common.h"
+#include "sampled_render.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/render.h"
 #include "looptrace/util/text_safety.h"
@@ -114,6 +115,7 @@ json EvilJson(const Report& report, const EvilMethodReport& e) {
   j["beats_overwritten"] = e.beats_overwritten;
   j["stall_causes"] = CausesJson(e.causes);
   j["tree"] = TreeJson(e.tree);
+  AddSampledJson(e.sampled, &j);
   return j;
 }
 
@@ -184,6 +186,7 @@ json StallJson(const Report& report, const StallReport& s) {
                          {"waker_tid", iv.waker_tid}, {"waker_comm", iv.waker_comm}, {"open", iv.open}});
   j["off_cpu"] = intervals;
   j["tree"] = TreeJson(s.tree);
+  j["interpreted_stack"] = s.interpreted_stack;
   json threads = json::array();
   for (const auto& t : s.snapshot.threads) threads.push_back(ThreadSnapshotToJson(t));
   j["threads"] = threads;
@@ -246,6 +249,7 @@ class JsonRenderer : public Renderer {
              {"finished", fr.finished},
              {"phases", phases}};
       if (!fr.tree.empty()) j["tree"] = TreeJson(fr.tree);
+      AddSampledJson(fr.sampled, &j);
       Line(out, j);
     }
     for (const FpsSummary& s : f.windows) Line(out, FpsJson(report, s, "fps"));
@@ -290,8 +294,10 @@ class JsonRenderer : public Renderer {
       milestones.push_back({{"name", m.name}, {"ts_ns", m.ts_ns}, {"activity", m.activity}, {"warm", m.warm}});
     j["milestones"] = milestones;
     j["tree"] = TreeJson(s.tree);
+    AddSampledJson(s.sampled, &j);
     Line(out, j);
-    auto evil = [&](const std::vector<NamedCallNode>& tree, uint64_t cost, int sub_type) {
+    auto evil = [&](const std::vector<NamedCallNode>& tree, const SampledCallTree& sampled, uint64_t cost,
+                    int sub_type) {
       json e = MatrixRecord(report, "startup_evil_method", "Trace_EvilMethod", report.session.end_ns);
       e["detail"] = "STARTUP";
       e["cost"] = ms(cost);
@@ -299,9 +305,10 @@ class JsonRenderer : public Renderer {
       e["stackKey"] = "";
       e["subType"] = sub_type;
       e["tree"] = TreeJson(tree);
+      AddSampledJson(sampled, &e);
       Line(out, e);
     };
-    if (s.over_threshold) evil(s.tree, s.cold_ns, 1);
+    if (s.over_threshold) evil(s.tree, s.sampled, s.cold_ns, 1);
     for (const WarmStart& w : s.warm_starts) {
       json wj = MatrixRecord(report, "startup", "Trace_StartUp", w.focus_ns ? w.focus_ns : w.launch_ns);
       wj["application_create"] = 0;
@@ -316,8 +323,9 @@ class JsonRenderer : public Renderer {
       wj["over_threshold"] = w.over_threshold;
       wj["vitals_excessive"] = w.excessive;
       wj["tree"] = TreeJson(w.tree);
+      AddSampledJson(w.sampled, &wj);
       Line(out, wj);
-      if (w.over_threshold) evil(w.tree, w.cost_ns(), 2);
+      if (w.over_threshold) evil(w.tree, w.sampled, w.cost_ns(), 2);
     }
   }
 

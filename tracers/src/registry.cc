@@ -5,6 +5,7 @@
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/live_stats.h"
 #include "looptrace/tracers/messages.h"
+#include "looptrace/tracers/sampled_tree.h"
 #include "looptrace/tracers/span_lags.h"
 #include "looptrace/tracers/startup.h"
 
@@ -20,6 +21,8 @@ const std::vector<TracerEntry>& TracerRegistry() {
       MakeTracerEntry<SpanLagTracer, SpanLagOptions>("span_lags"),
       MakeTracerEntry<StartupTracer, StartupOptions>("startup"),
       MakeTracerEntry<LiveStatsTracer, LiveStatsOptions>("live_stats"),
+      // Last: it attaches its trees to the reports the others contributed.
+      MakeTracerEntry<SampledTreeTracer, SampledTreeOptions>("sampled_tree"),
   };
   return kTracers;
 }

@@ -7,6 +7,7 @@ std::unique_ptr<Renderer> MakeTextRenderer(const RenderOptions& options);
 std::unique_ptr<Renderer> MakeJsonRenderer(const RenderOptions& options);
 std::unique_ptr<Renderer> MakeChromeRenderer(const RenderOptions& options);
 std::unique_ptr<Renderer> MakeHtmlRenderer(const RenderOptions& options);
+std::unique_ptr<Renderer> MakeFoldedRenderer(const RenderOptions& options);
 
 const std::vector<RendererEntry>& RendererRegistry() {
   static const std::vector<RendererEntry> kRenderers = {
@@ -14,6 +15,7 @@ const std::vector<RendererEntry>& RendererRegistry() {
       {"json", "JSON lines: one record per message, report, summary (Matrix keys first)", MakeJsonRenderer},
       {"chrome", "Chrome trace event JSON for Perfetto UI / chrome://tracing", MakeChromeRenderer},
       {"html", "one self-contained HTML page: timeline, frame charts, call trees", MakeHtmlRenderer},
+      {"folded", "folded stacks (FlameGraph, speedscope): one line per stack, weight in microseconds", MakeFoldedRenderer},
   };
   return kRenderers;
 }

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "looptrace/tracers/render.h"
+#include "sampled_render.h"
 #include "looptrace/tracers/stall_causes.h"
 #include "looptrace/util/text_safety.h"
 
@@ -187,30 +188,34 @@ class TextRenderer : public Renderer {
                          FormatDuration(m.cost_ns()), cpu, Relative(m.begin_ns, base));
       RenderCauses(e.causes, base, "    ", out);
       if (!e.has_beats) {
-        out << "    no method beats (the profile maps no method.enter/method.exit)\n";
-        continue;
-      }
-      if (e.tree.size() <= 1) {
+        if (e.sampled.empty()) out << "    no method beats (the profile maps no method.enter/method.exit)\n";
+      } else if (e.tree.size() <= 1) {
         out << "    no instrumented method ran during this message\n";
-        continue;
+      } else {
+        RenderInstrumented(e, what, out);
       }
-      out << fmt::format("    stackKey {}  {}{}\n", Esc(e.stack_key), Esc(e.stack_key_name),
-                         e.matrix_compat ? "  (matrix-compat)" : "");
-      if (e.nodes_before_trim > e.tree.size())
-        out << fmt::format("    tree trimmed to {} of {} nodes (Matrix's rule)\n", e.tree.size(),
-                           e.nodes_before_trim);
-      if (e.beats_overwritten)
-        out << fmt::format("    warning: {} beats were overwritten before they were read; the tree "
-                           "is incomplete (raise --beat-buffer)\n", e.beats_overwritten);
-      const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
-      for (const NamedCallNode& n : e.tree) {
-        std::string label = n.node.depth == 0 ? "[message] " + what : Esc(n.name);
-        if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
-        if (n.node.unfinished) label += "  (unfinished)";
-        if (n.node.lost_exit) label += "  (exit lost)";
-        out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns),
-                           100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
-      }
+      // Both when the profile has method beats; the sampled one alone when it has none.
+      RenderSampledTree(e.sampled, "[message] " + what, "    ", out);
+    }
+  }
+
+  static void RenderInstrumented(const EvilMethodReport& e, const std::string& what, std::ostream& out) {
+    out << fmt::format("    stackKey {}  {}{}\n", Esc(e.stack_key), Esc(e.stack_key_name),
+                       e.matrix_compat ? "  (matrix-compat)" : "");
+    if (e.nodes_before_trim > e.tree.size())
+      out << fmt::format("    tree trimmed to {} of {} nodes (Matrix's rule)\n", e.tree.size(),
+                         e.nodes_before_trim);
+    if (e.beats_overwritten)
+      out << fmt::format("    warning: {} beats were overwritten before they were read; the tree "
+                         "is incomplete (raise --beat-buffer)\n", e.beats_overwritten);
+    const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
+    for (const NamedCallNode& n : e.tree) {
+      std::string label = n.node.depth == 0 ? "[message] " + what : Esc(n.name);
+      if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
+      if (n.node.unfinished) label += "  (unfinished)";
+      if (n.node.lost_exit) label += "  (exit lost)";
+      out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns),
+                         100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
     }
   }
 
@@ -259,6 +264,7 @@ class TextRenderer : public Renderer {
                          fr.delay_by_messages_ns ? fmt::format(", delayed {} by messages", FormatDuration(fr.delay_by_messages_ns)) : "",
                          fr.finished ? "" : " (unfinished)");
       if (fr.tree.size() > 1) RenderTree(fr.tree, fmt::format("frame {}", fr.frame_id), "      ", out);
+      RenderSampledTree(fr.sampled, fmt::format("[frame] {}", fr.frame_id), "      ", out);
     }
   }
 
@@ -315,6 +321,7 @@ class TextRenderer : public Renderer {
       out << fmt::format("  kernel: {}\n", Esc(t.kernel_stack[i]));
     for (size_t i = 0; i < t.user_stack.size() && i < 24; ++i)
       out << fmt::format("  native: #{:02} {}\n", i, Esc(t.user_stack[i]));
+    if (!t.user_stack_stop.empty()) out << fmt::format("  native: (stack ends: {})\n", Esc(t.user_stack_stop));
   }
 
   void RenderStalls(const Report& report, std::ostream& out) const {
@@ -373,6 +380,10 @@ class TextRenderer : public Renderer {
       out << "\n";
       for (const ThreadSnapshot& t : s.snapshot.threads) {
         RenderThread(t, s.snapshot.ts_ns, s.snapshot.threads, out);
+        // The stalled thread's interpreted stack (method beats), next to its native one.
+        if (t.tid == m.tid)
+          for (size_t i = 0; i < s.interpreted_stack.size() && i < 24; ++i)
+            out << fmt::format("  interpreted: #{:02} {}\n", i, s.interpreted_stack[i]);
         out << "\n";
       }
       out << fmt::format("----- end {} -----\n", report.session.pid);
@@ -446,12 +457,14 @@ class TextRenderer : public Renderer {
       out << fmt::format("  not reached before the session ended ({}): {}\n", Esc(report.session.end_reason), missing);
     }
     if (!s.tree.empty()) RenderTree(s.tree, "startup", "  ", out);
+    RenderSampledTree(s.sampled, "[startup]", "  ", out);
     for (const WarmStart& w : s.warm_starts) {
       out << fmt::format("  warm start of {}: {}{}{}\n", Esc(w.activity),
                          w.focus_ns ? FormatDuration(w.cost_ns()) : "never focused",
                          w.first_frame_ns ? fmt::format(", first frame after {}", FormatDuration(w.first_frame_ns - w.launch_ns)) : "",
                          w.excessive ? " (excessive by Android vitals, >= 2 s)" : "");
       if (!w.tree.empty()) RenderTree(w.tree, "warm start", "    ", out);
+      RenderSampledTree(w.sampled, "[warm start]", "    ", out);
     }
   }
 

@@ -7,14 +7,16 @@
  * User space decodes these records in exactly one place
  * (loader/src/event_decoder.cc); nothing else reads raw bytes.
  *
- * Three channels (docs/ARCHITECTURE.md, "The event ABI"):
+ * Four channels (docs/ARCHITECTURE.md, "The event ABI"):
  *  - the record ring: fixed-size, time-ordered records (role hits, thread switches,
  *    wakeups, signals, exec) in an mmapable array. BPF writes a slot and publishes it by
  *    storing its sequence number last; user space polls it, nothing wakes per record;
  *  - the beat ring: method beats, 32 bytes each, copied by user space only for the spans
  *    that need them;
- *  - the ring buffer: variable-size side records (string texts, method identities, stacks)
- *    and the nudge that wakes user space when the record ring fills up.
+ *  - the ring buffer: variable-size side records (string texts, method identities) and the
+ *    nudge that wakes user space when the record ring fills up;
+ *  - the sample ring: stack samples of watched threads (frame-pointer ips, or registers and
+ *    stack bytes for DWARF unwinding), also side records.
  */
 #ifndef LOOPTRACE_EVENTS_H
 #define LOOPTRACE_EVENTS_H
@@ -42,6 +44,8 @@
 #define LT_RECORD_WAKEUP 6   /* record ring: someone woke a watched thread */
 #define LT_RECORD_IDENTITY 7 /* ring buffer: the arguments behind a string-flavour beat id */
 #define LT_RECORD_NUDGE 8    /* ring buffer: the record ring is half full, drain it */
+#define LT_RECORD_SAMPLE 9       /* sample ring: a watched thread's user stack (frame-pointer walk) */
+#define LT_RECORD_SAMPLE_COPY 10 /* sample ring: registers + stack bytes of a sample (--dwarf-unwind) */
 
 /*
  * Roles (docs/ARCHITECTURE.md, "Roles"). Numbers are part of the ABI and of saved
@@ -131,6 +135,9 @@ struct lt_predicate {
 #define LT_PROBE_COMM 16        /* the hitting thread's name in the last two argument slots
                                  * (lock.release: the monitor's holder, often gone by decode time) */
 #define LT_COMM_ARG_SLOT (LT_MAX_ARGS - 2)
+#define LT_PROBE_SHADOW_PUSH 32 /* entry of a function with a uretprobe: remember its return address */
+#define LT_PROBE_SHADOW_POP 64  /* a uretprobe: its function returned */
+#define LT_PROBE_SHADOW_ONLY 128 /* added only for the shadow stack: records nothing */
 
 struct lt_probe_config {
 	__u16 role;
@@ -164,6 +171,8 @@ struct lt_probe_config {
 #define LT_STAT_PREDICATE_REJECTED 7  /* hits whose conditions did not hold (not a loss) */
 #define LT_STAT_VERDICTS_EVICTED 8    /* cached string verdicts replaced by another address */
 #define LT_STAT_VERDICTS_STALE 9      /* cached verdicts whose string changed (address reused) */
+#define LT_STAT_SAMPLES_DROPPED 10    /* a stack sample dropped: the sample ring was full */
+#define LT_STAT_SHADOW_OVERFLOW 11    /* uretprobe return addresses not remembered (too deep) */
 #define LT_STAT_MAX 12
 
 /* Ring buffer records start with this header. */
@@ -300,19 +309,70 @@ struct lt_thread_state {
 #define LT_STATE_RUNNING 0xFFFFFFFF
 
 /*
- * With --dwarf-unwind, the main thread's user registers and the top of its user stack
- * at its last switch-out (and latest cpu-clock sample), for unwinding without frame
- * pointers in user space (symbols/unwinder.h). Registers in DWARF order: rax rdx rcx
+ * Uretprobes replace the return address of the probed function with the kernel's
+ * trampoline (the [uprobes] page), which breaks every stack walk through that frame. The
+ * entry probe of such a function pushes the real return address and where it is stored
+ * (the slot: the stack pointer at the entry) on a per-thread shadow stack; the uretprobe
+ * pops it. Samples carry the entries still in effect, innermost first, and user space puts
+ * the real addresses back (see docs/ARCHITECTURE.md, "Stack samples").
+ */
+#define LT_MAX_SHADOW 8
+
+struct lt_shadow_frame {
+	__u64 slot; /* stack address of the replaced return address */
+	__u64 ret;  /* the real return address */
+};
+
+struct lt_shadow_stack {
+	__u32 depth; /* entries in use, outermost first */
+	__u32 pad;
+	struct lt_shadow_frame frames[LT_MAX_SHADOW];
+};
+
+/* Sample kinds: while running (cpu-clock), or at a switch-out (weighted by the time off CPU). */
+#define LT_SAMPLE_CPU 1
+#define LT_SAMPLE_SWITCH 2
+#define LT_MAX_SAMPLE_FRAMES 127
+
+/*
+ * A stack sample of a watched thread, frame-pointer walk by the kernel (bpf_get_stack).
+ * Variable size: header.size = offsetof(ips) + 8 * nr_ips.
+ */
+struct lt_sample_record {
+	struct lt_record_header header;
+	__u64 ts_ns;
+	__u32 tid;
+	__u16 kind;      /* LT_SAMPLE_* */
+	__u16 nr_shadow; /* shadow frames in effect, innermost first */
+	__u32 state;     /* LT_SAMPLE_SWITCH: prev->__state (0 = preempted) */
+	__u32 nr_ips;
+	struct lt_shadow_frame shadow[LT_MAX_SHADOW];
+	__u64 ips[LT_MAX_SAMPLE_FRAMES]; /* innermost first */
+};
+
+/*
+ * With --dwarf-unwind: a thread's user registers and the top of its user stack, for
+ * unwinding without frame pointers in user space (symbols/unwinder.h). Kept per thread in
+ * the stack_copies map at every switch-out of a target thread (and cpu-clock sample of
+ * the main thread), and sent as a variable-size side record for samples of watched
+ * threads (header.size = offsetof(bytes) + size). Registers in DWARF order: rax rdx rcx
  * rbx rsi rdi rbp rsp r8..r15 rip.
  */
 #define LT_MAX_STACK_COPY 16384
 #define LT_UNWIND_REGS 17
 
 struct lt_stack_copy {
+	struct lt_record_header header; /* LT_RECORD_SAMPLE_COPY when sent */
 	__u64 ts_ns;
-	__u64 regs[LT_UNWIND_REGS];
+	__u32 tid;
+	__u16 kind;       /* LT_SAMPLE_* */
+	__u16 nr_shadow;
+	__u32 state;
 	__u32 valid_mask; /* bit n: DWARF register n was captured */
-	__u32 size;       /* bytes copied from regs[7] (rsp) upwards */
+	__u64 regs[LT_UNWIND_REGS];
+	struct lt_shadow_frame shadow[LT_MAX_SHADOW];
+	__u32 size;       /* bytes copied from regs[7] (rsp) upwards; 0: the copy faulted */
+	__u32 pad;
 	__u8 bytes[LT_MAX_STACK_COPY];
 };
 
@@ -333,7 +393,13 @@ LT_STATIC_ASSERT(sizeof(struct lt_beat) == 32, "beat size");
 LT_STATIC_ASSERT(__builtin_offsetof(struct lt_beat, tid) == 24, "beat tid offset");
 LT_STATIC_ASSERT(sizeof(struct lt_string_record) == 24 + LT_MAX_STRING, "string record size");
 LT_STATIC_ASSERT(sizeof(struct lt_identity_record) == 24 + 8 * LT_MAX_ARGS, "identity record size");
-LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == 8 + 17 * 8 + 8 + LT_MAX_STACK_COPY, "stack copy size");
+LT_STATIC_ASSERT(sizeof(struct lt_shadow_frame) == 16, "shadow frame size");
+LT_STATIC_ASSERT(sizeof(struct lt_shadow_stack) == 8 + 16 * LT_MAX_SHADOW, "shadow stack size");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_sample_record, ips) == 32 + 16 * LT_MAX_SHADOW, "sample ips offset");
+LT_STATIC_ASSERT(__builtin_offsetof(struct lt_stack_copy, bytes) == 32 + 17 * 8 + 16 * LT_MAX_SHADOW + 8,
+		 "stack copy bytes offset");
+LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == __builtin_offsetof(struct lt_stack_copy, bytes) + LT_MAX_STACK_COPY,
+		 "stack copy size");
 LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
 
 #endif /* LOOPTRACE_EVENTS_H */

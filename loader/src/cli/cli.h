@@ -67,6 +67,7 @@ struct SessionFlags {
   std::string ringbuf_size = "4M";
   std::string record_ring = "65536";
   std::string beat_buffer = "1048576";
+  std::string sample_ring = "8M";
   bool no_thread_tracking = false;
   Result<void> Resolve();
 };

@@ -104,17 +104,26 @@ void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
   cmd->add_flag("--no-thread-tracking", f.no_thread_tracking,
                 "no sched_switch/waking/SIGQUIT programs or cpu-clock samples (no ANR causes)");
   cmd->add_flag("--dwarf-unwind", f.session.dwarf_unwind,
-                "unwind the main thread's user stack with DWARF CFI (targets without frame pointers); "
-                "copies 16 KiB of stack at each of its switch-outs");
+                "unwind user stacks with DWARF CFI (targets without frame pointers): copies the watched "
+                "thread's stack top at each sample and switch-out, and reads the stacks of the threads a "
+                "stalled one waits for");
   cmd->add_flag("--exact-entry", f.session.exact_entry,
                 "probe every symbol at its first instruction, even where the kernel single-steps it "
                 "(no move to the entry block, call sites or after calls)");
+  cmd->add_option("--sample-rate", f.session.sample_hz,
+                  "stack samples of the main thread per second of its CPU time, for sampled call trees "
+                  "of slow messages, frames and startups (0: none)")
+      ->check(CLI::Range(0, 20000))
+      ->capture_default_str();
+  cmd->add_option("--sample-ring", f.sample_ring, "BPF ring buffer size for stack samples (power of two)")
+      ->capture_default_str();
 }
 
 Result<void> SessionFlags::Resolve() {
   ASSIGN_OR_RETURN(session.ringbuf_bytes, ParseSize("--ringbuf-size", ringbuf_size, 4096, kMaxRingbufBytes));
   ASSIGN_OR_RETURN(session.record_capacity, ParseSize("--record-ring", record_ring, 1024, kMaxRecords));
   ASSIGN_OR_RETURN(session.beat_capacity, ParseSize("--beat-buffer", beat_buffer, 1024, kMaxBeatRecords));
+  ASSIGN_OR_RETURN(session.sample_ring_bytes, ParseSize("--sample-ring", sample_ring, 4096, kMaxRingbufBytes));
   if (!threads.empty()) {
     auto choice = loader::ParseThreadChoice(threads);
     if (!choice) return MakeError("--threads: " + choice.error().message, ExitCode::kUsage, choice.error().hint);

@@ -68,6 +68,11 @@ class ProbesCommand : public Command {
       }
       profile = std::move(d.profile);
       plan = std::move(d.plan);
+      if (profile.runtimes.empty())
+        if (std::string why = loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_)
+                                                                       : loader::TargetCommand{});
+            !why.empty())
+          log::Warning("{}; detected profile {} sees only what it defines", why, profile.name);
     } else {
       auto chosen = loader::ChooseProfile(profile_, target);
       if (!chosen) return Fail(chosen.error());

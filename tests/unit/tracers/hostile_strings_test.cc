@@ -55,6 +55,7 @@ Report HostileReport(const std::string& name) {
   r.session.profile = name;
   r.session.begin_ns = 1'000'000'000;
   r.session.end_ns = 20'000'000'000;
+  r.folded.push_back({{"main", name}, 2'000'000});
   r.session.end_reason = "interrupted";
   r.session.probes.push_back({0, Role::kDispatchBegin, "uprobe", name, name, 0x1000});
   Message m;

@@ -60,6 +60,7 @@ struct ResolvedProbe {
   std::vector<ProbeLocation> locations;  // when placement != kEntry: where it is attached
   std::string placement_note;            // why it moved, or why a single-stepped entry stayed
   symbols::InstructionInfo entry_instruction{symbols::ProbeCost::kUnknown, "", 0};  // at `address`
+  bool shadow_only = false;  // added for a uretprobe's shadow stack (shadow_probes.h): records nothing
 };
 
 // The file offsets the probe is attached at (its own, or its relocated locations).

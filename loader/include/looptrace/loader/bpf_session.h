@@ -36,7 +36,10 @@ struct BpfSessionOptions {
   size_t beat_capacity = 1u << 20;    // method-beat ring records, power of two
   std::vector<lt_probe_config> probe_configs;  // by probe id
   bool thread_tracking = true;      // sched/signal/exec programs, stacks, cpu-clock samples
-  bool dwarf_unwind = false;        // copy the main thread's registers + stack top
+  bool dwarf_unwind = false;        // copy watched threads' registers + stack top
+  bool sample_records = false;      // stack samples for sampled call trees (sample ring)
+  size_t sample_ring_bytes = 4u << 20;  // the sample ring, power of two
+  bool samples_after_exec = false;  // run: no samples of the held child before its exec
   std::string btf_path;             // empty: the kernel's /sys/kernel/btf/vmlinux
 };
 
@@ -57,8 +60,9 @@ class BpfSession {
   using SideRecordCallback = std::function<void(std::span<const uint8_t>)>;
   using RecordCallback = std::function<void(const lt_record&)>;
 
-  // Side records (ring buffer) go to `on_side_record`, ring records to `on_record`; each
-  // Consume() delivers the side records first (the strings records refer to).
+  // Side records (ring buffer and sample ring) go to `on_side_record`, ring records to
+  // `on_record`; each Consume() delivers the side records first (the strings records refer
+  // to, the stack samples taken before them).
   static Result<std::unique_ptr<BpfSession>> Open(const BpfSessionOptions& options, SideRecordCallback on_side_record,
                                                   RecordCallback on_record);
   ~BpfSession();
@@ -81,7 +85,9 @@ class BpfSession {
   // Fd that becomes readable when BPF nudges (the record ring is half full, a SIGQUIT);
   // otherwise the caller polls on a timer and calls Consume().
   int ring_epoll_fd() const;
-  // Delivers the side records, then the ring records; returns the number of ring records.
+  // Delivers the side records, then the ring records claimed before the side records were
+  // read (so every side record a thread wrote before a record comes first); returns the
+  // number of ring records.
   Result<size_t> Consume();
 
   // Thread-state programs (sched_switch, sched_waking, signal_generate, exec) and
@@ -92,9 +98,11 @@ class BpfSession {
 
   // The latest state BPF saw for every thread of the target (tid -> state).
   std::vector<std::pair<uint32_t, lt_thread_state>> ThreadStates() const;
-  // The main thread's registers and stack top at its last switch-out or sample
+  // A watched thread's registers and stack top at its last switch-out or sample
   // (--dwarf-unwind); nothing when off or never captured.
   std::optional<lt_stack_copy> StackCopy(uint32_t tid) const;
+  // The uretprobe shadow stack of a thread now (events.h); empty when none.
+  std::vector<lt_shadow_frame> ShadowStack(uint32_t tid) const;
   // Instruction pointers of a stack id (innermost first); empty if gone.
   std::vector<uint64_t> StackIps(int32_t stack_id) const;
 
@@ -127,7 +135,7 @@ class BpfSession {
 
   // Members are destroyed in reverse order: links first, the skeleton last.
   std::unique_ptr<lt_probes, SkeletonDeleter> skel_;
-  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  std::unique_ptr<ring_buffer, RingDeleter> ring_;  // the side-record ring and the sample ring
   BeatRing beats_;
   std::vector<UniqueFd> perf_fds_;
   std::vector<AttachedLink> links_;

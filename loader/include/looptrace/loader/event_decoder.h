@@ -19,6 +19,8 @@
 
 namespace looptrace::loader {
 
+class StackResolver;
+
 // Names the kernel stacks BPF stored (stack ids of switch records).
 class KernelStackNamer {
  public:
@@ -37,7 +39,11 @@ class EventDecoder {
   // A record of the record ring: appends the event it yields (none if malformed: counted).
   void Decode(const lt_record& record, std::vector<Event>* out);
   // A side record of the ring buffer (string texts, identities, nudges): kept in the tables.
-  void DecodeSide(std::span<const uint8_t> raw);
+  void DecodeSide(std::span<const uint8_t> raw) { DecodeSide(raw, nullptr); }
+  // The same; stack samples (sample ring) become events appended to `out` when a stack
+  // resolver is set (SetStackResolver), else they are dropped.
+  void DecodeSide(std::span<const uint8_t> raw, std::vector<Event>* out);
+  void SetStackResolver(StackResolver* stacks) { stacks_ = stacks; }
 
  private:
   void DecodeProbe(const lt_record& rec, std::vector<Event>* out);
@@ -53,6 +59,7 @@ class EventDecoder {
   std::vector<std::vector<std::string_view>> arg_names_;  // per probe, interned
   AddressNamer* addresses_;
   std::unordered_map<uint64_t, const std::string*> address_names_;  // interned
+  StackResolver* stacks_ = nullptr;
 };
 
 }  // namespace looptrace::loader

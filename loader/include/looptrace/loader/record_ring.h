@@ -3,6 +3,7 @@
 // read (so BPF can tell a full ring) and counts records a concurrent writer overwrote.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "looptrace/events.h"
@@ -17,12 +18,16 @@ class RecordRing {
   // Maps `capacity` records of the map `map_fd`; `head` and `tail` are BPF's .bss counters.
   static Result<RecordRing> Map(int map_fd, uint64_t capacity, const uint64_t* head, uint64_t* tail);
 
+  // The writers' claim counter now: records below it were claimed (maybe not yet published).
+  uint64_t head() const { return records_ ? __atomic_load_n(head_, __ATOMIC_ACQUIRE) : 0; }
+
   // Calls fn(const lt_record&) for every record published since the last call, in ring
-  // order; stops at a slot claimed but not yet published. Returns how many were lost.
+  // order, up to index `limit` (exclusive); stops at a slot claimed but not yet published.
+  // Returns how many were lost.
   template <typename Fn>
-  uint64_t Drain(Fn&& fn) {
+  uint64_t Drain(Fn&& fn, uint64_t limit = UINT64_MAX) {
     if (!records_) return 0;
-    const uint64_t head = __atomic_load_n(head_, __ATOMIC_ACQUIRE);
+    const uint64_t head = std::min(__atomic_load_n(head_, __ATOMIC_ACQUIRE), limit);
     uint64_t tail = *tail_;
     uint64_t lost = 0;
     while (tail < head) {

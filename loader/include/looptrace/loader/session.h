@@ -22,6 +22,7 @@
 #include "looptrace/loader/event_decoder.h"
 #include "looptrace/loader/event_loop.h"
 #include "looptrace/loader/profile.h"
+#include "looptrace/loader/stack_resolver.h"
 #include "looptrace/loader/stall_snapshot.h"
 #include "looptrace/loader/string_reader.h"
 #include "looptrace/tracers/event_sanitize.h"
@@ -40,7 +41,12 @@ struct SessionOptions {
   std::string btf_path;
   int poll_interval_ms = 25;    // ring buffer drained (and the watchdog run) this often
   bool thread_tracking = true;  // sched_switch/waking/signal programs + cpu-clock samples
-  int sample_hz = 49;           // cpu-clock samples of the main thread (its stack while running)
+  // --sample-rate: cpu-clock stack samples of the main thread per second of its CPU time, for
+  // sampled call trees (and snapshots of busy threads); 0: no stack samples (49 Hz, for
+  // snapshots only). 997: prime, so it does not beat with periodic work; ~1 ms resolution.
+  int sample_hz = 997;
+  size_t sample_ring_bytes = 8u << 20;  // --sample-ring: the BPF ring of stack samples
+  bool held_child = false;      // run: the target is looptrace's held child until it execs
   bool dwarf_unwind = false;    // copy registers + stack top for DWARF unwinding (no frame pointers)
   bool exact_entry = false;     // --exact-entry: no probe relocation (probe_placement.h)
 };
@@ -86,6 +92,7 @@ class Session {
 
  private:
   void OnRecord(const lt_record& record);
+  void OnSideRecord(std::span<const uint8_t> raw);
   void Watchdog(uint64_t now_ns);
   // The thread whose loop is watched: the main thread, or the loop thread once known (0 before).
   uint32_t LooperTid();
@@ -105,10 +112,12 @@ class Session {
   Stats loader_stats_;
   std::optional<SymbolizingAddressNamer> addresses_;
   std::optional<BpfKernelStacks> kernel_stacks_;
+  std::optional<StackResolver> stacks_;
   std::optional<EventDecoder> decoder_;
   std::optional<BeatSlicer> slicer_;
   std::optional<SnapshotTaker> snapshots_;
   std::vector<Event> decoded_;
+  std::vector<Event> side_decoded_;
   bool primed_ = false;
   uint32_t tgid_ = 0;
   ThreadChoice threads_;          // resolved: --threads, else the profile's, else main

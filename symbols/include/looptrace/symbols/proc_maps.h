@@ -51,8 +51,15 @@ std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std
 std::string ProcRootPath(int pid, std::string_view path);
 
 // Where to open the file of a file mapping of `pid`: /proc/PID/map_files/START-END for a
-// deleted file, else the path through /proc/PID/root when that exists, else the path as
-// seen from here (the process may be gone, its files may remain).
+// deleted file or one replaced on disk since it was mapped (another inode at the path),
+// else the path through /proc/PID/root when that exists, else the path as seen from here
+// (the process may be gone, its files may remain).
+struct MappedFileLocation {
+  std::string path;
+  bool replaced = false;  // another file now lies at the path (and is another program)
+  bool trusted = true;    // false: replaced, and the mapped file cannot be reached (do not name)
+};
+MappedFileLocation LocateMappedFile(int pid, const MapEntry& map);
 std::string MappedFileOpenPath(int pid, const MapEntry& map);
 
 // For a process not started yet (looptrace run): finds the shared library `name` the

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -86,6 +87,7 @@ struct SymbolizerStats {
   // Per module load.
   uint64_t modules_loaded = 0;         // ELF files opened and read
   uint64_t modules_shared = 0;         // reused through the cache (same identity or build id)
+  uint64_t modules_replaced = 0;       // mapped files replaced on disk since (read through map_files)
   uint64_t module_missing = 0;
   uint64_t module_unreadable = 0;
   uint64_t module_corrupt = 0;
@@ -250,6 +252,7 @@ class Symbolizer {
   std::shared_ptr<ModuleCache> cache_;
   std::unordered_map<int, Process> processes_;
   std::unordered_map<std::string, std::shared_ptr<Module>> by_path_;
+  std::set<std::pair<std::string, uint64_t>> replaced_seen_;  // (path, inode) counted in modules_replaced
   SymbolizerStats stats_;
 };
 

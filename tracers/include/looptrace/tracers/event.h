@@ -124,6 +124,8 @@ struct SessionStart {
   DeviceInfo device;
   // The profile's `messages` line: dispatch | poll-bounded, or "" (derived from the roles).
   std::string message_definition;
+  uint32_t sample_hz = 0;     // cpu-clock stack samples per second of CPU (0 = no stack samples)
+  bool dwarf_unwind = false;  // stacks unwound with DWARF CFI from stack copies
 };
 
 // Totals of losses counted outside the tracers (BPF side, decoder), sent once before
@@ -184,7 +186,8 @@ struct ThreadSnapshot {
   uint64_t futex_address = 0;   // blocked in futex() on this address (0 = not)
   uint32_t futex_owner_tid = 0; // owner of that futex when it is a pthread mutex (0 = unknown)
   std::vector<std::string> kernel_stack;  // at its last switch-out (or latest sample if running)
-  std::vector<std::string> user_stack;    // frame-pointer walk, symbolized
+  std::vector<std::string> user_stack;    // frame-pointer walk, or DWARF unwinding; symbolized
+  std::string user_stack_stop;            // why the user stack ends early ("" = at its outermost frame)
 };
 
 // Taken by the loader's watchdog while a message is still running past the LAG or ANR
@@ -202,8 +205,20 @@ struct StallSnapshot {
   int nice = 0;
 };
 
+// A stack sample of a watched thread, for sampled call trees: taken while it ran (cpu-clock,
+// at the session's sample rate) or as it left the CPU (then weighted by the time until it
+// ran again; the ThreadSwitch with the same ts_ns follows it and says why). Produced by the
+// loader's stack resolver (loader/stack_resolver.h) before the records written after it.
+struct StackSample {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  bool on_cpu = true;               // false: taken at a switch-out
+  std::vector<std::string> frames;  // innermost first, named (function, or module+0xOFFSET)
+  std::string stop;                 // why the walk ended early ("" = at the outermost frame)
+};
+
 using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats,
-                           ThreadSwitch, Wakeup, SignalSent, StallSnapshot, ProcessExec>;
+                           ThreadSwitch, Wakeup, SignalSent, StallSnapshot, ProcessExec, StackSample>;
 
 // The index of T among the alternatives of a variant (for subscription masks).
 template <typename T, typename V>

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "looptrace/tracers/method_tree.h"
+#include "looptrace/tracers/sampled_call_tree.h"
 
 namespace looptrace {
 
@@ -39,6 +40,7 @@ struct FrameRecord {
   std::string scene;               // the activity focused last when the frame began
   bool finished = true;            // false: its end was never seen (session end, or lost)
   std::vector<NamedCallNode> tree; // janky frame's message call tree (beats, cost >= threshold)
+  SampledCallTree sampled;         // the frame's own span from stack samples (same frames)
 
   uint64_t cost_ns() const { return end_ns - begin_ns; }
   uint64_t total_ns() const { return end_ns - vsync_ns; }

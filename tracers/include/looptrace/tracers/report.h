@@ -9,6 +9,7 @@
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/frames_report.h"
 #include "looptrace/tracers/method_tree.h"
+#include "looptrace/tracers/sampled_call_tree.h"
 #include "looptrace/tracers/stats.h"
 
 namespace looptrace {
@@ -113,6 +114,7 @@ struct EvilMethodReport {
   std::string matrix_stack;           // Matrix's "depth,methodId,count,cost\n" lines (ms)
   uint64_t matrix_cost_ms = 0;        // Matrix's "cost"
   std::vector<StallCause> causes;     // GC runs and monitor waits inside the message
+  SampledCallTree sampled;            // from stack samples (sampled_tree.h); empty without samples
 };
 
 // Why a thread was off the CPU for a while (sched_switch state + kernel stack).
@@ -142,6 +144,7 @@ struct StallReport {
   StallSnapshot snapshot;     // taken while it was still running
   std::string stuck_reason;   // e.g. "running", "lock wait", "disk I/O", "sleep", "deadlock"
   std::vector<NamedCallNode> tree;    // the open method slice at the snapshot (Matrix's ANR stack)
+  std::vector<std::string> interpreted_stack;  // its methods still running, innermost first
   std::string stack_key;
   std::vector<OffCpuInterval> off_cpu;       // the longest intervals during the message
   std::vector<ReasonTotal> off_cpu_by_reason;
@@ -197,6 +200,7 @@ struct WarmStart {
   bool over_threshold = false;      // Matrix's warm threshold (4 s)
   bool excessive = false;           // Android vitals' warm level (2 s)
   std::vector<NamedCallNode> tree;
+  SampledCallTree sampled;
   uint64_t cost_ns() const { return focus_ns > launch_ns ? focus_ns - launch_ns : 0; }
 };
 
@@ -222,6 +226,7 @@ struct StartupReport {
   bool over_threshold = false;        // Matrix's cold threshold (10 s)
   bool excessive = false;             // Android vitals' cold level (5 s)
   std::vector<NamedCallNode> tree;    // startup call tree when over the threshold
+  SampledCallTree sampled;            // the same from stack samples
   std::vector<WarmStart> warm_starts;
   std::vector<std::string> missing;   // milestones never reached
 };
@@ -237,6 +242,7 @@ struct Report {
   std::vector<BarrierLeakReport> barrier_leaks;
   StartupReport startup;
   FramesReport frames;
+  std::vector<FoldedStack> folded;    // -f folded: stacks chosen by --folded-scope / --folded-source
   Stats stats;
 };
 

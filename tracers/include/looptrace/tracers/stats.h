@@ -54,7 +54,16 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(refresh_rate_assumed, kInfo, "too few vsyncs to measure the refresh rate (guessed)")            \
   X(refresh_rate_changes, kInfo, "refresh-rate changes detected")                                   \
   X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")           \
-  X(events_out_of_order, kError, "events older than the previous event of the same thread")
+  X(events_out_of_order, kError, "events older than the previous event of the same thread")  \
+  X(samples_dropped, kDataLoss, "stack samples dropped in BPF because the sample ring was full (raise --sample-ring)") \
+  X(shadow_overflow, kError, "uretprobe return addresses BPF could not remember (nested deeper than 8)") \
+  X(stack_copy_failed, kError, "samples whose stack copy faulted (nothing readable at the stack pointer)") \
+  X(stack_walk_truncated, kInfo, "stack walks that stopped before the outermost frame (why: in the sampled trees)") \
+  X(bogus_frames_dropped, kInfo, "return addresses outside every executable mapping (code without frame pointers or CFI): the walk ended there") \
+  X(uretprobe_frames_restored, kInfo, "return addresses replaced by the uretprobe trampoline, put back from the shadow stack") \
+  X(samples_after_exit, kInfo, "samples unwound after their process exited (named from the maps read last)") \
+  X(module_replaced, kError, "modules replaced on disk after they were mapped: named from the mapped copy, or not at all") \
+  X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped")
 
 enum class StatId : int {
 #define LOOPTRACE_STAT_ENUM(name, severity, description) name,

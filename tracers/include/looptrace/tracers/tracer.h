@@ -19,8 +19,8 @@
 namespace looptrace {
 
 class MethodNamer;
-class AnalysisOptions;
 class StallCauses;
+class AnalysisOptions;
 
 // A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
 // loader copies it from the BPF beat ring; replayed, it comes from the recording.
@@ -58,8 +58,7 @@ struct TracerContext {
   const StallCauses* causes = nullptr;  // GC runs and monitor waits seen so far
   const SessionInfo* session = nullptr;
   const CommonOptions* common = nullptr;
-  // Every tracer's options (read-only): for a tracer that summarizes live what others
-  // decide (live_stats.h) with the same thresholds. Null outside a pipeline.
+  // Every tracer's options (read-only), for a tracer that follows another's thresholds.
   const AnalysisOptions* analysis = nullptr;
 };
 

@@ -1,0 +1,121 @@
+// Turns the user stacks BPF captured into named frames, and says why a walk ended early:
+//  - frame-pointer walks (bpf_get_stack ips) and DWARF unwinding of stack copies
+//    (registers + stack bytes; symbols/unwinder.h);
+//  - return addresses a pending uretprobe replaced with the kernel's trampoline are put back
+//    from the shadow stack BPF keeps (events.h lt_shadow_stack), in the ips and in the
+//    stack bytes, so both walks pass through a probed dispatch function;
+//  - every frame must lie in an executable mapping of the target, the vDSO or the uprobe
+//    trampoline page (named as such); the first that does not ends the walk, counted, with
+//    the reason (frame pointers missing in a module, a return address outside every
+//    mapping, no CFI for a module, the stack copy too short, ...);
+//  - names come from ELF symbols and DWARF (inlined frames too), the vDSO image, and for
+//    JIT code from the target's perf map (/tmp/perf-PID.map, re-read when it grows).
+// Used for stack samples (sampled call trees) and stall snapshots.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "looptrace/events.h"
+#include "looptrace/symbols/perf_map.h"
+#include "looptrace/symbols/proc_maps.h"
+#include "looptrace/symbols/process_symbolizer.h"
+#include "looptrace/symbols/unwinder.h"
+#include "looptrace/tracers/event.h"
+#include "looptrace/tracers/stats.h"
+
+namespace looptrace::loader {
+
+struct ResolvedFrame {
+  uint64_t pc = 0;             // the sampled ip (frame 0) or a return address
+  std::string module;          // basename, "[vdso]", "[jit]", "[uprobes]"
+  uint64_t module_offset = 0;  // file offset (or offset in the mapping)
+  std::string function;        // "" when unknown
+  std::string location;        // "file:line" from DWARF, else ""
+  bool inlined = false;        // inlined into the next frame
+
+  // How a sampled tree names it: the function, or module+0xOFFSET.
+  std::string Name() const;
+  // How a stall snapshot shows it: "pc 0x... module (function) file:line".
+  std::string Describe() const;
+};
+
+struct ResolvedStack {
+  std::vector<ResolvedFrame> frames;  // innermost first
+  std::string stop;                   // "" = reached the outermost frame; else why it ended
+};
+
+class StackResolver {
+ public:
+  // `symbolizer` names frames (shared with the loader); `stats` counts what went wrong.
+  StackResolver(pid_t pid, symbols::ProcessSymbolizer* symbolizer, Stats* stats);
+  ~StackResolver();
+  StackResolver(const StackResolver&) = delete;
+  StackResolver& operator=(const StackResolver&) = delete;
+
+  // A sample side record (LT_RECORD_SAMPLE / LT_RECORD_SAMPLE_COPY) as an event; nullopt when
+  // it is malformed (counted in malformed_records).
+  std::optional<StackSample> Decode(std::span<const uint8_t> raw);
+
+  // A frame-pointer walk's ips (innermost first) with the shadow frames in effect.
+  ResolvedStack FromIps(std::span<const uint64_t> ips, std::span<const lt_shadow_frame> shadow);
+  // DWARF unwinding of registers and the stack bytes from `stack_base` up.
+  ResolvedStack FromCopy(const symbols::UnwindRegisters& regs, uint64_t stack_base, std::span<const uint8_t> bytes,
+                         std::span<const lt_shadow_frame> shadow);
+  // A thread blocked in the kernel: its user sp and pc from /proc/PID/task/TID/syscall, its
+  // stack read from the process, unwound with DWARF. nullopt when it runs or is gone.
+  std::optional<ResolvedStack> FromBlockedThread(uint32_t tid, std::span<const lt_shadow_frame> shadow);
+
+  // The shadow frames of `shadow` (innermost first) whose slot no longer holds the real
+  // return address, read from the live process (for stacks taken now).
+  std::vector<lt_shadow_frame> LiveShadow(std::span<const lt_shadow_frame> shadow);
+
+  // Adds the counters kept elsewhere (perf map lines, replaced modules) to the stats; call
+  // once at the end.
+  void Finish();
+
+  // The target exec()ed: its mappings and modules are new.
+  void OnExec();
+
+  // Tests: these maps instead of the process's (never re-read).
+  void SetMapsForTesting(std::vector<symbols::MapEntry> maps);
+
+ private:
+  enum class Where { kFile, kVdso, kTrampoline, kJit, kInvalid };
+  Where Classify(uint64_t pc, const symbols::MapEntry** map);
+  const symbols::MapEntry* Find(uint64_t pc);
+  bool RefreshMaps();
+  // The frames at `pc` (inlined ones first), named; `lookup` is pc, or pc - 1 for a return
+  // address.
+  const std::vector<ResolvedFrame>& Name(uint64_t pc, uint64_t lookup, Where where, const symbols::MapEntry* map);
+  std::string FramePointerStop(const ResolvedFrame* last);
+  std::string DwarfStop(const std::string& reason, const ResolvedFrame* last, uint64_t last_pc);
+  bool Validate(uint64_t pc, uint64_t lookup, std::vector<ResolvedFrame>* out, std::string* stop);
+
+  pid_t pid_;
+  symbols::ProcessSymbolizer* symbolizer_;
+  Stats* stats_;
+  std::vector<symbols::MapEntry> maps_;  // sorted by start
+  std::chrono::steady_clock::time_point maps_read_at_{};
+  bool process_gone_ = false;
+  bool fixed_maps_ = false;
+  symbols::Unwinder unwinder_;
+  symbols::PerfMap perf_map_;
+  std::chrono::steady_clock::time_point perf_map_read_at_{};
+  std::unordered_map<uint64_t, std::vector<ResolvedFrame>> names_;  // by lookup pc
+  std::map<std::string, std::optional<bool>> keeps_frame_pointers_;  // by module path
+  std::unique_ptr<lt_stack_copy> copy_;  // scratch for decoding copies
+  std::vector<uint8_t> bytes_;           // scratch: a stack copy with return addresses put back
+  uint64_t reported_replaced_ = 0;
+};
+
+}  // namespace looptrace::loader

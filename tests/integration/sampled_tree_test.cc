@@ -1,0 +1,209 @@
+// Sampled call trees against the sample target's truth, and stacks that are right on every
+// thread: through a dispatch function probed with a uretprobe, for the thread holding the
+// lock the main thread waits for, never a bogus frame.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "harness.h"
+
+namespace looptrace::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string Mapping() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app.methodMapping.txt"; }
+std::string NofpApp() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app-nofp"; }
+
+class SampledTreeTest : public BpfTest {
+ protected:
+  // Runs `app --scenario scenario` under looptrace with `extra` options; the JSON report lines.
+  std::vector<json> Run(const std::string& app, const std::string& scenario, std::vector<std::string> extra,
+                        std::vector<std::string> app_args = {}) {
+    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    for (const auto& a : {std::string("--"), app, std::string("--scenario"), scenario, std::string("--truth"),
+                          dir_ / "truth.jsonl"})
+      argv.push_back(a);
+    argv.insert(argv.end(), app_args.begin(), app_args.end());
+    auto r = RunCommand(argv, 120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return ReadJsonLines(dir_ / "out.json");
+  }
+
+  // Each instrumented method of the truth's message `msg_id`: its share of the message and
+  // the share of the sampled-tree nodes named after it (summed), within `tolerance` points.
+  static void ExpectSharesMatchTruth(const json& report, const std::vector<json>& truth, double tolerance) {
+    const auto& tree = report["sampled_tree"];
+    ASSERT_TRUE(tree.is_array() && !tree.empty()) << report.dump(1);
+    const double cost = report["cost_ns"].get<double>();
+    size_t methods = 0;
+    double worst = 0;
+    for (const json& m : OfType(truth, "method")) {
+      if (m["msg_id"] != report["msg_id"]) continue;
+      ++methods;
+      const double truth_share = 100.0 * (m["end_ns"].get<double>() - m["begin_ns"].get<double>()) / cost;
+      // The function's own frame ("sample::app::TestTraceMainActivity::A()").
+      const std::string name = "::" + m["name"].get<std::string>() + "()";
+      double sampled = 0;
+      for (const json& node : tree)
+        if (node["name"].get<std::string>().ends_with(name)) sampled += node["cost_ns"].get<double>();
+      const double sampled_share = 100.0 * sampled / cost;
+      EXPECT_NEAR(sampled_share, truth_share, tolerance) << name << "\n" << report["sampled_tree"].dump(1);
+      std::cout << name << ": truth " << truth_share << "%, sampled " << sampled_share << "%\n";
+      worst = std::max(worst, std::abs(sampled_share - truth_share));
+    }
+    EXPECT_GT(methods, 3u);
+    std::cout << methods << " methods, largest share error " << worst << " percentage points\n";
+  }
+
+  static const json* Evil(const std::vector<json>& lines, const std::string& name) {
+    static json found;
+    for (const json& l : OfType(lines, "evil_method"))
+      if (l["name"] == name) {
+        found = l;
+        return &found;
+      }
+    return nullptr;
+  }
+
+  TempDir dir_;
+};
+
+// The evil message sleeps in every method (A..L): its time is off CPU, attributed by the
+// switch-out stacks and the time until the thread ran again.
+TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruth) {
+  auto lines = Run(SampleApp(), "evil", {"--method-mapping", Mapping(), "--sampled-max-nodes", "1000"});
+  const json* report = Evil(lines, "evil.jank");
+  ASSERT_NE(report, nullptr);
+  EXPECT_GT(report->at("tree").size(), 10u) << "the instrumented tree is there too";
+  EXPECT_EQ(report->at("sampled")["dwarf"], false);
+  EXPECT_GE(report->at("sampled")["samples_off_cpu"].get<int>(), 12);  // a sleep in each method
+  ExpectSharesMatchTruth(*report, ReadJsonLines(dir_ / "truth.jsonl"), 5.0);
+}
+
+TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruthWithoutFramePointers) {
+  auto lines = Run(NofpApp(), "evil", {"--dwarf-unwind", "--sampled-max-nodes", "1000"});
+  const json* report = Evil(lines, "evil.jank");
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(report->at("sampled")["dwarf"], true);
+  ExpectSharesMatchTruth(*report, ReadJsonLines(dir_ / "truth.jsonl"), 5.0);
+}
+
+// Spinning and sleeping methods (SampleApplication.onCreate, ~1.5 s): on-CPU samples share
+// the message's CPU time.
+TEST_F(SampledTreeTest, OnCpuSharesMatchTheTruth) {
+  auto lines = Run(SampleApp(), "startup-slow-create", {"--sampled-max-nodes", "1000"});
+  const json* report = Evil(lines, "bindApplication");
+  ASSERT_NE(report, nullptr);
+  // ~0.8 s of spinning; fewer samples when other work on the machine preempts it (that
+  // time is off CPU, "preempted", at the stack it was preempted in).
+  EXPECT_GT(report->at("sampled")["samples_on_cpu"].get<int>(), 100);
+  ExpectSharesMatchTruth(*report, ReadJsonLines(dir_ / "truth.jsonl"), 5.0);
+  // Without the raised node limit the default tree keeps the big methods (Matrix's trim).
+  auto trimmed = Run(SampleApp(), "startup-slow-create", {});
+  const json* t = Evil(trimmed, "bindApplication");
+  ASSERT_NE(t, nullptr);
+  EXPECT_LE(t->at("sampled_tree").size(), 60u);
+  std::string names;
+  for (const auto& n : t->at("sampled_tree")) names += n["name"].get<std::string>() + "\n";
+  for (const char* m : {"initImageLoader", "migrateSchema", "connectPool", "initCrashReporter"})
+    EXPECT_NE(names.find(m), std::string::npos) << m << "\n" << names;
+}
+
+TEST_F(SampledTreeTest, FoldedStacksOfTheSlowMessage) {
+  auto r = RunCommand({Looptrace(), "run", "-f", "folded", "-o", dir_ / "out.folded", "--", SampleApp(), "--scenario",
+                       "evil"},
+                      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(dir_ / "out.folded");
+  std::string line;
+  uint64_t total_us = 0, lines = 0;
+  const std::regex shape(R"(^\[message evil\.jank \+[0-9.]+s\](;[^;]+)+ [0-9]+$)");
+  while (std::getline(in, line)) {
+    ++lines;
+    EXPECT_TRUE(std::regex_match(line, shape)) << line;
+    total_us += std::stoull(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_GT(lines, 10u);
+  // The stacks add up to the message (2.24 s), to rounding.
+  EXPECT_NEAR(static_cast<double>(total_us), 2.24e6, 0.05e6);
+}
+
+std::string Profile(const TempDir& dir) {
+  // The dispatch function itself, with a uprobe and a uretprobe (like the glib profile's
+  // g_main_context_dispatch): every message's stack has a pending uretprobe.
+  const std::string path = dir / "uretprobe.profile";
+  std::ofstream out(path);
+  out << "profile dispatch-uretprobe\n"
+         "probe dispatch.begin uprobe exe looptrace::sample::Looper::Dispatch\n"
+         "probe dispatch.end uretprobe exe looptrace::sample::Looper::Dispatch\n";
+  return path;
+}
+
+bool Contains(const json& stack, const std::string& needle) {
+  for (const auto& frame : stack)
+    if (frame.get<std::string>().find(needle) != std::string::npos) return true;
+  return false;
+}
+
+// A return address replaced by the uretprobe trampoline ([uprobes]) ends a DWARF walk there
+// unless BPF's shadow stack puts it back: the ANR stack must reach main through Dispatch.
+TEST_F(SampledTreeTest, AnrStackThroughADispatchProbedWithAUretprobeReachesMain) {
+  for (bool dwarf : {true, false}) {
+    SCOPED_TRACE(dwarf ? "--dwarf-unwind, no frame pointers" : "frame pointers");
+    std::vector<std::string> extra = {"--profile", Profile(dir_), "--anr-threshold", "1500"};
+    if (dwarf) extra.push_back("--dwarf-unwind");
+    auto lines = Run(dwarf ? NofpApp() : SampleApp(), "anr-sleep", extra, {"--stall-ms", "2000"});
+    auto anrs = OfType(lines, "anr");
+    ASSERT_EQ(anrs.size(), 1u);
+    const json& stack = anrs[0]["threads"][0]["user_stack"];
+    EXPECT_TRUE(Contains(stack, "Looper::Dispatch")) << stack.dump(1);
+    // main itself tail-calls Main: the caller of both is where the stack ends.
+    EXPECT_TRUE(Contains(stack, "(Main)")) << stack.dump(1);
+    EXPECT_TRUE(Contains(stack, "(__libc_start_call_main)")) << stack.dump(1);
+    EXPECT_FALSE(Contains(stack, "[uretprobe trampoline]")) << stack.dump(1);
+    EXPECT_FALSE(Contains(stack, "pc 0x7fffffffe")) << stack.dump(1);
+    // The slow message's sampled tree goes through the same frames.
+    if (dwarf) {
+      auto stats = OfType(lines, "stats");
+      ASSERT_EQ(stats.size(), 1u);
+      EXPECT_GT(stats[0]["counters"]["uretprobe_frames_restored"].get<uint64_t>(), 0u);
+    }
+  }
+}
+
+// The thread holding the lock the main thread waits for gets a DWARF-unwound stack too; and
+// without --dwarf-unwind its frame-pointer walk never shows garbage, it says where it ended.
+TEST_F(SampledTreeTest, TheLockHoldersStackIsRightWithoutFramePointers) {
+  auto holder_of = [&](bool dwarf) -> json {
+    std::vector<std::string> extra = {"--anr-threshold", "1500"};
+    if (dwarf) extra.push_back("--dwarf-unwind");
+    auto lines = Run(NofpApp(), "anr-lock", extra, {"--stall-ms", "2000"});
+    auto anrs = OfType(lines, "anr");
+    EXPECT_EQ(anrs.size(), 1u);
+    if (anrs.empty()) return json();
+    for (const auto& t : anrs[0]["threads"])
+      if (t["name"] == "sample-holder") return t;
+    return json();
+  };
+  json with = holder_of(true);
+  ASSERT_TRUE(with.is_object());
+  EXPECT_TRUE(Contains(with["user_stack"], "SleepUntil")) << with.dump(1);
+  EXPECT_TRUE(Contains(with["user_stack"], "AnrLockScenario")) << with.dump(1);
+  EXPECT_TRUE(Contains(with["user_stack"], "work.cc:")) << "file:line from DWARF\n" << with.dump(1);
+  json without = holder_of(false);
+  ASSERT_TRUE(without.is_object());
+  for (const auto& frame : without["user_stack"]) {
+    std::smatch m;
+    const std::string text = frame.get<std::string>();
+    ASSERT_TRUE(std::regex_search(text, m, std::regex("^pc (0x[0-9a-f]+)"))) << text;
+    EXPECT_LT(std::stoull(m[1].str(), nullptr, 16), 0x800000000000ull) << "a kernel-half address: garbage\n"
+                                                                        << without.dump(1);
+  }
+  EXPECT_FALSE(without["user_stack_stop"].get<std::string>().empty()) << without.dump(1);
+}
+
+}  // namespace
+}  // namespace looptrace::testing

@@ -1,0 +1,87 @@
+// Sampled call trees: why a message, a frame or a startup was slow, without method beats.
+// The loader samples the watched thread's user stack while it runs (cpu-clock, the session's
+// --sample-rate) and at every switch-out; this tracer keeps a thread's recent samples, and
+// at the end of a span the other tracers report as slow (EvilMethod's --evil-threshold,
+// the janky frames' --jank-tree-threshold, the startup thresholds) it builds the span's
+// sampled tree: on-CPU samples share the span's time on CPU, each switch-out carries the
+// time until the thread ran again and why it left (lock, io, sleep, poll, preempted). The
+// trees are attached next to the instrumented ones (report.h `sampled`); `-f folded`
+// prints their stacks (or the session's, or the instrumented trees').
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/sampled_call_tree.h"
+#include "looptrace/tracers/tracer.h"
+
+namespace looptrace {
+
+struct SampledTreeOptions : TracerOptions {
+  size_t max_nodes = 60;                  // sampled trees are deeper than method trees
+  std::string folded_scope = "slow";      // slow: per slow span; session: every sample
+  std::string folded_source = "sampled";  // sampled | instrumented
+  void Declare(OptionSet& options) override;
+};
+
+class SampledTreeTracer : public Tracer {
+ public:
+  SampledTreeTracer(const SampledTreeOptions& options, const TracerContext& context);
+
+  void OnEvent(const Event& event) override;
+  void OnSpanBegin(const Span& span) override;
+  void OnSpanEnd(const Span& span) override;
+  void Contribute(Report& report) override;
+
+ private:
+  struct Sample {
+    std::shared_ptr<const std::vector<std::string>> frames;  // null: an off-CPU stretch without a sample
+    uint64_t ts_ns = 0;
+    uint64_t off_end_ns = 0;  // off-CPU: when it ran again (0: not yet)
+    bool on_cpu = true;
+    bool switch_seen = false;  // off-CPU: its switch record arrived (the reason is known)
+    std::string reason;
+    std::string stop;
+  };
+  struct Thread {
+    std::deque<Sample> samples;   // by ts
+    uint64_t last_event_ns = 0;   // the thread's latest probe event
+  };
+  using Key = std::tuple<uint32_t, uint64_t>;  // (tid, begin_ns)
+
+  void OnSample(const StackSample& sample);
+  void OnSwitch(const ThreadSwitch& sw);
+  void OnProbe(const ProbeEvent& probe);
+  SampledCallTree Build(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
+  void Prune(uint32_t tid);
+  void AddToSession(uint32_t tid, const Sample& sample);
+  void Folded(Report& report);
+
+  const SampledTreeOptions& options_;
+  TracerContext context_;
+  uint64_t evil_threshold_ns_ = 0;
+  uint64_t jank_threshold_ns_ = 0;
+  uint64_t warm_threshold_ns_ = 0;
+  std::vector<std::string> splash_;
+  uint32_t sample_hz_ = 0;
+  bool dwarf_ = false;
+  std::map<uint32_t, Thread> threads_;
+  std::map<uint64_t, std::pair<uint32_t, uint64_t>> open_;  // span id -> (tid, begin) of open spans
+  // Startup: samples are kept from app.create.begin until the cold start's care scene.
+  std::optional<std::pair<uint32_t, uint64_t>> startup_;   // (tid, app.create.begin)
+  bool cold_done_ = false;
+  std::optional<std::tuple<uint64_t, uint64_t, SampledCallTree>> cold_;  // (begin, focus, tree)
+  std::map<Key, SampledCallTree> messages_;
+  std::map<Key, SampledCallTree> frames_;
+  std::map<uint64_t, SampledCallTree> warm_;  // by launch time
+  std::map<std::vector<std::string>, uint64_t> session_;  // folded, scope session
+};
+
+}  // namespace looptrace
