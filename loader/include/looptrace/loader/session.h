@@ -123,8 +123,8 @@ class Session {
   ThreadChoice threads_;          // resolved: --threads, else the profile's, else main
   uint32_t known_loop_tid_ = 0;   // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
   uint64_t last_cpu_sample_ns_ = 0;
-  uint64_t stop_ns_ = UINT64_MAX;
-  uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session  // the session's end: later records are dropped (and counted)
+  uint64_t stop_ns_ = UINT64_MAX;      // the session's end: later records are dropped (and counted)
+  uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session
   std::set<std::pair<uint64_t, std::string>> snapshotted_;  // (span id, watch label) done
   std::unique_ptr<BpfSession> bpf_;
 };
