@@ -1,6 +1,9 @@
 // User-space hot paths: raw record decoding, looper analysis, JSON recording.
 #include <benchmark/benchmark.h>
 
+#include <malloc.h>
+
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -13,6 +16,7 @@
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/method_tree.h"
+#include "looptrace/tracers/messages.h"
 
 namespace {
 
@@ -215,5 +219,67 @@ void BM_FrameTracer(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 10'000);  // frames
 }
 BENCHMARK(BM_FrameTracer)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+namespace {
+
+// Memory a long session's messages hold: 10 M messages (64 names) fed to the messages
+// tracer keeping every message (--keep-messages 0) and keeping the default 100,000, side by
+// side in one run. Counters: heap bytes retained after the 10 M (mallinfo2), in MB, and
+// the ratio all/capped; ns per message for each.
+void BM_MessagesRetainedMemory10M(benchmark::State& state) {
+  using namespace looptrace;
+  constexpr uint64_t kMessages = 10'000'000;
+  std::vector<ProbeEvent> begins;
+  for (uint64_t n = 0; n < 64; ++n) {
+    ProbeEvent begin;
+    begin.pid = begin.tid = 42;
+    begin.role = Role::kDispatchBegin;
+    begin.args.push_back({"id", 0, nullptr, false});
+    begin.args.push_back({"name", 0x1000 + n, TextPool::Intern("Handler.msg#" + std::to_string(n)), true});
+    begins.push_back(std::move(begin));
+  }
+  auto feed = [&](size_t keep, double* mb, double* ns_per_message) {
+    AnalysisOptions options;
+    options.Mutable<MessagesOptions>("messages").keep_messages = keep;
+    Stats stats;
+    TracerContext context;
+    context.stats = &stats;
+    context.common = &options.common;
+    malloc_trim(0);
+    const size_t before = mallinfo2().uordblks;
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      MessagesTracer tracer(options.Mutable<MessagesOptions>("messages"), context);
+      Span span;
+      span.kind = SpanKind::kMessage;
+      span.close = SpanClose::kEnded;
+      span.tid = 42;
+      for (uint64_t i = 0; i < kMessages; ++i) {
+        span.begin = begins[i % begins.size()];
+        span.begin.args.begin()->value = i;
+        span.key = i;
+        span.begin_ns = i * 10'000;
+        span.end_ns = span.begin_ns + 1'000 + (i * 7919) % 5'000'000;
+        tracer.OnSpanEnd(span);
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      *mb = double(mallinfo2().uordblks - before) / 1e6;
+      *ns_per_message = std::chrono::duration<double, std::nano>(t1 - t0).count() / kMessages;
+    }
+  };
+  double all_mb = 0, capped_mb = 0, all_ns = 0, capped_ns = 0;
+  for (auto _ : state) {
+    feed(0, &all_mb, &all_ns);
+    feed(MessagesOptions{}.keep_messages, &capped_mb, &capped_ns);
+  }
+  state.counters["all_MB"] = all_mb;
+  state.counters["capped_MB"] = capped_mb;
+  state.counters["ratio_all_to_capped"] = capped_mb > 0 ? all_mb / capped_mb : 0;
+  state.counters["all_ns_per_msg"] = all_ns;
+  state.counters["capped_ns_per_msg"] = capped_ns;
+}
+BENCHMARK(BM_MessagesRetainedMemory10M)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

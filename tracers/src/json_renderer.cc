@@ -349,11 +349,16 @@ class JsonRenderer : public Renderer {
     for (const ThreadMessages& t : m.threads) {
       json j{{"type", "message_summary"}, {"tid", t.tid}, {"busy_ns", t.busy_ns}};
       j.update(CostJson(t.cost));
+      if (m.percentiles_from_histogram) {
+        j["percentiles"] = "histogram";
+        j["not_kept"] = m.not_kept;
+      }
       Line(out, j);
     }
     for (const NamedMessages& n : m.by_name) {
       json j{{"type", "message_name_summary"}, {"name", n.name}};
       j.update(CostJson(n.cost));
+      if (m.percentiles_from_histogram) j["percentiles"] = "histogram";
       Line(out, j);
     }
     RenderFrames(report, out);

@@ -1,6 +1,8 @@
 #include "looptrace/tracers/messages.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -18,14 +20,14 @@ Message MessageOf(const Span& span) {
   return m;
 }
 
-MessagesTracer::MessagesTracer(const MessagesOptions&, const TracerContext& context) : context_(context) {}
-
-void MessagesTracer::OnSpanEnd(const Span& span) {
-  if (span.kind != SpanKind::kMessage) return;
-  saw_message_ = true;
-  if (span.close == SpanClose::kEnded) completed_.push_back(MessageOf(span));
-  else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
+void MessagesOptions::Declare(OptionSet& options) {
+  options.Count("keep-messages", &keep_messages, 0, SIZE_MAX,
+                "completed messages kept one by one for JSON records and timelines (the most "
+                "recent; 0 = all); counts and percentiles always cover every message");
 }
+
+MessagesTracer::MessagesTracer(const MessagesOptions& options, const TracerContext& context)
+    : options_(options), context_(context) {}
 
 namespace {
 
@@ -33,7 +35,68 @@ bool ByBegin(const Message& a, const Message& b) {
   return std::tie(a.begin_ns, a.tid, a.depth) < std::tie(b.begin_ns, b.tid, b.depth);
 }
 
+// Slower first; equal costs by begin (the order of a stable sort by cost of messages
+// ordered by begin).
+bool Slower(const Message& a, const Message& b) {
+  const uint64_t ca = a.cost_ns(), cb = b.cost_ns();
+  if (ca != cb) return ca > cb;
+  return ByBegin(a, b);
+}
+
 }  // namespace
+
+void MessagesTracer::OnSpanEnd(const Span& span) {
+  if (span.kind != SpanKind::kMessage) return;
+  saw_message_ = true;
+  if (span.close == SpanClose::kEnded) AddCompleted(MessageOf(span));
+  else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
+}
+
+void MessagesTracer::AddCompleted(Message m) {
+  const uint64_t cost = m.cost_ns();
+  ThreadAggregate& t = threads_[m.tid];
+  t.cost.Add(cost);
+  if (m.depth == 0) t.busy_ns += cost;
+  if (!m.name.empty()) {
+    auto it = names_.find(m.name);
+    if (it != names_.end()) {
+      it->second.Add(cost);
+    } else if (names_.size() < kMaxMessageNames) {
+      names_[m.name].Add(cost);
+    } else {
+      other_names_.Add(cost);
+      if (context_.stats) context_.stats->Add(StatId::message_names_aggregated);
+    }
+  }
+
+  const size_t top_n = context_.common ? context_.common->top_n : 10;
+  if (slowest_.size() < top_n) {
+    slowest_.push_back(m);
+    std::push_heap(slowest_.begin(), slowest_.end(), Slower);
+  } else if (top_n > 0 && Slower(m, slowest_.front())) {
+    std::pop_heap(slowest_.begin(), slowest_.end(), Slower);
+    slowest_.back() = m;
+    std::push_heap(slowest_.begin(), slowest_.end(), Slower);
+  }
+
+  if (options_.keep_messages != 0 && recent_.size() >= options_.keep_messages) {
+    recent_.pop_front();
+    ++not_kept_;
+    if (context_.stats) context_.stats->Add(StatId::messages_not_kept);
+  }
+  recent_.push_back(std::move(m));
+}
+
+size_t MessagesTracer::RetainedBytes() const {
+  auto message_bytes = [](const Message& m) {
+    return sizeof(Message) + (m.name.capacity() > 15 ? m.name.capacity() + 1 : 0);
+  };
+  size_t bytes = slowest_.capacity() * sizeof(Message) + unfinished_.capacity() * sizeof(Message);
+  for (const Message& m : recent_) bytes += message_bytes(m);
+  for (const auto& [tid, t] : threads_) bytes += sizeof(t) + t.cost.bytes() + 48;
+  for (const auto& [name, h] : names_) bytes += name.capacity() + sizeof(h) + h.bytes() + 64;
+  return bytes + other_names_.bytes();
+}
 
 CostSummary SummarizeCosts(std::vector<uint64_t> costs) {
   CostSummary s;
@@ -62,10 +125,30 @@ void MessagesTracer::Contribute(Report& r) {
     profiled |= p.role == Role::kDispatchBegin ||
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
-  report.messages = std::move(completed_);
+  report.messages.assign(std::make_move_iterator(recent_.begin()), std::make_move_iterator(recent_.end()));
+  recent_.clear();
   std::sort(report.messages.begin(), report.messages.end(), ByBegin);
   report.unfinished = std::move(unfinished_);
   std::sort(report.unfinished.begin(), report.unfinished.end(), ByBegin);
+  report.not_kept = not_kept_;
+  report.percentiles_from_histogram = not_kept_ > 0;
+
+  report.slowest = std::move(slowest_);
+  std::sort(report.slowest.begin(), report.slowest.end(), Slower);
+
+  if (report.percentiles_from_histogram) {
+    // Some messages are gone: exact counts and totals, percentiles from the histograms.
+    report.threads.clear();
+    for (const auto& [tid, t] : threads_) report.threads.push_back({tid, t.cost.Summary(), t.busy_ns});
+    report.by_name.clear();
+    for (const auto& [name, h] : names_) report.by_name.push_back({name, h.Summary()});
+    std::sort(report.by_name.begin(), report.by_name.end(),
+              [](const NamedMessages& a, const NamedMessages& b) { return a.name < b.name; });
+    if (other_names_.count()) report.by_name.push_back({kOtherNamesRow, other_names_.Summary()});
+    std::stable_sort(report.by_name.begin(), report.by_name.end(),
+                     [](const NamedMessages& a, const NamedMessages& b) { return a.cost.total_ns > b.cost.total_ns; });
+    return;
+  }
 
   std::map<uint32_t, std::vector<uint64_t>> costs_by_tid;
   std::map<uint32_t, uint64_t> busy_by_tid;
@@ -80,14 +163,15 @@ void MessagesTracer::Contribute(Report& r) {
     report.threads.push_back({tid, SummarizeCosts(std::move(costs)), busy_by_tid[tid]});
 
   report.by_name.clear();
-  for (auto& [name, costs] : costs_by_name) report.by_name.push_back({name, SummarizeCosts(std::move(costs))});
+  std::vector<uint64_t> other_costs;
+  for (auto& [name, costs] : costs_by_name) {
+    // Every message is kept: exact percentiles, with the same name cap as the histograms.
+    if (names_.contains(name)) report.by_name.push_back({name, SummarizeCosts(std::move(costs))});
+    else other_costs.insert(other_costs.end(), costs.begin(), costs.end());
+  }
+  if (!other_costs.empty()) report.by_name.push_back({kOtherNamesRow, SummarizeCosts(std::move(other_costs))});
   std::stable_sort(report.by_name.begin(), report.by_name.end(),
                    [](const NamedMessages& a, const NamedMessages& b) { return a.cost.total_ns > b.cost.total_ns; });
-
-  report.slowest = report.messages;
-  std::stable_sort(report.slowest.begin(), report.slowest.end(),
-                   [](const Message& a, const Message& b) { return a.cost_ns() > b.cost_ns(); });
-  if (report.slowest.size() > context_.common->top_n) report.slowest.resize(context_.common->top_n);
 }
 
 }  // namespace looptrace

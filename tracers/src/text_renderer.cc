@@ -133,6 +133,10 @@ class TextRenderer : public Renderer {
                          FormatDuration(c.p99_ns), FormatDuration(c.max_ns),
                          FormatDuration(c.mean_ns));
     }
+    if (m.percentiles_from_histogram)
+      out << fmt::format("\npercentiles above are from a histogram (within 1%): {} messages were not kept one "
+                         "by one (--keep-messages); counts, totals and max are exact\n",
+                         m.not_kept);
     if (!m.slowest.empty()) {
       out << fmt::format("\nslowest messages (begin relative to session start)\n");
       out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", "#", "begin s", "cost",

@@ -71,11 +71,17 @@ struct NamedMessages {
 struct MessagesReport {
   bool enabled = false;                 // false when the profile maps no dispatch roles
   std::string definition = "dispatch";  // dispatch | poll-bounded | none (span_tracker.h)
-  std::vector<Message> messages;        // completed, ordered by (begin_ns, tid)
+  std::vector<Message> messages;        // completed, ordered by (begin_ns, tid): the most
+                                        // recent --keep-messages of them (the rest: not_kept)
   std::vector<ThreadMessages> threads;  // ordered by tid
   std::vector<Message> slowest;         // top N by cost, ties by begin_ns
   std::vector<NamedMessages> by_name;   // ordered by total cost, then name
   std::vector<Message> unfinished;      // still running at session end
+  // Completed messages left out of `messages` by --keep-messages. They still count in
+  // threads, slowest and by_name; when non-zero the percentiles there come from a
+  // histogram (within 1%) instead of being exact.
+  uint64_t not_kept = 0;
+  bool percentiles_from_histogram = false;
 };
 
 // A runtime's stall cause inside a message (tracers/stall_causes.h): a GC run anywhere in

@@ -26,6 +26,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(messages_running_at_start, kInfo, "dispatch.end of messages already running when tracing began") \
   X(unmatched_dispatch_end, kDataLoss, "dispatch.end with no open dispatch.begin on its thread") \
   X(dispatch_id_mismatch, kError, "dispatch.end whose id differs from the open message's id")   \
+  X(messages_not_kept, kInfo, "messages left out of the detailed message list (--keep-messages): still in every count, total and percentile") \
+  X(message_names_aggregated, kInfo, "messages whose name came after the first 1000 distinct names: counted in the \"(other names)\" row") \
   X(unfinished_messages, kInfo, "messages still running when the session ended")               \
   X(string_read_failed, kError, "string arguments that could not be read from the target")     \
   X(arg_read_failed, kError, "USDT arguments BPF could not read")                              \
