@@ -244,6 +244,13 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   static const std::map<std::string, std::string> kCauseText = {{"gc", "garbage collection"},
                                                                 {"monitor", "monitor contention"}};
   if (context_.causes) r.causes = context_.causes->Within(tid, r.message.begin_ns, r.message.end_ns, *context_.spans);
+  // A cause already running at the snapshot whose begin record had not reached user space
+  // when the snapshot was taken (a loaded machine): known now.
+  if (pending.open_cause.empty())
+    for (const StallCause& c : r.causes)
+      if (c.begin_ns <= r.snapshot.ts_ns && (c.open || c.end_ns >= r.snapshot.ts_ns) && (c.kind != "monitor" || c.tid == tid) &&
+          (pending.open_cause.empty() || c.kind == "monitor"))
+        pending.open_cause = c.kind;
   // The runtime cause that took most of the message, if it took at least half of it.
   std::string main_cause;
   uint64_t main_cause_ns = 0;
