@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev         # JSON reading/writing
   libcli11-dev               # command-line parsing
+  libcpp-httplib-dev         # HTTP: the --metrics endpoint and the ClickHouse client
   libfmt-dev                 # string formatting (g++ 12 has no <format>)
   systemtap-sdt-dev          # sys/sdt.h for USDT probes in the sample target
   liblzma-dev xz-utils       # MiniDebugInfo (.gnu_debugdata) and its test fixtures
@@ -25,6 +26,9 @@ packages=(
   chromium                   # headless browser for the HTML report tests
   libglib2.0-dev             # GLib main-loop test program (glib profile)
   android-libutils-dev       # AOSP's android::Looper (libutils) test program (android-looper profile)
+  prometheus                 # live sessions: scrapes --metrics in the integration test
+  clickhouse-server          # live sessions: receives --clickhouse rows in the integration test
+  tmux                       # drives `looptrace top` in its integration test
 )
 
 missing=()

@@ -214,21 +214,45 @@ void Session::Watchdog(uint64_t now_ns) {
   }
 }
 
+Result<void> Session::Join(EventLoop& loop, int pid_fd, std::function<void()> on_target_exit) {
+  // The ring's fd only wakes the loop early (a nudge); Drain() consumes.
+  ring_fd_ = bpf_->ring_epoll_fd();
+  RETURN_IF_ERROR(loop.Add(ring_fd_, EPOLLIN, [](uint32_t) {}));
+  if (pid_fd >= 0) {
+    pid_fd_ = pid_fd;
+    auto on_exit = std::make_shared<std::function<void()>>(std::move(on_target_exit));
+    RETURN_IF_ERROR(loop.Add(pid_fd, EPOLLIN, [this, &loop, on_exit](uint32_t) {
+      loop.Remove(pid_fd_);  // level-triggered: once is enough
+      pid_fd_ = -1;
+      (*on_exit)();
+    }));
+  }
+  return {};
+}
+
+void Session::Leave(EventLoop& loop) {
+  if (ring_fd_ >= 0) loop.Remove(ring_fd_);
+  if (pid_fd_ >= 0) loop.Remove(pid_fd_);
+  ring_fd_ = pid_fd_ = -1;
+}
+
+Result<void> Session::Drain() {
+  RETURN_IF_ERROR(bpf_->Consume());
+  Watchdog(NowNs(CLOCK_MONOTONIC));
+  return {};
+}
+
 Result<std::string> Session::Stream(int pid_fd) {
-  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
-  if (!epoll) return SystemError("epoll_create1", errno);
+  ASSIGN_OR_RETURN(auto loop, EventLoop::Create());
+  std::string reason;
+  RETURN_IF_ERROR(Join(*loop, pid_fd, [&] { reason = "target-exited"; }));
+  RETURN_IF_ERROR(loop->Add(signal_fd_, EPOLLIN, [&](uint32_t) {
+    if (int sig = TakePendingSignal(signal_fd_)) {
+      if (reason.empty()) reason = "interrupted";
+      log::V1("{} received, stopping", strsignal(sig));
+    }
+  }));
   UniqueFd timer;
-  auto add = [&](int fd, uint32_t tag) -> Result<void> {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u32 = tag;
-    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return SystemError("epoll_ctl", errno);
-    return {};
-  };
-  enum : uint32_t { kRing, kSignal, kTarget, kTimer };
-  RETURN_IF_ERROR(add(bpf_->ring_epoll_fd(), kRing));
-  RETURN_IF_ERROR(add(signal_fd_, kSignal));
-  if (pid_fd >= 0) RETURN_IF_ERROR(add(pid_fd, kTarget));
   if (options_.duration_s > 0) {
     timer = UniqueFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
     if (!timer) return SystemError("timerfd_create", errno);
@@ -239,30 +263,45 @@ Result<std::string> Session::Stream(int pid_fd) {
     spec.it_value.tv_sec = ns / 1'000'000'000ull;
     spec.it_value.tv_nsec = ns % 1'000'000'000ull;
     timerfd_settime(timer.get(), 0, &spec, nullptr);
-    RETURN_IF_ERROR(add(timer.get(), kTimer));
+    RETURN_IF_ERROR(loop->Add(timer.get(), EPOLLIN, [&](uint32_t) {
+      if (reason.empty()) reason = "duration";
+    }));
   }
-  std::string reason;
   while (reason.empty()) {
-    epoll_event events[4];
-    int n = epoll_wait(epoll.get(), events, 4, options_.poll_interval_ms);
-    if (n < 0 && errno != EINTR) return SystemError("epoll_wait", errno);
-    for (int i = 0; i < n; ++i) {
-      switch (events[i].data.u32) {
-        case kSignal:
-          if (int sig = TakePendingSignal(signal_fd_)) {
-            reason = "interrupted";
-            log::V1("{} received, stopping", strsignal(sig));
-          }
-          break;
-        case kTarget: reason = "target-exited"; break;
-        case kTimer: reason = "duration"; break;
-        default: break;
-      }
-    }
-    RETURN_IF_ERROR(bpf_->Consume());
-    Watchdog(NowNs(CLOCK_MONOTONIC));
+    RETURN_IF_ERROR(loop->RunOnce(options_.poll_interval_ms));
+    RETURN_IF_ERROR(Drain());
   }
+  Leave(*loop);
   return reason;
+}
+
+Stats Session::LiveLosses() const {
+  Stats losses = bpf_->ReadCounters();
+  losses.Merge(loader_stats_);
+  return losses;
+}
+
+std::pair<StallSnapshot, std::optional<MethodBeats>> Session::SnapshotNow(uint64_t message_begin_ns,
+                                                                          uint64_t begin_beat_index) {
+  const uint64_t now_ns = NowNs(CLOCK_MONOTONIC);
+  Stats scratch;
+  Stats* session_stats = snapshots_->SwapStats(&scratch);
+  // The loop thread's (the main thread unless --threads loop found another).
+  const uint32_t looper = LooperTid() ? LooperTid() : tgid_;
+  StallSnapshot snapshot = snapshots_->Take(looper, message_begin_ns, false, now_ns);
+  snapshots_->SwapStats(session_stats);
+  std::optional<MethodBeats> beats;
+  if (message_begin_ns && slicer_->enabled()) {
+    SliceRequest open;
+    open.label = "open";
+    open.tid = looper;
+    open.begin_ns = message_begin_ns;
+    open.end_ns = now_ns;
+    open.begin_beat_index = begin_beat_index;
+    open.end_beat_index = UINT64_MAX;
+    beats = slicer_->Slice(open);
+  }
+  return {std::move(snapshot), std::move(beats)};
 }
 
 void Session::Finish(const std::string& reason, std::optional<int> exit_status) {

@@ -64,7 +64,7 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
 
 }  // namespace
 
-Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline) {
+Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline) {
   if (pid <= 0) return MakeError(fmt::format("invalid pid {}", pid), ExitCode::kUsage);
   if (kill(pid, 0) != 0 && errno == ESRCH)
     return MakeError(fmt::format("no process with pid {}", pid), ExitCode::kTarget, "check the pid with ps or pgrep");
@@ -73,18 +73,20 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
   target.pid = pid;
   target.exact_entry = options.exact_entry;
   ASSIGN_OR_RETURN(target.exe_path, ExecutableOf(pid));
-  UniqueFd pid_fd = OpenPidFd(pid);
-  if (!pid_fd) return SystemError(fmt::format("cannot watch pid {}", pid), errno, ExitCode::kTarget);
+  AttachedProcess attached;
+  attached.pid_fd = OpenPidFd(pid);
+  if (!attached.pid_fd) return SystemError(fmt::format("cannot watch pid {}", pid), errno, ExitCode::kTarget);
   ASSIGN_OR_RETURN(auto chosen, ChooseAndCheck(options, target, ReadTargetCommand(pid)));
   auto& [profile, plan] = chosen;
   WarnAboutExpensiveProbes(plan);
 
-  Session session(options, signal_fd, pipeline);
+  attached.session = std::make_unique<Session>(options, signal_fd, pipeline);
+  Session& session = *attached.session;
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(pid)));
-  if (auto attached = session.Attach(pid); !attached) {
+  if (auto ok = session.Attach(pid); !ok) {
     if (kill(pid, 0) != 0 && errno == ESRCH)
       return MakeError(fmt::format("pid {} exited while probes were being attached", pid), ExitCode::kTarget);
-    return std::unexpected(attached.error());
+    return std::unexpected(ok.error());
   }
   session.AttachThreadTracking();
   for (const std::string& disabled : DisabledUsdtProbes(pid, session.plan())) log::Warning("{}", disabled);
@@ -93,9 +95,17 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
   start.command = ReadComm(pid);
   start.device = ReadDeviceInfo(pid);
   session.Start(start);
-  log::Info("tracing pid {} ({}) with profile {}: {} attached; Ctrl-C to stop", pid, start.command, profile.name,
-            DescribeProbeCount(session.plan()));
-  ASSIGN_OR_RETURN(std::string reason, session.Stream(pid_fd.get()));
+  attached.command = start.command;
+  attached.profile = profile.name;
+  return attached;
+}
+
+Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline) {
+  ASSIGN_OR_RETURN(AttachedProcess attached, AttachProcess(pid, options, signal_fd, pipeline));
+  Session& session = *attached.session;
+  log::Info("tracing pid {} ({}) with profile {}: {} attached; Ctrl-C to stop", pid, attached.command,
+            attached.profile, DescribeProbeCount(session.plan()));
+  ASSIGN_OR_RETURN(std::string reason, session.Stream(attached.pid_fd.get()));
   if (reason == "target-exited") log::Info("pid {} exited", pid);
   session.Finish(reason);
   return {};

@@ -346,6 +346,11 @@ class JsonRenderer : public Renderer {
     const MessagesReport& m = report.messages;
     for (const Message& msg : m.messages) Line(out, MessageJson(msg, true));
     for (const Message& msg : m.unfinished) Line(out, MessageJson(msg, false));
+    if (m.not_listed)
+      Line(out, json{{"type", "messages_not_listed"},
+                     {"count", m.not_listed},
+                     {"keep_messages", m.keep_limit},
+                     {"approximate_percentiles", m.approximate_percentiles}});
     for (const ThreadMessages& t : m.threads) {
       json j{{"type", "message_summary"}, {"tid", t.tid}, {"busy_ns", t.busy_ns}};
       j.update(CostJson(t.cost));

@@ -18,14 +18,13 @@ Message MessageOf(const Span& span) {
   return m;
 }
 
-MessagesTracer::MessagesTracer(const MessagesOptions&, const TracerContext& context) : context_(context) {}
-
-void MessagesTracer::OnSpanEnd(const Span& span) {
-  if (span.kind != SpanKind::kMessage) return;
-  saw_message_ = true;
-  if (span.close == SpanClose::kEnded) completed_.push_back(MessageOf(span));
-  else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
+void MessagesOptions::Declare(OptionSet& options) {
+  options.Count("keep-messages", &keep_messages, 0, SIZE_MAX,
+                "list only the latest N messages (0 = all); summaries still count every one");
 }
+
+MessagesTracer::MessagesTracer(const MessagesOptions& options, const TracerContext& context)
+    : options_(options), context_(context) {}
 
 namespace {
 
@@ -33,7 +32,37 @@ bool ByBegin(const Message& a, const Message& b) {
   return std::tie(a.begin_ns, a.tid, a.depth) < std::tie(b.begin_ns, b.tid, b.depth);
 }
 
+// The slowest-table order: cost, then as the list is sorted (ByBegin).
+bool Slower(const Message& a, const Message& b) {
+  if (a.cost_ns() != b.cost_ns()) return a.cost_ns() > b.cost_ns();
+  return ByBegin(a, b);
+}
+
 }  // namespace
+
+void MessagesTracer::OnSpanEnd(const Span& span) {
+  if (span.kind != SpanKind::kMessage) return;
+  saw_message_ = true;
+  if (span.close == SpanClose::kEnded) Keep(MessageOf(span));
+  else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
+}
+
+void MessagesTracer::Keep(const Message& m) {
+  const size_t limit = options_.keep_messages;
+  by_tid_.try_emplace(m.tid, limit).first->second.Add(m.cost_ns());
+  if (m.depth == 0) busy_by_tid_[m.tid] += m.cost_ns();
+  if (!m.name.empty()) by_name_.try_emplace(m.name, limit).first->second.Add(m.cost_ns());
+  const size_t top_n = context_.common->top_n;
+  if (slowest_.size() < top_n || Slower(m, slowest_.back())) {
+    slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), m, Slower), m);
+    if (slowest_.size() > top_n) slowest_.pop_back();
+  }
+  completed_.push_back(m);
+  if (limit && completed_.size() > limit) {
+    completed_.pop_front();
+    ++not_listed_;
+  }
+}
 
 CostSummary SummarizeCosts(std::vector<uint64_t> costs) {
   CostSummary s;
@@ -62,32 +91,27 @@ void MessagesTracer::Contribute(Report& r) {
     profiled |= p.role == Role::kDispatchBegin ||
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
-  report.messages = std::move(completed_);
+  report.messages.assign(std::make_move_iterator(completed_.begin()), std::make_move_iterator(completed_.end()));
+  completed_.clear();
   std::sort(report.messages.begin(), report.messages.end(), ByBegin);
   report.unfinished = std::move(unfinished_);
   std::sort(report.unfinished.begin(), report.unfinished.end(), ByBegin);
+  report.not_listed = not_listed_;
+  report.keep_limit = options_.keep_messages;
 
-  std::map<uint32_t, std::vector<uint64_t>> costs_by_tid;
-  std::map<uint32_t, uint64_t> busy_by_tid;
-  std::map<std::string, std::vector<uint64_t>> costs_by_name;
-  for (const Message& m : report.messages) {
-    costs_by_tid[m.tid].push_back(m.cost_ns());
-    if (m.depth == 0) busy_by_tid[m.tid] += m.cost_ns();
-    if (!m.name.empty()) costs_by_name[m.name].push_back(m.cost_ns());
-  }
   report.threads.clear();
-  for (auto& [tid, costs] : costs_by_tid)
-    report.threads.push_back({tid, SummarizeCosts(std::move(costs)), busy_by_tid[tid]});
-
+  for (const auto& [tid, costs] : by_tid_) {
+    report.threads.push_back({tid, costs.Summary(), busy_by_tid_[tid]});
+    report.approximate_percentiles |= !costs.exact();
+  }
   report.by_name.clear();
-  for (auto& [name, costs] : costs_by_name) report.by_name.push_back({name, SummarizeCosts(std::move(costs))});
+  for (const auto& [name, costs] : by_name_) {
+    report.by_name.push_back({name, costs.Summary()});
+    report.approximate_percentiles |= !costs.exact();
+  }
   std::stable_sort(report.by_name.begin(), report.by_name.end(),
                    [](const NamedMessages& a, const NamedMessages& b) { return a.cost.total_ns > b.cost.total_ns; });
-
-  report.slowest = report.messages;
-  std::stable_sort(report.slowest.begin(), report.slowest.end(),
-                   [](const Message& a, const Message& b) { return a.cost_ns() > b.cost_ns(); });
-  if (report.slowest.size() > context_.common->top_n) report.slowest.resize(context_.common->top_n);
+  report.slowest = std::move(slowest_);
 }
 
 }  // namespace looptrace

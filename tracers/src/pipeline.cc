@@ -45,6 +45,13 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
   context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
     tracers_.push_back(entry.make(options_.Of(entry.name), context_));
+  Subscribe();
+}
+
+void Pipeline::Subscribe() {
+  for (auto& list : by_span_) list.clear();
+  for (auto& list : by_event_) list.clear();
+  for (auto& list : by_role_) list.clear();
   for (auto& tracer : tracers_) {
     for (int k = 0; k < kSpanKindCount; ++k)
       if (tracer->span_kinds() & (1u << k)) by_span_[k].push_back(tracer.get());
@@ -57,6 +64,17 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
 }
 
 Pipeline::~Pipeline() = default;
+
+const Tracer* Pipeline::FindTracer(std::string_view name) const {
+  const auto& registry = TracerRegistry();
+  for (size_t i = 0; i < registry.size() && i < tracers_.size(); ++i)
+    if (registry[i].name == name) return tracers_[i].get();
+  return nullptr;
+}
+
+Tracer* Pipeline::FindTracer(std::string_view name) {
+  return const_cast<Tracer*>(static_cast<const Pipeline*>(this)->FindTracer(name));
+}
 
 std::vector<WatchThreshold> Pipeline::Watches() const {
   std::vector<WatchThreshold> out;
@@ -186,6 +204,25 @@ Report Pipeline::TakeReport() {
   report_.messages.definition = std::string(MessageDefinitionName(spans_.message_definition()));
   for (auto& tracer : tracers_) tracer->Contribute(report_);
   return std::move(report_);
+}
+
+Report Pipeline::Snapshot(uint64_t now_ns, const Stats& losses) const {
+  Pipeline copy(options_);
+  copy.report_ = report_;  // session and counters; the sections are filled at the end
+  copy.spans_ = spans_;
+  copy.spans_.RebindStats(&copy.report_.stats);
+  for (size_t i = 0; i < tracers_.size(); ++i)
+    if (auto clone = tracers_[i]->Clone(copy.context_)) copy.tracers_[i] = std::move(clone);
+  copy.Subscribe();  // the clones, not the tracers they replaced
+  copy.recorded_slices_ = recorded_slices_;
+  copy.last_ts_ns_ = last_ts_ns_;
+  copy.started_ = started_;
+  copy.ended_ = ended_;
+  if (!ended_) {
+    if (losses.AnyNonZero()) copy.OnEvent(LossCounters{losses});
+    copy.OnEvent(SessionEnd{std::max(now_ns, last_ts_ns_), "running", std::nullopt});
+  }
+  return copy.TakeReport();
 }
 
 }  // namespace looptrace

@@ -3,6 +3,7 @@
 #include "looptrace/tracers/anr.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/frames.h"
+#include "looptrace/tracers/live_stats.h"
 #include "looptrace/tracers/messages.h"
 #include "looptrace/tracers/sampled_tree.h"
 #include "looptrace/tracers/span_lags.h"
@@ -19,6 +20,7 @@ const std::vector<TracerEntry>& TracerRegistry() {
       MakeTracerEntry<AnrTracer, AnrOptions>("anr"),
       MakeTracerEntry<SpanLagTracer, SpanLagOptions>("span_lags"),
       MakeTracerEntry<StartupTracer, StartupOptions>("startup"),
+      MakeTracerEntry<LiveStatsTracer, LiveStatsOptions>("live_stats"),
       // Last: it attaches its trees to the reports the others contributed.
       MakeTracerEntry<SampledTreeTracer, SampledTreeOptions>("sampled_tree"),
   };

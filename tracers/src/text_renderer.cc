@@ -133,6 +133,10 @@ class TextRenderer : public Renderer {
                          FormatDuration(c.p99_ns), FormatDuration(c.max_ns),
                          FormatDuration(c.mean_ns));
     }
+    if (m.not_listed)
+      out << fmt::format("  ({} earlier messages are not listed (--keep-messages {}); the summaries count them{})\n",
+                         m.not_listed, m.keep_limit,
+                         m.approximate_percentiles ? ", percentiles within 0.4% (histogram)" : "");
     if (!m.slowest.empty()) {
       out << fmt::format("\nslowest messages (begin relative to session start)\n");
       out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", "#", "begin s", "cost",

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "looptrace/loader/session.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/util/result.h"
 
@@ -31,6 +32,13 @@ std::unique_ptr<Command> MakeRunCommand();
 std::unique_ptr<Command> MakeReportCommand();
 std::unique_ptr<Command> MakeProbesCommand();
 std::unique_ptr<Command> MakeProfilesCommand();
+std::unique_ptr<Command> MakeAttachCommand();
+std::unique_ptr<Command> MakeSessionsCommand();
+std::unique_ptr<Command> MakeStatusCommand();
+std::unique_ptr<Command> MakeSnapshotCommand();
+std::unique_ptr<Command> MakeDetachCommand();
+std::unique_ptr<Command> MakeTopCommand();
+std::unique_ptr<Command> MakeClickHouseSchemaCommand();
 
 // Prints "looptrace: error: ..." (+ "hint: ...") and returns the error's exit code.
 int Fail(const Error& error);
@@ -50,6 +58,20 @@ Result<void> CheckFormat(const std::string& format);
 
 // "16M" -> bytes; a power of two in [min, max].
 Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t min, size_t max);
+
+// How to trace (record, run, attach, top): profile, threads, ring sizes, BTF, thread
+// tracking, DWARF unwinding, exact entries; Resolve() checks the sizes into `session`.
+struct SessionFlags {
+  loader::SessionOptions session;
+  std::string threads;  // "" = the profile's choice
+  std::string ringbuf_size = "4M";
+  std::string record_ring = "65536";
+  std::string beat_buffer = "1048576";
+  std::string sample_ring = "8M";
+  bool no_thread_tracking = false;
+  Result<void> Resolve();
+};
+void AddSessionOptions(CLI::App* command, SessionFlags& flags);
 
 // EXAMPLES / TROUBLESHOOTING / EXIT CODES footers.
 std::string Footer(std::string_view examples);

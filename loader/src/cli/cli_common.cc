@@ -78,6 +78,61 @@ Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t mi
   return static_cast<size_t>(value);
 }
 
+namespace {
+
+constexpr size_t kMaxRingbufBytes = size_t{1} << 30;  // the kernel takes up to ~4 GiB; memory says less
+constexpr size_t kMaxBeatRecords = size_t{1} << 25;   // 1 GiB of 32-byte beats
+constexpr size_t kMaxRecords = size_t{1} << 23;       // 832 MiB of 104-byte records
+
+}  // namespace
+
+void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_option("--profile", f.session.profile, "built-in profile name or profile file (default: detect)");
+  cmd->add_option("--threads", f.threads,
+                  "main: only the main thread; all: every thread; loop: the thread that runs the loop "
+                  "(hits dispatch.begin first); loop:NAME or loop:PREFIX*: that thread by name "
+                  "(default: the profile's choice, else main)")
+      ->type_name("main|all|loop|loop:NAME");
+  cmd->add_option("--record-ring", f.record_ring,
+                  "record ring size in records (power of two; 104 bytes each): messages, frames, switches")
+      ->capture_default_str();
+  cmd->add_option("--ringbuf-size", f.ringbuf_size, "BPF ring buffer size for strings and names (power of two, 4K..1G)")
+      ->capture_default_str();
+  cmd->add_option("--beat-buffer", f.beat_buffer, "method-beat ring size in records (power of two; 32 bytes each)")
+      ->capture_default_str();
+  cmd->add_option("--btf", f.session.btf_path, "kernel BTF file when /sys/kernel/btf/vmlinux is missing");
+  cmd->add_flag("--no-thread-tracking", f.no_thread_tracking,
+                "no sched_switch/waking/SIGQUIT programs or cpu-clock samples (no ANR causes)");
+  cmd->add_flag("--dwarf-unwind", f.session.dwarf_unwind,
+                "unwind user stacks with DWARF CFI (targets without frame pointers): copies the watched "
+                "thread's stack top at each sample and switch-out, and reads the stacks of the threads a "
+                "stalled one waits for");
+  cmd->add_flag("--exact-entry", f.session.exact_entry,
+                "probe every symbol at its first instruction, even where the kernel single-steps it "
+                "(no move to the entry block, call sites or after calls)");
+  cmd->add_option("--sample-rate", f.session.sample_hz,
+                  "stack samples of the main thread per second of its CPU time, for sampled call trees "
+                  "of slow messages, frames and startups (0: none)")
+      ->check(CLI::Range(0, 20000))
+      ->capture_default_str();
+  cmd->add_option("--sample-ring", f.sample_ring, "BPF ring buffer size for stack samples (power of two)")
+      ->capture_default_str();
+}
+
+Result<void> SessionFlags::Resolve() {
+  ASSIGN_OR_RETURN(session.ringbuf_bytes, ParseSize("--ringbuf-size", ringbuf_size, 4096, kMaxRingbufBytes));
+  ASSIGN_OR_RETURN(session.record_capacity, ParseSize("--record-ring", record_ring, 1024, kMaxRecords));
+  ASSIGN_OR_RETURN(session.beat_capacity, ParseSize("--beat-buffer", beat_buffer, 1024, kMaxBeatRecords));
+  ASSIGN_OR_RETURN(session.sample_ring_bytes, ParseSize("--sample-ring", sample_ring, 4096, kMaxRingbufBytes));
+  if (!threads.empty()) {
+    auto choice = loader::ParseThreadChoice(threads);
+    if (!choice) return MakeError("--threads: " + choice.error().message, ExitCode::kUsage, choice.error().hint);
+    session.threads = *choice;
+  }
+  session.thread_tracking = !no_thread_tracking;
+  return {};
+}
+
 std::string Footer(std::string_view examples) {
   return fmt::format(R"(
 EXAMPLES:
@@ -90,7 +145,8 @@ TROUBLESHOOTING:
 
 EXIT CODES:
   0 ok, 1 runtime failure, 2 usage, 3 target (no such pid, exec failed),
-  4 permission, 5 kernel lacks BPF/BTF/uprobes, 6 profile or symbol, 7 output, 130 interrupted
+  4 permission, 5 kernel lacks BPF/BTF/uprobes, 6 profile or symbol, 7 output,
+  8 background session (none for that pid, or one already), 9 endpoint (port in use), 130 interrupted
 )",
                      examples);
 }

@@ -1,5 +1,7 @@
 // looptrace report RECORDING: re-analyse a saved event stream (no BPF, no root).
+// looptrace report -p PID: the report so far of a background session (it goes on).
 #include "cli.h"
+#include "looptrace/loader/control_socket.h"
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/output_file.h"
 #include "looptrace/loader/recording.h"
@@ -14,17 +16,29 @@ class ReportCommand : public Command {
   std::string_view name() const override { return "report"; }
 
   void Setup(CLI::App* cmd) override {
-    cmd->add_option("recording", recording_, "recording file (from --save)")->required();
+    auto* recording = cmd->add_option("recording", recording_, "recording file (from --save)");
+    cmd->add_option("-p,--pid", pid_, "instead: the report so far of the background session of PID")
+        ->check(CLI::PositiveNumber)
+        ->excludes(recording);
     AddReportOutputOptions(cmd, output_);
     AddAnalysisOptions(cmd, analysis_);
     cmd->footer(Footer(R"(  looptrace report rec.jsonl.gz --top 20       re-analyse a recording, no BPF needed
   looptrace report rec.jsonl.gz -f chrome -o trace.json
   looptrace report rec.jsonl.gz --anr-threshold 3000 --lag-threshold 1000
-)"));
+  looptrace report -p 1234                     a background session's report so far (it goes on)
+  looptrace report -p 1234 -f html -o now.html
+)") + R"(
+  With -p the session's own options (thresholds, --top, mapping) apply: analysis options
+  given here are ignored. The file is written by this command, not by the daemon.
+)");
   }
 
   int Run(std::vector<std::string>) override {
     if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
+    if (pid_ > 0) return FromSession();
+    if (recording_.empty())
+      return Fail(Error{"report needs a RECORDING or -p PID", "looptrace report rec.jsonl.gz, or looptrace report -p 1234",
+                        ExitCode::kUsage});
     std::unique_ptr<loader::MappingNamer> namer;
     if (!output_.method_mapping.empty()) {
       auto loaded = loader::MappingNamer::Load(output_.method_mapping);
@@ -47,6 +61,19 @@ class ReportCommand : public Command {
   }
 
  private:
+  int FromSession() {
+    auto response = loader::CallSession(pid_, loader::ControlRequest{"report", output_.format});
+    if (!response) return Fail(response.error());
+    if (!response->ok)
+      return Fail(Error{response->error, response->hint, static_cast<ExitCode>(response->code)});
+    auto out = loader::OutputFile::Create(output_.path);
+    if (!out) return Fail(out.error());
+    (*out)->stream() << response->body;
+    if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
+    return 0;
+  }
+
+  pid_t pid_ = 0;
   std::string recording_;
   ReportOutput output_;
   AnalysisOptions analysis_;

@@ -23,6 +23,13 @@ const CommandEntry kCommands[] = {
     {"report", "re-analyse a recording saved with --save", MakeReportCommand},
     {"probes", "resolve and list probe points without attaching", MakeProbesCommand},
     {"profiles", "list built-in profiles", MakeProfilesCommand},
+    {"attach", "trace a running process in the background (returns once attached)", MakeAttachCommand},
+    {"sessions", "list background sessions", MakeSessionsCommand},
+    {"status", "live figures of a background session", MakeStatusCommand},
+    {"snapshot", "every thread of a traced process now (like kill -3)", MakeSnapshotCommand},
+    {"detach", "end a background session: final report, probes removed", MakeDetachCommand},
+    {"top", "live view of a traced process", MakeTopCommand},
+    {"clickhouse-schema", "print the ClickHouse tables report rows go to", MakeClickHouseSchemaCommand},
 };
 
 int Usage(const std::string& message, const std::string& hint) {
@@ -76,6 +83,9 @@ int main(int argc, char** argv) {
   looptrace report rec.jsonl.gz --top 20       re-analyse a recording, no BPF needed
   looptrace probes -p 1234 --profile my.profile   resolve probe points, attach nothing
   looptrace profiles                           list built-in profiles
+  looptrace attach -p 1234 -o app.json -f json  trace in the background; from any shell:
+  looptrace status -p 1234 | top -p 1234 | snapshot -p 1234 | report -p 1234 | detach -p 1234
+  looptrace sessions                           list background sessions
   looptrace COMMAND --help                     options and examples of a command
 )"));
   std::vector<std::unique_ptr<Command>> commands;
@@ -97,7 +107,9 @@ int main(int argc, char** argv) {
     auto known = std::find_if(std::begin(kCommands), std::end(kCommands),
                               [&](const CommandEntry& e) { return args[word] == e.name; });
     if (known == std::end(kCommands))
-      return Usage(fmt::format("unknown command '{}'", args[word]), "commands are record, run, report, probes, profiles");
+      return Usage(fmt::format("unknown command '{}'", args[word]),
+                   "commands are record, run, report, probes, profiles, attach, sessions, status, snapshot, "
+                   "detach, top, clickhouse-schema");
     const size_t index = static_cast<size_t>(known - std::begin(kCommands));
     if (commands[index]->TakesCommand()) {
       auto start = CommandStart(&app, subs[index], args, word + 1);

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "looptrace/loader/beat_slicer.h"
 #include "looptrace/loader/bpf_session.h"
 #include "looptrace/loader/event_decoder.h"
+#include "looptrace/loader/event_loop.h"
 #include "looptrace/loader/profile.h"
 #include "looptrace/loader/stack_resolver.h"
 #include "looptrace/loader/stall_snapshot.h"
@@ -71,6 +73,21 @@ class Session {
   // Detaches, drains what is left and closes the stream.
   void Finish(const std::string& reason, std::optional<int> exit_status = std::nullopt);
 
+  // For a loop shared with other work (background sessions, daemon.h): the ring and the
+  // target's pidfd join `loop`, `on_target_exit` runs once the target is gone, and the
+  // owner calls Drain() after every wait (at least every poll interval).
+  Result<void> Join(EventLoop& loop, int pid_fd, std::function<void()> on_target_exit);
+  void Leave(EventLoop& loop);
+  // Delivers what the rings hold and runs the watchdog.
+  Result<void> Drain();
+  // The BPF programs' and the decoder's counters so far (Finish sends them at the end).
+  Stats LiveLosses() const;
+  // Every thread of the target now, and the method beats of the main thread's running
+  // message so far (when the profile maps method roles): `looptrace snapshot`. Counts
+  // nothing into the session's report.
+  std::pair<StallSnapshot, std::optional<MethodBeats>> SnapshotNow(uint64_t message_begin_ns, uint64_t begin_beat_index);
+  uint32_t tgid() const { return tgid_; }
+
   const AttachPlan& plan() const { return plan_; }
 
  private:
@@ -83,6 +100,8 @@ class Session {
   SessionOptions options_;
   int signal_fd_;
   Pipeline& pipeline_;
+  int ring_fd_ = -1;
+  int pid_fd_ = -1;
   SanitizingSink events_;  // every event on its way to pipeline_: names from the target made safe
   std::string profile_name_;
   std::string message_definition_;  // the profile's `messages` line, "" if none

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "looptrace/loader/bpf_session.h"
@@ -51,6 +52,9 @@ class SnapshotTaker {
   // The thread that last woke `tid` (sched_waking), one the stalled thread may wait for.
   void SetLastWaker(uint32_t tid, uint32_t waker_tid) { last_waker_[tid] = waker_tid; }
   StallSnapshot Take(uint32_t tid, uint64_t message_begin_ns, bool anr, uint64_t now_ns);
+  // Where incomplete snapshots are counted from now on; returns the previous counters (an
+  // on-demand dump counts apart from the session's report).
+  Stats* SwapStats(Stats* stats) { return std::exchange(stats_, stats); }
 
  private:
   // The user stack of thread `t`: DWARF-unwound from a stack copy when there is a fresh one

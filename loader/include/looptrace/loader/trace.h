@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,16 @@ namespace looptrace::loader {
 
 // record -p PID
 Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline);
+
+// A running process with probes attached and the session started: what record -p does
+// before it streams, and what a background session (live_session.h) keeps.
+struct AttachedProcess {
+  std::unique_ptr<Session> session;
+  UniqueFd pid_fd;       // readable once the process exits
+  std::string command;   // its comm
+  std::string profile;
+};
+Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline);
 
 struct RunResult {
   pid_t pid = 0;

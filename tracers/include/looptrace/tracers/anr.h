@@ -50,8 +50,13 @@ class AnrTracer : public Tracer {
   void OnSpanEnd(const Span& span) override;
   std::vector<WatchThreshold> Watches() const override;
   void Contribute(Report& report) override;
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    return CloneTracer(*this, context);
+  }
 
  private:
+  template <typename T>
+  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   struct PendingStall {
     StallReport report;
     std::optional<MethodBeats> open_beats;

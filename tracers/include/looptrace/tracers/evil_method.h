@@ -27,8 +27,13 @@ class EvilMethodTracer : public Tracer {
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    return CloneTracer(*this, context);
+  }
 
  private:
+  template <typename T>
+  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   bool Slow(const Span& span) const;
 
   const EvilMethodOptions& options_;

@@ -73,8 +73,13 @@ class FrameTracer : public Tracer {
   void OnSpanEnd(const Span& span) override;
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void Contribute(Report& report) override;
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    return CloneTracer(*this, context);
+  }
 
  private:
+  template <typename T>
+  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   struct DoneMessage {
     uint64_t begin_ns = 0;
     uint64_t end_ns = 0;

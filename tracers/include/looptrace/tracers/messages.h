@@ -2,8 +2,12 @@
 // Message: cost distribution per thread, slowest messages, by-name table.
 #pragma once
 
+#include <deque>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "looptrace/tracers/cost_accumulator.h"
 #include "looptrace/tracers/report.h"
 #include "looptrace/tracers/tracer.h"
 
@@ -13,7 +17,11 @@ namespace looptrace {
 Message MessageOf(const Span& span);
 
 struct MessagesOptions : TracerOptions {
-  void Declare(OptionSet&) override {}
+  // 0: every message is listed and every percentile exact. N: the report lists the latest
+  // N completed messages; summaries still count all, exact up to N values per thread or
+  // name and within 0.4% past that (cost_accumulator.h). Background sessions set it.
+  size_t keep_messages = 0;
+  void Declare(OptionSet& options) override;
 };
 
 class MessagesTracer : public Tracer {
@@ -23,11 +31,24 @@ class MessagesTracer : public Tracer {
   uint32_t event_types() const override { return 0; }
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    return CloneTracer(*this, context);
+  }
 
  private:
+  template <typename T>
+  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
+  void Keep(const Message& message);
+
+  const MessagesOptions& options_;
   TracerContext context_;
-  std::vector<Message> completed_;
+  std::deque<Message> completed_;     // in end order; the latest keep_messages when set
   std::vector<Message> unfinished_;
+  std::vector<Message> slowest_;      // top N by cost, kept as they come
+  std::map<uint32_t, CostAccumulator> by_tid_;
+  std::map<uint32_t, uint64_t> busy_by_tid_;
+  std::map<std::string, CostAccumulator> by_name_;
+  uint64_t not_listed_ = 0;
   bool saw_message_ = false;
 };
 

@@ -62,11 +62,23 @@ class Pipeline : public EventSink, private SpanListener {
 
   // Call once after the last event; a stream without SessionEnd ends at its last event.
   Report TakeReport();
+  // The report so far, while the session goes on: a copy of the pipeline (span tracker and
+  // every tracer, Tracer::Clone) gets `losses` (counted outside the tracers so far) and a
+  // SessionEnd at `now_ns` with the reason "running", so spans still open are reported
+  // as unfinished; this pipeline is not changed. After the end, the same as TakeReport
+  // would have returned.
+  Report Snapshot(uint64_t now_ns, const Stats& losses = {}) const;
+
+  // The tracer registered under `name` (registry.cc), or null.
+  const Tracer* FindTracer(std::string_view name) const;
+  Tracer* FindTracer(std::string_view name);
 
  private:
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(Span& span) override;
   void Observe(const Event& event);
+  // Fills the subscriber lists from tracers_ (span kinds, event types, roles).
+  void Subscribe();
   std::optional<MethodBeats> FetchSlice(const SliceRequest& request);
 
   const AnalysisOptions& options_;

@@ -76,6 +76,11 @@ struct MessagesReport {
   std::vector<Message> slowest;         // top N by cost, ties by begin_ns
   std::vector<NamedMessages> by_name;   // ordered by total cost, then name
   std::vector<Message> unfinished;      // still running at session end
+  // --keep-messages: completed messages left out of `messages` (the oldest), still counted
+  // in `threads` and `by_name` (whose percentiles may then come from a histogram).
+  uint64_t not_listed = 0;
+  size_t keep_limit = 0;
+  bool approximate_percentiles = false;
 };
 
 // A runtime's stall cause inside a message (tracers/stall_causes.h): a GC run anywhere in

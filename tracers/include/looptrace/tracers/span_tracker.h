@@ -90,6 +90,8 @@ class SpanListener {
 class SpanTracker {
  public:
   explicit SpanTracker(Stats* stats) : stats_(stats) {}
+  // A copy counts into `stats` (Pipeline::Snapshot).
+  void RebindStats(Stats* stats) { stats_ = stats; }
 
   // The session's probes decide how messages are defined.
   void Configure(const SessionStart& start);

@@ -38,8 +38,13 @@ class StartupTracer : public Tracer {
   void OnSpanEnd(const Span& span) override;
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void Contribute(Report& report) override;
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    return CloneTracer(*this, context);
+  }
 
  private:
+  template <typename T>
+  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   void OnProbe(const ProbeEvent& event);
   bool IsSplash(const std::string& activity) const;
   std::vector<NamedCallNode> Tree(const MethodBeats& beats);

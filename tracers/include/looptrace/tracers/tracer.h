@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,6 +96,21 @@ class Tracer {
   virtual std::vector<WatchThreshold> Watches() const { return {}; }
   // Called once, after the last event and after every span was closed.
   virtual void Contribute(Report& report) = 0;
+  // A copy of this tracer's state that reads `context` instead of its own: the pipeline
+  // ends the copy to report "so far" while the session goes on (Pipeline::Snapshot).
+  // Null (the default) leaves the tracer's part out of such interim reports.
+  virtual std::unique_ptr<Tracer> Clone(const TracerContext& context) const {
+    (void)context;
+    return nullptr;
+  }
 };
+
+// Clone() for a tracer T whose state is copyable and whose context is `context_`.
+template <typename T>
+std::unique_ptr<Tracer> CloneTracer(const T& tracer, const TracerContext& context) {
+  auto copy = std::make_unique<T>(tracer);
+  copy->context_ = context;
+  return copy;
+}
 
 }  // namespace looptrace

@@ -1,6 +1,8 @@
 // Levelled diagnostics on stderr; stdout is reserved for reports.
 #pragma once
 
+#include <time.h>
+
 #include <cstdio>
 #include <fmt/format.h>
 #include <string_view>
@@ -19,6 +21,22 @@ inline Level& Verbosity() {
 
 inline bool Enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(Verbosity()); }
 
+// Background sessions log to a file: each line then starts with the local time.
+inline bool& WithTimestamps() {
+  static bool on = false;
+  return on;
+}
+
+inline std::string TimestampPrefix() {
+  if (!WithTimestamps()) return {};
+  time_t now = time(nullptr);
+  tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S ", &local);
+  return text;
+}
+
 // Messages often quote file content or names from the target: control characters are
 // escaped (one line each, nothing reaches the terminal raw) and long text is cut.
 inline void Write(Level level, std::string_view raw) {
@@ -30,7 +48,8 @@ inline void Write(Level level, std::string_view raw) {
     case Level::kWarning: prefix = "warning: "; break;
     default: break;
   }
-  std::fprintf(stderr, "looptrace: %s%.*s\n", prefix, static_cast<int>(text.size()), text.data());
+  std::fprintf(stderr, "%slooptrace: %s%.*s\n", TimestampPrefix().c_str(), prefix, static_cast<int>(text.size()),
+               text.data());
 }
 
 template <typename... Args>

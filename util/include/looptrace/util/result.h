@@ -19,6 +19,8 @@ enum class ExitCode : int {
   kUnsupported = 5,  // kernel lacks BPF, BTF, uprobes
   kProfile = 6,      // malformed profile, symbol or binary not found
   kOutput = 7,       // cannot write the report or recording
+  kSession = 8,      // background sessions: none for that pid, or it already has one
+  kEndpoint = 9,     // a control socket or the metrics address cannot be used (port in use)
   kInterrupted = 130,
 };
 
