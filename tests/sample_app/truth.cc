@@ -131,6 +131,10 @@ void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
                                   uint64_t begin_ns, uint64_t end_ns,
                                   std::optional<uint64_t> method_calls,
                                   uint64_t begin_after_ns, uint64_t end_after_ns) {
+  if (count_messages_only_.load(std::memory_order_relaxed)) {
+    messages_counted_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   TruthRecord record;
   record.type = TruthRecord::Type::kMessage;
   record.tid = tid;
@@ -314,6 +318,8 @@ bool TruthRecorder::Finish(std::string* error) {
   for (size_t i = streaming_ ? written_ : 0; i < records_.size(); ++i) {
     std::fputs(FormatLocked(records_[i]).c_str(), out);
   }
+  if (count_messages_only_.load())
+    std::fprintf(out, "{\"type\":\"message_count\",\"messages\":%" PRIu64 "}\n", messages_counted_.load());
   out_ = nullptr;  // later records (other threads) stay in memory only
   std::fprintf(out, "{\"type\":\"end\",\"end_ns\":%" PRIu64 "}\n", NowNs());
   const bool write_failed = std::ferror(out) != 0 || std::fflush(out) != 0;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -119,6 +120,9 @@ class TruthRecorder {
   // record as it is added, flushed at once (for scenarios that never end,
   // such as anr-deadlock). No-op without an output.
   void StartStreaming();
+  // From now on messages are only counted, not recorded one by one (long, high-rate
+  // scenarios such as storm); Finish writes {"type":"message_count","messages":N}.
+  void CountMessagesOnly() { count_messages_only_.store(true); }
 
   // Writes the truth file (what is not written yet):
   //   {"type":"process","pid":N,"start_ns":N}
@@ -152,6 +156,8 @@ class TruthRecorder {
   uint64_t process_start_ns_ = 0;
   bool streaming_ = false;
   size_t written_ = 0;  // records already written (streaming)
+  std::atomic<bool> count_messages_only_{false};
+  std::atomic<uint64_t> messages_counted_{0};
 };
 
 }  // namespace looptrace::sample

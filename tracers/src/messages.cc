@@ -20,7 +20,7 @@ Message MessageOf(const Span& span) {
 
 void MessagesOptions::Declare(OptionSet& options) {
   options.Count("keep-messages", &keep_messages, 0, SIZE_MAX,
-                "list only the latest N messages (0 = all); summaries still count every one");
+                "list only the latest N messages (default 100000; 0 = all); summaries still count every one");
 }
 
 MessagesTracer::MessagesTracer(const MessagesOptions& options, const TracerContext& context)

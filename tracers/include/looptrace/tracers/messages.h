@@ -19,8 +19,9 @@ Message MessageOf(const Span& span);
 struct MessagesOptions : TracerOptions {
   // 0: every message is listed and every percentile exact. N: the report lists the latest
   // N completed messages; summaries still count all, exact up to N values per thread or
-  // name and within 0.4% past that (cost_accumulator.h). Background sessions set it.
-  size_t keep_messages = 0;
+  // name and within 0.4% past that (cost_accumulator.h). Bounded by default: long sessions
+  // stay flat in memory.
+  size_t keep_messages = 100'000;
   void Declare(OptionSet& options) override;
 };
 
