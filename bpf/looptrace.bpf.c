@@ -724,6 +724,7 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 	rec->type = LT_RECORD_PROBE;
 	rec->probe_id = probe_id;
 	rec->probe.role = cfg->role;
+	rec->probe.sp = (__u32)PT_REGS_SP(ctx);
 	rec->probe.beat_index = beat_head;
 	rec->probe.thread_cpu_ns = task->se.sum_exec_runtime;
 #pragma unroll

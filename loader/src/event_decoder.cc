@@ -57,6 +57,7 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
   e.probe_id = rec.probe_id;
   e.thread_cpu_ns = rec.probe.thread_cpu_ns;
   e.beat_index = rec.probe.beat_index;
+  e.sp = rec.probe.sp;
   const auto& names = arg_names_[rec.probe_id];
   for (size_t i = 0; i < probe.spec.args.size(); ++i) {
     const ArgSpec& spec = probe.spec.args[i];

@@ -29,6 +29,7 @@ json ProbeToJson(const ProbeEvent& e) {
          {"tid", e.tid},          {"role", RoleName(e.role)}, {"probe_id", e.probe_id},
          {"args", std::move(args)}};
   if (e.thread_cpu_ns) j["thread_cpu_ns"] = e.thread_cpu_ns;
+  if (e.sp) j["sp"] = e.sp;
   return j;
 }
 
@@ -173,6 +174,7 @@ Result<Event> ParseProbe(const json& j) {
   e.pid = FieldOr<uint32_t>(j, "pid", e.tid);
   e.probe_id = FieldOr<uint16_t>(j, "probe_id", 0);
   e.thread_cpu_ns = FieldOr<uint64_t>(j, "thread_cpu_ns", 0);
+  e.sp = FieldOr<uint32_t>(j, "sp", 0);
   if (auto it = j.find("args"); it != j.end() && it->is_object()) {
     for (const auto& [name, value] : it->items()) {
       EventArg arg{TextPool::Name(name), 0, nullptr, false};

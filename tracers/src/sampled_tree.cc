@@ -163,12 +163,34 @@ void SampledTreeTracer::OnSwitch(const ThreadSwitch& sw) {
     if (!it->off_end_ns && it->ts_ns <= sw.ts_ns) it->off_end_ns = sw.ts_ns;
     break;
   }
+  Settle(t, sw.ts_ns);
   Prune(sw.tid);
+}
+
+// The thread ran at `running_ns` (a switch-in, a probe hit): every off-CPU stretch that
+// began before has had its switch records (they come before the thread's later records),
+// unless the record ring dropped them. Such a stretch would stay "still off CPU" forever and
+// keep every later sample queued (Prune stops at it): its reason stays unknown and it ends
+// at the next sample, or at `running_ns`, the latest it can have ended.
+void SampledTreeTracer::Settle(Thread& t, uint64_t running_ns) {
+  uint64_t next_ns = running_ns;
+  for (auto it = t.samples.rbegin(); it != t.samples.rend(); ++it) {
+    if (it->ts_ns >= running_ns) continue;
+    if (it->on_cpu || (it->switch_seen && it->off_end_ns)) break;
+    if (!it->switch_seen) {
+      it->switch_seen = true;
+      it->reason = "unknown";  // the switch record said why
+    }
+    if (!it->off_end_ns) it->off_end_ns = std::max(next_ns, it->ts_ns);
+    context_.stats->Add(StatId::switch_record_lost);
+    next_ns = it->ts_ns;
+  }
 }
 
 void SampledTreeTracer::OnProbe(const ProbeEvent& e) {
   Thread& t = threads_[e.tid];
   t.last_event_ns = std::max(t.last_event_ns, e.ts_ns);
+  if (sample_hz_) Settle(t, e.ts_ns);
   if (e.role == Role::kAppCreateBegin && !startup_ && !cold_done_) startup_ = {{e.tid, e.ts_ns}};
   if (e.role == Role::kActivityFocus && startup_ && !cold_done_) {
     const EventArg* name = e.Arg("name");
@@ -192,6 +214,8 @@ void SampledTreeTracer::OnSpanBegin(const Span& span) {
 void SampledTreeTracer::OnSpanEnd(const Span& span) {
   open_.erase(span.id);
   if (!sample_hz_) return;
+  // Its end is a record of the thread (before the tracers see the record itself).
+  if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
   const bool ended = span.close == SpanClose::kEnded;
   if (span.kind == SpanKind::kMessage && ended && span.cost_ns() >= evil_threshold_ns_) {
     messages_[{span.tid, span.begin_ns}] = Build(span.tid, span.begin_ns, span.end_ns);

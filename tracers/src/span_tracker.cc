@@ -95,7 +95,44 @@ void SpanTracker::End(Span& span, const ProbeEvent& e, SpanClose close, SpanList
   span.end_event = nullptr;
 }
 
+namespace {
+
+// Whether `next` (a message beginning) is not nested in `open`, judged by the stack: a
+// nested message begins deeper (a lower stack pointer) on the same thread, from inside the
+// open one's code; one begun by the same loop after `open` ended begins at the same depth.
+// Only begins of the same role compare (a dispatch inside a poll-bounded iteration, for
+// example, is called from the frame that polled), and only within kSameStack bytes (a
+// thread switching stacks, as fibers do, says nothing).
+bool BeginsBeside(const Span& open, const ProbeEvent& next) {
+  constexpr int32_t kSameStack = 64 * 1024;
+  if (!open.begin.sp || !next.sp || open.begin.role != next.role) return false;
+  const auto up = static_cast<int32_t>(next.sp - open.begin.sp);  // low halves: exact on one stack
+  return up >= 0 && up < kSameStack;
+}
+
+}  // namespace
+
+void SpanTracker::CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  // Open messages the new one does not nest in ended without their end record.
+  while (!t.messages.empty() && BeginsBeside(t.messages.back(), e)) {
+    Span message = std::move(t.messages.back());
+    t.messages.pop_back();
+    stats_->Add(StatId::message_end_lost);
+    CloseFramesInside(t, message, e.ts_ns, listener);
+    EndAt(message, e.ts_ns, SpanClose::kLost, listener);
+  }
+  // Without stack pointers (old recordings): a bound, so a lost end cannot keep a message
+  // (and all it holds in the tracers) open for the rest of the session.
+  while (t.messages.size() >= kMaxOpenMessages) {
+    Span message = std::move(t.messages.front());
+    t.messages.erase(t.messages.begin());
+    stats_->Add(StatId::message_nesting_capped);
+    EndAt(message, e.ts_ns, SpanClose::kLost, listener);
+  }
+}
+
 void SpanTracker::BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  CloseLostMessages(t, e, listener);
   Span s = Begin(SpanKind::kMessage, e, 0);
   if (const EventArg* id = e.Arg("id")) s.key = id->value;
   s.depth = static_cast<uint32_t>(t.messages.size());
@@ -110,12 +147,26 @@ void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, Spa
     stats_->Add(t.began_message ? StatId::unmatched_dispatch_end : StatId::messages_running_at_start);
     return;
   }
+  if (const EventArg* id = expect_id ? e.Arg("id") : nullptr; id && t.messages.back().begin.Arg("id")) {
+    // The end of an outer open message: the ones inside it lost their ends.
+    auto outer = std::find_if(t.messages.rbegin(), t.messages.rend(), [&](const Span& s) {
+      return s.begin.role == Role::kDispatchBegin && s.begin.Arg("id") && s.key == id->value;
+    });
+    if (outer != t.messages.rbegin() && outer != t.messages.rend()) {
+      const size_t keep = t.messages.size() - static_cast<size_t>(outer - t.messages.rbegin());
+      while (t.messages.size() > keep) {
+        Span inner = std::move(t.messages.back());
+        t.messages.pop_back();
+        stats_->Add(StatId::message_end_lost);
+        CloseFramesInside(t, inner, e.ts_ns, listener);
+        EndAt(inner, e.ts_ns, SpanClose::kLost, listener);
+      }
+    } else if (outer == t.messages.rend()) {
+      stats_->Add(StatId::dispatch_id_mismatch);
+    }
+  }
   Span message = std::move(t.messages.back());
   t.messages.pop_back();
-  if (expect_id) {
-    const EventArg* id = e.Arg("id");
-    if (id && message.begin.Arg("id") && message.key != id->value) stats_->Add(StatId::dispatch_id_mismatch);
-  }
   // A frame cannot outlive the message it began in: its end was lost.
   CloseFramesInside(t, message, e.ts_ns, listener);
   End(message, e, SpanClose::kEnded, listener);

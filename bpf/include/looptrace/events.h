@@ -194,7 +194,13 @@ struct lt_record_header {
 
 struct lt_probe_body {
 	__u16 role;
-	__u16 pad[3];
+	__u16 pad;
+	/*
+	 * The user stack pointer's low 32 bits at the hit (0 = unknown): a message that begins
+	 * no deeper on its thread's stack than an open one is not nested in it, so the open
+	 * one's end was lost (span_tracker.cc). Differences of low halves are exact on one stack.
+	 */
+	__u32 sp;
 	__u64 beat_index;    /* method-beat ring head at this hit (next slot to write) */
 	__u64 thread_cpu_ns; /* the thread's sum_exec_runtime (as of its last accounting) */
 	__u64 args[LT_MAX_ARGS]; /* raw values; strings are pointers (text: LT_RECORD_STRING) */

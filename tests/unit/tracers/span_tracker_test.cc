@@ -213,5 +213,155 @@ TEST(SpanTracker, OpenSpansOutermostFirst) {
   EXPECT_TRUE(tracker.Open(kTid + 1, SpanKind::kMessage).empty());
 }
 
+ProbeEvent At(Role role, uint64_t ts, uint32_t sp, std::vector<EventArg> args = {}) {
+  ProbeEvent e = Probe(role, ts, std::move(args), kTid);
+  e.sp = sp;
+  return e;
+}
+
+TEST(SpanTracker, AMessageWhoseEndWasLostClosesWhenTheNextBeginsAtItsStackDepth) {
+  // A storm with every third dispatch.end lost (a full record ring): each lost end would
+  // otherwise hold every later message nested in it for the rest of the session.
+  Stats stats;
+  SpanTracker tracker(&stats);
+  Recorder rec;
+  constexpr uint32_t kLoopSp = 0x7ffe1230;
+  size_t lost = 0, max_open = 0;
+  for (uint64_t i = 0; i < 30000; ++i) {
+    const uint64_t ts = 1000 + i * 10;
+    tracker.OnProbe(At(Role::kDispatchBegin, ts, kLoopSp, {U("id", i)}), rec);
+    max_open = std::max(max_open, tracker.Open(kTid, SpanKind::kMessage).size());
+    if (i % 3 == 2) ++lost;
+    else tracker.OnProbe(At(Role::kDispatchEnd, ts + 5, kLoopSp - 64, {U("id", i)}), rec);
+  }
+  tracker.Finish(1'000'000, rec);
+  EXPECT_EQ(max_open, 1u);
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), lost - 1);  // the last one is unfinished
+  EXPECT_EQ(stats.Get(StatId::unfinished_messages), 1u);
+  EXPECT_EQ(stats.Get(StatId::dispatch_id_mismatch), 0u);
+  EXPECT_EQ(stats.Get(StatId::message_nesting_capped), 0u);
+  size_t ended = 0, closed_lost = 0;
+  for (const Span& m : rec.Ended(SpanKind::kMessage)) {
+    EXPECT_EQ(m.depth, 0u);
+    if (m.close == SpanClose::kEnded) {
+      ++ended;
+      EXPECT_EQ(m.cost_ns(), 5u);
+    } else if (m.close == SpanClose::kLost) {
+      ++closed_lost;
+      EXPECT_EQ(m.end_ns, m.begin_ns + 10);  // at the next begin: the latest it can have ended
+    }
+  }
+  EXPECT_EQ(ended, 20000u);
+  EXPECT_EQ(closed_lost, lost - 1);
+}
+
+TEST(SpanTracker, AMessageBegunDeeperOnTheStackIsNested) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  Recorder rec;
+  // A loop run inside a message (deeper), twice, then the outer one ends; then the next
+  // outer message at the loop's depth. The stack pointers' low halves wrap around 2^32.
+  tracker.OnProbe(At(Role::kDispatchBegin, 100, 0x00000100, {U("id", 1)}), rec);
+  tracker.OnProbe(At(Role::kDispatchBegin, 110, 0xffffff00, {U("id", 2)}), rec);
+  tracker.OnProbe(At(Role::kDispatchEnd, 120, 0xffffff00, {U("id", 2)}), rec);
+  tracker.OnProbe(At(Role::kDispatchBegin, 130, 0xffffff00, {U("id", 3)}), rec);
+  EXPECT_EQ(tracker.Open(kTid, SpanKind::kMessage).size(), 2u);
+  tracker.OnProbe(At(Role::kDispatchEnd, 140, 0xffffff00, {U("id", 3)}), rec);
+  tracker.OnProbe(At(Role::kDispatchEnd, 150, 0x00000100, {U("id", 1)}), rec);
+  tracker.OnProbe(At(Role::kDispatchBegin, 160, 0x00000100, {U("id", 4)}), rec);
+  tracker.OnProbe(At(Role::kDispatchEnd, 170, 0x00000100, {U("id", 4)}), rec);
+  auto messages = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(messages.size(), 4u);
+  EXPECT_EQ(messages[0].key, 2u);
+  EXPECT_EQ(messages[0].depth, 1u);
+  EXPECT_EQ(messages[1].depth, 1u);
+  EXPECT_EQ(messages[2].key, 1u);
+  EXPECT_EQ(messages[2].depth, 0u);
+  for (const Span& m : messages) EXPECT_EQ(m.close, SpanClose::kEnded);
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), 0u);
+  // A message begun at the same depth after a wrap of the low half closes the open one.
+  tracker.OnProbe(At(Role::kDispatchBegin, 200, 0xfffffff0, {U("id", 5)}), rec);
+  tracker.OnProbe(At(Role::kDispatchBegin, 210, 0x00000010, {U("id", 6)}), rec);
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), 1u);
+  EXPECT_EQ(tracker.Open(kTid, SpanKind::kMessage).size(), 1u);
+}
+
+TEST(SpanTracker, FramesOfAMessageWhoseEndWasLostCloseWithIt) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  Recorder rec;
+  tracker.OnProbe(At(Role::kDispatchBegin, 100, 0x1000), rec);
+  tracker.OnProbe(At(Role::kFrameBegin, 110, 0x0f00, {U("frame_id", 7)}), rec);
+  tracker.OnProbe(At(Role::kDispatchBegin, 200, 0x1000), rec);  // both ends lost
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), 1u);
+  EXPECT_EQ(stats.Get(StatId::frame_end_lost), 1u);
+  EXPECT_TRUE(tracker.Open(kTid, SpanKind::kFrame).empty());
+  auto frames = rec.Ended(SpanKind::kFrame);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].close, SpanClose::kLost);
+}
+
+TEST(SpanTracker, WithoutStackPointersOpenMessagesAreBounded) {
+  // An old recording (no sp): lost ends cannot be told from nesting, but no more than
+  // kMaxOpenMessages stay open; the outermost is closed as lost, counted.
+  Stats stats;
+  SpanTracker tracker(&stats);
+  Recorder rec;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    tracker.OnProbe(Probe(Role::kDispatchBegin, 100 + i, {}, kTid), rec);
+    ASSERT_LE(tracker.Open(kTid, SpanKind::kMessage).size(), SpanTracker::kMaxOpenMessages);
+  }
+  EXPECT_EQ(stats.Get(StatId::message_nesting_capped), 1000 - SpanTracker::kMaxOpenMessages);
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), 0u);
+  auto lost = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(lost.size(), 1000 - SpanTracker::kMaxOpenMessages);
+  EXPECT_EQ(lost[0].begin_ns, 100u);  // outermost first
+  EXPECT_EQ(lost[0].close, SpanClose::kLost);
+}
+
+TEST(SpanTracker, PollBoundedIterationWhosePollWasLostClosesAtTheNextReturn) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  tracker.Configure(StartWith({Role::kPollBegin, Role::kPollEnd}));
+  Recorder rec;
+  constexpr uint32_t kLoopSp = 0x7ffe0000;
+  tracker.OnProbe(At(Role::kPollEnd, 100, kLoopSp), rec);
+  tracker.OnProbe(At(Role::kPollBegin, 150, kLoopSp - 8), rec);
+  tracker.OnProbe(At(Role::kPollEnd, 200, kLoopSp), rec);
+  // poll.begin at 250 lost
+  tracker.OnProbe(At(Role::kPollEnd, 300, kLoopSp), rec);
+  tracker.OnProbe(At(Role::kPollBegin, 350, kLoopSp - 8), rec);
+  auto messages = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_EQ(messages[1].close, SpanClose::kLost);
+  EXPECT_EQ(messages[2].close, SpanClose::kEnded);
+  EXPECT_EQ(messages[2].depth, 0u);
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), 1u);
+  EXPECT_TRUE(tracker.Open(kTid, SpanKind::kMessage).empty());
+}
+
+TEST(SpanTracker, TheEndOfAnOuterMessageClosesTheInnerOnesAsLost) {
+  // No stack pointers needed: the end's id names an outer open message.
+  Stats stats;
+  SpanTracker tracker(&stats);
+  Recorder rec;
+  tracker.OnProbe(Probe(Role::kDispatchBegin, 100, {U("id", 1)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kDispatchBegin, 110, {U("id", 2)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kDispatchBegin, 120, {U("id", 3)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kDispatchEnd, 130, {U("id", 1)}, kTid), rec);  // ends of 3 and 2 lost
+  auto messages = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_EQ(messages[0].key, 3u);
+  EXPECT_EQ(messages[0].close, SpanClose::kLost);
+  EXPECT_EQ(messages[1].key, 2u);
+  EXPECT_EQ(messages[1].close, SpanClose::kLost);
+  EXPECT_EQ(messages[2].key, 1u);
+  EXPECT_EQ(messages[2].close, SpanClose::kEnded);
+  EXPECT_EQ(messages[2].end_ns, 130u);
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), 2u);
+  EXPECT_EQ(stats.Get(StatId::dispatch_id_mismatch), 0u);
+  EXPECT_TRUE(tracker.Open(kTid, SpanKind::kMessage).empty());
+}
+
 }  // namespace
 }  // namespace looptrace

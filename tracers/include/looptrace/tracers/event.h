@@ -59,6 +59,7 @@ struct ProbeEvent {
   uint16_t probe_id = 0;
   uint64_t thread_cpu_ns = 0;  // the thread's CPU time so far (0 = unknown)
   uint64_t beat_index = 0;     // method-beat ring head at the hit (live only; slices of spans)
+  uint32_t sp = 0;             // the stack pointer's low 32 bits at the hit (0 = unknown)
   ArgList args;
 
   const EventArg* Arg(std::string_view name) const;

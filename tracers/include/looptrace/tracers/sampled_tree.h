@@ -39,6 +39,12 @@ class SampledTreeTracer : public Tracer {
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
+  // Samples kept for spans that may still want them (bounded by the open spans).
+  size_t queued_samples() const {
+    size_t n = 0;
+    for (const auto& [tid, t] : threads_) n += t.samples.size();
+    return n;
+  }
 
  private:
   struct Sample {
@@ -60,6 +66,7 @@ class SampledTreeTracer : public Tracer {
   void OnSwitch(const ThreadSwitch& sw);
   void OnProbe(const ProbeEvent& probe);
   SampledCallTree Build(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
+  void Settle(Thread& t, uint64_t running_ns);
   void Prune(uint32_t tid);
   void AddToSession(uint32_t tid, const Sample& sample);
   void Folded(Report& report);

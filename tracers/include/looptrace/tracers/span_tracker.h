@@ -9,7 +9,11 @@
 //    messages: the busy time from a poll's return to the next poll call on the same thread
 //    ("loop iterations"). There, dispatch.begin/end are named work inside an iteration
 //    (Android's native handlers): nested messages; a poll inside one (a loop run by a
-//    handler) opens nested iterations that end at the latest with the handler.
+//    handler) opens nested iterations that end at the latest with the handler. A message
+//    whose end record was lost would hold every later one nested in it: one that begins
+//    no deeper on the thread's stack than an open one (same role, ProbeEvent::sp) closes
+//    it as lost (message_end_lost); without stack pointers, at most kMaxOpenMessages stay
+//    open per thread (message_nesting_capped).
 //  - frame: per thread, paired by frame_id when bound (else the innermost); frames opened
 //    inside the one ending, or inside a message that ends, lost their end. Frames without a
 //    bound frame_id are numbered 1, 2, ... in begin order.
@@ -89,6 +93,10 @@ class SpanListener {
 
 class SpanTracker {
  public:
+  // Messages open at once on a thread, at most (nested loops are never this deep): a
+  // message beginning beyond it closes the outermost as lost (message_nesting_capped).
+  static constexpr size_t kMaxOpenMessages = 64;
+
   explicit SpanTracker(Stats* stats) : stats_(stats) {}
   // A copy counts into `stats` (Pipeline::Snapshot).
   void RebindStats(Stats* stats) { stats_ = stats; }
@@ -136,6 +144,7 @@ class SpanTracker {
   Span Begin(SpanKind kind, const ProbeEvent& e, uint64_t key);
   void End(Span& span, const ProbeEvent& e, SpanClose close, SpanListener& listener);
   void EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener);
+  void CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener);
   void OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener);

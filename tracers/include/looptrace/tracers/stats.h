@@ -27,6 +27,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(messages_running_at_start, kInfo, "dispatch.end of messages already running when tracing began") \
   X(unmatched_dispatch_end, kDataLoss, "dispatch.end with no open dispatch.begin on its thread") \
   X(dispatch_id_mismatch, kError, "dispatch.end whose id differs from the open message's id")   \
+  X(message_end_lost, kDataLoss, "messages whose end was lost: the next one began no deeper on the thread's stack (closed there, not listed)") \
+  X(message_nesting_capped, kDataLoss, "the outermost open message of a thread closed because more than 64 were nested (its end was lost)") \
   X(unfinished_messages, kInfo, "messages still running when the session ended")               \
   X(string_read_failed, kError, "string arguments that could not be read from the target")     \
   X(arg_read_failed, kError, "USDT arguments BPF could not read")                              \
@@ -59,6 +61,7 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(samples_dropped, kDataLoss, "stack samples dropped in BPF because the sample ring was full (raise --sample-ring)") \
   X(shadow_overflow, kError, "uretprobe return addresses BPF could not remember (nested deeper than 8)") \
   X(stack_copy_failed, kError, "samples whose stack copy faulted (nothing readable at the stack pointer)") \
+  X(switch_record_lost, kInfo, "off-CPU stretches whose switch record was lost (records_full): reason unknown, ended at the thread's next sample or event") \
   X(stack_walk_truncated, kInfo, "stack walks that stopped before the outermost frame (why: in the sampled trees)") \
   X(bogus_frames_dropped, kInfo, "return addresses outside every executable mapping (code without frame pointers or CFI): the walk ended there") \
   X(uretprobe_frames_restored, kInfo, "return addresses replaced by the uretprobe trampoline, put back from the shadow stack") \
