@@ -130,6 +130,7 @@ void SampledTreeTracer::OnSample(const StackSample& e) {
   s.on_cpu = e.on_cpu;
   s.stop = e.stop;
   // Samples come in time order per thread; keep the deque sorted if one does not.
+  if (!s.on_cpu) t.unsettled_from_ns = std::min(t.unsettled_from_ns, s.ts_ns);
   auto at = t.samples.end();
   while (at != t.samples.begin() && std::prev(at)->ts_ns > s.ts_ns) --at;
   t.samples.insert(at, std::move(s));
@@ -149,6 +150,7 @@ void SampledTreeTracer::OnSwitch(const ThreadSwitch& sw) {
       s.ts_ns = sw.ts_ns;
       s.on_cpu = false;
       s.stop = "no stack sample";
+      t.unsettled_from_ns = std::min(t.unsettled_from_ns, s.ts_ns);
       auto at = t.samples.end();
       while (at != t.samples.begin() && std::prev(at)->ts_ns > s.ts_ns) --at;
       match = &*t.samples.insert(at, std::move(s));
@@ -163,6 +165,9 @@ void SampledTreeTracer::OnSwitch(const ThreadSwitch& sw) {
     if (!it->off_end_ns && it->ts_ns <= sw.ts_ns) it->off_end_ns = sw.ts_ns;
     break;
   }
+  // A span that begins later begins after this record: a thread that wakes without
+  // dispatching anything does not keep its samples.
+  t.last_event_ns = std::max(t.last_event_ns, sw.ts_ns);
   Settle(t, sw.ts_ns);
   Prune(sw.tid);
 }
@@ -173,18 +178,28 @@ void SampledTreeTracer::OnSwitch(const ThreadSwitch& sw) {
 // keep every later sample queued (Prune stops at it): its reason stays unknown and it ends
 // at the next sample, or at `running_ns`, the latest it can have ended.
 void SampledTreeTracer::Settle(Thread& t, uint64_t running_ns) {
-  uint64_t next_ns = running_ns;
-  for (auto it = t.samples.rbegin(); it != t.samples.rend(); ++it) {
-    if (it->ts_ns >= running_ns) continue;
-    if (it->on_cpu || (it->switch_seen && it->off_end_ns)) break;
-    if (!it->switch_seen) {
-      it->switch_seen = true;
-      it->reason = "unknown";  // the switch record said why
+  if (t.unsettled_from_ns >= running_ns) return;
+  uint64_t next_ns = running_ns, still = UINT64_MAX;
+  for (auto it = t.samples.rbegin(); it != t.samples.rend() && it->ts_ns >= t.unsettled_from_ns; ++it) {
+    if (it->on_cpu) {
+      next_ns = std::min(next_ns, it->ts_ns);
+      continue;
     }
-    if (!it->off_end_ns) it->off_end_ns = std::max(next_ns, it->ts_ns);
-    context_.stats->Add(StatId::switch_record_lost);
+    if (it->ts_ns >= running_ns) {
+      if (!it->switch_seen || !it->off_end_ns) still = it->ts_ns;
+      continue;
+    }
+    if (!it->switch_seen || !it->off_end_ns) {
+      if (!it->switch_seen) {
+        it->switch_seen = true;
+        it->reason = "unknown";  // the switch record said why
+      }
+      if (!it->off_end_ns) it->off_end_ns = std::max(next_ns, it->ts_ns);
+      context_.stats->Add(StatId::switch_record_lost);
+    }
     next_ns = it->ts_ns;
   }
+  t.unsettled_from_ns = still;
 }
 
 void SampledTreeTracer::OnProbe(const ProbeEvent& e) {

@@ -232,6 +232,7 @@ TEST(SampledTreeTracer, SamplesWhoseSwitchRecordsWereLostDoNotQueueForever) {
     pipeline.OnEvent(Sample(t + 20'000, false, {"main", "loop", "epoll_wait"}));
     if (i % 7) pipeline.OnEvent(Out(t + 20'000, 1, {"ep_poll"}));
     if (i % 11) pipeline.OnEvent(In(t + 90'000));
+    else pipeline.OnEvent(Sample(t + 95'000, true, {"main", "loop"}));  // running again, sampled
     lost += !(i % 7) || !(i % 11);
     max_queued = std::max(max_queued, tracer->queued_samples());
   }
@@ -249,6 +250,24 @@ TEST(SampledTreeTracer, SamplesWhoseSwitchRecordsWereLostDoNotQueueForever) {
   const SampledNode* sleep = Find(tree, "nanosleep");
   ASSERT_NE(sleep, nullptr);
   EXPECT_EQ(sleep->off_cpu_by_reason[0].first, "unknown");
+}
+
+TEST(SampledTreeTracer, ALoopThatWakesWithoutDispatchingKeepsNoSamples) {
+  AnalysisOptions options;
+  Pipeline pipeline(options);
+  pipeline.OnEvent(Start());
+  const auto* tracer = static_cast<const SampledTreeTracer*>(pipeline.FindTracer("sampled_tree"));
+  pipeline.OnEvent(Probe(Role::kDispatchBegin, 1 * kMs, {U("id", 1)}, kMain));
+  pipeline.OnEvent(Probe(Role::kDispatchEnd, 2 * kMs, {U("id", 1)}, kMain));
+  size_t max_queued = 0;
+  for (uint64_t t = 3 * kMs; t < 10'003 * kMs; t += kMs) {  // a timer every ms, nothing to do
+    pipeline.OnEvent(Sample(t, false, {"main", "loop", "epoll_wait"}));
+    pipeline.OnEvent(Out(t, 1, {"ep_poll"}));
+    pipeline.OnEvent(In(t + kMs / 2));
+    pipeline.OnEvent(Sample(t + kMs / 2 + 1000, true, {"main", "loop"}));
+    max_queued = std::max(max_queued, tracer->queued_samples());
+  }
+  EXPECT_LE(max_queued, 3u);
 }
 
 TEST(SampledTreeTracer, AJankyFrameGetsTheTreeOfItsOwnSpan) {

@@ -58,7 +58,9 @@ class SampledTreeTracer : public Tracer {
   };
   struct Thread {
     std::deque<Sample> samples;   // by ts
-    uint64_t last_event_ns = 0;   // the thread's latest probe event
+    uint64_t last_event_ns = 0;   // the thread's latest probe event or switch-in
+    // No off-CPU sample before it lacks its switch records (Settle looks back to here).
+    uint64_t unsettled_from_ns = UINT64_MAX;
   };
   using Key = std::tuple<uint32_t, uint64_t>;  // (tid, begin_ns)
 
