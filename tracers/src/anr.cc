@@ -110,9 +110,11 @@ void AnrTracer::OnEvent(const Event& event) {
 }
 
 void AnrTracer::OnSpanEnd(const Span& span) {
-  if (span.kind != SpanKind::kMessage || span.close == SpanClose::kLost) return;
+  if (span.kind != SpanKind::kMessage) return;
   const bool finished = span.close == SpanClose::kEnded;
-  // Every stall snapshot of this message (LAG, ANR) ends now.
+  // Every stall snapshot of this message (LAG, ANR) ends now; one whose end record was lost
+  // (closed by the next message, message_end_lost) at the latest it can have ended, not
+  // finished, so its snapshot and open slice are not held for the rest of the session.
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (std::get<0>(it->first) == span.tid && std::get<1>(it->first) == span.begin_ns) {
       PendingStall pending = std::move(it->second);

@@ -103,6 +103,35 @@ TEST(AnrTracer, SnapshotJoinsTheMessagesEndOffCpuTimeAndOpenSlice) {
   EXPECT_EQ(r.stack_key, "42|");
 }
 
+// A message whose dispatch.end was lost looks stalled to the watchdog; the next message
+// (begun at the same stack depth) closes it as lost, and its snapshot ends there instead of
+// being held, with its open slice, for the rest of the session.
+TEST(AnrTracer, TheSnapshotOfAMessageWhoseEndWasLostEndsWhenTheNextBegins) {
+  testing::EventScript script;
+  const uint64_t begin = 1'000 * kMs;
+  ProbeEvent first = Probe(Role::kDispatchBegin, begin, {U("id", 7)}, kMain);
+  first.sp = 0x7ffe1000;
+  script.Add(first);
+  StallSnapshot snapshot;
+  snapshot.ts_ns = begin + 500 * kMs;
+  snapshot.tid = kMain;
+  snapshot.message_begin_ns = begin;
+  snapshot.threads = {Waiting(kMain, 101)};
+  script.Add(snapshot);
+  ProbeEvent next = Probe(Role::kDispatchBegin, begin + 2'000 * kMs, {U("id", 8)}, kMain);
+  next.sp = 0x7ffe1000;
+  script.Add(next);
+  script.Add(Probe(Role::kDispatchEnd, begin + 2'001 * kMs, {U("id", 8)}, kMain));
+  AnalysisOptions options;
+  Report report = script.Run(options, begin + 9'000 * kMs);
+  EXPECT_EQ(report.stats.Get(StatId::message_end_lost), 1u);
+  ASSERT_EQ(report.stalls.size(), 1u);
+  EXPECT_FALSE(report.stalls[0].finished);
+  EXPECT_EQ(report.stalls[0].message.end_ns, begin + 2'000 * kMs);
+  ASSERT_EQ(report.messages.messages.size(), 1u);  // the lost one is counted, not listed
+  EXPECT_EQ(report.messages.messages[0].msg_id, 8u);
+}
+
 TEST(AnrTracer, AnUnnamedLoopIterationIsNamedAfterTheHandlerStuckInIt) {
   // android::Looper: a poll-bounded iteration (unnamed) holds a native handler that hangs.
   testing::EventScript script;
