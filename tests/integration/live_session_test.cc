@@ -465,29 +465,38 @@ TEST_F(ClickHouseTest, RowsMatchTheReports) {
     std::string out = Sql("SELECT sum(count) FROM looptrace.message_summaries WHERE pid = " + std::to_string(pid));
     return out.empty() ? uint64_t{0} : std::stoull(out);
   };
-  // The daemon sends its last rows as it exits: wait for them.
-  EXPECT_TRUE(WaitUntil([&] { return count(evil.pid()) == SummedCount(evil_report) &&
-                                     count(anr.pid()) == SummedCount(anr_report); },
-                        20))
-      << count(evil.pid()) << " vs " << SummedCount(evil_report) << ", " << count(anr.pid()) << " vs "
-      << SummedCount(anr_report);
-  EXPECT_GT(SummedCount(evil_report), 0u);
-
   auto anrs = OfType(anr_report, "anr");
   ASSERT_EQ(anrs.size(), 1u);
-  EXPECT_EQ(Sql("SELECT kind, cause FROM looptrace.stalls WHERE pid = " + std::to_string(anr.pid()) +
-                " AND kind = 'anr' FORMAT TSV"),
-            "anr\t" + anrs[0]["stuck_reason"].get<std::string>() + "\n");
-
   auto evils = OfType(evil_report, "evil_method");
   ASSERT_EQ(evils.size(), 1u);
-  EXPECT_EQ(Sql("SELECT stack_key FROM looptrace.evil_methods WHERE pid = " + std::to_string(evil.pid()) +
-                " FORMAT TSV"),
-            evils[0]["stackKey"].get<std::string>() + "\n");
-  // Both sessions have their row, ended.
-  EXPECT_EQ(Sql("SELECT count() FROM looptrace.sessions FINAL WHERE end_reason = 'target-exited' AND pid IN (" +
-                std::to_string(evil.pid()) + ", " + std::to_string(anr.pid()) + ")"),
-            "2\n");
+  EXPECT_GT(SummedCount(evil_report), 0u);
+  const std::string pids = std::to_string(evil.pid()) + ", " + std::to_string(anr.pid());
+  auto stall_rows = [&] {
+    return Sql("SELECT kind, cause FROM looptrace.stalls WHERE pid = " + std::to_string(anr.pid()) +
+               " AND kind = 'anr' FORMAT TSV");
+  };
+  auto evil_rows = [&] {
+    return Sql("SELECT stack_key FROM looptrace.evil_methods WHERE pid = " + std::to_string(evil.pid()) +
+               " FORMAT TSV");
+  };
+  auto ended_sessions = [&] {
+    return Sql("SELECT count() FROM looptrace.sessions FINAL WHERE end_reason = 'target-exited' AND pid IN (" +
+               pids + ")");
+  };
+  const std::string want_stall = "anr\t" + anrs[0]["stuck_reason"].get<std::string>() + "\n";
+  const std::string want_evil = evils[0]["stackKey"].get<std::string>() + "\n";
+  // The daemons send their last rows, table by table, as they exit: wait for all of them.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return count(evil.pid()) == SummedCount(evil_report) && count(anr.pid()) == SummedCount(anr_report) &&
+               stall_rows() == want_stall && evil_rows() == want_evil && ended_sessions() == "2\n";
+      },
+      20));
+  EXPECT_EQ(count(evil.pid()), SummedCount(evil_report));
+  EXPECT_EQ(count(anr.pid()), SummedCount(anr_report));
+  EXPECT_EQ(stall_rows(), want_stall);
+  EXPECT_EQ(evil_rows(), want_evil);
+  EXPECT_EQ(ended_sessions(), "2\n") << "both sessions have their row, ended";
 }
 
 // ClickHouse refuses the inserts (no such database: not retried): rows counted as dropped,
