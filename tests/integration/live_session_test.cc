@@ -189,6 +189,24 @@ TEST_F(LiveSessionTest, BackgroundSessionFromAnyShell) {
   EXPECT_TRUE(WaitUntil([] { return AttachedLooptracePrograms().empty(); }, 5));
 }
 
+// The report so far has what the final one has for the messages that ended, sampled call
+// trees included (every tracer's state is copied into the interim report).
+TEST_F(LiveSessionTest, ReportSoFarHasSampledTrees) {
+  Process app({SampleApp(), "--scenario", "messages", "--count", "2000", "--start-delay-ms", "500"});
+  const std::string pid = std::to_string(app.pid());
+  auto attached = Lt({"attach", "-p", pid, "--evil-threshold", "2"});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  ASSERT_TRUE(WaitUntil([&] { return StatusMessages(Status(app.pid())) >= 20; }, 20));
+  auto so_far = Lt({"report", "-p", pid, "-f", "json"});
+  ASSERT_EQ(so_far.exit_code, 0) << so_far.err;
+  auto evils = OfType(ParseJsonLines(so_far.out), "evil_method");
+  ASSERT_FALSE(evils.empty()) << so_far.out.substr(0, 2000);
+  size_t with_tree = 0;
+  for (const auto& e : evils) with_tree += e.contains("sampled_tree") && !e["sampled_tree"].empty();
+  EXPECT_EQ(with_tree, evils.size()) << "every slow message of the interim report has its sampled tree";
+  EXPECT_EQ(Lt({"detach", "-p", pid}).exit_code, 0);
+}
+
 TEST_F(LiveSessionTest, SessionEndsWithItsTarget) {
   Process app({SampleApp(), "--scenario", "messages", "--count", "60", "--start-delay-ms", "1000", "--truth",
                dir_ / "truth.jsonl"});

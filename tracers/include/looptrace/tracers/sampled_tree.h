@@ -39,8 +39,13 @@ class SampledTreeTracer : public Tracer {
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    return CloneTracer(*this, context);
+  }
 
  private:
+  template <typename T>
+  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   struct Sample {
     std::shared_ptr<const std::vector<std::string>> frames;  // null: an off-CPU stretch without a sample
     uint64_t ts_ns = 0;
