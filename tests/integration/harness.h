@@ -150,6 +150,16 @@ inline std::vector<nlohmann::json> OfType(const std::vector<nlohmann::json>& lin
   return out;
 }
 
+// How far `measured[EDGE_ns]` (EDGE: "begin" or "end") lies outside the window the target's
+// truth measured around that hook, [truth[EDGE_ns], truth[EDGE_after_ns]]: the hook's instant
+// is somewhere in it (about 1 us wide, unless the target was preempted right there).
+inline int64_t WindowError(const nlohmann::json& measured, const nlohmann::json& truth, const std::string& edge) {
+  const int64_t at = measured[edge + "_ns"];
+  const int64_t before = truth[edge + "_ns"];
+  const int64_t after = truth.value(edge + "_after_ns", before);
+  return at < before ? before - at : at > after ? at - after : 0;
+}
+
 // A scratch directory removed at the end of the test.
 class TempDir {
  public:

@@ -189,6 +189,24 @@ TEST_F(LiveSessionTest, BackgroundSessionFromAnyShell) {
   EXPECT_TRUE(WaitUntil([] { return AttachedLooptracePrograms().empty(); }, 5));
 }
 
+// The report so far has what the final one has for the messages that ended, sampled call
+// trees included (every tracer's state is copied into the interim report).
+TEST_F(LiveSessionTest, ReportSoFarHasSampledTrees) {
+  Process app({SampleApp(), "--scenario", "messages", "--count", "2000", "--start-delay-ms", "500"});
+  const std::string pid = std::to_string(app.pid());
+  auto attached = Lt({"attach", "-p", pid, "--evil-threshold", "2"});
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  ASSERT_TRUE(WaitUntil([&] { return StatusMessages(Status(app.pid())) >= 20; }, 20));
+  auto so_far = Lt({"report", "-p", pid, "-f", "json"});
+  ASSERT_EQ(so_far.exit_code, 0) << so_far.err;
+  auto evils = OfType(ParseJsonLines(so_far.out), "evil_method");
+  ASSERT_FALSE(evils.empty()) << so_far.out.substr(0, 2000);
+  size_t with_tree = 0;
+  for (const auto& e : evils) with_tree += e.contains("sampled_tree") && !e["sampled_tree"].empty();
+  EXPECT_EQ(with_tree, evils.size()) << "every slow message of the interim report has its sampled tree";
+  EXPECT_EQ(Lt({"detach", "-p", pid}).exit_code, 0);
+}
+
 TEST_F(LiveSessionTest, SessionEndsWithItsTarget) {
   Process app({SampleApp(), "--scenario", "messages", "--count", "60", "--start-delay-ms", "1000", "--truth",
                dir_ / "truth.jsonl"});
@@ -465,29 +483,38 @@ TEST_F(ClickHouseTest, RowsMatchTheReports) {
     std::string out = Sql("SELECT sum(count) FROM looptrace.message_summaries WHERE pid = " + std::to_string(pid));
     return out.empty() ? uint64_t{0} : std::stoull(out);
   };
-  // The daemon sends its last rows as it exits: wait for them.
-  EXPECT_TRUE(WaitUntil([&] { return count(evil.pid()) == SummedCount(evil_report) &&
-                                     count(anr.pid()) == SummedCount(anr_report); },
-                        20))
-      << count(evil.pid()) << " vs " << SummedCount(evil_report) << ", " << count(anr.pid()) << " vs "
-      << SummedCount(anr_report);
-  EXPECT_GT(SummedCount(evil_report), 0u);
-
   auto anrs = OfType(anr_report, "anr");
   ASSERT_EQ(anrs.size(), 1u);
-  EXPECT_EQ(Sql("SELECT kind, cause FROM looptrace.stalls WHERE pid = " + std::to_string(anr.pid()) +
-                " AND kind = 'anr' FORMAT TSV"),
-            "anr\t" + anrs[0]["stuck_reason"].get<std::string>() + "\n");
-
   auto evils = OfType(evil_report, "evil_method");
   ASSERT_EQ(evils.size(), 1u);
-  EXPECT_EQ(Sql("SELECT stack_key FROM looptrace.evil_methods WHERE pid = " + std::to_string(evil.pid()) +
-                " FORMAT TSV"),
-            evils[0]["stackKey"].get<std::string>() + "\n");
-  // Both sessions have their row, ended.
-  EXPECT_EQ(Sql("SELECT count() FROM looptrace.sessions FINAL WHERE end_reason = 'target-exited' AND pid IN (" +
-                std::to_string(evil.pid()) + ", " + std::to_string(anr.pid()) + ")"),
-            "2\n");
+  EXPECT_GT(SummedCount(evil_report), 0u);
+  const std::string pids = std::to_string(evil.pid()) + ", " + std::to_string(anr.pid());
+  auto stall_rows = [&] {
+    return Sql("SELECT kind, cause FROM looptrace.stalls WHERE pid = " + std::to_string(anr.pid()) +
+               " AND kind = 'anr' FORMAT TSV");
+  };
+  auto evil_rows = [&] {
+    return Sql("SELECT stack_key FROM looptrace.evil_methods WHERE pid = " + std::to_string(evil.pid()) +
+               " FORMAT TSV");
+  };
+  auto ended_sessions = [&] {
+    return Sql("SELECT count() FROM looptrace.sessions FINAL WHERE end_reason = 'target-exited' AND pid IN (" +
+               pids + ")");
+  };
+  const std::string want_stall = "anr\t" + anrs[0]["stuck_reason"].get<std::string>() + "\n";
+  const std::string want_evil = evils[0]["stackKey"].get<std::string>() + "\n";
+  // The daemons send their last rows, table by table, as they exit: wait for all of them.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return count(evil.pid()) == SummedCount(evil_report) && count(anr.pid()) == SummedCount(anr_report) &&
+               stall_rows() == want_stall && evil_rows() == want_evil && ended_sessions() == "2\n";
+      },
+      20));
+  EXPECT_EQ(count(evil.pid()), SummedCount(evil_report));
+  EXPECT_EQ(count(anr.pid()), SummedCount(anr_report));
+  EXPECT_EQ(stall_rows(), want_stall);
+  EXPECT_EQ(evil_rows(), want_evil);
+  EXPECT_EQ(ended_sessions(), "2\n") << "both sessions have their row, ended";
 }
 
 // ClickHouse refuses the inserts (no such database: not retried): rows counted as dropped,

@@ -196,7 +196,9 @@ TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
     int64_t error = std::max(I(t, "begin_ns") - I(m, "begin_ns"), I(m, "end_ns") - I(t, "end_ns"));
     EXPECT_LE(error, kToleranceNs) << m.dump() << " vs " << t.dump();
     worst = std::max(worst, error);
-    if (t["name"] == "slow") EXPECT_LE(std::abs(Cost(m) - Cost(t)), kToleranceNs);
+    if (t["name"] == "slow") {
+      EXPECT_LE(std::abs(Cost(m) - Cost(t)), kToleranceNs);
+    }
   }
   std::cout << "epoll: " << messages.size() << " iterations, boundaries off by at most " << worst << " ns\n";
 }

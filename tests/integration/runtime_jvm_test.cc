@@ -167,7 +167,9 @@ TEST_F(JvmRuntimeTest, AContendedMonitorNamesItsHolderInEvilMethodAndLagReports)
   // A snapshot taken while the wait was open names it as the reason. (Today the snapshot
   // sometimes comes after the wait ended; the LAG report still carries the wait: check().)
   for (const auto& c : (*lag)["stall_causes"])
-    if (c["kind"] == "monitor" && c["open"].get<bool>()) EXPECT_EQ((*lag)["stuck_reason"], "monitor contention");
+    if (c["kind"] == "monitor" && c["open"].get<bool>()) {
+      EXPECT_EQ((*lag)["stuck_reason"], "monitor contention");
+    }
   EXPECT_EQ((*lag)["tid"], (*evil)["tid"]);
   check(*lag);
 }

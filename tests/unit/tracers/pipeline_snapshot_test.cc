@@ -11,6 +11,7 @@
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/recording.h"
 #include "looptrace/tracers/pipeline.h"
+#include "looptrace/tracers/registry.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
@@ -125,6 +126,28 @@ TEST(PipelineSnapshot, ReportsOpenSpansAsRunningAndAddsLosses) {
   EXPECT_EQ(r.stats.Get(StatId::records_full), 0u);
   EXPECT_EQ(r.stats.Get(StatId::unfinished_messages), 0u);
   EXPECT_EQ(r.session.end_reason, "duration");
+}
+
+}  // namespace
+}  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// Interim reports leave out a tracer that cannot be copied: every registered one can.
+TEST(PipelineSnapshot, EveryRegisteredTracerIsCloned) {
+  AnalysisOptions options;
+  Stats stats;
+  SpanTracker spans(&stats);
+  TracerContext context;
+  context.stats = &stats;
+  context.spans = &spans;
+  context.analysis = &options;
+  context.common = &options.common;
+  for (const TracerEntry& entry : TracerRegistry()) {
+    auto tracer = entry.make(options.Of(entry.name), context);
+    EXPECT_NE(tracer->Clone(context), nullptr) << entry.name;
+  }
 }
 
 }  // namespace

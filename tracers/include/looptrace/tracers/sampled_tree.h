@@ -39,6 +39,9 @@ class SampledTreeTracer : public Tracer {
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    return CloneTracer(*this, context);
+  }
   // Samples kept for spans that may still want them (bounded by the open spans).
   size_t queued_samples() const {
     size_t n = 0;
@@ -47,6 +50,8 @@ class SampledTreeTracer : public Tracer {
   }
 
  private:
+  template <typename T>
+  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   struct Sample {
     std::shared_ptr<const std::vector<std::string>> frames;  // null: an off-CPU stretch without a sample
     uint64_t ts_ns = 0;
