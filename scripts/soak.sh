@@ -22,7 +22,8 @@ for f in "$BUILD/looptrace" "$BUILD/looptrace-sample-app"; do
 done
 ms=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60000 }')
 out=$(mktemp -d /tmp/looptrace-soak.XXXXXX)
-trap 'rm -rf "$out"' EXIT
+# LOOPTRACE_SOAK_KEEP=1 keeps the report, truth and stderr (the directory is printed).
+if [[ -n ${LOOPTRACE_SOAK_KEEP:-} ]]; then echo "soak: keeping $out"; else trap 'rm -rf "$out"' EXIT; fi
 
 "$BUILD/looptrace" -q run -f json -o "$out/report.json" -- \
   "$BUILD/looptrace-sample-app" --scenario storm --rate "$RATE" --count "$ms" \

@@ -107,58 +107,67 @@ std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
   out.begin_ns = request.begin_ns;
   out.end_ns = request.end_ns;
   out.kind = *beat_kind_;
-  std::vector<lt_beat> raw;
-  out.overwritten = beats_->Copy(request.begin_beat_index, request.end_beat_index, &raw);
   // String-flavour beats: the enter and exit probes' identities differ (they are different
   // probes, and may bind different arguments), so an exit takes the id of the innermost open
   // enter naming the same method.
   std::vector<std::pair<uint64_t, uint64_t>> open_frames;  // (pairing key, enter id)
-  for (const lt_beat& b : raw) {
-    if (b.tid != request.tid || b.ts_ns < request.begin_ns || b.ts_ns > request.end_ns) continue;
-    if (b.probe_id == LT_FAST_BEAT_PROBE) {  // the first argument is the identity
-      if (out.kind == MethodIdKind::kAddress && !out.names.contains(b.id) && addresses_) {
-        if (auto name = addresses_->Name(pid_, b.id)) out.names.emplace(b.id, *name);
-      }
-      out.beats.push_back({b.ts_ns, b.id, b.kind == LT_BEAT_ENTER});
-      continue;
-    }
-    if (b.probe_id >= plan_->probes.size()) {
-      stats_->Add(StatId::unknown_probe_id);
-      continue;
-    }
-    const ResolvedProbe& probe = plan_->probes[b.probe_id];
-    uint64_t id = b.id;
-    switch (kind_by_probe_[b.probe_id]) {
-      case MethodIdKind::kProbe:
-        out.names.emplace(id, probe.symbol);
-        break;
-      case MethodIdKind::kAddress:
-        if (!out.names.contains(id) && addresses_) {
-          if (auto name = addresses_->Name(pid_, id)) out.names.emplace(id, *name);
+  // The ring is copied a chunk at a time: a stall snapshot's open slice can cover the whole
+  // ring (32 MiB at the defaults), and a copy of it all at once is a spike of that much.
+  constexpr uint64_t kChunk = 64 * 1024;  // beats (2 MiB)
+  const uint64_t end = request.end_beat_index;  // UINT64_MAX: up to the ring's head
+  std::vector<lt_beat> raw;
+  for (uint64_t at = request.begin_beat_index; at < end; at += kChunk) {
+    raw.clear();
+    const uint64_t overwritten = beats_->Copy(at, std::min(end, at + kChunk), &raw);
+    out.overwritten += overwritten;
+    if (raw.empty() && !overwritten) break;  // past the head
+    for (const lt_beat& b : raw) {
+      if (b.tid != request.tid || b.ts_ns < request.begin_ns || b.ts_ns > request.end_ns) continue;
+      if (b.probe_id == LT_FAST_BEAT_PROBE) {  // the first argument is the identity
+        if (out.kind == MethodIdKind::kAddress && !out.names.contains(b.id) && addresses_) {
+          if (auto name = addresses_->Name(pid_, b.id)) out.names.emplace(b.id, *name);
         }
-        break;
-      case MethodIdKind::kString: {
-        auto key = PairingKey(id);
-        if (b.kind == LT_BEAT_ENTER) {
-          if (key) open_frames.emplace_back(*key, id);
-          if (!out.names.contains(id)) {
-            if (auto name = IdentityName(id)) out.names.emplace(id, *name);
-            else stats_->Add(StatId::string_read_failed);
-          }
-        } else if (key) {
-          for (size_t i = open_frames.size(); i-- > 0;) {
-            if (open_frames[i].first != *key) continue;
-            id = open_frames[i].second;
-            open_frames.resize(i);  // frames above it never got their exit
-            break;
-          }
-        }
-        break;
+        out.beats.push_back({b.ts_ns, b.id, b.kind == LT_BEAT_ENTER});
+        continue;
       }
-      case MethodIdKind::kId:
-        break;
+      if (b.probe_id >= plan_->probes.size()) {
+        stats_->Add(StatId::unknown_probe_id);
+        continue;
+      }
+      const ResolvedProbe& probe = plan_->probes[b.probe_id];
+      uint64_t id = b.id;
+      switch (kind_by_probe_[b.probe_id]) {
+        case MethodIdKind::kProbe:
+          out.names.emplace(id, probe.symbol);
+          break;
+        case MethodIdKind::kAddress:
+          if (!out.names.contains(id) && addresses_) {
+            if (auto name = addresses_->Name(pid_, id)) out.names.emplace(id, *name);
+          }
+          break;
+        case MethodIdKind::kString: {
+          auto key = PairingKey(id);
+          if (b.kind == LT_BEAT_ENTER) {
+            if (key) open_frames.emplace_back(*key, id);
+            if (!out.names.contains(id)) {
+              if (auto name = IdentityName(id)) out.names.emplace(id, *name);
+              else stats_->Add(StatId::string_read_failed);
+            }
+          } else if (key) {
+            for (size_t i = open_frames.size(); i-- > 0;) {
+              if (open_frames[i].first != *key) continue;
+              id = open_frames[i].second;
+              open_frames.resize(i);  // frames above it never got their exit
+              break;
+            }
+          }
+          break;
+        }
+        case MethodIdKind::kId:
+          break;
+      }
+      out.beats.push_back({b.ts_ns, id, b.kind == LT_BEAT_ENTER});
     }
-    out.beats.push_back({b.ts_ns, id, b.kind == LT_BEAT_ENTER});
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // looptrace: external main-thread profiler. Commands come from the table below, each in its
 // own file; errors become exit codes in the commands and nowhere else.
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <iostream>
@@ -70,6 +71,12 @@ Result<size_t> CommandStart(CLI::App* app, CLI::App* sub, const std::vector<std:
 int main(int argc, char** argv) {
   using namespace looptrace;
   using namespace looptrace::cli;
+  // Long sessions stay flat: a stall snapshot's method slice (up to the whole beat ring, tens
+  // of MB) is mapped and unmapped on its own. With glibc's dynamic threshold, freeing the first
+  // such buffer raises the mmap threshold to its size, and later ones stay in the heap for
+  // good (a soak at 30,000 messages/s stepped up 57 MB at one snapshot and never came down).
+  // A fixed threshold also fixes the trim threshold (128 KiB): freed heap tops go back too.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int verbose = 0;
   bool quiet = false;
   CLI::App app{"looptrace: external main-thread profiler (eBPF uprobes/USDT) for event loops"};

@@ -112,6 +112,33 @@ TEST(BeatSlicer, IdentityFlavourBeatsAreNamedFromTheirArguments) {
   EXPECT_FALSE(stats.AnyNonZero());
 }
 
+// A stall snapshot's open slice (end = UINT64_MAX: up to the head) may cover the whole ring:
+// it is copied a chunk at a time, not into one buffer the size of the ring.
+TEST(BeatSlicer, AnOpenSliceOfTheWholeRingIsCopiedInChunks) {
+  struct CountingBeats : FakeBeats {
+    mutable uint64_t largest = 0, calls = 0;
+    uint64_t Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* out) const override {
+      largest = std::max(largest, std::min<uint64_t>(end, ring.size()) - std::min<uint64_t>(begin, ring.size()));
+      ++calls;
+      return FakeBeats::Copy(begin, end, out);
+    }
+  };
+  AttachPlan plan;
+  plan.probes = {Probe(0, Role::kMethodEnter, {Arg("id", 1)}), Probe(1, Role::kMethodExit, {Arg("id", 1)})};
+  CountingBeats beats;
+  for (uint64_t i = 0; i < 200'000; ++i) beats.ring.push_back(Beat(1000 + i, 5, i % 2, i % 2 == 0));
+  Stats stats;
+  BeatSlicer slicer(&plan, &beats, nullptr, nullptr, &stats, kPid, nullptr);
+  ASSERT_TRUE(slicer.enabled());
+  auto slice = slicer.Slice(Request(1000, UINT64_MAX, 0, UINT64_MAX));
+  ASSERT_TRUE(slice);
+  EXPECT_EQ(slice->beats.size(), 200'000u);
+  EXPECT_EQ(slice->beats.back().ts_ns, 1000u + 199'999);
+  EXPECT_EQ(slice->overwritten, 0u);
+  EXPECT_LE(beats.largest, 64u * 1024);
+  EXPECT_EQ(beats.calls, 5u);  // four chunks, then one past the head
+}
+
 TEST(BeatSlicer, AnExitTakesTheIdOfItsOpenEnterWhenTheProbesBindDifferentArguments) {
   // CPython: the enter binds file, name and the def line; the exit only file and name (its
   // line is the return's). Their identities differ; the slicer pairs them by the names.
