@@ -49,7 +49,8 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
     return;
   }
   const ResolvedProbe& probe = plan_->probes[rec.probe_id];
-  ProbeEvent e;
+  // Built in place: a ProbeEvent is large and this runs for every record.
+  ProbeEvent& e = std::get<ProbeEvent>(out->emplace_back(std::in_place_type<ProbeEvent>));
   e.ts_ns = rec.ts_ns;
   e.pid = pid_;
   e.tid = rec.tid;
@@ -91,7 +92,6 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
     const size_t length = strnlen(comm, sizeof(comm));
     e.args.push_back({"thread", e.tid, length ? TextPool::Intern(std::string_view(comm, length)) : nullptr, true});
   }
-  out->push_back(std::move(e));
 }
 
 void EventDecoder::Decode(const lt_record& rec, std::vector<Event>* out) {

@@ -93,7 +93,9 @@ void MessagesTracer::Contribute(Report& r) {
   report.enabled = saw_message_ || profiled;
   report.messages.assign(std::make_move_iterator(completed_.begin()), std::make_move_iterator(completed_.end()));
   completed_.clear();
-  std::sort(report.messages.begin(), report.messages.end(), ByBegin);
+  // Messages end in begin order unless nested: mostly sorted already.
+  if (!std::is_sorted(report.messages.begin(), report.messages.end(), ByBegin))
+    std::sort(report.messages.begin(), report.messages.end(), ByBegin);
   report.unfinished = std::move(unfinished_);
   std::sort(report.unfinished.begin(), report.unfinished.end(), ByBegin);
   report.not_listed = not_listed_;

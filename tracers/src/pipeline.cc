@@ -108,16 +108,16 @@ void Pipeline::OnSpanEnd(Span& span) {
   causes_.OnSpanEnd(span);
   const auto& tracers = by_span_[static_cast<int>(span.kind)];
   // Each tracer gets the slice it asked for; two asking for the same one share a copy.
-  // Nothing is allocated unless a tracer asks.
-  constexpr size_t kMax = 16;
-  std::array<std::optional<SliceRequest>, kMax> requests;
-  bool any = false;
+  // Nothing is allocated unless a tracer asks (most spans: none does).
+  struct Want {
+    size_t tracer;
+    SliceRequest request;
+  };
+  std::vector<Want> wants;
   if (span.close == SpanClose::kEnded)
-    for (size_t i = 0; i < tracers.size() && i < kMax; ++i) {
-      requests[i] = tracers[i]->WantSlice(span);
-      any |= requests[i].has_value();
-    }
-  if (!any) {
+    for (size_t i = 0; i < tracers.size(); ++i)
+      if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
+  if (wants.empty()) {
     for (Tracer* tracer : tracers) tracer->OnSpanEnd(span);
     return;
   }
@@ -133,11 +133,12 @@ void Pipeline::OnSpanEnd(Span& span) {
       if (f.label == r.label && f.tid == r.tid && f.begin_ns == r.begin_ns) return &f;
     return nullptr;
   };
-  for (size_t i = 0; i < tracers.size() && i < kMax; ++i)
-    if (requests[i] && !find(*requests[i]))
-      fetched.push_back({requests[i]->label, requests[i]->tid, requests[i]->begin_ns, FetchSlice(*requests[i])});
+  for (const Want& w : wants)
+    if (!find(w.request)) fetched.push_back({w.request.label, w.request.tid, w.request.begin_ns, FetchSlice(w.request)});
+  auto next_want = wants.begin();
   for (size_t i = 0; i < tracers.size(); ++i) {
-    Fetched* f = i < kMax && requests[i] ? find(*requests[i]) : nullptr;
+    Fetched* f = nullptr;
+    if (next_want != wants.end() && next_want->tracer == i) f = find((next_want++)->request);
     span.beats = f && f->slice ? &*f->slice : nullptr;
     tracers[i]->OnSpanEnd(span);
   }

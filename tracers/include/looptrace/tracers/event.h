@@ -2,6 +2,7 @@
 // Produced from raw BPF records in exactly one place (loader/event_decoder.cc).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -25,33 +26,51 @@ struct EventArg {
   bool is_string = false;             // bound as :str (text may still be missing)
 };
 
-// The arguments of one event, stored inline (no allocation per event).
+// The arguments of one event, stored inline (no allocation per event). Events are copied
+// into spans and reports at millions per second: only the arguments in use are initialized
+// and copied, not the whole capacity.
 class ArgList {
  public:
   static constexpr size_t kCapacity = LT_MAX_SOURCES;
+  static_assert(std::is_trivially_copyable_v<EventArg> && std::is_trivially_destructible_v<EventArg>);
 
-  const EventArg* begin() const { return args_.data(); }
-  const EventArg* end() const { return args_.data() + size_; }
-  EventArg* begin() { return args_.data(); }
-  EventArg* end() { return args_.data() + size_; }
+  ArgList() {}
+  ArgList(const ArgList& other) : size_(other.size_) { std::copy_n(other.storage_.args, size_, storage_.args); }
+  ArgList& operator=(const ArgList& other) {
+    size_ = other.size_;
+    std::copy_n(other.storage_.args, size_, storage_.args);
+    return *this;
+  }
+
+  const EventArg* begin() const { return storage_.args; }
+  const EventArg* end() const { return storage_.args + size_; }
+  EventArg* begin() { return storage_.args; }
+  EventArg* end() { return storage_.args + size_; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  const EventArg& operator[](size_t i) const { return args_[i]; }
+  const EventArg& operator[](size_t i) const { return storage_.args[i]; }
   // False (and nothing stored) when full.
   bool push_back(const EventArg& arg) {
     if (size_ == kCapacity) return false;
-    args_[size_++] = arg;
+    storage_.args[size_++] = arg;
     return true;
   }
   void clear() { size_ = 0; }
 
  private:
-  std::array<EventArg, kCapacity> args_{};
+  union Storage {
+    Storage() {}  // left uninitialized: args [0, size_) are the ones written
+    EventArg args[kCapacity];
+  } storage_;
   uint8_t size_ = 0;
 };
 
 // One hit of a profile probe point.
 struct ProbeEvent {
+  // User-provided so that value-initialization (std::variant, emplace) does not zero the
+  // whole argument capacity first; every member has its initializer.
+  ProbeEvent() {}
+
   uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
   uint32_t pid = 0;
   uint32_t tid = 0;
