@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -111,5 +113,21 @@ class Child {
   std::string out_text_, err_text_;
   size_t out_lines_ = 0;
 };
+
+// The timing a bench target prints when it finishes ("ns_per_iteration N"); nullopt with
+// the reason in `why` when it did not finish within 10 minutes or printed none.
+inline std::optional<double> TargetTiming(Child& target, std::string* why) {
+  if (!target.WaitFor(false, "ns_per_iteration", 600)) {
+    *why = "the target did not finish: " + target.err();
+    return std::nullopt;
+  }
+  std::smatch m;
+  static const std::regex re("ns_per_iteration ([0-9.]+)");
+  if (!std::regex_search(target.out(), m, re)) {
+    *why = "no timing from the target";
+    return std::nullopt;
+  }
+  return std::stod(m[1]);
+}
 
 }  // namespace looptrace::bench

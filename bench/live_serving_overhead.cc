@@ -45,11 +45,10 @@ struct Setup {
 };
 
 double ParseTiming(Child& target) {
-  if (!target.WaitFor(false, "ns_per_iteration", 600)) Die("the target did not finish: " + target.err());
-  std::smatch m;
-  static const std::regex re("ns_per_iteration ([0-9.]+)");
-  if (!std::regex_search(target.out(), m, re)) Die("no timing from the target");
-  return std::stod(m[1]);
+  std::string why;
+  const std::optional<double> ns = looptrace::bench::TargetTiming(target, &why);
+  if (!ns) Die(why);
+  return *ns;
 }
 
 int RunQuietly(const std::vector<std::string>& argv, int timeout_s) {

@@ -6,6 +6,7 @@
 // ratios of medians are printed; the goal is sampled / unsampled <= 1.05.
 // Usage (root): looptrace_sampling_overhead [BUILD_DIR=.] [MESSAGES=1500] [ROUNDS=5]
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -117,9 +118,12 @@ int main(int argc, char** argv) {
   const int iterations = Calibrate();
   // The target: this program, forked, running the workload on request.
   int request[2], reply[2];
-  if (pipe(request) || pipe(reply)) return 1;
+  // Close-on-exec, so looptrace children do not hold the target's request pipe open.
+  if (pipe2(request, O_CLOEXEC) || pipe2(reply, O_CLOEXEC)) return 1;
   pid_t target = fork();
   if (target == 0) {
+    close(request[1]);  // else the target never sees the end of the requests
+    close(reply[0]);
     char c;
     while (read(request[0], &c, 1) == 1) {
       double s = Work(messages, iterations);

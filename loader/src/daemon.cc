@@ -13,6 +13,7 @@
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/tracers/live_status_json.h"
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/local_time.h"
 #include "looptrace/util/log.h"
 #include "looptrace/util/text_safety.h"
 
@@ -25,15 +26,6 @@ uint64_t NowNs(clockid_t clock) {
   timespec ts;
   clock_gettime(clock, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-std::string LocalTime(uint64_t wall_ns) {
-  const time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
-  tm local{};
-  localtime_r(&seconds, &local);
-  char text[32];
-  strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
-  return text;
 }
 
 // RUN_DIR/PID.ended, written atomically (the directory is root's, 0700).

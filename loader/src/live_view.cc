@@ -6,27 +6,14 @@
 #include <algorithm>
 
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/local_time.h"
 #include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 namespace {
 
 std::string Clock(uint64_t wall_ns, bool millis) {
-  const time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
-  tm local{};
-  localtime_r(&seconds, &local);
-  char text[32];
-  strftime(text, sizeof(text), "%H:%M:%S", &local);
-  return millis ? fmt::format("{}.{:03}", text, (wall_ns / 1'000'000) % 1000) : text;
-}
-
-std::string Date(uint64_t wall_ns) {
-  const time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
-  tm local{};
-  localtime_r(&seconds, &local);
-  char text[32];
-  strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
-  return text;
+  return LocalTime(wall_ns, millis ? LocalTimeStyle::kTimeMillis : LocalTimeStyle::kTime);
 }
 
 // CLOCK_MONOTONIC of the session -> wall clock.
@@ -89,7 +76,7 @@ std::string FormatAge(uint64_t ns) {
 std::string FormatStatus(const SessionSummary& session, const LiveStatus& s) {
   std::string out;
   out += fmt::format("pid {} ({}), profile {}, attached {} ({} ago), daemon pid {}\n", s.pid, TerminalText(s.command),
-                     s.profile, Date(s.wall_time_ns), FormatAge(s.now_ns - std::min(s.now_ns, s.begin_ns)),
+                     s.profile, LocalTime(s.wall_time_ns), FormatAge(s.now_ns - std::min(s.now_ns, s.begin_ns)),
                      session.daemon_pid);
   out += fmt::format("  {} probe points; final report: {}{}\n", session.probe_points,
                      session.output.empty() ? "none (attach had no -o)" : session.output,
@@ -215,7 +202,7 @@ std::string FormatSessions(const std::vector<SessionRow>& rows, uint64_t wall_no
       continue;
     }
     out += fmt::format("{:>8}  {:<16} {:<12} {:<19} {:>8}  {:>10} {:>5} {:>5} {:>6}  {}\n", s.pid,
-                       TerminalText(s.command, 16), s.profile, Date(s.since_wall_ns),
+                       TerminalText(s.command, 16), s.profile, LocalTime(s.since_wall_ns),
                        FormatAge(wall_now_ns > s.since_wall_ns ? wall_now_ns - s.since_wall_ns : 0), s.messages, s.anrs,
                        s.lags, s.data_loss, s.output.empty() ? "-" : s.output);
   }

@@ -18,6 +18,18 @@ std::string FormatDuration(uint64_t ns) {
   return fmt::format("{:.3f} s", ns / 1e9);
 }
 
+std::string ThreadStateText(char state) {
+  switch (state) {
+    case 'R': return "running";
+    case 'S': return "sleeping";
+    case 'D': return "uninterruptible (disk I/O)";
+    case 'T': return "stopped";
+    case 't': return "traced";
+    case 'Z': return "zombie";
+    default: return std::string(1, state);
+  }
+}
+
 namespace {
 
 // A name from the target, a profile or a recording, on one line: control characters
@@ -274,18 +286,6 @@ class TextRenderer : public Renderer {
     return label;
   }
 
-  static std::string StateText(char state) {
-    switch (state) {
-      case 'R': return "running";
-      case 'S': return "sleeping";
-      case 'D': return "uninterruptible (disk I/O)";
-      case 'T': return "stopped";
-      case 't': return "traced";
-      case 'Z': return "zombie";
-      default: return std::string(1, state);
-    }
-  }
-
   static void RenderTree(const std::vector<NamedCallNode>& tree, const std::string& root_label,
                          const std::string& indent, std::ostream& out) {
     uint64_t root = 1;
@@ -306,7 +306,7 @@ class TextRenderer : public Renderer {
                             ? fmt::format(" for {}", FormatDuration(at_ns - t.state_since_ns))
                             : "";
     out << fmt::format("\"{}\" tid={} {} ({}{})\n", Esc(t.name), t.tid, Esc(std::string(1, t.state)),
-                       Esc(StateText(t.state)), since);
+                       Esc(ThreadStateText(t.state)), since);
     if (!t.wchan.empty() && t.wchan != "0") out << fmt::format("  | wchan={}\n", Esc(t.wchan));
     if (t.futex_address) {
       std::string owner = "unknown owner";

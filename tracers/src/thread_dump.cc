@@ -8,30 +8,10 @@
 #include "json_common.h"
 #include "looptrace/tracers/anr.h"
 #include "looptrace/tracers/render.h"
+#include "looptrace/util/local_time.h"
 
 namespace looptrace {
 namespace {
-
-std::string StateText(char state) {
-  switch (state) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "uninterruptible (disk I/O)";
-    case 'T': return "stopped";
-    case 't': return "traced";
-    case 'Z': return "zombie";
-    default: return std::string(1, state);
-  }
-}
-
-std::string WallClock(uint64_t ns) {
-  const time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
-  tm local{};
-  localtime_r(&seconds, &local);
-  char text[64];
-  strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local);
-  return fmt::format("{}.{:03}", text, (ns / 1'000'000) % 1000);
-}
 
 std::string MessageText(const LiveMessage& m) {
   std::string label = m.name.empty() ? "message" : "message \"" + m.name + "\"";
@@ -67,7 +47,7 @@ void ClassifyMainThread(ThreadDump* dump) {
 std::string RenderThreadDumpText(const ThreadDump& d) {
   std::string out;
   const StallSnapshot& s = d.snapshot;
-  out += fmt::format("----- pid {} at {} -----\n", d.pid, WallClock(d.wall_time_ns));
+  out += fmt::format("----- pid {} at {} -----\n", d.pid, LocalTime(d.wall_time_ns, LocalTimeStyle::kDateTimeMillis));
   out += fmt::format("Cmd line: {}\n", d.command);
   if (d.current)
     out += fmt::format("Main thread: {} running for {}: {}\n", MessageText(*d.current), FormatDuration(d.running_ns),
@@ -111,7 +91,7 @@ std::string RenderThreadDumpText(const ThreadDump& d) {
     std::string since = t.state_since_ns && t.state_since_ns <= s.ts_ns
                             ? fmt::format(" for {}", FormatDuration(s.ts_ns - t.state_since_ns))
                             : "";
-    out += fmt::format("\"{}\" tid={} {} ({}{})\n", t.name, t.tid, t.state, StateText(t.state), since);
+    out += fmt::format("\"{}\" tid={} {} ({}{})\n", t.name, t.tid, t.state, ThreadStateText(t.state), since);
     if (!t.wchan.empty() && t.wchan != "0") out += fmt::format("  | wchan={}\n", t.wchan);
     if (t.futex_address) {
       std::string owner = "unknown owner";

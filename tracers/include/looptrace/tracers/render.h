@@ -40,4 +40,7 @@ std::string RendererNames();
 // "0.123 ms", "12.3 ms", "1.234 s": fixed precision so goldens are stable.
 std::string FormatDuration(uint64_t ns);
 
+// A /proc state letter in words: 'S' -> "sleeping", 'D' -> "uninterruptible (disk I/O)".
+std::string ThreadStateText(char state);
+
 }  // namespace looptrace
