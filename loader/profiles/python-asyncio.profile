@@ -10,6 +10,11 @@
 profile python-asyncio
 description CPython asyncio: event-loop callbacks as messages (Context.run), GC runs as stall causes (USDT)
 runtime python
+# A CPython that never imported asyncio (a plain script, http.server) dispatches no callback:
+# auto-detection picks this profile only for a running process that has asyncio's C module
+# mapped (built as a shared module by Debian, pyenv, conda and python.org builds), and the
+# generic epoll profile otherwise.
+requires-loaded _asyncio.*
 # The thread that runs asyncio callbacks (not necessarily the main thread).
 thread loop
 probe dispatch.begin uprobe    exe PyContext_Type.run

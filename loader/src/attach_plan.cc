@@ -1,6 +1,7 @@
 #include "looptrace/loader/attach_plan.h"
 
 #include <fmt/format.h>
+#include <fnmatch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -310,6 +311,24 @@ Result<std::string> CheckCallRequirement(const CallRequirement& r, const TargetB
                    ExitCode::kProfile);
 }
 
+// `requires-loaded`: the file (name matching a glob) a running target has mapped, or an
+// error; nullopt when the target is not running yet.
+Result<std::optional<std::string>> CheckLoadedRequirement(const LoadedRequirement& r, const TargetBinaries& target) {
+  std::string globs;
+  for (const auto& g : r.globs) globs += (globs.empty() ? "" : "|") + g;
+  if (target.pid <= 0) return std::nullopt;
+  auto maps = symbols::ReadProcMaps(target.pid);
+  if (!maps) return std::unexpected(maps.error());
+  for (const auto& m : *maps) {
+    if (!m.is_file()) continue;
+    const std::string name = std::filesystem::path(m.path).filename().string();
+    for (const auto& glob : r.globs)
+      if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) return std::optional<std::string>(name + " loaded");
+  }
+  return MakeError(fmt::format("needs {} loaded: pid {} has no such file mapped", globs, target.pid),
+                   ExitCode::kProfile);
+}
+
 }  // namespace
 
 Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target) {
@@ -333,6 +352,23 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       return std::unexpected(e);
     }
     plan.marks.push_back(*found);
+  }
+  for (const LoadedRequirement& r : profile.loaded_requirements) {
+    auto found = CheckLoadedRequirement(r, target);
+    std::string globs;
+    for (const auto& g : r.globs) globs += (globs.empty() ? "" : "|") + g;
+    if (!found) {
+      Error e = found.error();
+      e.message = fmt::format("{} line {}: {}", r.source, r.line, e.message);
+      if (target.detecting) return std::unexpected(e);
+      plan.assumptions.push_back(
+          fmt::format("expects {} loaded ({} line {}), which pid {} has not", globs, r.source, r.line, target.pid));
+    } else if (!*found) {
+      plan.assumptions.push_back(fmt::format("assumes the program loads {}, which cannot be checked before it runs",
+                                             globs));
+    } else {
+      plan.marks.push_back(**found);
+    }
   }
 
   for (const ProbeSpec& spec : profile.probes) {
@@ -492,6 +528,7 @@ Detection DetectProfile(const TargetBinaries& target, bool stop_at_first) {
   Detection d;
   TargetBinaries strict = target;
   strict.require_linked = true;
+  strict.detecting = true;
   for (const auto& builtin : BuiltinProfiles()) {
     if (builtin.fragment) continue;
     ProfileCandidate c;

@@ -129,6 +129,18 @@ namespace {
 
 constexpr int kMaxIncludeDepth = 8;
 
+// "a|b||c" -> {a, b, c}
+std::vector<std::string> SplitBars(std::string_view list) {
+  std::vector<std::string> out;
+  while (!list.empty()) {
+    size_t bar = list.find('|');
+    if (bar != 0) out.emplace_back(list.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    list.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
 std::string Join(const std::vector<std::string_view>& items) {
   std::string out;
   for (auto item : items) {
@@ -478,6 +490,7 @@ class Parser {
         for (auto& p : included->probes) profile.probes.push_back(std::move(p));
         for (auto& r : included->requirements) profile.requirements.push_back(std::move(r));
         for (auto& r : included->call_requirements) profile.call_requirements.push_back(std::move(r));
+        for (auto& r : included->loaded_requirements) profile.loaded_requirements.push_back(std::move(r));
         if (!included->message_definition.empty()) {
           if (!profile.message_definition.empty() && profile.message_definition != included->message_definition)
             return Fail(line_no, fmt::format("include {}: messages {} (at {}) conflicts with messages {} at {}",
@@ -509,23 +522,23 @@ class Parser {
         if (words.size() != 2)
           return Fail(line_no, "requires-call needs: requires-call SYMBOL[|SYMBOL...]",
                       "example: requires-call epoll_wait|poll");
-        CallRequirement r{{}, std::string(source_), line_no};
-        std::string_view list = words[1];
-        while (!list.empty()) {
-          size_t bar = list.find('|');
-          if (bar != 0) r.symbols.emplace_back(list.substr(0, bar));
-          if (bar == std::string_view::npos) break;
-          list.remove_prefix(bar + 1);
-        }
+        CallRequirement r{SplitBars(words[1]), std::string(source_), line_no};
         if (r.symbols.empty()) return Fail(line_no, "requires-call names no function");
         profile.call_requirements.push_back(std::move(r));
+      } else if (words[0] == "requires-loaded") {
+        if (words.size() != 2)
+          return Fail(line_no, "requires-loaded needs: requires-loaded GLOB[|GLOB...]",
+                      "example: requires-loaded _asyncio.*");
+        LoadedRequirement r{SplitBars(words[1]), std::string(source_), line_no};
+        if (r.globs.empty()) return Fail(line_no, "requires-loaded names no file");
+        profile.loaded_requirements.push_back(std::move(r));
       } else if (words[0] == "probe") {
         ASSIGN_OR_RETURN(ProbeSpec probe, ParseProbe(line_no, words));
         probe.optional = optional;
         profile.probes.push_back(std::move(probe));
       } else {
         return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, include, messages, "
-                                         "requires, requires-call, optional probe, probe, thread, runtime)",
+                                         "requires, requires-call, requires-loaded, optional probe, probe, thread, runtime)",
                                          words[0]));
       }
     }
@@ -629,6 +642,9 @@ Result<Profile> ComposeProfiles(std::vector<Profile> profiles) {
     for (CallRequirement& r : p.call_requirements)
       if (std::find(out.call_requirements.begin(), out.call_requirements.end(), r) == out.call_requirements.end())
         out.call_requirements.push_back(std::move(r));
+    for (LoadedRequirement& r : p.loaded_requirements)
+      if (std::find(out.loaded_requirements.begin(), out.loaded_requirements.end(), r) == out.loaded_requirements.end())
+        out.loaded_requirements.push_back(std::move(r));
     if (!p.message_definition.empty()) {
       if (!out.message_definition.empty() && out.message_definition != p.message_definition)
         return MakeError(fmt::format("{}: messages {} conflicts with messages {} at {}", p.message_definition_where,

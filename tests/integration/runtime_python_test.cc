@@ -159,6 +159,41 @@ TEST_F(PythonRuntimeTest, RecordFindsTheLoopThreadOfARunningInterpreter) {
   EXPECT_GE(messages.size(), 20u);  // a callback every 20 ms for 1 s
 }
 
+// A CPython that never imports asyncio (its own poll loop, like http.server's) dispatches no
+// asyncio callback: auto-detection must pass over python-asyncio (no _asyncio module mapped)
+// and trace the loop's iterations with the epoll profile, each slow one within 1 ms.
+TEST_F(PythonRuntimeTest, APythonWithoutAsyncioIsTracedAsAPollLoop) {
+  const std::string app = std::string(LOOPTRACE_SOURCE_DIR) + "/tests/runtimes/python/poll_app.py";
+  Process target({kPython, app, "--truth", dir_ / "truth.jsonl", "--seconds", "4"});
+  WaitForFile(dir_ / "truth.jsonl", 5000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string pid = std::to_string(target.pid());
+  auto probes = RunCommand({Looptrace(), "probes", "-p", pid});
+  ASSERT_EQ(probes.exit_code, 0) << probes.err;
+  EXPECT_NE(probes.out.find("needs _asyncio.* loaded: pid " + pid + " has no such file mapped"), std::string::npos)
+      << probes.out;
+  EXPECT_NE(probes.out.find("profile epoll (builtin:epoll)"), std::string::npos) << probes.out;
+
+  auto r = RunCommand({Looptrace(), "record", "-p", pid, "-d", "2", "-f", "json", "-o", dir_ / "out.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  target.Wait(10);
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto session = OfType(lines, "session");
+  ASSERT_EQ(session.size(), 1u);
+  EXPECT_EQ(session[0]["profile"], "epoll");
+  EXPECT_EQ(session[0]["message_definition"], "poll-bounded");
+  auto messages = OfType(lines, "message");
+  size_t slow = 0;
+  for (const auto& iteration : OfType(ReadJsonLines(dir_ / "truth.jsonl"), "iteration")) {
+    if (Cost(iteration) < 15 * kMs) continue;
+    const json* m = MessageAround(messages, iteration);
+    if (!m) continue;  // outside the session
+    ++slow;
+    EXPECT_LT(Cost(*m) - Cost(iteration), 1 * kMs) << m->dump() << " vs truth " << iteration.dump();
+  }
+  EXPECT_GE(slow, 5u);  // one every ~60 ms for 2 s
+}
+
 TEST_F(PythonRuntimeTest, APythonProfileOnAnotherRuntimeSaysWhatTheTargetRuns) {
   auto r = RunCommand({Looptrace(), "probes", "--exe", SampleApp(), "--profile", "python"});
   EXPECT_EQ(r.exit_code, kProfileError);

@@ -4,6 +4,7 @@
 #include "looptrace/loader/attach_plan.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "looptrace/symbols/data_pointer.h"
 #include "looptrace/symbols/elf_file.h"
@@ -146,6 +147,50 @@ TEST(AttachPlan, AutoDetectionSaysWhyEachBuiltinFitsOrNot) {
   EXPECT_NE(chosen.error().message.find("profile android-looper does not fit"), std::string::npos)
       << chosen.error().message;
   EXPECT_NE(chosen.error().hint.find("looptrace probes"), std::string::npos) << chosen.error().hint;
+}
+
+// `requires-loaded`: checked against what a running process maps (this test maps libc, not
+// CPython's _asyncio); a program not started cannot be checked, and an explicit profile
+// only warns.
+TEST(AttachPlan, LoadedRequirementsNeedARunningTargetToMapTheModule) {
+  const std::string probes =
+      "probe dispatch.begin uprobe exe lt_table_dispatch\nprobe dispatch.end uretprobe exe lt_table_dispatch\n";
+  const std::string text = "requires-loaded _asyncio.*|_no_such_module.*\n" + probes;
+  TargetBinaries running;
+  running.pid = getpid();
+  running.exe_path = Fixture("loop_shapes_pie");
+  running.detecting = true;
+  auto detected = Resolve(text, running);
+  ASSERT_FALSE(detected);
+  EXPECT_NE(detected.error().message.find("t.profile line 1: needs _asyncio.*|_no_such_module.* loaded: pid "),
+            std::string::npos)
+      << detected.error().message;
+
+  running.detecting = false;  // --profile: resolves, and says what it expects
+  auto explicit_plan = Resolve(text, running);
+  ASSERT_TRUE(explicit_plan) << explicit_plan.error().message;
+  ASSERT_EQ(explicit_plan->assumptions.size(), 1u);
+  EXPECT_NE(explicit_plan->assumptions[0].find("expects _asyncio.*|_no_such_module.* loaded (t.profile line 1)"),
+            std::string::npos)
+      << explicit_plan->assumptions[0];
+
+  running.detecting = true;  // a module this process has mapped
+  auto libc = Resolve("requires-loaded libc.so*\n" + probes, running);
+  ASSERT_TRUE(libc) << libc.error().message;
+  EXPECT_TRUE(libc->assumptions.empty());
+  EXPECT_NE(std::find(libc->marks.begin(), libc->marks.end(), "libc.so.6 loaded"), libc->marks.end());
+
+  TargetBinaries not_started = Exe("loop_shapes_pie");
+  not_started.detecting = true;
+  auto unchecked = Resolve(text, not_started);
+  ASSERT_TRUE(unchecked) << unchecked.error().message;
+  ASSERT_EQ(unchecked->assumptions.size(), 1u);
+  EXPECT_EQ(unchecked->assumptions[0],
+            "assumes the program loads _asyncio.*|_no_such_module.*, which cannot be checked before it runs");
+
+  auto bad = ParseProfile("requires-loaded\n", "t.profile");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "t.profile:1: requires-loaded needs: requires-loaded GLOB[|GLOB...]");
 }
 
 }  // namespace

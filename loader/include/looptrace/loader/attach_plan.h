@@ -21,6 +21,8 @@ struct TargetBinaries {
   // run + profile detection: a library must be one the executable links (DT_NEEDED,
   // transitively), not merely present on disk.
   bool require_linked = false;
+  // Auto-detection: `requires-loaded` marks must be present (else only a warning).
+  bool detecting = false;
   // --exact-entry: every probe stays on its symbol, even where the kernel single-steps
   // the first instruction (no relocation, probe_placement.h).
   bool exact_entry = false;
@@ -75,7 +77,10 @@ struct AttachPlan {
   std::string profile_name;
   std::vector<ResolvedProbe> probes;
   std::vector<std::string> left_out;  // optional probes that resolved to nothing, and why
-  std::vector<std::string> marks;     // the runtime marks found (requires, requires-call)
+  std::vector<std::string> marks;     // the runtime marks found (requires, requires-call, requires-loaded)
+  // `requires-loaded` marks that could not be checked (a command not started yet), or that an
+  // explicitly chosen profile lacks: said to the user, who may want another profile.
+  std::vector<std::string> assumptions;
 };
 
 // The attach cookie (probe id and role) and the probe's configuration for BPF (events.h).

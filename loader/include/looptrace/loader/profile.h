@@ -115,6 +115,19 @@ struct CallRequirement {
   bool operator==(const CallRequirement& o) const { return symbols == o.symbols; }
 };
 
+// `requires-loaded GLOB|GLOB...`: a running target has a file whose name matches one of the
+// globs mapped (a module a program loads only when it uses a feature, e.g. CPython's
+// `_asyncio.*` once `import asyncio` ran). Auto-detection skips the profile when a running
+// target lacks it; a program not started yet cannot be checked (the plan says so), and an
+// explicit --profile only warns.
+struct LoadedRequirement {
+  std::vector<std::string> globs;
+  std::string source;
+  int line = 0;
+
+  bool operator==(const LoadedRequirement& o) const { return globs == o.globs; }
+};
+
 // `*(SYMBOL+OFFSET)` points: the data symbol and the offset of the stored function pointer.
 struct PointerPoint {
   std::string symbol;
@@ -149,6 +162,7 @@ struct Profile {
   std::vector<ProbeSpec> probes;
   std::vector<Requirement> requirements;  // `requires` lines
   std::vector<CallRequirement> call_requirements;  // `requires-call` lines
+  std::vector<LoadedRequirement> loaded_requirements;  // `requires-loaded` lines
   // `messages ...`: "dispatch", "poll-bounded", or "" (derived from the roles).
   std::string message_definition;
   std::string message_definition_where;  // the line that set it
