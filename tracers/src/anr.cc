@@ -90,7 +90,7 @@ void AnrOptions::Declare(OptionSet& options) {
 }
 
 AnrTracer::AnrTracer(const AnrOptions& options, const TracerContext& context)
-    : options_(options), context_(context) {}
+    : CopyableTracer(context), options_(options) {}
 
 std::vector<WatchThreshold> AnrTracer::Watches() const {
   return {{SpanKind::kMessage, options_.lag_threshold_ns, "lag"},

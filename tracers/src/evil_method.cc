@@ -17,7 +17,7 @@ void EvilMethodOptions::Declare(OptionSet& options) {
 }
 
 EvilMethodTracer::EvilMethodTracer(const EvilMethodOptions& options, const TracerContext& context)
-    : options_(options), context_(context) {}
+    : CopyableTracer(context), options_(options) {}
 
 bool EvilMethodTracer::Slow(const Span& span) const {
   return span.kind == SpanKind::kMessage && span.close == SpanClose::kEnded &&

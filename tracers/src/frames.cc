@@ -152,7 +152,7 @@ void FrameOptions::Declare(OptionSet& options) {
 }
 
 FrameTracer::FrameTracer(const FrameOptions& options, const TracerContext& context)
-    : options_(options), context_(context) {}
+    : CopyableTracer(context), options_(options) {}
 
 uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_ns, uint64_t to_ns) const {
   if (to_ns <= from_ns) return 0;

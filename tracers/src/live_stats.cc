@@ -39,7 +39,7 @@ size_t MessageBucketOf(uint64_t ns) {
   return kMessageBucketsSeconds.size();
 }
 
-LiveStatsTracer::LiveStatsTracer(const LiveStatsOptions&, const TracerContext& context) : context_(context) {
+LiveStatsTracer::LiveStatsTracer(const LiveStatsOptions&, const TracerContext& context) : CopyableTracer(context) {
   for (const auto& bucket : DropBuckets()) frames_by_bucket_[bucket] = 0;
 }
 

@@ -24,7 +24,7 @@ void MessagesOptions::Declare(OptionSet& options) {
 }
 
 MessagesTracer::MessagesTracer(const MessagesOptions& options, const TracerContext& context)
-    : options_(options), context_(context) {}
+    : CopyableTracer(context), options_(options) {}
 
 namespace {
 

@@ -94,7 +94,7 @@ void SampledTreeOptions::Declare(OptionSet& options) {
 }
 
 SampledTreeTracer::SampledTreeTracer(const SampledTreeOptions& options, const TracerContext& context)
-    : options_(options), context_(context) {
+    : CopyableTracer(context), options_(options) {
   // Slow is what the other reports call slow: their thresholds, read from their options.
   if (const AnalysisOptions* all = context_.analysis) {
     evil_threshold_ns_ = static_cast<const EvilMethodOptions&>(all->Of("evil_method")).threshold_ns;

@@ -13,7 +13,7 @@ void SpanLagOptions::Declare(OptionSet& options) {
 }
 
 SpanLagTracer::SpanLagTracer(const SpanLagOptions& options, const TracerContext& context)
-    : options_(options), context_(context) {}
+    : CopyableTracer(context), options_(options) {}
 
 uint64_t SpanLagTracer::ThresholdOf(const Span& span) const {
   switch (span.kind) {

@@ -12,7 +12,7 @@ void StartupOptions::Declare(OptionSet& options) {
 }
 
 StartupTracer::StartupTracer(const StartupOptions& options, const TracerContext& context)
-    : options_(options), context_(context) {}
+    : CopyableTracer(context), options_(options) {}
 
 void StartupTracer::OnEvent(const Event& event) {
   if (const auto* probe = std::get_if<ProbeEvent>(&event)) OnProbe(*probe);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/session.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/util/result.h"
@@ -55,6 +56,9 @@ struct ReportOutput {
 void AddReportOutputOptions(CLI::App* command, ReportOutput& output);
 // Checks -f against the renderer registry.
 Result<void> CheckFormat(const std::string& format);
+// --method-mapping FILE loaded and set as `analysis`'s namer (null without the option); the
+// caller keeps it alive as long as the analysis runs.
+Result<std::unique_ptr<loader::MappingNamer>> LoadMethodMapping(const ReportOutput& output, AnalysisOptions& analysis);
 
 // "16M" -> bytes; a power of two in [min, max].
 Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t min, size_t max);

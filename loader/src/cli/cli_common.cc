@@ -58,6 +58,13 @@ Result<void> CheckFormat(const std::string& format) {
   return MakeError(fmt::format("unknown format '{}'", format), ExitCode::kUsage, "formats: " + RendererNames());
 }
 
+Result<std::unique_ptr<loader::MappingNamer>> LoadMethodMapping(const ReportOutput& output, AnalysisOptions& analysis) {
+  if (output.method_mapping.empty()) return nullptr;
+  ASSIGN_OR_RETURN(std::unique_ptr<loader::MappingNamer> namer, loader::MappingNamer::Load(output.method_mapping));
+  analysis.namer = namer.get();
+  return namer;
+}
+
 Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t min, size_t max) {
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

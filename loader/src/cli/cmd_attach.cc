@@ -185,13 +185,8 @@ BACKGROUND SESSIONS:
       configs.push_back(std::move(c));
     }
     if (auto ok = loader::CheckRunDirectory(true); !ok) return Fail(ok.error());
-    std::unique_ptr<loader::MappingNamer> namer;
-    if (!output_.method_mapping.empty()) {
-      auto loaded = loader::MappingNamer::Load(output_.method_mapping);
-      if (!loaded) return Fail(loaded.error());
-      namer = std::move(*loaded);
-      analysis_.namer = namer.get();
-    }
+    auto namer = LoadMethodMapping(output_, analysis_);
+    if (!namer) return Fail(namer.error());
     if (!foreground_) {
       if (log_.empty()) log_ = fmt::format("{}/{}.log", loader::RunDirectory(), pids.front());
       log_ = std::filesystem::absolute(log_).lexically_normal().string();

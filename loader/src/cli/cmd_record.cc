@@ -46,13 +46,8 @@ class TraceCommand : public Command {
 
     // Inputs are read and outputs opened before anything is attached: a bad path fails
     // before the target is touched.
-    std::unique_ptr<loader::MappingNamer> namer;
-    if (!output_.method_mapping.empty()) {
-      auto loaded = loader::MappingNamer::Load(output_.method_mapping);
-      if (!loaded) return Fail(loaded.error());
-      namer = std::move(*loaded);
-      analysis_.namer = namer.get();
-    }
+    auto namer = LoadMethodMapping(output_, analysis_);
+    if (!namer) return Fail(namer.error());
     auto out = loader::OutputFile::Create(output_.path);
     if (!out) return Fail(out.error());
     std::unique_ptr<loader::RecordingWriter> recording;

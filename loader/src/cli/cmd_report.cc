@@ -39,13 +39,8 @@ class ReportCommand : public Command {
     if (recording_.empty())
       return Fail(Error{"report needs a RECORDING or -p PID", "looptrace report rec.jsonl.gz, or looptrace report -p 1234",
                         ExitCode::kUsage});
-    std::unique_ptr<loader::MappingNamer> namer;
-    if (!output_.method_mapping.empty()) {
-      auto loaded = loader::MappingNamer::Load(output_.method_mapping);
-      if (!loaded) return Fail(loaded.error());
-      namer = std::move(*loaded);
-      analysis_.namer = namer.get();
-    }
+    auto namer = LoadMethodMapping(output_, analysis_);
+    if (!namer) return Fail(namer.error());
     auto out = loader::OutputFile::Create(output_.path);
     if (!out) return Fail(out.error());
     Pipeline pipeline(analysis_);

@@ -37,7 +37,7 @@ std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kerne
 // Follows "waits on a futex owned by" edges from `start`; the cycle if it comes back.
 std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start);
 
-class AnrTracer : public Tracer {
+class AnrTracer : public CopyableTracer<AnrTracer> {
  public:
   AnrTracer(const AnrOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
@@ -50,13 +50,8 @@ class AnrTracer : public Tracer {
   void OnSpanEnd(const Span& span) override;
   std::vector<WatchThreshold> Watches() const override;
   void Contribute(Report& report) override;
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   struct PendingStall {
     StallReport report;
     std::optional<MethodBeats> open_beats;
@@ -70,7 +65,6 @@ class AnrTracer : public Tracer {
   bool MessageOpen(uint32_t tid) const;
 
   const AnrOptions& options_;
-  TracerContext context_;
   // (tid, message begin, anr level) -> stall waiting for its message to end
   std::map<std::tuple<uint32_t, uint64_t, bool>, PendingStall> pending_;
   std::map<uint32_t, std::deque<OffCpuInterval>> intervals_;   // recent, per tid

@@ -18,7 +18,7 @@ struct EvilMethodOptions : TracerOptions {
   void Declare(OptionSet& options) override;
 };
 
-class EvilMethodTracer : public Tracer {
+class EvilMethodTracer : public CopyableTracer<EvilMethodTracer> {
  public:
   EvilMethodTracer(const EvilMethodOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
@@ -27,17 +27,11 @@ class EvilMethodTracer : public Tracer {
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   bool Slow(const Span& span) const;
 
   const EvilMethodOptions& options_;
-  TracerContext context_;
   std::vector<EvilMethodReport> reports_;
 };
 

@@ -56,7 +56,7 @@ struct RefreshSegment {
 // enough agreeing deltas (the best candidate is returned). Heuristic: see frames.cc.
 std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bool* guessed);
 
-class FrameTracer : public Tracer {
+class FrameTracer : public CopyableTracer<FrameTracer> {
  public:
   FrameTracer(const FrameOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override {
@@ -73,13 +73,8 @@ class FrameTracer : public Tracer {
   void OnSpanEnd(const Span& span) override;
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void Contribute(Report& report) override;
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   struct DoneMessage {
     uint64_t begin_ns = 0;
     uint64_t end_ns = 0;
@@ -96,7 +91,6 @@ class FrameTracer : public Tracer {
   void Summarize(FramesReport* report);
 
   const FrameOptions& options_;
-  TracerContext context_;
   std::map<uint32_t, ThreadState> threads_;
   std::map<uint64_t, FrameRecord> open_;  // by span id
   std::vector<FrameRecord> frames_;       // closed, in closing order

@@ -122,7 +122,7 @@ struct MessageInterval {
   uint64_t busy_ns = 0;
 };
 
-class LiveStatsTracer : public Tracer {
+class LiveStatsTracer : public CopyableTracer<LiveStatsTracer> {
  public:
   LiveStatsTracer(const LiveStatsOptions& options, const TracerContext& context);
 
@@ -141,9 +141,6 @@ class LiveStatsTracer : public Tracer {
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report&) override {}
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
 
   LiveStatus Read(uint64_t now_ns) const;
   // Turns on per-interval summaries (off: nothing is kept for them).
@@ -152,8 +149,6 @@ class LiveStatsTracer : public Tracer {
   std::vector<MessageInterval> TakeIntervals(uint64_t now_ns);
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
 
   struct WindowMessage {
     uint64_t begin_ns, end_ns;
@@ -172,7 +167,6 @@ class LiveStatsTracer : public Tracer {
   uint64_t IntervalNs();
   void Trim(uint64_t now_ns);
 
-  TracerContext context_;
   std::map<uint32_t, LiveThread> threads_;
   std::deque<WindowMessage> window_messages_;  // main thread, by end
   std::deque<WindowFrame> window_frames_;

@@ -25,24 +25,18 @@ struct MessagesOptions : TracerOptions {
   void Declare(OptionSet& options) override;
 };
 
-class MessagesTracer : public Tracer {
+class MessagesTracer : public CopyableTracer<MessagesTracer> {
  public:
   MessagesTracer(const MessagesOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
   uint32_t event_types() const override { return 0; }
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   void Keep(const Message& message);
 
   const MessagesOptions& options_;
-  TracerContext context_;
   std::deque<Message> completed_;     // in end order; the latest keep_messages when set
   std::vector<Message> unfinished_;
   std::vector<Message> slowest_;      // top N by cost, kept as they come

@@ -31,7 +31,7 @@ struct SampledTreeOptions : TracerOptions {
   void Declare(OptionSet& options) override;
 };
 
-class SampledTreeTracer : public Tracer {
+class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
  public:
   SampledTreeTracer(const SampledTreeOptions& options, const TracerContext& context);
 
@@ -39,9 +39,6 @@ class SampledTreeTracer : public Tracer {
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
   // Samples kept for spans that may still want them (bounded by the open spans).
   size_t queued_samples() const {
     size_t n = 0;
@@ -50,8 +47,6 @@ class SampledTreeTracer : public Tracer {
   }
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   struct Sample {
     std::shared_ptr<const std::vector<std::string>> frames;  // null: an off-CPU stretch without a sample
     uint64_t ts_ns = 0;
@@ -79,7 +74,6 @@ class SampledTreeTracer : public Tracer {
   void Folded(Report& report);
 
   const SampledTreeOptions& options_;
-  TracerContext context_;
   uint64_t evil_threshold_ns_ = 0;
   uint64_t jank_threshold_ns_ = 0;
   uint64_t warm_threshold_ns_ = 0;

@@ -20,7 +20,7 @@ struct SpanLagOptions : TracerOptions {
   void Declare(OptionSet& options) override;
 };
 
-class SpanLagTracer : public Tracer {
+class SpanLagTracer : public CopyableTracer<SpanLagTracer> {
  public:
   SpanLagTracer(const SpanLagOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override {
@@ -36,17 +36,11 @@ class SpanLagTracer : public Tracer {
   void OnSpanEnd(const Span& span) override;
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void Contribute(Report& report) override;
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   uint64_t ThresholdOf(const Span& span) const;
 
   const SpanLagOptions& options_;
-  TracerContext context_;
   std::map<uint64_t, uint64_t> sync_enqueued_;  // open barrier span id -> sync messages posted
   std::vector<SpanLagReport> span_lags_;
   std::vector<BarrierLeakReport> barrier_leaks_;

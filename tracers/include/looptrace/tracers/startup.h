@@ -24,7 +24,7 @@ struct StartupOptions : TracerOptions {
   void Declare(OptionSet& options) override;
 };
 
-class StartupTracer : public Tracer {
+class StartupTracer : public CopyableTracer<StartupTracer> {
  public:
   StartupTracer(const StartupOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override { return SpanBit(SpanKind::kAppCreate) | SpanBit(SpanKind::kLaunch); }
@@ -38,20 +38,14 @@ class StartupTracer : public Tracer {
   void OnSpanEnd(const Span& span) override;
   std::optional<SliceRequest> WantSlice(const Span& span) override;
   void Contribute(Report& report) override;
-  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
-    return CloneTracer(*this, context);
-  }
 
  private:
-  template <typename T>
-  friend std::unique_ptr<Tracer> CloneTracer(const T&, const TracerContext&);
   void OnProbe(const ProbeEvent& event);
   bool IsSplash(const std::string& activity) const;
   std::vector<NamedCallNode> Tree(const MethodBeats& beats);
   void Add(std::string name, uint64_t ts, std::string activity, bool warm);
 
   const StartupOptions& options_;
-  TracerContext context_;
   StartupReport r_;
   std::optional<Span> app_create_;    // where a cold startup's call tree begins
   std::optional<MethodBeats> cold_beats_;

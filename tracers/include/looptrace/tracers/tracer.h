@@ -105,12 +105,20 @@ class Tracer {
   }
 };
 
-// Clone() for a tracer T whose state is copyable and whose context is `context_`.
+// Base of a tracer T whose state is copyable: it holds the context, and Clone() copies T and
+// points the copy at the new context.
 template <typename T>
-std::unique_ptr<Tracer> CloneTracer(const T& tracer, const TracerContext& context) {
-  auto copy = std::make_unique<T>(tracer);
-  copy->context_ = context;
-  return copy;
-}
+class CopyableTracer : public Tracer {
+ public:
+  explicit CopyableTracer(const TracerContext& context) : context_(context) {}
+  std::unique_ptr<Tracer> Clone(const TracerContext& context) const override {
+    auto copy = std::make_unique<T>(static_cast<const T&>(*this));
+    copy->context_ = context;
+    return copy;
+  }
+
+ protected:
+  TracerContext context_;
+};
 
 }  // namespace looptrace
