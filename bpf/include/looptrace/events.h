@@ -48,7 +48,7 @@
 #define LT_RECORD_SAMPLE_COPY 10 /* sample ring: registers + stack bytes of a sample (--dwarf-unwind) */
 
 /*
- * Roles (docs/ARCHITECTURE.md, "Roles"). Numbers are part of the ABI and of saved
+ * Roles (docs/ARCHITECTURE.md, "The event ABI"; adding one: "How to add"). Numbers are part of the ABI and of saved
  * recordings: append only, never renumber.
  */
 #define LT_ROLE_DISPATCH_BEGIN 1
