@@ -48,8 +48,8 @@
 #define LT_RECORD_SAMPLE_COPY 10 /* sample ring: registers + stack bytes of a sample (--dwarf-unwind) */
 
 /*
- * Roles (docs/ARCHITECTURE.md, "The event ABI"; adding one: "How to add"). Numbers are part of the ABI and of saved
- * recordings: append only, never renumber.
+ * Roles (docs/ARCHITECTURE.md, "The event ABI"; adding one: "How to add"). Numbers are
+ * part of the ABI and of saved recordings: append only, never renumber.
  */
 #define LT_ROLE_DISPATCH_BEGIN 1
 #define LT_ROLE_DISPATCH_END 2
