@@ -130,6 +130,10 @@ class TextRenderer : public Renderer {
              "next poll call;\nwork the profile names inside an iteration (its dispatch roles) is a nested message\n";
     if (m.threads.empty()) {
       out << "\nmessages: none dispatched during the session\n";
+      if (report.session.pid)
+        out << fmt::format("  (profile {} saw none: if the target was busy, its loop may be one another profile sees;\n"
+                           "  `looptrace probes -p {}` shows which profiles fit)\n",
+                           Esc(report.session.profile), report.session.pid);
     }
     for (const ThreadMessages& t : m.threads) {
       const CostSummary& c = t.cost;
