@@ -297,10 +297,16 @@ std::vector<std::pair<std::string, std::string>> TargetObjects(const TargetBinar
   return out;
 }
 
+// "a|b|c": a requires-call / requires-loaded list as the profile line wrote it.
+std::string JoinBars(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : "|") + item;
+  return out;
+}
+
 // `requires-call`: some object of the target imports one of the functions. Returns what.
 Result<std::string> CheckCallRequirement(const CallRequirement& r, const TargetBinaries& target) {
-  std::string names;
-  for (const auto& s : r.symbols) names += (names.empty() ? "" : "|") + s;
+  const std::string names = JoinBars(r.symbols);
   for (const auto& [name, path] : TargetObjects(target)) {
     auto found = symbols::FirstImported(path, r.symbols);
     if (found && !found->empty())
@@ -314,8 +320,6 @@ Result<std::string> CheckCallRequirement(const CallRequirement& r, const TargetB
 // `requires-loaded`: the file (name matching a glob) a running target has mapped, or an
 // error; nullopt when the target is not running yet.
 Result<std::optional<std::string>> CheckLoadedRequirement(const LoadedRequirement& r, const TargetBinaries& target) {
-  std::string globs;
-  for (const auto& g : r.globs) globs += (globs.empty() ? "" : "|") + g;
   if (target.pid <= 0) return std::nullopt;
   auto maps = symbols::ReadProcMaps(target.pid);
   if (!maps) return std::unexpected(maps.error());
@@ -325,7 +329,7 @@ Result<std::optional<std::string>> CheckLoadedRequirement(const LoadedRequiremen
     for (const auto& glob : r.globs)
       if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) return std::optional<std::string>(name + " loaded");
   }
-  return MakeError(fmt::format("needs {} loaded: pid {} has no such file mapped", globs, target.pid),
+  return MakeError(fmt::format("needs {} loaded: pid {} has no such file mapped", JoinBars(r.globs), target.pid),
                    ExitCode::kProfile);
 }
 
@@ -355,8 +359,7 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
   }
   for (const LoadedRequirement& r : profile.loaded_requirements) {
     auto found = CheckLoadedRequirement(r, target);
-    std::string globs;
-    for (const auto& g : r.globs) globs += (globs.empty() ? "" : "|") + g;
+    const std::string globs = JoinBars(r.globs);
     if (!found) {
       Error e = found.error();
       e.message = fmt::format("{} line {}: {}", r.source, r.line, e.message);

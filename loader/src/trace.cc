@@ -38,8 +38,8 @@ Result<std::pair<Profile, AttachPlan>> ChooseAndCheck(const SessionOptions& opti
   // never come, and the user should know which other profile to try.
   const std::string probes_args = target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path;
   for (const std::string& assumption : chosen->second.assumptions)
-    log::Warning("profile {}{} {}; without it the profile shows no messages: `looptrace probes {}` lists the profiles that fit "
-                 "(epoll fits any poll loop)",
+    log::Warning("profile {}{} {}; without it the profile shows no messages: `looptrace probes {}` lists the "
+                 "profiles that fit (epoll fits any poll loop)",
                  chosen->first.name, options.profile.empty() ? " (auto-detected)" : "", assumption, probes_args);
   return chosen;
 }
