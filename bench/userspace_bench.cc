@@ -50,6 +50,22 @@ std::vector<lt_record> Records(size_t n) {
   return records;
 }
 
+// What a live session tells the pipeline first: its probes and the default stack sampling
+// (997 Hz), so the tracers run as they do by default.
+SessionStart DispatchSession() {
+  SessionStart start;
+  start.pid = 42;
+  start.thread_filter = "main";
+  start.sample_hz = 997;
+  ProbeDescription begin, end;
+  begin.probe_id = 0;
+  begin.role = Role::kDispatchBegin;
+  end.probe_id = 1;
+  end.role = Role::kDispatchEnd;
+  start.probes = {begin, end};
+  return start;
+}
+
 // Dispatch records decoded one at a time, as the session does, and (with `analyze`) fed to
 // the pipeline: span tracker + every registered tracer.
 void DecodeRecords(benchmark::State& state, bool analyze) {
@@ -60,6 +76,7 @@ void DecodeRecords(benchmark::State& state, bool analyze) {
     EventDecoder decoder(&plan, nullptr, &stats, 42);
     AnalysisOptions options;
     Pipeline analyzer(options);
+    if (analyze) analyzer.OnEvent(DispatchSession());
     std::vector<Event> events;
     for (const auto& r : records) {
       events.clear();
@@ -91,6 +108,7 @@ void BM_AnalyzeOnly(benchmark::State& state) {
   for (auto _ : state) {
     AnalysisOptions options;
     Pipeline analyzer(options);
+    analyzer.OnEvent(DispatchSession());
     for (const Event& event : events) analyzer.OnEvent(event);
     benchmark::DoNotOptimize(analyzer.TakeReport());
   }

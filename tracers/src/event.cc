@@ -19,10 +19,4 @@ std::optional<MethodIdKind> MethodIdKindFromName(std::string_view name) {
   return std::nullopt;
 }
 
-const EventArg* ProbeEvent::Arg(std::string_view name) const {
-  for (const auto& arg : args)
-    if (arg.name == name) return &arg;
-  return nullptr;
-}
-
 }  // namespace looptrace

@@ -39,7 +39,8 @@ size_t MessageBucketOf(uint64_t ns) {
   return kMessageBucketsSeconds.size();
 }
 
-LiveStatsTracer::LiveStatsTracer(const LiveStatsOptions&, const TracerContext& context) : CopyableTracer(context) {
+LiveStatsTracer::LiveStatsTracer(const LiveStatsOptions&, const TracerContext& context)
+    : CopyableTracer(context), evil_threshold_ns_(OptionsOf<EvilMethodOptions>(context, "evil_method").threshold_ns) {
   for (const auto& bucket : DropBuckets()) frames_by_bucket_[bucket] = 0;
 }
 
@@ -141,7 +142,7 @@ void LiveStatsTracer::OnMessageEnd(const Span& span) {
     window_messages_.push_back({span.begin_ns, span.end_ns, span.depth == 0});
     Trim(span.end_ns);
   }
-  if (cost >= OptionsOf<EvilMethodOptions>(context_, "evil_method").threshold_ns) ++evil_methods_;
+  if (cost >= evil_threshold_ns_) ++evil_methods_;
   if (cost >= kLiveSlowMessageNs) {
     LiveMessage m;
     m.tid = span.tid;

@@ -47,17 +47,20 @@ void MessagesTracer::OnSpanEnd(const Span& span) {
   else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
 }
 
-void MessagesTracer::Keep(const Message& m) {
+void MessagesTracer::Keep(Message m) {
   const size_t limit = options_.keep_messages;
-  by_tid_.try_emplace(m.tid, limit).first->second.Add(m.cost_ns());
-  if (m.depth == 0) busy_by_tid_[m.tid] += m.cost_ns();
+  auto it = by_tid_.find(m.tid);  // not try_emplace: that builds an accumulator every time
+  if (it == by_tid_.end()) it = by_tid_.emplace(m.tid, ThreadCosts{CostAccumulator(limit)}).first;
+  ThreadCosts& thread = it->second;
+  thread.costs.Add(m.cost_ns());
+  if (m.depth == 0) thread.busy_ns += m.cost_ns();
   if (!m.name.empty()) by_name_.try_emplace(m.name, limit).first->second.Add(m.cost_ns());
   const size_t top_n = context_.common->top_n;
   if (slowest_.size() < top_n || Slower(m, slowest_.back())) {
     slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), m, Slower), m);
     if (slowest_.size() > top_n) slowest_.pop_back();
   }
-  completed_.push_back(m);
+  completed_.push_back(std::move(m));
   if (limit && completed_.size() > limit) {
     completed_.pop_front();
     ++not_listed_;
@@ -102,9 +105,9 @@ void MessagesTracer::Contribute(Report& r) {
   report.keep_limit = options_.keep_messages;
 
   report.threads.clear();
-  for (const auto& [tid, costs] : by_tid_) {
-    report.threads.push_back({tid, costs.Summary(), busy_by_tid_[tid]});
-    report.approximate_percentiles |= !costs.exact();
+  for (const auto& [tid, thread] : by_tid_) {
+    report.threads.push_back({tid, thread.costs.Summary(), thread.busy_ns});
+    report.approximate_percentiles |= !thread.costs.exact();
   }
   report.by_name.clear();
   for (const auto& [name, costs] : by_name_) {

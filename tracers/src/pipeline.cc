@@ -52,9 +52,13 @@ void Pipeline::Subscribe() {
   for (auto& list : by_span_) list.clear();
   for (auto& list : by_event_) list.clear();
   for (auto& list : by_role_) list.clear();
+  slices_wanted_.fill(false);
   for (auto& tracer : tracers_) {
     for (int k = 0; k < kSpanKindCount; ++k)
-      if (tracer->span_kinds() & (1u << k)) by_span_[k].push_back(tracer.get());
+      if (tracer->span_kinds() & (1u << k)) {
+        by_span_[k].push_back(tracer.get());
+        slices_wanted_[k] |= (tracer->slice_kinds() & (1u << k)) != 0;
+      }
     for (size_t e = 0; e < by_event_.size(); ++e)
       if (tracer->event_types() & (1u << e)) by_event_[e].push_back(tracer.get());
     if (tracer->event_types() & EventBit<ProbeEvent>())
@@ -114,9 +118,11 @@ void Pipeline::OnSpanEnd(Span& span) {
     SliceRequest request;
   };
   std::vector<Want> wants;
-  if (span.close == SpanClose::kEnded)
+  const uint32_t kind_bit = SpanBit(span.kind);
+  if (span.close == SpanClose::kEnded && slices_wanted_[static_cast<int>(span.kind)])
     for (size_t i = 0; i < tracers.size(); ++i)
-      if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
+      if (tracers[i]->slice_kinds() & kind_bit)
+        if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
   if (wants.empty()) {
     for (Tracer* tracer : tracers) tracer->OnSpanEnd(span);
     return;
@@ -146,6 +152,15 @@ void Pipeline::OnSpanEnd(Span& span) {
 }
 
 void Pipeline::OnEvent(const Event& event) {
+  if (const auto* probe = std::get_if<ProbeEvent>(&event)) {  // nearly every event
+    if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe->ts_ns;
+    last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
+    causes_.OnProbe(*probe);
+    spans_.OnProbe(*probe, *this);
+    Observe(event);
+    for (Tracer* tracer : by_role_[static_cast<int>(probe->role) & 63]) tracer->OnEvent(event);
+    return;
+  }
   if (const auto* start = std::get_if<SessionStart>(&event)) {
     started_ = true;
     SessionInfo& s = report_.session;
@@ -159,11 +174,6 @@ void Pipeline::OnEvent(const Event& event) {
     s.device = start->device;
     spans_.Configure(*start);
     last_ts_ns_ = std::max(last_ts_ns_, start->ts_ns);
-  } else if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
-    if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe->ts_ns;
-    last_ts_ns_ = std::max(last_ts_ns_, probe->ts_ns);
-    causes_.OnProbe(*probe);
-    spans_.OnProbe(*probe, *this);
   } else if (const auto* beats = std::get_if<MethodBeats>(&event)) {
     // Slices of spans wait for their span's end; an open message's slice (a stall
     // snapshot's) is an event of its own.
@@ -189,10 +199,6 @@ void Pipeline::OnEvent(const Event& event) {
     if (!std::holds_alternative<Wakeup>(event)) last_ts_ns_ = std::max(last_ts_ns_, ts);
   }
   Observe(event);
-  if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
-    for (Tracer* tracer : by_role_[static_cast<int>(probe->role) & 63]) tracer->OnEvent(event);
-    return;
-  }
   for (Tracer* tracer : by_event_[event.index()]) tracer->OnEvent(event);
 }
 

@@ -169,7 +169,7 @@ void SampledTreeTracer::OnSwitch(const ThreadSwitch& sw) {
   // dispatching anything does not keep its samples.
   t.last_event_ns = std::max(t.last_event_ns, sw.ts_ns);
   Settle(t, sw.ts_ns);
-  Prune(sw.tid);
+  Prune(sw.tid, t);
 }
 
 // The thread ran at `running_ns` (a switch-in, a probe hit): every off-CPU stretch that
@@ -218,16 +218,20 @@ void SampledTreeTracer::OnProbe(const ProbeEvent& e) {
       startup_.reset();
     }
   }
-  Prune(e.tid);
+  Prune(e.tid, t);
 }
 
 void SampledTreeTracer::OnSpanBegin(const Span& span) {
   if (span.kind == SpanKind::kMessage || span.kind == SpanKind::kFrame || span.kind == SpanKind::kLaunch)
-    open_[span.id] = {span.tid, span.begin_ns};
+    open_.push_back({span.id, span.tid, span.begin_ns});
 }
 
 void SampledTreeTracer::OnSpanEnd(const Span& span) {
-  open_.erase(span.id);
+  for (auto it = open_.rbegin(); it != open_.rend(); ++it)
+    if (it->id == span.id) {
+      open_.erase(std::next(it).base());
+      break;
+    }
   if (!sample_hz_) return;
   // Its end is a record of the thread (before the tracers see the record itself).
   if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
@@ -295,11 +299,11 @@ SampledCallTree SampledTreeTracer::Build(uint32_t tid, uint64_t begin_ns, uint64
 // Drops the samples no span can still want: older than every open span of the thread (and
 // the startup window), or, with none open, than the thread's latest event (a span that
 // begins later begins after it).
-void SampledTreeTracer::Prune(uint32_t tid) {
-  Thread& t = threads_[tid];
+void SampledTreeTracer::Prune(uint32_t tid, Thread& t) {
+  if (t.samples.empty()) return;
   uint64_t keep_from = t.last_event_ns;
-  for (const auto& [id, open] : open_)
-    if (open.first == tid) keep_from = std::min(keep_from, open.second);
+  for (const OpenSpan& open : open_)
+    if (open.tid == tid) keep_from = std::min(keep_from, open.begin_ns);
   if (startup_ && startup_->first == tid) keep_from = std::min(keep_from, startup_->second);
   while (!t.samples.empty()) {
     const Sample& s = t.samples.front();

@@ -476,6 +476,15 @@ std::vector<const Span*> SpanTracker::OpenAnywhere(SpanKind kind) const {
 }
 
 const Span* SpanTracker::Innermost(uint32_t tid, SpanKind kind) const {
+  // Messages and frames directly: asked at every message's end, where building the list
+  // of Open() would allocate.
+  if (kind == SpanKind::kMessage || kind == SpanKind::kFrame) {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return nullptr;
+    const Thread& t = it->second;
+    if (kind == SpanKind::kMessage) return t.messages.empty() ? nullptr : &t.messages.back();
+    return t.frames.empty() ? nullptr : &t.frames.back().frame;
+  }
   auto open = Open(tid, kind);
   return open.empty() ? nullptr : open.back();
 }

@@ -22,6 +22,7 @@ class EvilMethodTracer : public CopyableTracer<EvilMethodTracer> {
  public:
   EvilMethodTracer(const EvilMethodOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
+  uint32_t slice_kinds() const override { return SpanBit(SpanKind::kMessage); }
   uint32_t event_types() const override { return 0; }
 
   std::optional<SliceRequest> WantSlice(const Span& span) override;

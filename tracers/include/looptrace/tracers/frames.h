@@ -62,6 +62,7 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
   uint32_t span_kinds() const override {
     return SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kPhase) | SpanBit(SpanKind::kMessage);
   }
+  uint32_t slice_kinds() const override { return SpanBit(SpanKind::kMessage); }
   uint32_t event_types() const override { return EventBit<ProbeEvent>(); }
   uint64_t probe_roles() const override {
     return RoleBit(Role::kVsync) | RoleBit(Role::kFrameBegin) | RoleBit(Role::kFrameEnd) | RoleBit(Role::kPhaseBegin) |

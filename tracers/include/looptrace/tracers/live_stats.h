@@ -187,6 +187,7 @@ class LiveStatsTracer : public CopyableTracer<LiveStatsTracer> {
            barrier_leaks_ = 0, evil_methods_ = 0;
   bool saw_messages_ = false, saw_frames_ = false;
   bool keep_intervals_ = false;
+  uint64_t evil_threshold_ns_;  // EvilMethodTracer's, looked up once (not per message)
   uint64_t interval_begin_ns_ = 0;
   std::map<uint32_t, Interval> intervals_;
   uint64_t last_ts_ns_ = 0;

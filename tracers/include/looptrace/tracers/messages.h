@@ -34,14 +34,17 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   void Contribute(Report& report) override;
 
  private:
-  void Keep(const Message& message);
+  void Keep(Message message);
 
   const MessagesOptions& options_;
   std::deque<Message> completed_;     // in end order; the latest keep_messages when set
   std::vector<Message> unfinished_;
   std::vector<Message> slowest_;      // top N by cost, kept as they come
-  std::map<uint32_t, CostAccumulator> by_tid_;
-  std::map<uint32_t, uint64_t> busy_by_tid_;
+  struct ThreadCosts {
+    CostAccumulator costs;
+    uint64_t busy_ns = 0;  // top-level messages only
+  };
+  std::map<uint32_t, ThreadCosts> by_tid_;
   std::map<std::string, CostAccumulator> by_name_;
   uint64_t not_listed_ = 0;
   bool saw_message_ = false;

@@ -69,7 +69,7 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   void OnProbe(const ProbeEvent& probe);
   SampledCallTree Build(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
   void Settle(Thread& t, uint64_t running_ns);
-  void Prune(uint32_t tid);
+  void Prune(uint32_t tid, Thread& t);
   void AddToSession(uint32_t tid, const Sample& sample);
   void Folded(Report& report);
 
@@ -81,7 +81,14 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   uint32_t sample_hz_ = 0;
   bool dwarf_ = false;
   std::map<uint32_t, Thread> threads_;
-  std::map<uint64_t, std::pair<uint32_t, uint64_t>> open_;  // span id -> (tid, begin) of open spans
+  struct OpenSpan {
+    uint64_t id;
+    uint32_t tid;
+    uint64_t begin_ns;
+  };
+  // Spans open now, in begin order: a few per thread, closed mostly last-first (a flat list
+  // costs less per message than a map node).
+  std::vector<OpenSpan> open_;
   // Startup: samples are kept from app.create.begin until the cold start's care scene.
   std::optional<std::pair<uint32_t, uint64_t>> startup_;   // (tid, app.create.begin)
   bool cold_done_ = false;

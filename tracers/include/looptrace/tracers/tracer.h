@@ -82,12 +82,16 @@ class Tracer {
   virtual uint32_t span_kinds() const { return kAllSpans; }
   virtual uint32_t event_types() const { return kAllEvents; }
   virtual uint64_t probe_roles() const { return kAllRoles; }
+  // Span kinds WantSlice is asked about (a tracer that overrides it says which); none by
+  // default, so the pipeline does not ask every tracer at every span's end.
+  virtual uint32_t slice_kinds() const { return 0; }
 
   // Every event, in stream order (probe events after the spans they open or close).
   virtual void OnEvent(const Event& event) { (void)event; }
   virtual void OnSpanBegin(const Span& span) { (void)span; }
   virtual void OnSpanEnd(const Span& span) { (void)span; }
-  // At a span's end, before OnSpanEnd: the method beats this tracer needs (if any).
+  // At the end of a span of its slice_kinds(), before OnSpanEnd: the method beats this
+  // tracer needs (if any).
   virtual std::optional<SliceRequest> WantSlice(const Span& span) {
     (void)span;
     return std::nullopt;
