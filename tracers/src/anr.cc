@@ -127,8 +127,10 @@ void AnrTracer::OnSpanEnd(const Span& span) {
   }
   if (!MessageOpen(span.tid)) {
     // No message open: keep only a little off-CPU history.
-    auto& intervals = intervals_[span.tid];
-    while (!intervals.empty() && intervals.front().end_ns < span.end_ns) intervals.pop_front();
+    if (auto it = intervals_.find(span.tid); it != intervals_.end()) {
+      auto& intervals = it->second;
+      while (!intervals.empty() && intervals.front().end_ns < span.end_ns) intervals.pop_front();
+    }
   }
 }
 

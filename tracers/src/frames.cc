@@ -177,6 +177,11 @@ uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_n
 
 
 void FrameTracer::OnEvent(const Event& event) {
+  if (const auto* start = std::get_if<SessionStart>(&event)) {
+    frames_possible_ = start->probes.empty() || std::any_of(start->probes.begin(), start->probes.end(),
+                                                            [](const ProbeDescription& p) { return p.role == Role::kFrameBegin; });
+    return;
+  }
   const auto* e = std::get_if<ProbeEvent>(&event);
   if (!e) return;
   if (e->role == Role::kFrameBegin || e->role == Role::kFrameEnd || e->role == Role::kPhaseBegin ||
@@ -252,7 +257,7 @@ void FrameTracer::OnSpanEnd(const Span& span) {
       threads_[span.tid].awaiting_message.push_back(frames_.size() - 1);
     return;
   }
-  if (span.kind != SpanKind::kMessage || span.close != SpanClose::kEnded) return;
+  if (span.kind != SpanKind::kMessage || span.close != SpanClose::kEnded || !frames_possible_) return;
   ThreadState& t = threads_[span.tid];
   auto inside = [&](uint64_t ts) { return ts >= span.begin_ns && (ts < span.end_ns || ts == span.begin_ns); };
   const bool has_frame = t.last_frame_begin_ns && inside(*t.last_frame_begin_ns);

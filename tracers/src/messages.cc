@@ -12,7 +12,7 @@ Message MessageOf(const Span& span) {
   m.begin_ns = span.begin_ns;
   m.end_ns = std::max(span.end_ns, span.begin_ns);
   if (span.begin.Arg("id")) m.msg_id = span.key;
-  m.name = span.ArgText("name");
+  if (const EventArg* name = span.begin.Arg("name"); name && name->text) m.name = *name->text;
   m.depth = span.depth;
   m.cpu_ns = span.cpu_ns();
   return m;

@@ -63,7 +63,7 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
     return SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kPhase) | SpanBit(SpanKind::kMessage);
   }
   uint32_t slice_kinds() const override { return SpanBit(SpanKind::kMessage); }
-  uint32_t event_types() const override { return EventBit<ProbeEvent>(); }
+  uint32_t event_types() const override { return EventBit<ProbeEvent>() | EventBit<SessionStart>(); }
   uint64_t probe_roles() const override {
     return RoleBit(Role::kVsync) | RoleBit(Role::kFrameBegin) | RoleBit(Role::kFrameEnd) | RoleBit(Role::kPhaseBegin) |
            RoleBit(Role::kPhaseEnd);
@@ -98,6 +98,9 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
   std::vector<uint64_t> vsync_events_;    // vsync_ns of vsync events (refresh-rate detection)
   std::vector<uint64_t> frame_vsyncs_;    // frames' vsync_ns (detection, with the vsync events)
   bool saw_frames_ = false;
+  // False when the session's probes have no frame role: no frame for a message to delay,
+  // so messages are not kept for it.
+  bool frames_possible_ = true;
 };
 
 }  // namespace looptrace
