@@ -226,7 +226,7 @@ void FrameTracer::OnSpanBegin(const Span& span) {
 }
 
 std::optional<SliceRequest> FrameTracer::WantSlice(const Span& span) {
-  if (span.kind != SpanKind::kMessage) return std::nullopt;
+  if (span.kind != SpanKind::kMessage || !frames_possible_) return std::nullopt;
   auto it = threads_.find(span.tid);
   if (it == threads_.end()) return std::nullopt;
   // A long janky frame that ran in this message wants the message's call tree.

@@ -54,7 +54,11 @@ void MessagesTracer::Keep(Message m) {
   ThreadCosts& thread = it->second;
   thread.costs.Add(m.cost_ns());
   if (m.depth == 0) thread.busy_ns += m.cost_ns();
-  if (!m.name.empty()) by_name_.try_emplace(m.name, limit).first->second.Add(m.cost_ns());
+  if (!m.name.empty()) {
+    auto named = by_name_.find(m.name);
+    if (named == by_name_.end()) named = by_name_.emplace(m.name, CostAccumulator(limit)).first;
+    named->second.Add(m.cost_ns());
+  }
   const size_t top_n = context_.common->top_n;
   if (slowest_.size() < top_n || Slower(m, slowest_.back())) {
     slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), m, Slower), m);

@@ -34,8 +34,8 @@ const TracerOptions& AnalysisOptions::Of(std::string_view tracer) const {
   std::abort();  // every registered tracer has options
 }
 
-Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
-    : options_(options), live_slices_(live_slices), spans_(&report_.stats) {
+Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices, PipelineUse use)
+    : options_(options), live_slices_(live_slices), use_(use), spans_(&report_.stats) {
   context_.stats = &report_.stats;
   context_.namer = options_.namer;
   context_.spans = &spans_;
@@ -44,7 +44,8 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices)
   context_.common = &options_.common;
   context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
-    tracers_.push_back(entry.make(options_.Of(entry.name), context_));
+    tracers_.push_back(entry.live_only && use != PipelineUse::kLive ? nullptr
+                                                                     : entry.make(options_.Of(entry.name), context_));
   Subscribe();
 }
 
@@ -54,6 +55,7 @@ void Pipeline::Subscribe() {
   for (auto& list : by_role_) list.clear();
   slices_wanted_.fill(false);
   for (auto& tracer : tracers_) {
+    if (!tracer) continue;
     for (int k = 0; k < kSpanKindCount; ++k)
       if (tracer->span_kinds() & (1u << k)) {
         by_span_[k].push_back(tracer.get());
@@ -83,11 +85,13 @@ Tracer* Pipeline::FindTracer(std::string_view name) {
 std::vector<WatchThreshold> Pipeline::Watches() const {
   std::vector<WatchThreshold> out;
   for (const auto& tracer : tracers_)
-    for (auto& w : tracer->Watches()) out.push_back(std::move(w));
+    if (tracer)
+      for (auto& w : tracer->Watches()) out.push_back(std::move(w));
   return out;
 }
 
 void Pipeline::Observe(const Event& event) {
+  if (observers_.empty()) return;  // analysis without a recording: most events
   for (EventSink* observer : observers_) observer->OnEvent(event);
 }
 
@@ -209,17 +213,19 @@ Report Pipeline::TakeReport() {
   }
   spans_.Finish(report_.session.end_ns, *this);
   report_.messages.definition = std::string(MessageDefinitionName(spans_.message_definition()));
-  for (auto& tracer : tracers_) tracer->Contribute(report_);
+  for (auto& tracer : tracers_)
+    if (tracer) tracer->Contribute(report_);
   return std::move(report_);
 }
 
 Report Pipeline::Snapshot(uint64_t now_ns, const Stats& losses) const {
-  Pipeline copy(options_);
+  Pipeline copy(options_);  // a report's pipeline: the live-only tracers report nothing
   copy.report_ = report_;  // session and counters; the sections are filled at the end
   copy.spans_ = spans_;
   copy.spans_.RebindStats(&copy.report_.stats);
   for (size_t i = 0; i < tracers_.size(); ++i)
-    if (auto clone = tracers_[i]->Clone(copy.context_)) copy.tracers_[i] = std::move(clone);
+    if (tracers_[i] && copy.tracers_[i])
+      if (auto clone = tracers_[i]->Clone(copy.context_)) copy.tracers_[i] = std::move(clone);
   copy.Subscribe();  // the clones, not the tracers they replaced
   copy.recorded_slices_ = recorded_slices_;
   copy.last_ts_ns_ = last_ts_ns_;

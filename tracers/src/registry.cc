@@ -20,7 +20,7 @@ const std::vector<TracerEntry>& TracerRegistry() {
       MakeTracerEntry<AnrTracer, AnrOptions>("anr"),
       MakeTracerEntry<SpanLagTracer, SpanLagOptions>("span_lags"),
       MakeTracerEntry<StartupTracer, StartupOptions>("startup"),
-      MakeTracerEntry<LiveStatsTracer, LiveStatsOptions>("live_stats"),
+      MakeTracerEntry<LiveStatsTracer, LiveStatsOptions>("live_stats", /*live_only=*/true),
       // Last: it attaches its trees to the reports the others contributed.
       MakeTracerEntry<SampledTreeTracer, SampledTreeOptions>("sampled_tree"),
   };

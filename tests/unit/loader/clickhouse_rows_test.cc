@@ -43,7 +43,7 @@ using testing::U;
 
 class Rows : public ::testing::Test {
  protected:
-  Rows() : pipeline_(options_) {
+  Rows() : pipeline_(options_, nullptr, PipelineUse::kLive) {
     options_.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 300 * kMs;
     SessionStart start;
     start.ts_ns = 10 * kS;

@@ -51,9 +51,30 @@ TEST(LiveStats, BucketsCoverOneMillisecondToTenSeconds) {
   EXPECT_EQ(MessageBucketOf(10 * kS + 1), kMessageBuckets - 1);  // +Inf
 }
 
+// Live figures are read only while a live session runs: a report's pipeline (trace, record,
+// report) does not run the tracer at every message, and its report is the same without it.
+TEST(LiveStats, RunsOnlyInLivePipelines) {
+  AnalysisOptions options;
+  Pipeline report_only(options);
+  Pipeline live(options, nullptr, PipelineUse::kLive);
+  EXPECT_EQ(report_only.FindTracer("live_stats"), nullptr);
+  ASSERT_NE(live.FindTracer("live_stats"), nullptr);
+  EXPECT_NE(report_only.FindTracer("messages"), nullptr);
+  for (Pipeline* p : {&report_only, &live}) {
+    p->OnEvent(Start(1 * kS));
+    p->OnEvent(Begin(1 * kS + 1 * kMs, 1, "m"));
+    p->OnEvent(End(1 * kS + 3 * kMs, 1));
+  }
+  EXPECT_EQ(Live(live).Read(2 * kS).threads.size(), 1u);
+  const Report a = report_only.TakeReport(), b = live.TakeReport();
+  ASSERT_EQ(a.messages.messages.size(), 1u);
+  EXPECT_EQ(a.messages.messages.size(), b.messages.messages.size());
+  EXPECT_EQ(a.messages.messages[0].cost_ns(), b.messages.messages[0].cost_ns());
+}
+
 TEST(LiveStats, CountsMessagesPerThreadAndTheWindowOfTheMainThread) {
   AnalysisOptions options;
-  Pipeline p(options);
+  Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(1 * kS));
   // Main thread: 10 messages of 2 ms, one of 30 ms; a worker: one of 500 ms.
   uint64_t t = 1 * kS;
@@ -107,7 +128,7 @@ TEST(LiveStats, StateFollowsTheAnrOptions) {
   AnalysisOptions options;
   options.Mutable<AnrOptions>("anr").lag_threshold_ns = 100 * kMs;
   options.Mutable<AnrOptions>("anr").anr_threshold_ns = 300 * kMs;
-  Pipeline p(options);
+  Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(0));
   p.OnEvent(Begin(10, 1, "x"));
   EXPECT_EQ(Live(p).Read(50 * kMs).state, "running");
@@ -121,7 +142,7 @@ TEST(LiveStats, StateFollowsTheAnrOptions) {
 TEST(LiveStats, CountsWhatTheReportWillHaveAsItHappens) {
   AnalysisOptions options;
   options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 100 * kMs;
-  Pipeline p(options);
+  Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(0));
   // An evil message, a stalled one with a LAG and an ANR snapshot (each twice: the ANR
   // tracer reports one per level), a SIGQUIT from outside and one from the app itself.
@@ -174,7 +195,7 @@ TEST(LiveStats, CountsWhatTheReportWillHaveAsItHappens) {
 
 TEST(LiveStats, CountsSlowIdleHandlersInputEventsAndBarrierLeaks) {
   AnalysisOptions options;
-  Pipeline p(options);
+  Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(0));
   p.OnEvent(Probe(Role::kIdleBegin, 1 * kMs, {S("name", "gc")}, kPid));
   p.OnEvent(Probe(Role::kIdleEnd, 3 * kS, {}, kPid));
@@ -202,7 +223,7 @@ ProbeEvent FrameEnd(uint64_t ts, uint64_t id) { return Probe(Role::kFrameEnd, ts
 
 TEST(LiveStats, ClassifiesFramesAsTheFrameTracerDoes) {
   AnalysisOptions options;
-  Pipeline p(options);
+  Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(0));
   const uint64_t period = 16'666'666;
   // 60 smooth frames (4 ms), then one janky (20 ms: 1 dropped), one frozen (800 ms).
@@ -254,7 +275,7 @@ TEST(LiveStats, ClassifiesFramesAsTheFrameTracerDoes) {
 
 TEST(LiveStats, IntervalsSumToTheReportsCounts) {
   AnalysisOptions options;
-  Pipeline p(options);
+  Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(0));
   dynamic_cast<LiveStatsTracer*>(p.FindTracer("live_stats"))->KeepIntervals();
   std::vector<MessageInterval> taken;

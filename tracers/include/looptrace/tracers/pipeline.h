@@ -14,6 +14,7 @@
 
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/options.h"
+#include "looptrace/tracers/registry.h"
 #include "looptrace/tracers/report.h"
 #include "looptrace/tracers/span_tracker.h"
 #include "looptrace/tracers/stall_causes.h"
@@ -47,7 +48,10 @@ class Pipeline : public EventSink, private SpanListener {
  public:
   // `live_slices` serves slice requests live (the loader's beat ring); without it, slices
   // come from method_beats events in the stream (a replayed recording).
-  explicit Pipeline(const AnalysisOptions& options, SliceSource* live_slices = nullptr);
+  // `use`: kLive also runs the live-only tracers (registry.h), for figures read while the
+  // session runs.
+  explicit Pipeline(const AnalysisOptions& options, SliceSource* live_slices = nullptr,
+                    PipelineUse use = PipelineUse::kReport);
   ~Pipeline() override;
 
   // The live slice source once it exists (null: slices come from the stream again).
@@ -69,7 +73,8 @@ class Pipeline : public EventSink, private SpanListener {
   // would have returned.
   Report Snapshot(uint64_t now_ns, const Stats& losses = {}) const;
 
-  // The tracer registered under `name` (registry.cc), or null.
+  // The tracer registered under `name` (registry.cc), or null (also a live-only tracer in a
+  // report's pipeline).
   const Tracer* FindTracer(std::string_view name) const;
   Tracer* FindTracer(std::string_view name);
 
@@ -83,11 +88,12 @@ class Pipeline : public EventSink, private SpanListener {
 
   const AnalysisOptions& options_;
   SliceSource* live_slices_;
+  PipelineUse use_;
   Report report_;
   SpanTracker spans_;
   StallCauses causes_;
   TracerContext context_;
-  std::vector<std::unique_ptr<Tracer>> tracers_;
+  std::vector<std::unique_ptr<Tracer>> tracers_;  // by registry index; null: not run here
   // Subscribers: by span kind, by event type (variant index), by role (probe events).
   std::array<std::vector<Tracer*>, kSpanKindCount> by_span_;
   // Per span kind, whether any of its subscribers may want a slice (slice_kinds()).
