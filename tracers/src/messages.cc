@@ -43,28 +43,58 @@ bool Slower(const Message& a, const Message& b) {
 void MessagesTracer::OnSpanEnd(const Span& span) {
   if (span.kind != SpanKind::kMessage) return;
   saw_message_ = true;
-  if (span.close == SpanClose::kEnded) Keep(MessageOf(span));
+  if (span.close == SpanClose::kEnded) Keep(span);
   else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
 }
 
-void MessagesTracer::Keep(Message m) {
+Message MessagesTracer::Kept::ToMessage() const {
+  Message m;
+  m.tid = tid;
+  m.begin_ns = begin_ns;
+  m.end_ns = end_ns;
+  if (has_id) m.msg_id = msg_id;
+  if (name) m.name = *name;
+  m.depth = depth;
+  m.cpu_ns = cpu_ns;
+  return m;
+}
+
+void MessagesTracer::Keep(const Span& span) {
+  Kept m;
+  m.tid = span.tid;
+  m.begin_ns = span.begin_ns;
+  m.end_ns = std::max(span.end_ns, span.begin_ns);
+  if (span.begin.Arg("id")) {
+    m.has_id = true;
+    m.msg_id = span.key;
+  }
+  if (const EventArg* name = span.begin.Arg("name"); name && name->text && !name->text->empty()) m.name = name->text;
+  m.depth = span.depth;
+  m.cpu_ns = span.cpu_ns();
+  const uint64_t cost = m.end_ns - m.begin_ns;
   const size_t limit = options_.keep_messages;
-  auto it = by_tid_.find(m.tid);  // not try_emplace: that builds an accumulator every time
-  if (it == by_tid_.end()) it = by_tid_.emplace(m.tid, ThreadCosts{CostAccumulator(limit)}).first;
-  ThreadCosts& thread = it->second;
-  thread.costs.Add(m.cost_ns());
-  if (m.depth == 0) thread.busy_ns += m.cost_ns();
-  if (!m.name.empty()) {
-    auto named = by_name_.find(m.name);
-    if (named == by_name_.end()) named = by_name_.emplace(m.name, CostAccumulator(limit)).first;
-    named->second.Add(m.cost_ns());
+  ThreadCosts& thread = by_tid_[m.tid];
+  if (thread.costs.count() == 0) thread.costs = CostAccumulator(limit);  // new: its limit
+  thread.costs.Add(cost);
+  if (m.depth == 0) thread.busy_ns += cost;
+  if (m.name) {
+    auto named = by_name_.find(*m.name);
+    if (named == by_name_.end()) named = by_name_.emplace(*m.name, CostAccumulator(limit)).first;
+    named->second.Add(cost);
   }
   const size_t top_n = context_.common->top_n;
-  if (slowest_.size() < top_n || Slower(m, slowest_.back())) {
-    slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), m, Slower), m);
+  // Slower() on the kept fields: a Message is built only for one of the slowest.
+  auto slower_than_last = [&] {
+    const Message& last = slowest_.back();
+    if (cost != last.cost_ns()) return cost > last.cost_ns();
+    return std::tie(m.begin_ns, m.tid, m.depth) < std::tie(last.begin_ns, last.tid, last.depth);
+  };
+  if (slowest_.size() < top_n || slower_than_last()) {
+    const Message message = m.ToMessage();
+    slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), message, Slower), message);
     if (slowest_.size() > top_n) slowest_.pop_back();
   }
-  completed_.push_back(std::move(m));
+  completed_.push_back(m);
   if (limit && completed_.size() > limit) {
     completed_.pop_front();
     ++not_listed_;
@@ -74,20 +104,21 @@ void MessagesTracer::Keep(Message m) {
 CostSummary SummarizeCosts(std::vector<uint64_t> costs) {
   CostSummary s;
   if (costs.empty()) return s;
-  std::sort(costs.begin(), costs.end());
   s.count = costs.size();
   for (uint64_t c : costs) s.total_ns += c;
-  s.min_ns = costs.front();
-  s.max_ns = costs.back();
   s.mean_ns = s.total_ns / s.count;
-  // Nearest rank: the smallest value with at least q of the samples at or below it.
-  auto rank = [&](unsigned percent) {
-    size_t r = (costs.size() * percent + 99) / 100;
-    return costs[std::max<size_t>(r, 1) - 1];
-  };
-  s.p50_ns = rank(50);
-  s.p90_ns = rank(90);
-  s.p99_ns = rank(99);
+  // Nearest rank: the smallest value with at least q of the samples at or below it. Three
+  // selections instead of a sort (each one partitions what lies above the previous rank).
+  auto index = [&](unsigned percent) { return std::max<size_t>((costs.size() * percent + 99) / 100, 1) - 1; };
+  const size_t i50 = index(50), i90 = index(90), i99 = index(99);
+  std::nth_element(costs.begin(), costs.begin() + i50, costs.end());
+  s.min_ns = *std::min_element(costs.begin(), costs.begin() + i50 + 1);
+  s.p50_ns = costs[i50];
+  std::nth_element(costs.begin() + i50, costs.begin() + i90, costs.end());
+  s.p90_ns = costs[i90];
+  std::nth_element(costs.begin() + i90, costs.begin() + i99, costs.end());
+  s.p99_ns = costs[i99];
+  s.max_ns = *std::max_element(costs.begin() + i99, costs.end());
   return s;
 }
 
@@ -98,7 +129,8 @@ void MessagesTracer::Contribute(Report& r) {
     profiled |= p.role == Role::kDispatchBegin ||
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
-  report.messages.assign(std::make_move_iterator(completed_.begin()), std::make_move_iterator(completed_.end()));
+  report.messages.reserve(completed_.size());
+  for (const Kept& m : completed_) report.messages.push_back(m.ToMessage());
   completed_.clear();
   // Messages end in begin order unless nested: mostly sorted already.
   if (!std::is_sorted(report.messages.begin(), report.messages.end(), ByBegin))

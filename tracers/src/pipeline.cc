@@ -53,13 +53,13 @@ void Pipeline::Subscribe() {
   for (auto& list : by_span_) list.clear();
   for (auto& list : by_event_) list.clear();
   for (auto& list : by_role_) list.clear();
-  slices_wanted_.fill(false);
+  for (auto& list : slice_askers_) list.clear();
   for (auto& tracer : tracers_) {
     if (!tracer) continue;
     for (int k = 0; k < kSpanKindCount; ++k)
       if (tracer->span_kinds() & (1u << k)) {
+        if (tracer->slice_kinds() & (1u << k)) slice_askers_[k].push_back(by_span_[k].size());
         by_span_[k].push_back(tracer.get());
-        slices_wanted_[k] |= (tracer->slice_kinds() & (1u << k)) != 0;
       }
     for (size_t e = 0; e < by_event_.size(); ++e)
       if (tracer->event_types() & (1u << e)) by_event_[e].push_back(tracer.get());
@@ -122,11 +122,9 @@ void Pipeline::OnSpanEnd(Span& span) {
     SliceRequest request;
   };
   std::vector<Want> wants;
-  const uint32_t kind_bit = SpanBit(span.kind);
-  if (span.close == SpanClose::kEnded && slices_wanted_[static_cast<int>(span.kind)])
-    for (size_t i = 0; i < tracers.size(); ++i)
-      if (tracers[i]->slice_kinds() & kind_bit)
-        if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
+  if (span.close == SpanClose::kEnded)
+    for (size_t i : slice_askers_[static_cast<int>(span.kind)])
+      if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
   if (wants.empty()) {
     for (Tracer* tracer : tracers) tracer->OnSpanEnd(span);
     return;

@@ -205,6 +205,7 @@ void SampledTreeTracer::Settle(Thread& t, uint64_t running_ns) {
 void SampledTreeTracer::OnProbe(const ProbeEvent& e) {
   Thread& t = threads_[e.tid];
   t.last_event_ns = std::max(t.last_event_ns, e.ts_ns);
+  if (t.samples.empty() && e.role != Role::kAppCreateBegin && e.role != Role::kActivityFocus) return;
   if (sample_hz_) Settle(t, e.ts_ns);
   if (e.role == Role::kAppCreateBegin && !startup_ && !cold_done_) startup_ = {{e.tid, e.ts_ns}};
   if (e.role == Role::kActivityFocus && startup_ && !cold_done_) {

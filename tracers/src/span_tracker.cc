@@ -257,13 +257,7 @@ void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& list
   End(s, e, SpanClose::kEnded, listener);
 }
 
-SpanTracker::Thread& SpanTracker::ThreadOf(uint32_t tid) {
-  if (!last_thread_ || tid != last_tid_) {
-    last_thread_ = &threads_[tid];
-    last_tid_ = tid;
-  }
-  return *last_thread_;
-}
+SpanTracker::Thread& SpanTracker::ThreadOf(uint32_t tid) { return threads_[tid]; }
 
 void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
   const RoleInfo& info = InfoOf(e.role);
@@ -424,9 +418,9 @@ void SpanTracker::Finish(uint64_t end_ns, SpanListener& listener) {
 
 std::vector<const Span*> SpanTracker::Open(uint32_t tid, SpanKind kind) const {
   std::vector<const Span*> out;
-  auto it = threads_.find(tid);
-  if (it == threads_.end()) return out;
-  const Thread& t = it->second;
+  const Thread* found = threads_.Find(tid);
+  if (!found) return out;
+  const Thread& t = *found;
   switch (kind) {
     case SpanKind::kMessage:
       for (const Span& s : t.messages) out.push_back(&s);
@@ -479,9 +473,9 @@ const Span* SpanTracker::Innermost(uint32_t tid, SpanKind kind) const {
   // Messages and frames directly: asked at every message's end, where building the list
   // of Open() would allocate.
   if (kind == SpanKind::kMessage || kind == SpanKind::kFrame) {
-    auto it = threads_.find(tid);
-    if (it == threads_.end()) return nullptr;
-    const Thread& t = it->second;
+    const Thread* found = threads_.Find(tid);
+    if (!found) return nullptr;
+    const Thread& t = *found;
     if (kind == SpanKind::kMessage) return t.messages.empty() ? nullptr : &t.messages.back();
     return t.frames.empty() ? nullptr : &t.frames.back().frame;
   }
@@ -490,9 +484,9 @@ const Span* SpanTracker::Innermost(uint32_t tid, SpanKind kind) const {
 }
 
 std::string SpanTracker::CurrentFrame(uint32_t tid) const {
-  auto it = threads_.find(tid);
-  if (it == threads_.end() || it->second.frames.empty()) return "";
-  const OpenFrame& f = it->second.frames.back();
+  const Thread* t = threads_.Find(tid);
+  if (!t || t->frames.empty()) return "";
+  const OpenFrame& f = t->frames.back();
   std::string text = fmt::format("frame {}", f.frame.key);
   if (f.phase) text += " phase " + PhaseName(static_cast<uint32_t>(f.phase->key));
   return text;

@@ -37,6 +37,26 @@ SessionStart StartWith(std::initializer_list<Role> roles) {
   return start;
 }
 
+// Pipeline snapshots copy the tracker and end the copy: the copy's spans are its own (it
+// once kept a pointer to the original's last thread).
+TEST(SpanTracker, ACopyEndsItsOwnSpansNotTheOriginals) {
+  Stats stats;
+  SpanTracker original(&stats);
+  Recorder rec;
+  original.OnProbe(Probe(Role::kDispatchBegin, 100, {U("id", 1)}, kTid), rec);
+  SpanTracker copy = original;
+  copy.OnProbe(Probe(Role::kDispatchEnd, 200, {U("id", 1)}, kTid), rec);
+  EXPECT_EQ(copy.Innermost(kTid, SpanKind::kMessage), nullptr);
+  ASSERT_NE(original.Innermost(kTid, SpanKind::kMessage), nullptr);
+  EXPECT_EQ(original.Innermost(kTid, SpanKind::kMessage)->begin_ns, 100u);
+  original.OnProbe(Probe(Role::kDispatchEnd, 300, {U("id", 1)}, kTid), rec);
+  auto ended = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].end_ns, 200u);
+  EXPECT_EQ(ended[1].end_ns, 300u);
+  EXPECT_EQ(stats.Get(StatId::unmatched_dispatch_end), 0u);
+}
+
 TEST(SpanTracker, PollBoundedMessagesAreTheBusyTimeBetweenPolls) {
   Stats stats;
   SpanTracker tracker(&stats);

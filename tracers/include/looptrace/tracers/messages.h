@@ -9,6 +9,7 @@
 
 #include "looptrace/tracers/cost_accumulator.h"
 #include "looptrace/tracers/report.h"
+#include "looptrace/tracers/thread_map.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -34,17 +35,26 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   void Contribute(Report& report) override;
 
  private:
-  void Keep(Message message);
+  // A completed message as kept until the report: half a Message, no string of its own
+  // (names are interned: TextPool), so keeping one costs no allocation.
+  struct Kept {
+    uint64_t begin_ns = 0, end_ns = 0, cpu_ns = 0, msg_id = 0;
+    const std::string* name = nullptr;
+    uint32_t tid = 0, depth = 0;
+    bool has_id = false;
+    Message ToMessage() const;
+  };
+  void Keep(const Span& span);
 
   const MessagesOptions& options_;
-  std::deque<Message> completed_;     // in end order; the latest keep_messages when set
+  std::deque<Kept> completed_;        // in end order; the latest keep_messages when set
   std::vector<Message> unfinished_;
   std::vector<Message> slowest_;      // top N by cost, kept as they come
   struct ThreadCosts {
     CostAccumulator costs;
     uint64_t busy_ns = 0;  // top-level messages only
   };
-  std::map<uint32_t, ThreadCosts> by_tid_;
+  ThreadMap<ThreadCosts> by_tid_;
   std::map<std::string, CostAccumulator> by_name_;
   uint64_t not_listed_ = 0;
   bool saw_message_ = false;

@@ -96,8 +96,9 @@ class Pipeline : public EventSink, private SpanListener {
   std::vector<std::unique_ptr<Tracer>> tracers_;  // by registry index; null: not run here
   // Subscribers: by span kind, by event type (variant index), by role (probe events).
   std::array<std::vector<Tracer*>, kSpanKindCount> by_span_;
-  // Per span kind, whether any of its subscribers may want a slice (slice_kinds()).
-  std::array<bool, kSpanKindCount> slices_wanted_{};
+  // Per span kind, the positions in by_span_ of the tracers that may want a slice of it
+  // (slice_kinds()).
+  std::array<std::vector<size_t>, kSpanKindCount> slice_askers_;
   std::array<std::vector<Tracer*>, std::variant_size_v<Event>> by_event_;
   std::array<std::vector<Tracer*>, 64> by_role_;
   std::vector<EventSink*> observers_;

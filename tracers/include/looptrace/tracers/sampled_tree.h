@@ -20,6 +20,7 @@
 
 #include "looptrace/tracers/report.h"
 #include "looptrace/tracers/sampled_call_tree.h"
+#include "looptrace/tracers/thread_map.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -80,7 +81,7 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   std::vector<std::string> splash_;
   uint32_t sample_hz_ = 0;
   bool dwarf_ = false;
-  std::map<uint32_t, Thread> threads_;
+  ThreadMap<Thread> threads_;
   struct OpenSpan {
     uint64_t id;
     uint32_t tid;

@@ -35,6 +35,7 @@
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/roles.h"
 #include "looptrace/tracers/stats.h"
+#include "looptrace/tracers/thread_map.h"
 
 namespace looptrace {
 
@@ -159,9 +160,7 @@ class SpanTracker {
   uint64_t frames_seen_ = 0;
   Thread& ThreadOf(uint32_t tid);
 
-  std::map<uint32_t, Thread> threads_;
-  uint32_t last_tid_ = 0;           // the last thread looked up (most events are one thread's)
-  Thread* last_thread_ = nullptr;   // map nodes do not move
+  ThreadMap<Thread> threads_;
   std::map<uint64_t, Span> inputs_;    // by seq
   std::map<uint64_t, Span> barriers_;  // by token
   std::optional<Span> launch_;
