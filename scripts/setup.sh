@@ -29,6 +29,7 @@ packages=(
   prometheus                 # live sessions: scrapes --metrics in the integration test
   clickhouse-server          # live sessions: receives --clickhouse rows in the integration test
   tmux                       # drives `looptrace top` in its integration test
+  valgrind                   # bench/analysis_breakdown.sh: instructions per stage (callgrind)
 )
 
 missing=()
