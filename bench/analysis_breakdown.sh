@@ -71,7 +71,7 @@ per_tracer = {t: of(*(f"looptrace::{t}::{m}" for m in ("OnSpanEnd", "OnSpanBegin
               for t in tracers}
 analysis = total - setup - decoder - report - sum(per_tracer.values())
 rows.append(("decoder (raw record -> event)", decoder))
-rows.append(("span tracker + pipeline fan-out", analysis))
+rows.append(("span tracker, pipeline fan-out, bench loop", analysis))
 for t, n in per_tracer.items():
     if n:
         rows.append((f"  {t}", n))

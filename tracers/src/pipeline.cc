@@ -90,8 +90,7 @@ std::vector<WatchThreshold> Pipeline::Watches() const {
   return out;
 }
 
-void Pipeline::Observe(const Event& event) {
-  if (observers_.empty()) return;  // analysis without a recording: most events
+void Pipeline::ObserveAll(const Event& event) {
   for (EventSink* observer : observers_) observer->OnEvent(event);
 }
 

@@ -81,7 +81,10 @@ class Pipeline : public EventSink, private SpanListener {
  private:
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(Span& span) override;
-  void Observe(const Event& event);
+  void Observe(const Event& event) {
+    if (!observers_.empty()) ObserveAll(event);  // most analyses record nothing
+  }
+  void ObserveAll(const Event& event);
   // Fills the subscriber lists from tracers_ (span kinds, event types, roles).
   void Subscribe();
   std::optional<MethodBeats> FetchSlice(const SliceRequest& request);
