@@ -35,7 +35,7 @@ const TracerOptions& AnalysisOptions::Of(std::string_view tracer) const {
 }
 
 Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices, PipelineUse use)
-    : options_(options), live_slices_(live_slices), use_(use), spans_(&report_.stats) {
+    : options_(options), live_slices_(live_slices), spans_(&report_.stats) {
   context_.stats = &report_.stats;
   context_.namer = options_.namer;
   context_.spans = &spans_;

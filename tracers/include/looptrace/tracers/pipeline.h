@@ -91,7 +91,6 @@ class Pipeline : public EventSink, private SpanListener {
 
   const AnalysisOptions& options_;
   SliceSource* live_slices_;
-  PipelineUse use_;
   Report report_;
   SpanTracker spans_;
   StallCauses causes_;
