@@ -6,15 +6,30 @@
 
 namespace looptrace {
 
-Message MessageOf(const Span& span) {
-  Message m;
+MessageRecord MessageRecord::Of(const Span& span) {
+  MessageRecord m;
   m.tid = span.tid;
   m.begin_ns = span.begin_ns;
   m.end_ns = std::max(span.end_ns, span.begin_ns);
-  if (span.begin.Arg("id")) m.msg_id = span.key;
-  if (const EventArg* name = span.begin.Arg("name"); name && name->text) m.name = *name->text;
+  if (span.begin.Arg("id")) {
+    m.has_id = true;
+    m.msg_id = span.key;
+  }
+  if (const EventArg* name = span.begin.Arg("name"); name && name->text && !name->text->empty()) m.name = name->text;
   m.depth = span.depth;
   m.cpu_ns = span.cpu_ns();
+  return m;
+}
+
+Message MessageRecord::ToMessage() const {
+  Message m;
+  m.tid = tid;
+  m.begin_ns = begin_ns;
+  m.end_ns = end_ns;
+  if (has_id) m.msg_id = msg_id;
+  if (name) m.name = *name;
+  m.depth = depth;
+  m.cpu_ns = cpu_ns;
   return m;
 }
 
@@ -28,68 +43,43 @@ MessagesTracer::MessagesTracer(const MessagesOptions& options, const TracerConte
 
 namespace {
 
-bool ByBegin(const Message& a, const Message& b) {
+// On Messages or records (a record is compared with the slowest kept before it becomes one).
+constexpr auto ByBegin = [](const auto& a, const auto& b) {
   return std::tie(a.begin_ns, a.tid, a.depth) < std::tie(b.begin_ns, b.tid, b.depth);
-}
+};
 
 // The slowest-table order: cost, then as the list is sorted (ByBegin).
-bool Slower(const Message& a, const Message& b) {
+constexpr auto Slower = [](const auto& a, const auto& b) {
   if (a.cost_ns() != b.cost_ns()) return a.cost_ns() > b.cost_ns();
   return ByBegin(a, b);
-}
+};
 
 }  // namespace
 
 void MessagesTracer::OnSpanEnd(const Span& span) {
   if (span.kind != SpanKind::kMessage) return;
   saw_message_ = true;
-  if (span.close == SpanClose::kEnded) Keep(span);
+  if (span.close == SpanClose::kEnded) Keep(MessageRecord::Of(span));
   else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
 }
 
-Message MessagesTracer::Kept::ToMessage() const {
-  Message m;
-  m.tid = tid;
-  m.begin_ns = begin_ns;
-  m.end_ns = end_ns;
-  if (has_id) m.msg_id = msg_id;
-  if (name) m.name = *name;
-  m.depth = depth;
-  m.cpu_ns = cpu_ns;
-  return m;
-}
-
-void MessagesTracer::Keep(const Span& span) {
-  Kept m;
-  m.tid = span.tid;
-  m.begin_ns = span.begin_ns;
-  m.end_ns = std::max(span.end_ns, span.begin_ns);
-  if (span.begin.Arg("id")) {
-    m.has_id = true;
-    m.msg_id = span.key;
-  }
-  if (const EventArg* name = span.begin.Arg("name"); name && name->text && !name->text->empty()) m.name = name->text;
-  m.depth = span.depth;
-  m.cpu_ns = span.cpu_ns();
-  const uint64_t cost = m.end_ns - m.begin_ns;
+void MessagesTracer::Keep(const MessageRecord& m) {
+  const uint64_t cost = m.cost_ns();
   const size_t limit = options_.keep_messages;
-  ThreadCosts& thread = by_tid_[m.tid];
-  if (thread.costs.count() == 0) thread.costs = CostAccumulator(limit);  // new: its limit
-  thread.costs.Add(cost);
-  if (m.depth == 0) thread.busy_ns += cost;
+  ThreadCosts* thread = by_tid_.Find(m.tid);
+  if (!thread) {
+    thread = &by_tid_[m.tid];
+    thread->costs = CostAccumulator(limit);
+  }
+  thread->costs.Add(cost);
+  if (m.depth == 0) thread->busy_ns += cost;
   if (m.name) {
     auto named = by_name_.find(*m.name);
     if (named == by_name_.end()) named = by_name_.emplace(*m.name, CostAccumulator(limit)).first;
     named->second.Add(cost);
   }
   const size_t top_n = context_.common->top_n;
-  // Slower() on the kept fields: a Message is built only for one of the slowest.
-  auto slower_than_last = [&] {
-    const Message& last = slowest_.back();
-    if (cost != last.cost_ns()) return cost > last.cost_ns();
-    return std::tie(m.begin_ns, m.tid, m.depth) < std::tie(last.begin_ns, last.tid, last.depth);
-  };
-  if (slowest_.size() < top_n || slower_than_last()) {
+  if (slowest_.size() < top_n || Slower(m, slowest_.back())) {  // a Message only for these
     const Message message = m.ToMessage();
     slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), message, Slower), message);
     if (slowest_.size() > top_n) slowest_.pop_back();
@@ -130,7 +120,7 @@ void MessagesTracer::Contribute(Report& r) {
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
   report.messages.reserve(completed_.size());
-  for (const Kept& m : completed_) report.messages.push_back(m.ToMessage());
+  for (const MessageRecord& m : completed_) report.messages.push_back(m.ToMessage());
   completed_.clear();
   // Messages end in begin order unless nested: mostly sorted already.
   if (!std::is_sorted(report.messages.begin(), report.messages.end(), ByBegin))

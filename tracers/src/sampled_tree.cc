@@ -205,7 +205,6 @@ void SampledTreeTracer::Settle(Thread& t, uint64_t running_ns) {
 void SampledTreeTracer::OnProbe(const ProbeEvent& e) {
   Thread& t = threads_[e.tid];
   t.last_event_ns = std::max(t.last_event_ns, e.ts_ns);
-  if (t.samples.empty() && e.role != Role::kAppCreateBegin && e.role != Role::kActivityFocus) return;
   if (sample_hz_) Settle(t, e.ts_ns);
   if (e.role == Role::kAppCreateBegin && !startup_ && !cold_done_) startup_ = {{e.tid, e.ts_ns}};
   if (e.role == Role::kActivityFocus && startup_ && !cold_done_) {
@@ -300,8 +299,7 @@ SampledCallTree SampledTreeTracer::Build(uint32_t tid, uint64_t begin_ns, uint64
 // Drops the samples no span can still want: older than every open span of the thread (and
 // the startup window), or, with none open, than the thread's latest event (a span that
 // begins later begins after it).
-void SampledTreeTracer::Prune(uint32_t tid, Thread& t) {
-  if (t.samples.empty()) return;
+void SampledTreeTracer::PruneSamples(uint32_t tid, Thread& t) {
   uint64_t keep_from = t.last_event_ns;
   for (const OpenSpan& open : open_)
     if (open.tid == tid) keep_from = std::min(keep_from, open.begin_ns);

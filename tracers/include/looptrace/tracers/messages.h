@@ -14,8 +14,21 @@
 
 namespace looptrace {
 
+// A message span's Message without a string of its own (names are interned: TextPool), so
+// the messages tracer keeps one per completed message without allocating.
+struct MessageRecord {
+  uint64_t begin_ns = 0, end_ns = 0, cpu_ns = 0, msg_id = 0;
+  const std::string* name = nullptr;
+  uint32_t tid = 0, depth = 0;
+  bool has_id = false;
+
+  static MessageRecord Of(const Span& span);
+  uint64_t cost_ns() const { return end_ns - begin_ns; }
+  Message ToMessage() const;
+};
+
 // The Message a message span describes.
-Message MessageOf(const Span& span);
+inline Message MessageOf(const Span& span) { return MessageRecord::Of(span).ToMessage(); }
 
 struct MessagesOptions : TracerOptions {
   // 0: every message is listed and every percentile exact. N: the report lists the latest
@@ -35,19 +48,10 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   void Contribute(Report& report) override;
 
  private:
-  // A completed message as kept until the report: half a Message, no string of its own
-  // (names are interned: TextPool), so keeping one costs no allocation.
-  struct Kept {
-    uint64_t begin_ns = 0, end_ns = 0, cpu_ns = 0, msg_id = 0;
-    const std::string* name = nullptr;
-    uint32_t tid = 0, depth = 0;
-    bool has_id = false;
-    Message ToMessage() const;
-  };
-  void Keep(const Span& span);
+  void Keep(const MessageRecord& message);
 
   const MessagesOptions& options_;
-  std::deque<Kept> completed_;        // in end order; the latest keep_messages when set
+  std::deque<MessageRecord> completed_;        // in end order; the latest keep_messages when set
   std::vector<Message> unfinished_;
   std::vector<Message> slowest_;      // top N by cost, kept as they come
   struct ThreadCosts {

@@ -70,7 +70,11 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   void OnProbe(const ProbeEvent& probe);
   SampledCallTree Build(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
   void Settle(Thread& t, uint64_t running_ns);
-  void Prune(uint32_t tid, Thread& t);
+  // Inline check first: called at every probe event, and most threads hold no sample.
+  void Prune(uint32_t tid, Thread& t) {
+    if (!t.samples.empty()) PruneSamples(tid, t);
+  }
+  void PruneSamples(uint32_t tid, Thread& t);
   void AddToSession(uint32_t tid, const Sample& sample);
   void Folded(Report& report);
 
