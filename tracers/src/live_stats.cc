@@ -148,7 +148,7 @@ void LiveStatsTracer::OnMessageEnd(const Span& span) {
     m.tid = span.tid;
     m.begin_ns = span.begin_ns;
     m.end_ns = span.end_ns;
-    if (span.begin.Arg("id")) m.msg_id = span.key;
+    if (span.keyed) m.msg_id = span.key;
     m.name = span.ArgText("name");
     recent_slow_.push_front(std::move(m));
     if (recent_slow_.size() > kRecentSlow) recent_slow_.pop_back();
@@ -258,7 +258,7 @@ LiveStatus LiveStatsTracer::Read(uint64_t now_ns) const {
     LiveMessage m;
     m.tid = running.tid;
     m.begin_ns = running.begin_ns;
-    if (running.begin.Arg("id")) m.msg_id = running.key;
+    if (running.keyed) m.msg_id = running.key;
     m.name = running.ArgText("name");
     s.current = std::move(m);
     s.current_running_ns = now_ns - running.begin_ns;

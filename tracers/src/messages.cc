@@ -11,7 +11,7 @@ MessageRecord MessageRecord::Of(const Span& span) {
   m.tid = span.tid;
   m.begin_ns = span.begin_ns;
   m.end_ns = std::max(span.end_ns, span.begin_ns);
-  if (span.begin.Arg("id")) {
+  if (span.keyed) {
     m.has_id = true;
     m.msg_id = span.key;
   }

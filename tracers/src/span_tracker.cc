@@ -60,25 +60,29 @@ void SpanTracker::OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener&
   }
   // Iterations of a loop run inside the dispatch (a nested loop) end with it.
   while (!t.messages.empty() && IsIteration(t.messages.back())) {
-    Span iteration = std::move(t.messages.back());
-    t.messages.pop_back();
+    Span& iteration = t.messages.Pop();
     CloseFramesInside(t, iteration, e.ts_ns, listener);
     End(iteration, e, SpanClose::kEnded, listener);
   }
   EndMessage(t, e, /*expect_id=*/true, listener);
 }
 
-Span SpanTracker::Begin(SpanKind kind, const ProbeEvent& e, uint64_t key) {
-  Span s;
+void SpanTracker::Start(Span& s, SpanKind kind, const ProbeEvent& e, uint64_t key) {
   s.id = next_id_++;
   s.kind = kind;
   s.tid = e.tid;
   s.key = key;
+  s.keyed = false;
+  s.depth = 0;
+  s.parent_id = 0;
   s.begin_ns = s.end_ns = e.ts_ns;
   s.begin_beat_index = s.end_beat_index = e.beat_index;
   s.begin_cpu_ns = e.thread_cpu_ns;
+  s.end_cpu_ns = 0;
+  s.close = SpanClose::kOpen;
   s.begin = e;
-  return s;
+  s.end_event = nullptr;
+  s.beats = nullptr;
 }
 
 void SpanTracker::EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener) {
@@ -115,8 +119,7 @@ bool BeginsBeside(const Span& open, const ProbeEvent& next) {
 void SpanTracker::CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener) {
   // Open messages the new one does not nest in ended without their end record.
   while (!t.messages.empty() && BeginsBeside(t.messages.back(), e)) {
-    Span message = std::move(t.messages.back());
-    t.messages.pop_back();
+    Span& message = t.messages.Pop();
     stats_->Add(StatId::message_end_lost);
     CloseFramesInside(t, message, e.ts_ns, listener);
     EndAt(message, e.ts_ns, SpanClose::kLost, listener);
@@ -124,8 +127,7 @@ void SpanTracker::CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener
   // Without stack pointers (old recordings): a bound, so a lost end cannot keep a message
   // (and all it holds in the tracers) open for the rest of the session.
   while (t.messages.size() >= kMaxOpenMessages) {
-    Span message = std::move(t.messages.front());
-    t.messages.erase(t.messages.begin());
+    Span& message = t.messages.PopFront();
     stats_->Add(StatId::message_nesting_capped);
     EndAt(message, e.ts_ns, SpanClose::kLost, listener);
   }
@@ -133,12 +135,16 @@ void SpanTracker::CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener
 
 void SpanTracker::BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener) {
   CloseLostMessages(t, e, listener);
-  Span s = Begin(SpanKind::kMessage, e, 0);
-  if (const EventArg* id = e.Arg("id")) s.key = id->value;
-  s.depth = static_cast<uint32_t>(t.messages.size());
+  const uint32_t depth = static_cast<uint32_t>(t.messages.size());
+  Span& s = t.messages.Push();
+  Start(s, SpanKind::kMessage, e, 0);
+  if (const EventArg* id = e.Arg("id")) {
+    s.key = id->value;
+    s.keyed = true;
+  }
+  s.depth = depth;
   t.began_message = true;
-  t.messages.push_back(std::move(s));
-  listener.OnSpanBegin(t.messages.back());
+  listener.OnSpanBegin(s);
 }
 
 void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener) {
@@ -147,26 +153,24 @@ void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, Spa
     stats_->Add(t.began_message ? StatId::unmatched_dispatch_end : StatId::messages_running_at_start);
     return;
   }
-  if (const EventArg* id = expect_id ? e.Arg("id") : nullptr; id && t.messages.back().begin.Arg("id")) {
+  auto ends = [](const Span& s, uint64_t id) { return s.begin.role == Role::kDispatchBegin && s.keyed && s.key == id; };
+  const EventArg* id = expect_id ? e.Arg("id") : nullptr;
+  if (id && t.messages.back().keyed && !ends(t.messages.back(), id->value)) {
     // The end of an outer open message: the ones inside it lost their ends.
-    auto outer = std::find_if(t.messages.rbegin(), t.messages.rend(), [&](const Span& s) {
-      return s.begin.role == Role::kDispatchBegin && s.begin.Arg("id") && s.key == id->value;
-    });
-    if (outer != t.messages.rbegin() && outer != t.messages.rend()) {
+    auto outer = std::find_if(t.messages.rbegin(), t.messages.rend(), [&](const Span& s) { return ends(s, id->value); });
+    if (outer != t.messages.rend()) {
       const size_t keep = t.messages.size() - static_cast<size_t>(outer - t.messages.rbegin());
       while (t.messages.size() > keep) {
-        Span inner = std::move(t.messages.back());
-        t.messages.pop_back();
+        Span& inner = t.messages.Pop();
         stats_->Add(StatId::message_end_lost);
         CloseFramesInside(t, inner, e.ts_ns, listener);
         EndAt(inner, e.ts_ns, SpanClose::kLost, listener);
       }
-    } else if (outer == t.messages.rend()) {
+    } else {
       stats_->Add(StatId::dispatch_id_mismatch);
     }
   }
-  Span message = std::move(t.messages.back());
-  t.messages.pop_back();
+  Span& message = t.messages.Pop();
   // A frame cannot outlive the message it began in: its end was lost.
   CloseFramesInside(t, message, e.ts_ns, listener);
   End(message, e, SpanClose::kEnded, listener);
@@ -260,8 +264,7 @@ void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& list
 SpanTracker::Thread& SpanTracker::ThreadOf(uint32_t tid) { return threads_[tid]; }
 
 void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
-  const RoleInfo& info = InfoOf(e.role);
-  if (info.edge == RoleEdge::kBeat) return;
+  if (e.role == Role::kMethodEnter || e.role == Role::kMethodExit) return;  // beats: no spans
   Thread& t = ThreadOf(e.tid);
   auto key = [&](std::string_view name) -> uint64_t {
     const EventArg* a = e.Arg(name);
@@ -334,7 +337,7 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
     case Role::kLockWaitBegin: {
       auto& open = e.role == Role::kAppCreateBegin ? t.app_create : e.role == Role::kGcBegin ? t.gc : t.lock_wait;
       if (open) EndAt(*open, e.ts_ns, SpanClose::kLost, listener);
-      open = Begin(info.span, e, e.role == Role::kLockWaitBegin ? key("monitor") : 0);
+      open = Begin(InfoOf(e.role).span, e, e.role == Role::kLockWaitBegin ? key("monitor") : 0);
       listener.OnSpanBegin(*open);
       break;
     }
@@ -351,6 +354,7 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
     }
     case Role::kInputReceive:
     case Role::kBarrierPost: {
+      const RoleInfo& info = InfoOf(e.role);
       auto& open = e.role == Role::kInputReceive ? inputs_ : barriers_;
       const uint64_t k = key(info.key);
       if (auto it = open.find(k); it != open.end()) {
@@ -363,6 +367,7 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
     }
     case Role::kInputFinish:
     case Role::kBarrierRemove: {
+      const RoleInfo& info = InfoOf(e.role);
       auto& open = e.role == Role::kInputFinish ? inputs_ : barriers_;
       auto it = open.find(key(info.key));
       if (it == open.end()) break;
@@ -398,8 +403,7 @@ void SpanTracker::Finish(uint64_t end_ns, SpanListener& listener) {
       CloseFrame(t, end_ns, SpanClose::kUnfinished, listener);
     }
     while (!t.messages.empty()) {
-      Span message = std::move(t.messages.back());
-      t.messages.pop_back();
+      Span& message = t.messages.Pop();
       stats_->Add(StatId::unfinished_messages);
       EndAt(message, end_ns, SpanClose::kUnfinished, listener);
     }

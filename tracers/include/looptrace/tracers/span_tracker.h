@@ -25,8 +25,10 @@
 // Problems are counted in Stats, never dropped silently.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,6 +61,7 @@ struct Span {
   SpanKind kind = SpanKind::kMessage;
   uint32_t tid = 0;
   uint64_t key = 0;     // seq, token, frame_id (or sequence number), phase; 0 if none
+  bool keyed = false;   // key came from the begin event (a message's bound id)
   uint32_t depth = 0;   // spans of the same kind open below it on the thread
   uint64_t parent_id = 0;  // phase: its frame
   uint64_t begin_ns = 0;
@@ -90,6 +93,42 @@ class SpanListener {
   virtual void OnSpanBegin(const Span& span) = 0;
   // Non-const so the listener can attach method beats before passing it on.
   virtual void OnSpanEnd(Span& span) = 0;
+};
+
+// Open spans of one kind on a thread, innermost last. Pop leaves the span in its slot until
+// the next Push, so the tracker reports a span's end without copying it out of the stack
+// while the tracers already see the stack without it (a span is a few hundred bytes and
+// messages end at millions per second).
+class SpanStack {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Span& back() { return slots_[size_ - 1]; }
+  const Span& back() const { return slots_[size_ - 1]; }
+  Span& operator[](size_t i) { return slots_[i]; }
+  Span* begin() { return slots_.data(); }
+  Span* end() { return slots_.data() + size_; }
+  const Span* begin() const { return slots_.data(); }
+  const Span* end() const { return slots_.data() + size_; }
+  std::reverse_iterator<Span*> rbegin() { return std::reverse_iterator<Span*>(end()); }
+  std::reverse_iterator<Span*> rend() { return std::reverse_iterator<Span*>(begin()); }
+
+  // A slot for a new innermost span (its previous contents are stale: set every field).
+  Span& Push() {
+    if (size_ == slots_.size()) slots_.emplace_back();
+    return slots_[size_++];
+  }
+  // The innermost span, no longer on the stack; valid until the next Push.
+  Span& Pop() { return slots_[--size_]; }
+  // The outermost span, no longer on the stack; valid until the next Push.
+  Span& PopFront() {
+    std::rotate(slots_.begin(), slots_.begin() + 1, slots_.begin() + static_cast<std::ptrdiff_t>(size_));
+    return slots_[--size_];
+  }
+
+ private:
+  std::vector<Span> slots_;
+  size_t size_ = 0;
 };
 
 class SpanTracker {
@@ -129,7 +168,7 @@ class SpanTracker {
     std::optional<Span> phase;
   };
   struct Thread {
-    std::vector<Span> messages;           // innermost last
+    SpanStack messages;                   // innermost last
     std::optional<Span> poll;
     std::optional<Span> idle;
     std::optional<Span> app_create;
@@ -142,7 +181,13 @@ class SpanTracker {
     uint64_t last_message_ts = 0;         // events_out_of_order
   };
 
-  Span Begin(SpanKind kind, const ProbeEvent& e, uint64_t key);
+  // Sets every field of `s` for a span of `kind` that `e` opens.
+  void Start(Span& s, SpanKind kind, const ProbeEvent& e, uint64_t key);
+  Span Begin(SpanKind kind, const ProbeEvent& e, uint64_t key) {
+    Span s;
+    Start(s, kind, e, key);
+    return s;
+  }
   void End(Span& span, const ProbeEvent& e, SpanClose close, SpanListener& listener);
   void EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener);
   void CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener);
