@@ -51,6 +51,7 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices, Pip
 
 void Pipeline::Subscribe() {
   for (auto& list : by_span_) list.clear();
+  for (auto& list : by_span_begin_) list.clear();
   for (auto& list : by_event_) list.clear();
   for (auto& list : by_role_) list.clear();
   for (auto& list : slice_askers_) list.clear();
@@ -60,6 +61,7 @@ void Pipeline::Subscribe() {
       if (tracer->span_kinds() & (1u << k)) {
         if (tracer->slice_kinds() & (1u << k)) slice_askers_[k].push_back(by_span_[k].size());
         by_span_[k].push_back(tracer.get());
+        if (tracer->begin_kinds() & (1u << k)) by_span_begin_[k].push_back(tracer.get());
       }
     for (size_t e = 0; e < by_event_.size(); ++e)
       if (tracer->event_types() & (1u << e)) by_event_[e].push_back(tracer.get());
@@ -108,7 +110,7 @@ std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
 }
 
 void Pipeline::OnSpanBegin(const Span& span) {
-  for (Tracer* tracer : by_span_[static_cast<int>(span.kind)]) tracer->OnSpanBegin(span);
+  for (Tracer* tracer : by_span_begin_[static_cast<int>(span.kind)]) tracer->OnSpanBegin(span);
 }
 
 void Pipeline::OnSpanEnd(Span& span) {

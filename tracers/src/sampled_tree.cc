@@ -110,12 +110,12 @@ SampledTreeTracer::SampledTreeTracer(const SampledTreeOptions& options, const Tr
 }
 
 void SampledTreeTracer::OnEvent(const Event& event) {
-  if (const auto* sample = std::get_if<StackSample>(&event)) {
+  if (const auto* probe = std::get_if<ProbeEvent>(&event)) {  // the most frequent
+    OnProbe(*probe);
+  } else if (const auto* sample = std::get_if<StackSample>(&event)) {
     OnSample(*sample);
   } else if (const auto* sw = std::get_if<ThreadSwitch>(&event)) {
     OnSwitch(*sw);
-  } else if (const auto* probe = std::get_if<ProbeEvent>(&event)) {
-    OnProbe(*probe);
   } else if (const auto* start = std::get_if<SessionStart>(&event)) {
     sample_hz_ = start->sample_hz;
     dwarf_ = start->dwarf_unwind;
@@ -177,8 +177,7 @@ void SampledTreeTracer::OnSwitch(const ThreadSwitch& sw) {
 // unless the record ring dropped them. Such a stretch would stay "still off CPU" forever and
 // keep every later sample queued (Prune stops at it): its reason stays unknown and it ends
 // at the next sample, or at `running_ns`, the latest it can have ended.
-void SampledTreeTracer::Settle(Thread& t, uint64_t running_ns) {
-  if (t.unsettled_from_ns >= running_ns) return;
+void SampledTreeTracer::SettleSamples(Thread& t, uint64_t running_ns) {
   uint64_t next_ns = running_ns, still = UINT64_MAX;
   for (auto it = t.samples.rbegin(); it != t.samples.rend() && it->ts_ns >= t.unsettled_from_ns; ++it) {
     if (it->on_cpu) {

@@ -63,6 +63,7 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
     return SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kPhase) | SpanBit(SpanKind::kMessage);
   }
   uint32_t slice_kinds() const override { return SpanBit(SpanKind::kMessage); }
+  uint32_t begin_kinds() const override { return SpanBit(SpanKind::kFrame); }
   uint32_t event_types() const override { return EventBit<ProbeEvent>() | EventBit<SessionStart>(); }
   uint64_t probe_roles() const override {
     return RoleBit(Role::kVsync) | RoleBit(Role::kFrameBegin) | RoleBit(Role::kFrameEnd) | RoleBit(Role::kPhaseBegin) |

@@ -130,6 +130,7 @@ class LiveStatsTracer : public CopyableTracer<LiveStatsTracer> {
     return SpanBit(SpanKind::kMessage) | SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kIdle) |
            SpanBit(SpanKind::kInput) | SpanBit(SpanKind::kBarrier);
   }
+  uint32_t begin_kinds() const override { return span_kinds(); }  // the latest time seen
   uint32_t event_types() const override {
     return EventBit<SessionStart>() | EventBit<ProbeEvent>() | EventBit<StallSnapshot>() | EventBit<SignalSent>();
   }

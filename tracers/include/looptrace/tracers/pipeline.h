@@ -98,6 +98,7 @@ class Pipeline : public EventSink, private SpanListener {
   std::vector<std::unique_ptr<Tracer>> tracers_;  // by registry index; null: not run here
   // Subscribers: by span kind, by event type (variant index), by role (probe events).
   std::array<std::vector<Tracer*>, kSpanKindCount> by_span_;
+  std::array<std::vector<Tracer*>, kSpanKindCount> by_span_begin_;  // begin_kinds()
   // Per span kind, the positions in by_span_ of the tracers that may want a slice of it
   // (slice_kinds()).
   std::array<std::vector<size_t>, kSpanKindCount> slice_askers_;

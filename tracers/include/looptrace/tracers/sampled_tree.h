@@ -36,6 +36,9 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
  public:
   SampledTreeTracer(const SampledTreeOptions& options, const TracerContext& context);
 
+  uint32_t begin_kinds() const override {
+    return SpanBit(SpanKind::kMessage) | SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kLaunch);
+  }
   void OnEvent(const Event& event) override;
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(const Span& span) override;
@@ -69,7 +72,11 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   void OnSwitch(const ThreadSwitch& sw);
   void OnProbe(const ProbeEvent& probe);
   SampledCallTree Build(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
-  void Settle(Thread& t, uint64_t running_ns);
+  // Inline check first: called at every probe event, and most threads have nothing unsettled.
+  void Settle(Thread& t, uint64_t running_ns) {
+    if (t.unsettled_from_ns < running_ns) SettleSamples(t, running_ns);
+  }
+  void SettleSamples(Thread& t, uint64_t running_ns);
   // Inline check first: called at every probe event, and most threads hold no sample.
   void Prune(uint32_t tid, Thread& t) {
     if (!t.samples.empty()) PruneSamples(tid, t);

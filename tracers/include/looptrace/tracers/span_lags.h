@@ -27,6 +27,7 @@ class SpanLagTracer : public CopyableTracer<SpanLagTracer> {
     return SpanBit(SpanKind::kIdle) | SpanBit(SpanKind::kInput) | SpanBit(SpanKind::kBarrier);
   }
   uint32_t slice_kinds() const override { return SpanBit(SpanKind::kIdle) | SpanBit(SpanKind::kInput); }
+  uint32_t begin_kinds() const override { return SpanBit(SpanKind::kBarrier); }
   uint32_t event_types() const override { return EventBit<ProbeEvent>(); }
   uint64_t probe_roles() const override { return RoleBit(Role::kMessageEnqueue); }
 

@@ -29,6 +29,7 @@ class StartupTracer : public CopyableTracer<StartupTracer> {
   StartupTracer(const StartupOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override { return SpanBit(SpanKind::kAppCreate) | SpanBit(SpanKind::kLaunch); }
   uint32_t slice_kinds() const override { return SpanBit(SpanKind::kLaunch); }
+  uint32_t begin_kinds() const override { return SpanBit(SpanKind::kAppCreate); }
   uint32_t event_types() const override { return EventBit<ProbeEvent>() | EventBit<ProcessExec>(); }
   uint64_t probe_roles() const override {
     return RoleBit(Role::kAppCreateBegin) | RoleBit(Role::kAppCreateEnd) | RoleBit(Role::kActivityLaunch) |

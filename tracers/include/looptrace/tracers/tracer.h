@@ -85,6 +85,10 @@ class Tracer {
   // Span kinds WantSlice is asked about (a tracer that overrides it says which); none by
   // default, so the pipeline does not ask every tracer at every span's end.
   virtual uint32_t slice_kinds() const { return 0; }
+  // Span kinds OnSpanBegin is called for (a tracer that overrides it says which); none by
+  // default: most tracers act at a span's end only, and a begin per message and tracer
+  // is called at millions per second.
+  virtual uint32_t begin_kinds() const { return 0; }
 
   // Every event, in stream order (probe events after the spans they open or close).
   virtual void OnEvent(const Event& event) { (void)event; }
