@@ -36,19 +36,6 @@ uint64_t CostAccumulator::BucketHigh(uint32_t bucket) {
   return high == 0 ? UINT64_MAX : high;  // the last bucket of 2^63
 }
 
-void CostAccumulator::Add(uint64_t cost_ns) {
-  if (count_ == 0 || cost_ns < min_) min_ = cost_ns;
-  max_ = std::max(max_, cost_ns);
-  ++count_;
-  total_ += cost_ns;
-  if (!buckets_.empty()) {
-    ++buckets_[BucketOf(cost_ns)];
-    return;
-  }
-  exact_.push_back(cost_ns);
-  if (exact_limit_ && exact_.size() > exact_limit_) Fold();
-}
-
 void CostAccumulator::Fold() {
   for (uint64_t v : exact_) ++buckets_[BucketOf(v)];
   std::vector<uint64_t>().swap(exact_);

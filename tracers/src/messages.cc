@@ -6,21 +6,6 @@
 
 namespace looptrace {
 
-MessageRecord MessageRecord::Of(const Span& span) {
-  MessageRecord m;
-  m.tid = span.tid;
-  m.begin_ns = span.begin_ns;
-  m.end_ns = std::max(span.end_ns, span.begin_ns);
-  if (span.keyed) {
-    m.has_id = true;
-    m.msg_id = span.key;
-  }
-  if (const EventArg* name = span.begin.Arg("name"); name && name->text && !name->text->empty()) m.name = name->text;
-  m.depth = span.depth;
-  m.cpu_ns = span.cpu_ns();
-  return m;
-}
-
 Message MessageRecord::ToMessage() const {
   Message m;
   m.tid = tid;
@@ -84,10 +69,12 @@ void MessagesTracer::Keep(const MessageRecord& m) {
     slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), message, Slower), message);
     if (slowest_.size() > top_n) slowest_.pop_back();
   }
-  completed_.push_back(m);
-  if (limit && completed_.size() > limit) {
-    completed_.pop_front();
+  if (limit && completed_.size() == limit) {
+    completed_[oldest_] = m;
+    if (++oldest_ == limit) oldest_ = 0;
     ++not_listed_;
+  } else {
+    completed_.push_back(m);
   }
 }
 
@@ -120,8 +107,10 @@ void MessagesTracer::Contribute(Report& r) {
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
   report.messages.reserve(completed_.size());
-  for (const MessageRecord& m : completed_) report.messages.push_back(m.ToMessage());
+  for (size_t i = 0; i < completed_.size(); ++i)
+    report.messages.push_back(completed_[(oldest_ + i) % completed_.size()].ToMessage());
   completed_.clear();
+  oldest_ = 0;
   // Messages end in begin order unless nested: mostly sorted already.
   if (!std::is_sorted(report.messages.begin(), report.messages.end(), ByBegin))
     std::sort(report.messages.begin(), report.messages.end(), ByBegin);

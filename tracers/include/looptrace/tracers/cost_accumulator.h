@@ -5,6 +5,7 @@
 // session that runs for days needs. A limit of 0 keeps every value.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -17,7 +18,19 @@ class CostAccumulator {
  public:
   explicit CostAccumulator(size_t exact_limit = 0) : exact_limit_(exact_limit) {}
 
-  void Add(uint64_t cost_ns);
+  // Inline: one per message and thread (and name).
+  void Add(uint64_t cost_ns) {
+    if (count_ == 0 || cost_ns < min_) min_ = cost_ns;
+    max_ = std::max(max_, cost_ns);
+    ++count_;
+    total_ += cost_ns;
+    if (!buckets_.empty()) {
+      ++buckets_[BucketOf(cost_ns)];
+      return;
+    }
+    exact_.push_back(cost_ns);
+    if (exact_limit_ && exact_.size() > exact_limit_) Fold();
+  }
   uint64_t count() const { return count_; }
   bool exact() const { return buckets_.empty(); }
   CostSummary Summary() const;

@@ -2,7 +2,7 @@
 // Message: cost distribution per thread, slowest messages, by-name table.
 #pragma once
 
-#include <deque>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,7 +22,21 @@ struct MessageRecord {
   uint32_t tid = 0, depth = 0;
   bool has_id = false;
 
-  static MessageRecord Of(const Span& span);
+  // Inline: one per message.
+  static MessageRecord Of(const Span& span) {
+    MessageRecord m;
+    m.tid = span.tid;
+    m.begin_ns = span.begin_ns;
+    m.end_ns = std::max(span.end_ns, span.begin_ns);
+    if (span.keyed) {
+      m.has_id = true;
+      m.msg_id = span.key;
+    }
+    if (const EventArg* name = span.begin.Arg("name"); name && name->text && !name->text->empty()) m.name = name->text;
+    m.depth = span.depth;
+    m.cpu_ns = span.cpu_ns();
+    return m;
+  }
   uint64_t cost_ns() const { return end_ns - begin_ns; }
   Message ToMessage() const;
 };
@@ -51,7 +65,10 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   void Keep(const MessageRecord& message);
 
   const MessagesOptions& options_;
-  std::deque<MessageRecord> completed_;        // in end order; the latest keep_messages when set
+  // In end order from oldest_: every one, or with keep_messages the latest that many (then a
+  // ring: the newest overwrites the oldest, so memory stays flat).
+  std::vector<MessageRecord> completed_;
+  size_t oldest_ = 0;
   std::vector<Message> unfinished_;
   std::vector<Message> slowest_;      // top N by cost, kept as they come
   struct ThreadCosts {
