@@ -115,7 +115,7 @@ void AnrTracer::OnSpanEnd(const Span& span) {
   // Every stall snapshot of this message (LAG, ANR) ends now; one whose end record was lost
   // (closed by the next message, message_end_lost) at the latest it can have ended, not
   // finished, so its snapshot and open slice are not held for the rest of the session.
-  for (auto it = pending_.begin(); it != pending_.end();) {
+  for (auto it = pending_.begin(); it != pending_.end();) {  // usually none
     if (std::get<0>(it->first) == span.tid && std::get<1>(it->first) == span.begin_ns) {
       PendingStall pending = std::move(it->second);
       it = pending_.erase(it);
@@ -125,7 +125,7 @@ void AnrTracer::OnSpanEnd(const Span& span) {
       ++it;
     }
   }
-  if (!MessageOpen(span.tid)) {
+  if (!intervals_.empty() && !MessageOpen(span.tid)) {
     // No message open: keep only a little off-CPU history.
     if (auto it = intervals_.find(span.tid); it != intervals_.end()) {
       auto& intervals = it->second;

@@ -203,6 +203,7 @@ void Pipeline::OnEvent(const Event& event) {
   }
   Observe(event);
   for (Tracer* tracer : by_event_[event.index()]) tracer->OnEvent(event);
+  if (std::holds_alternative<SessionStart>(event)) Subscribe();  // masks may follow the probes
 }
 
 Report Pipeline::TakeReport() {

@@ -59,10 +59,11 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
 class FrameTracer : public CopyableTracer<FrameTracer> {
  public:
   FrameTracer(const FrameOptions& options, const TracerContext& context);
+  // Messages only in a session that may have frames (frame delays, long frames' trees).
   uint32_t span_kinds() const override {
-    return SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kPhase) | SpanBit(SpanKind::kMessage);
+    return SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kPhase) | (frames_possible_ ? SpanBit(SpanKind::kMessage) : 0);
   }
-  uint32_t slice_kinds() const override { return SpanBit(SpanKind::kMessage); }
+  uint32_t slice_kinds() const override { return frames_possible_ ? SpanBit(SpanKind::kMessage) : 0; }
   uint32_t begin_kinds() const override { return SpanBit(SpanKind::kFrame); }
   uint32_t event_types() const override { return EventBit<ProbeEvent>() | EventBit<SessionStart>(); }
   uint64_t probe_roles() const override {

@@ -78,7 +78,8 @@ class Tracer {
   virtual ~Tracer() = default;
 
   // Span kinds for OnSpanBegin / OnSpanEnd / WantSlice, event types for OnEvent and, of
-  // probe events, the roles. Defaults: everything.
+  // probe events, the roles. Defaults: everything. Read at the start and again after each
+  // SessionStart event (a tracer may leave out what the session's probes cannot produce).
   virtual uint32_t span_kinds() const { return kAllSpans; }
   virtual uint32_t event_types() const { return kAllEvents; }
   virtual uint64_t probe_roles() const { return kAllRoles; }
