@@ -64,7 +64,9 @@ def of(*names):
 tracers = ["MessagesTracer", "FrameTracer", "EvilMethodTracer", "AnrTracer", "SpanLagTracer",
            "StartupTracer", "LiveStatsTracer", "SampledTreeTracer"]
 rows = []
-decoder = of("looptrace::loader::EventDecoder::Decode")
+# Decode dispatches inline (event_decoder.h): its callees are the decoder.
+decoder = of("looptrace::loader::EventDecoder::Decode") or of("looptrace::loader::EventDecoder::DecodeProbe",
+                                                             "looptrace::loader::EventDecoder::DecodeOther")
 setup = of("(anonymous namespace)::Records")
 report = of("looptrace::Pipeline::TakeReport")
 per_tracer = {t: of(*(f"looptrace::{t}::{m}" for m in ("OnSpanEnd", "OnSpanBegin", "OnEvent", "WantSlice")))

@@ -26,8 +26,13 @@ EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* 
       identities_(identities),
       addresses_(addresses) {
   for (const auto& p : plan_->probes) {
-    arg_names_.emplace_back();
-    for (const auto& a : p.spec.args) arg_names_.back().push_back(TextPool::Name(a.name));
+    ProbeDecoding& d = decodings_.emplace_back();
+    d.plain = p.spec.args.size() <= LT_MAX_ARGS && p.spec.role != Role::kLockRelease;
+    for (size_t i = 0; i < p.spec.args.size(); ++i) {
+      const ArgSpec& a = p.spec.args[i];
+      d.arg_names.push_back(TextPool::Name(a.name));
+      d.plain &= a.source != kSourceFunction && a.type != ArgType::kSym && a.type != ArgType::kStr;
+    }
   }
 }
 
@@ -59,7 +64,13 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
   e.thread_cpu_ns = rec.probe.thread_cpu_ns;
   e.beat_index = rec.probe.beat_index;
   e.sp = rec.probe.sp;
-  const auto& names = arg_names_[rec.probe_id];
+  const ProbeDecoding& decoding = decodings_[rec.probe_id];
+  const auto& names = decoding.arg_names;
+  if (decoding.plain) {
+    // The raw values, as the general path below stores them.
+    for (size_t i = 0; i < names.size(); ++i) e.args.push_back({names[i], rec.probe.args[i], nullptr, false});
+    return;
+  }
   for (size_t i = 0; i < probe.spec.args.size(); ++i) {
     const ArgSpec& spec = probe.spec.args[i];
     if (spec.source == kSourceFunction) {
@@ -94,7 +105,7 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
   }
 }
 
-void EventDecoder::Decode(const lt_record& rec, std::vector<Event>* out) {
+void EventDecoder::DecodeOther(const lt_record& rec, std::vector<Event>* out) {
   switch (rec.type) {
     case LT_RECORD_PROBE:
       DecodeProbe(rec, out);

@@ -37,7 +37,13 @@ class EventDecoder {
                AddressNamer* addresses = nullptr);
 
   // A record of the record ring: appends the event it yields (none if malformed: counted).
-  void Decode(const lt_record& record, std::vector<Event>* out);
+  // Inline dispatch: nearly every record is a probe hit.
+  void Decode(const lt_record& record, std::vector<Event>* out) {
+    if (record.type == LT_RECORD_PROBE) [[likely]]
+      DecodeProbe(record, out);
+    else
+      DecodeOther(record, out);
+  }
   // A side record of the ring buffer (string texts, identities, nudges): kept in the tables.
   void DecodeSide(std::span<const uint8_t> raw) { DecodeSide(raw, nullptr); }
   // The same; stack samples (sample ring) become events appended to `out` when a stack
@@ -47,6 +53,14 @@ class EventDecoder {
 
  private:
   void DecodeProbe(const lt_record& rec, std::vector<Event>* out);
+  void DecodeOther(const lt_record& rec, std::vector<Event>* out);
+  // How a probe's records decode, worked out once per probe.
+  struct ProbeDecoding {
+    std::vector<std::string_view> arg_names;  // interned
+    // Only raw-value arguments (no strings, symbols, function names or thread name): copied
+    // straight from the record.
+    bool plain = false;
+  };
   // A `sym` argument's text: the function at `address` (cached), or the address in hex.
   const std::string* NameAddress(uint64_t address);  // interned; null for 0
 
@@ -56,7 +70,7 @@ class EventDecoder {
   uint32_t pid_;
   KernelStackNamer* kernel_stacks_;
   IdentityTable* identities_;
-  std::vector<std::vector<std::string_view>> arg_names_;  // per probe, interned
+  std::vector<ProbeDecoding> decodings_;  // per probe
   AddressNamer* addresses_;
   std::unordered_map<uint64_t, const std::string*> address_names_;  // interned
   StackResolver* stacks_ = nullptr;
