@@ -109,13 +109,12 @@ void AnrTracer::OnEvent(const Event& event) {
   else if (const auto* beats = std::get_if<MethodBeats>(&event)) OnOpenBeats(*beats);
 }
 
-void AnrTracer::OnSpanEnd(const Span& span) {
-  if (span.kind != SpanKind::kMessage) return;
+void AnrTracer::EndStalls(const Span& span) {
   const bool finished = span.close == SpanClose::kEnded;
   // Every stall snapshot of this message (LAG, ANR) ends now; one whose end record was lost
   // (closed by the next message, message_end_lost) at the latest it can have ended, not
   // finished, so its snapshot and open slice are not held for the rest of the session.
-  for (auto it = pending_.begin(); it != pending_.end();) {  // usually none
+  for (auto it = pending_.begin(); it != pending_.end();) {
     if (std::get<0>(it->first) == span.tid && std::get<1>(it->first) == span.begin_ns) {
       PendingStall pending = std::move(it->second);
       it = pending_.erase(it);
@@ -125,12 +124,14 @@ void AnrTracer::OnSpanEnd(const Span& span) {
       ++it;
     }
   }
-  if (!intervals_.empty() && !MessageOpen(span.tid)) {
-    // No message open: keep only a little off-CPU history.
-    if (auto it = intervals_.find(span.tid); it != intervals_.end()) {
-      auto& intervals = it->second;
-      while (!intervals.empty() && intervals.front().end_ns < span.end_ns) intervals.pop_front();
-    }
+}
+
+void AnrTracer::TrimIntervals(const Span& span) {
+  if (MessageOpen(span.tid)) return;
+  // No message open: keep only a little off-CPU history.
+  if (auto it = intervals_.find(span.tid); it != intervals_.end()) {
+    auto& intervals = it->second;
+    while (!intervals.empty() && intervals.front().end_ns < span.end_ns) intervals.pop_front();
   }
 }
 

@@ -19,16 +19,6 @@ void EvilMethodOptions::Declare(OptionSet& options) {
 EvilMethodTracer::EvilMethodTracer(const EvilMethodOptions& options, const TracerContext& context)
     : CopyableTracer(context), options_(options) {}
 
-bool EvilMethodTracer::Slow(const Span& span) const {
-  return span.kind == SpanKind::kMessage && span.close == SpanClose::kEnded &&
-         span.cost_ns() >= options_.threshold_ns;
-}
-
-std::optional<SliceRequest> EvilMethodTracer::WantSlice(const Span& span) {
-  if (!Slow(span)) return std::nullopt;
-  return SliceRequest::Of(span, "message");
-}
-
 namespace {
 
 // Matrix's clock: milliseconds; the slice starts with the DISPATCH enter at the message
@@ -47,8 +37,7 @@ std::vector<int64_t> ToMatrixRecords(const MethodBeats& beats, const Message& m,
 
 }  // namespace
 
-void EvilMethodTracer::OnSpanEnd(const Span& span) {
-  if (!Slow(span)) return;
+void EvilMethodTracer::ReportSlow(const Span& span) {
   const Message message = MessageOf(span);
   const MethodBeats* beats = span.beats;
   Stats* stats = context_.stats;

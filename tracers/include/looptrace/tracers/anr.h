@@ -47,7 +47,13 @@ class AnrTracer : public CopyableTracer<AnrTracer> {
   }
 
   void OnEvent(const Event& event) override;
-  void OnSpanEnd(const Span& span) override;
+  // The checks inline, the work out of line: called for every message, with a stall
+  // pending or off-CPU history held for few.
+  void OnSpanEnd(const Span& span) override {
+    if (span.kind != SpanKind::kMessage) return;
+    if (!pending_.empty()) EndStalls(span);
+    if (!intervals_.empty()) TrimIntervals(span);
+  }
   std::vector<WatchThreshold> Watches() const override;
   void Contribute(Report& report) override;
 
@@ -63,6 +69,8 @@ class AnrTracer : public CopyableTracer<AnrTracer> {
   void OnOpenBeats(const MethodBeats& beats);
   void Finalize(PendingStall pending, uint64_t end_ns, bool finished);
   bool MessageOpen(uint32_t tid) const;
+  void EndStalls(const Span& message);
+  void TrimIntervals(const Span& message);
 
   const AnrOptions& options_;
   // (tid, message begin, anr level) -> stall waiting for its message to end

@@ -58,7 +58,13 @@ class Pipeline : public EventSink, private SpanListener {
   void SetSliceSource(SliceSource* live_slices) { live_slices_ = live_slices; }
   // Sees every event the pipeline handles, including the slices it fetched.
   void AddObserver(EventSink* observer) { observers_.push_back(observer); }
-  void OnEvent(const Event& event) override;
+  // Probe events (nearly every event) take a path of their own.
+  void OnEvent(const Event& event) override {
+    if (const auto* probe = std::get_if<ProbeEvent>(&event)) [[likely]]
+      OnProbe(*probe, event);
+    else
+      OnOtherEvent(event);
+  }
 
   const SpanTracker& spans() const { return spans_; }
   const SessionInfo& session() const { return report_.session; }
@@ -79,6 +85,8 @@ class Pipeline : public EventSink, private SpanListener {
   Tracer* FindTracer(std::string_view name);
 
  private:
+  void OnProbe(const ProbeEvent& probe, const Event& event);
+  void OnOtherEvent(const Event& event);
   void OnSpanBegin(const Span& span) override;
   void OnSpanEnd(Span& span) override;
   void Observe(const Event& event) {
