@@ -109,10 +109,8 @@ SampledTreeTracer::SampledTreeTracer(const SampledTreeOptions& options, const Tr
   }
 }
 
-void SampledTreeTracer::OnEvent(const Event& event) {
-  if (const auto* probe = std::get_if<ProbeEvent>(&event)) {  // the most frequent
-    OnProbe(*probe);
-  } else if (const auto* sample = std::get_if<StackSample>(&event)) {
+void SampledTreeTracer::OnOtherEvent(const Event& event) {
+  if (const auto* sample = std::get_if<StackSample>(&event)) {
     OnSample(*sample);
   } else if (const auto* sw = std::get_if<ThreadSwitch>(&event)) {
     OnSwitch(*sw);
@@ -201,10 +199,7 @@ void SampledTreeTracer::SettleSamples(Thread& t, uint64_t running_ns) {
   t.unsettled_from_ns = still;
 }
 
-void SampledTreeTracer::OnProbe(const ProbeEvent& e) {
-  Thread& t = threads_[e.tid];
-  t.last_event_ns = std::max(t.last_event_ns, e.ts_ns);
-  if (sample_hz_) Settle(t, e.ts_ns);
+void SampledTreeTracer::OnStartupRole(const ProbeEvent& e) {
   if (e.role == Role::kAppCreateBegin && !startup_ && !cold_done_) startup_ = {{e.tid, e.ts_ns}};
   if (e.role == Role::kActivityFocus && startup_ && !cold_done_) {
     const EventArg* name = e.Arg("name");
@@ -217,23 +212,17 @@ void SampledTreeTracer::OnProbe(const ProbeEvent& e) {
       startup_.reset();
     }
   }
-  Prune(e.tid, t);
 }
 
-void SampledTreeTracer::OnSpanBegin(const Span& span) {
-  if (span.kind == SpanKind::kMessage || span.kind == SpanKind::kFrame || span.kind == SpanKind::kLaunch)
-    open_.push_back({span.id, span.tid, span.begin_ns});
-}
-
-void SampledTreeTracer::OnSpanEnd(const Span& span) {
+void SampledTreeTracer::ForgetOpen(uint64_t span_id) {
   for (auto it = open_.rbegin(); it != open_.rend(); ++it)
-    if (it->id == span.id) {
+    if (it->id == span_id) {
       open_.erase(std::next(it).base());
-      break;
+      return;
     }
-  if (!sample_hz_) return;
-  // Its end is a record of the thread (before the tracers see the record itself).
-  if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
+}
+
+void SampledTreeTracer::BuildTreeOf(const Span& span) {
   const bool ended = span.close == SpanClose::kEnded;
   if (span.kind == SpanKind::kMessage && ended && span.cost_ns() >= evil_threshold_ns_) {
     messages_[{span.tid, span.begin_ns}] = Build(span.tid, span.begin_ns, span.end_ns);

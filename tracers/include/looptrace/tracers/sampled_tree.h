@@ -39,9 +39,23 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   uint32_t begin_kinds() const override {
     return SpanBit(SpanKind::kMessage) | SpanBit(SpanKind::kFrame) | SpanBit(SpanKind::kLaunch);
   }
-  void OnEvent(const Event& event) override;
-  void OnSpanBegin(const Span& span) override;
-  void OnSpanEnd(const Span& span) override;
+  // The per-message paths inline, the work out of line: most messages end with no sample
+  // taken and no tree to build.
+  void OnEvent(const Event& event) override {
+    if (const auto* probe = std::get_if<ProbeEvent>(&event)) [[likely]]
+      OnProbe(*probe);
+    else
+      OnOtherEvent(event);
+  }
+  void OnSpanBegin(const Span& span) override { open_.push_back({span.id, span.tid, span.begin_ns}); }
+  void OnSpanEnd(const Span& span) override {
+    if (!open_.empty() && open_.back().id == span.id) open_.pop_back();  // mostly the innermost
+    else ForgetOpen(span.id);
+    if (!sample_hz_) return;
+    // Its end is a record of the thread (before the tracers see the record itself).
+    if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
+    if (span.cost_ns() >= std::min({evil_threshold_ns_, jank_threshold_ns_, warm_threshold_ns_})) BuildTreeOf(span);
+  }
   void Contribute(Report& report) override;
   // Samples kept for spans that may still want them (bounded by the open spans).
   size_t queued_samples() const {
@@ -70,7 +84,18 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
 
   void OnSample(const StackSample& sample);
   void OnSwitch(const ThreadSwitch& sw);
-  void OnProbe(const ProbeEvent& probe);
+  void OnOtherEvent(const Event& event);
+  void OnProbe(const ProbeEvent& e) {
+    Thread& t = threads_[e.tid];
+    t.last_event_ns = std::max(t.last_event_ns, e.ts_ns);
+    if (sample_hz_) Settle(t, e.ts_ns);
+    if (e.role == Role::kAppCreateBegin || e.role == Role::kActivityFocus) OnStartupRole(e);
+    Prune(e.tid, t);
+  }
+  void OnStartupRole(const ProbeEvent& e);
+  void ForgetOpen(uint64_t span_id);
+  // A slow span's tree, if its kind's threshold says so.
+  void BuildTreeOf(const Span& span);
   SampledCallTree Build(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
   // Inline check first: called at every probe event, and most threads have nothing unsettled.
   void Settle(Thread& t, uint64_t running_ns) {
