@@ -107,8 +107,8 @@ void MessagesTracer::Contribute(Report& r) {
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
   report.messages.reserve(completed_.size());
-  for (size_t i = 0; i < completed_.size(); ++i)
-    report.messages.push_back(completed_[(oldest_ + i) % completed_.size()].ToMessage());
+  for (size_t i = oldest_; i < completed_.size(); ++i) report.messages.push_back(completed_[i].ToMessage());
+  for (size_t i = 0; i < oldest_; ++i) report.messages.push_back(completed_[i].ToMessage());
   completed_.clear();
   oldest_ = 0;
   // Messages end in begin order unless nested: mostly sorted already.
