@@ -59,9 +59,9 @@ void MessagesTracer::Keep(const MessageRecord& m) {
   thread->costs.Add(cost);
   if (m.depth == 0) thread->busy_ns += cost;
   if (m.name) {
-    auto named = by_name_.find(*m.name);
-    if (named == by_name_.end()) named = by_name_.emplace(*m.name, CostAccumulator(limit)).first;
-    named->second.Add(cost);
+    CostAccumulator*& named = by_name_text_.entries[m.name];
+    if (!named) named = &by_name_.try_emplace(*m.name, CostAccumulator(limit)).first->second;
+    named->Add(cost);
   }
   const size_t top_n = context_.common->top_n;
   if (slowest_.size() < top_n || Slower(m, slowest_.back())) {  // a Message only for these

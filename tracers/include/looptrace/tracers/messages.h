@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "looptrace/tracers/cost_accumulator.h"
@@ -77,6 +78,19 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   };
   ThreadMap<ThreadCosts> by_tid_;
   std::map<std::string, CostAccumulator> by_name_;
+  // by_name_'s entries by the text pointer a message names them with (texts are interned,
+  // one pointer per text: a lookup hashes a pointer instead of comparing names down a
+  // tree). A copy starts empty, as its pointers are into the original's map.
+  struct NameCache {
+    NameCache() = default;
+    NameCache(const NameCache&) {}
+    NameCache& operator=(const NameCache&) {
+      entries.clear();
+      return *this;
+    }
+    std::unordered_map<const std::string*, CostAccumulator*> entries;
+  };
+  NameCache by_name_text_;
   uint64_t not_listed_ = 0;
   bool saw_message_ = false;
 };
