@@ -47,7 +47,15 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
     else
       OnOtherEvent(event);
   }
-  void OnSpanBegin(const Span& span) override { open_.push_back({span.id, span.tid, span.begin_ns}); }
+  // Dispatch records reach it as message spans only (below): every dispatch.begin opens one
+  // and nearly every dispatch.end closes one, so the probe event itself would repeat them.
+  uint64_t probe_roles() const override {
+    return kAllRoles & ~(RoleBit(Role::kDispatchBegin) | RoleBit(Role::kDispatchEnd));
+  }
+  void OnSpanBegin(const Span& span) override {
+    open_.push_back({span.id, span.tid, span.begin_ns});
+    Ran(span.tid, span.begin_ns);  // what OnProbe does for the record that opened it
+  }
   void OnSpanEnd(const Span& span) override {
     if (!open_.empty() && open_.back().id == span.id) open_.pop_back();  // mostly the innermost
     else ForgetOpen(span.id);
@@ -55,6 +63,7 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
     // Its end is a record of the thread (before the tracers see the record itself).
     if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
     if (span.cost_ns() >= std::min({evil_threshold_ns_, jank_threshold_ns_, warm_threshold_ns_})) BuildTreeOf(span);
+    if (span.end_event) Ran(span.tid, span.end_ns);  // what OnProbe does for the record that closed it
   }
   void Contribute(Report& report) override;
   // Samples kept for spans that may still want them (bounded by the open spans).
@@ -86,12 +95,18 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   void OnSwitch(const ThreadSwitch& sw);
   void OnOtherEvent(const Event& event);
   void OnProbe(const ProbeEvent& e) {
-    Thread& t = threads_[e.tid];
-    t.last_event_ns = std::max(t.last_event_ns, e.ts_ns);
-    if (sample_hz_) Settle(t, e.ts_ns);
+    Thread& t = Running(e.tid, e.ts_ns);
     if (e.role == Role::kAppCreateBegin || e.role == Role::kActivityFocus) OnStartupRole(e);
     Prune(e.tid, t);
   }
+  // A record of the thread at `ts_ns`: it ran then (its samples settle up to there).
+  Thread& Running(uint32_t tid, uint64_t ts_ns) {
+    Thread& t = threads_[tid];
+    t.last_event_ns = std::max(t.last_event_ns, ts_ns);
+    if (sample_hz_) Settle(t, ts_ns);
+    return t;
+  }
+  void Ran(uint32_t tid, uint64_t ts_ns) { Prune(tid, Running(tid, ts_ns)); }
   void OnStartupRole(const ProbeEvent& e);
   void ForgetOpen(uint64_t span_id);
   // A slow span's tree, if its kind's threshold says so.
