@@ -57,6 +57,45 @@ TEST(SpanTracker, ACopyEndsItsOwnSpansNotTheOriginals) {
   EXPECT_EQ(stats.Get(StatId::unmatched_dispatch_end), 0u);
 }
 
+// Messages end in their stack slot (SpanStack): a listener told of an ending message sees
+// the stack without it (ANR asks whether a message is still open), the span it gets is the
+// whole message, and the slot's next message starts clean (no field of the last one left).
+TEST(SpanTracker, AnEndingMessageIsOffTheStackAndItsSlotStartsClean) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  struct Checker : SpanListener {
+    const SpanTracker* tracker = nullptr;
+    std::vector<std::string> seen;
+    void OnSpanBegin(const Span& span) override {
+      EXPECT_EQ(span.close, SpanClose::kOpen);
+      EXPECT_EQ(span.end_event, nullptr);
+      EXPECT_EQ(span.end_cpu_ns, 0u);
+      EXPECT_EQ(span.end_ns, span.begin_ns);
+    }
+    void OnSpanEnd(Span& span) override {
+      const Span* open = tracker->Innermost(kTid, SpanKind::kMessage);
+      seen.push_back(std::to_string(span.key) + (span.keyed ? "" : "?") + " depth " + std::to_string(span.depth) +
+                     " cost " + std::to_string(span.cost_ns()) + " open " +
+                     (open ? std::to_string(open->key) : std::string("none")));
+    }
+  } checker;
+  checker.tracker = &tracker;
+  auto probe = [&](Role role, uint64_t ts, std::vector<EventArg> args) {
+    ProbeEvent e = Probe(role, ts, args, kTid);
+    e.thread_cpu_ns = ts * 2;
+    tracker.OnProbe(e, checker);
+  };
+  probe(Role::kDispatchBegin, 100, {U("id", 1)});
+  probe(Role::kDispatchBegin, 110, {U("id", 2)});  // nested (a loop run inside message 1)
+  probe(Role::kDispatchEnd, 150, {U("id", 2)});
+  probe(Role::kDispatchEnd, 200, {U("id", 1)});
+  probe(Role::kDispatchBegin, 300, {});  // reuses message 1's slot: no id this time
+  probe(Role::kDispatchEnd, 310, {});
+  EXPECT_EQ(checker.seen, (std::vector<std::string>{"2 depth 1 cost 40 open 1", "1 depth 0 cost 100 open none",
+                                                    "0? depth 0 cost 10 open none"}));
+  EXPECT_FALSE(stats.AnyNonZero());
+}
+
 TEST(SpanTracker, PollBoundedMessagesAreTheBusyTimeBetweenPolls) {
   Stats stats;
   SpanTracker tracker(&stats);
