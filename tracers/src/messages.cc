@@ -6,8 +6,7 @@
 
 namespace looptrace {
 
-Message MessageRecord::ToMessage() const {
-  Message m;
+void MessageRecord::FillMessage(Message& m) const {
   m.tid = tid;
   m.begin_ns = begin_ns;
   m.end_ns = end_ns;
@@ -15,7 +14,6 @@ Message MessageRecord::ToMessage() const {
   if (name) m.name = *name;
   m.depth = depth;
   m.cpu_ns = cpu_ns;
-  return m;
 }
 
 void MessagesOptions::Declare(OptionSet& options) {
@@ -107,8 +105,8 @@ void MessagesTracer::Contribute(Report& r) {
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
   report.messages.reserve(completed_.size());
-  for (size_t i = oldest_; i < completed_.size(); ++i) report.messages.push_back(completed_[i].ToMessage());
-  for (size_t i = 0; i < oldest_; ++i) report.messages.push_back(completed_[i].ToMessage());
+  for (size_t i = oldest_; i < completed_.size(); ++i) completed_[i].FillMessage(report.messages.emplace_back());
+  for (size_t i = 0; i < oldest_; ++i) completed_[i].FillMessage(report.messages.emplace_back());
   completed_.clear();
   oldest_ = 0;
   // Messages end in begin order unless nested: mostly sorted already.

@@ -39,7 +39,13 @@ struct MessageRecord {
     return m;
   }
   uint64_t cost_ns() const { return end_ns - begin_ns; }
-  Message ToMessage() const;
+  Message ToMessage() const {
+    Message m;
+    FillMessage(m);
+    return m;
+  }
+  // Sets `m`'s fields (a report builds its list in place: no move per message).
+  void FillMessage(Message& m) const;
 };
 
 // The Message a message span describes.
