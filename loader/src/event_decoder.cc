@@ -106,10 +106,7 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
 }
 
 void EventDecoder::DecodeOther(const lt_record& rec, std::vector<Event>* out) {
-  switch (rec.type) {
-    case LT_RECORD_PROBE:
-      DecodeProbe(rec, out);
-      return;
+  switch (rec.type) {  // probe records never come here (Decode)
     case LT_RECORD_SWITCH: {
       ThreadSwitch e;
       e.ts_ns = rec.ts_ns;

@@ -107,6 +107,7 @@ SampledTreeTracer::SampledTreeTracer(const SampledTreeOptions& options, const Tr
     jank_threshold_ns_ = FrameOptions{}.jank_tree_threshold_ns;
     warm_threshold_ns_ = StartupOptions{}.warm_threshold_ns;
   }
+  any_tree_threshold_ns_ = std::min({evil_threshold_ns_, jank_threshold_ns_, warm_threshold_ns_});
 }
 
 void SampledTreeTracer::OnOtherEvent(const Event& event) {

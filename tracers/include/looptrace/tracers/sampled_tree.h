@@ -62,7 +62,7 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
     if (!sample_hz_) return;
     // Its end is a record of the thread (before the tracers see the record itself).
     if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
-    if (span.cost_ns() >= std::min({evil_threshold_ns_, jank_threshold_ns_, warm_threshold_ns_})) BuildTreeOf(span);
+    if (span.cost_ns() >= any_tree_threshold_ns_) BuildTreeOf(span);
     if (span.end_event) Ran(span.tid, span.end_ns);  // what OnProbe does for the record that closed it
   }
   void Contribute(Report& report) override;
@@ -129,6 +129,7 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   uint64_t evil_threshold_ns_ = 0;
   uint64_t jank_threshold_ns_ = 0;
   uint64_t warm_threshold_ns_ = 0;
+  uint64_t any_tree_threshold_ns_ = 0;  // the smallest of the three: below it, no tree
   std::vector<std::string> splash_;
   uint32_t sample_hz_ = 0;
   bool dwarf_ = false;
