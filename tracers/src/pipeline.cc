@@ -55,11 +55,15 @@ void Pipeline::Subscribe() {
   for (auto& list : by_event_) list.clear();
   for (auto& list : by_role_) list.clear();
   for (auto& list : slice_askers_) list.clear();
+  slice_min_cost_ns_.fill(UINT64_MAX);
   for (auto& tracer : tracers_) {
     if (!tracer) continue;
     for (int k = 0; k < kSpanKindCount; ++k)
       if (tracer->span_kinds() & (1u << k)) {
-        if (tracer->slice_kinds() & (1u << k)) slice_askers_[k].push_back(by_span_[k].size());
+        if (tracer->slice_kinds() & (1u << k)) {
+          slice_askers_[k].push_back(by_span_[k].size());
+          slice_min_cost_ns_[k] = std::min(slice_min_cost_ns_[k], tracer->slice_min_cost_ns());
+        }
         by_span_[k].push_back(tracer.get());
         if (tracer->begin_kinds() & (1u << k)) by_span_begin_[k].push_back(tracer.get());
       }
@@ -109,23 +113,17 @@ std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
   return slice;
 }
 
-void Pipeline::OnSpanBegin(const Span& span) {
-  for (Tracer* tracer : by_span_begin_[static_cast<int>(span.kind)]) tracer->OnSpanBegin(span);
-}
-
-void Pipeline::OnSpanEnd(Span& span) {
-  causes_.OnSpanEnd(span);
+void Pipeline::EndAskingSlices(Span& span) {
   const auto& tracers = by_span_[static_cast<int>(span.kind)];
   // Each tracer gets the slice it asked for; two asking for the same one share a copy.
-  // Nothing is allocated unless a tracer asks (most spans: none does).
+  // Nothing is allocated unless a tracer asks.
   struct Want {
     size_t tracer;
     SliceRequest request;
   };
   std::vector<Want> wants;
-  if (span.close == SpanClose::kEnded)
-    for (size_t i : slice_askers_[static_cast<int>(span.kind)])
-      if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
+  for (size_t i : slice_askers_[static_cast<int>(span.kind)])
+    if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
   if (wants.empty()) {
     for (Tracer* tracer : tracers) tracer->OnSpanEnd(span);
     return;

@@ -53,6 +53,25 @@ TEST(EvilMethodTracer, OnlyMessagesOverTheThresholdWithTheirTreeAndKey) {
   EXPECT_EQ(e.matrix_stack, "0,1048574,1,1000\n1,1,1,900\n2,2,1,800\n");
 }
 
+// A message costing exactly the threshold is slow and gets its slice; one a nanosecond under
+// it is not (the pipeline asks for no slice below the threshold).
+TEST(EvilMethodTracer, TheThresholdItselfIsSlow) {
+  testing::EventScript script;
+  script.Add(Probe(Role::kDispatchBegin, 100 * kMs, {U("id", 1), S("name", "under")}, kMain));
+  script.Add(Probe(Role::kDispatchEnd, 600 * kMs - 1, {U("id", 1)}, kMain));
+  script.Add(Slice(100, 600, {{100 * kMs, 1, true}, {599 * kMs, 1, false}}));
+  AddMessage(script, 2, 1000, 1500);
+  script.Add(Slice(1000, 1500, {{1000 * kMs, 1, true}, {1100 * kMs, 2, true}, {1400 * kMs, 2, false}, {1499 * kMs, 1, false}}));
+  AnalysisOptions options;
+  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 500 * kMs;
+  Report r = script.Run(options, 2'000 * kMs);
+  ASSERT_EQ(r.evil_methods.size(), 1u);
+  EXPECT_EQ(r.evil_methods[0].message.name, "msg2");
+  EXPECT_TRUE(r.evil_methods[0].has_beats);
+  ASSERT_EQ(r.evil_methods[0].tree.size(), 3u);
+  EXPECT_EQ(r.evil_methods[0].tree[2].name, "B");
+}
+
 TEST(EvilMethodTracer, ASlowMessageWithoutBeatsOrWithoutMethodsHasNoKey) {
   testing::EventScript script;
   AddMessage(script, 1, 100, 900);  // no slice recorded: no method beats

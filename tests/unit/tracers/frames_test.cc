@@ -1,4 +1,5 @@
 #include "looptrace/tracers/frames.h"
+#include "looptrace/tracers/evil_method.h"
 
 #include <gtest/gtest.h>
 
@@ -51,6 +52,7 @@ class Sim {
   }
 
   uint64_t now() const { return now_; }
+  AnalysisOptions& options() { return options_; }
   const std::vector<Message>& messages() const { return messages_; }
   const Stats& stats() const { return report_.stats; }
 
@@ -595,8 +597,11 @@ MethodBeats JankBeats() {
   return b;
 }
 
-TEST(Frames, JankyFrameKeepsItsMessageCallTree) {
+// The frame's message is asked for its beats however high the slow-message threshold is
+// (the pipeline asks for slices only above the lowest threshold of the tracers that want them).
+void CheckJankyFrameKeepsItsMessageCallTree(uint64_t slow_message_threshold_ns) {
   Sim sim;
+  sim.options().Mutable<EvilMethodOptions>("evil_method").threshold_ns = slow_message_threshold_ns;
   Grid grid{kBase, 60};
   for (int i = 0; i < 5; ++i) sim.Frame(grid);
   // Beats relative to the doFrame message, which begins 20 us before the frame.
@@ -624,6 +629,11 @@ TEST(Frames, JankyFrameKeepsItsMessageCallTree) {
   EXPECT_TRUE(r.frames[6].tree.empty());
   EXPECT_TRUE(r.frames[6].deadline_missed);
   EXPECT_TRUE(r.frames[7].tree.empty());
+}
+
+TEST(Frames, JankyFrameKeepsItsMessageCallTree) { CheckJankyFrameKeepsItsMessageCallTree(700 * kMs); }
+TEST(Frames, JankyFrameKeepsItsMessageCallTreeUnderAHigherSlowMessageThreshold) {
+  CheckJankyFrameKeepsItsMessageCallTree(10'000 * kMs);
 }
 
 TEST(Frames, MatrixWindowsOfTenSecondsWithMoreThanTwentyFrames) {

@@ -87,8 +87,20 @@ class Pipeline : public EventSink, private SpanListener {
  private:
   void OnProbe(const ProbeEvent& probe, const Event& event);
   void OnOtherEvent(const Event& event);
-  void OnSpanBegin(const Span& span) override;
-  void OnSpanEnd(Span& span) override;
+  void OnSpanBegin(const Span& span) override {
+    for (Tracer* tracer : by_span_begin_[static_cast<int>(span.kind)]) tracer->OnSpanBegin(span);
+  }
+  // Inline: called at every span's end, and most spans want no slice.
+  void OnSpanEnd(Span& span) override {
+    causes_.OnSpanEnd(span);
+    const int kind = static_cast<int>(span.kind);
+    if (span.close == SpanClose::kEnded && span.cost_ns() >= slice_min_cost_ns_[kind]) [[unlikely]] {
+      EndAskingSlices(span);
+      return;
+    }
+    for (Tracer* tracer : by_span_[kind]) tracer->OnSpanEnd(span);
+  }
+  void EndAskingSlices(Span& span);
   void Observe(const Event& event) {
     if (!observers_.empty()) ObserveAll(event);  // most analyses record nothing
   }
@@ -110,6 +122,8 @@ class Pipeline : public EventSink, private SpanListener {
   // Per span kind, the positions in by_span_ of the tracers that may want a slice of it
   // (slice_kinds()).
   std::array<std::vector<size_t>, kSpanKindCount> slice_askers_;
+  // Per span kind, the cheapest span any of them may want a slice of (UINT64_MAX: none asks).
+  std::array<uint64_t, kSpanKindCount> slice_min_cost_ns_{};
   std::array<std::vector<Tracer*>, std::variant_size_v<Event>> by_event_;
   std::array<std::vector<Tracer*>, 64> by_role_;
   std::vector<EventSink*> observers_;

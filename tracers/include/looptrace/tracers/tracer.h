@@ -86,6 +86,9 @@ class Tracer {
   // Span kinds WantSlice is asked about (a tracer that overrides it says which); none by
   // default, so the pipeline does not ask every tracer at every span's end.
   virtual uint32_t slice_kinds() const { return 0; }
+  // No span of the slice kinds costing less than this wants a slice (read with slice_kinds()):
+  // most spans are cheaper than a slow-method threshold, and the pipeline then asks no one.
+  virtual uint64_t slice_min_cost_ns() const { return 0; }
   // Span kinds OnSpanBegin is called for (a tracer that overrides it says which); none by
   // default: most tracers act at a span's end only, and a begin per message and tracer
   // is called at millions per second.
