@@ -12,6 +12,8 @@
 namespace looptrace::loader {
 namespace {
 
+static_assert(LT_MAX_ARGS <= ArgList::kCapacity, "a plain probe's arguments fit an event");
+
 std::string Comm(const char (&text)[LT_TASK_COMM_LEN]) { return std::string(text, strnlen(text, sizeof(text))); }
 
 }  // namespace
@@ -27,6 +29,7 @@ EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* 
       addresses_(addresses) {
   for (const auto& p : plan_->probes) {
     ProbeDecoding& d = decodings_.emplace_back();
+    d.role = p.spec.role;
     d.plain = p.spec.args.size() <= LT_MAX_ARGS && p.spec.role != Role::kLockRelease;
     for (size_t i = 0; i < p.spec.args.size(); ++i) {
       const ArgSpec& a = p.spec.args[i];
@@ -49,28 +52,23 @@ const std::string* EventDecoder::NameAddress(uint64_t address) {
 }
 
 void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
-  if (rec.probe_id >= plan_->probes.size()) {
+  if (rec.probe_id >= decodings_.size()) {
     stats_->Add(StatId::unknown_probe_id);
     return;
   }
-  const ResolvedProbe& probe = plan_->probes[rec.probe_id];
-  // Built in place: a ProbeEvent is large and this runs for every record.
-  ProbeEvent& e = std::get<ProbeEvent>(out->emplace_back(std::in_place_type<ProbeEvent>));
-  e.ts_ns = rec.ts_ns;
-  e.pid = pid_;
-  e.tid = rec.tid;
-  e.role = probe.spec.role;
-  e.probe_id = rec.probe_id;
-  e.thread_cpu_ns = rec.probe.thread_cpu_ns;
-  e.beat_index = rec.probe.beat_index;
-  e.sp = rec.probe.sp;
   const ProbeDecoding& decoding = decodings_[rec.probe_id];
+  // Built in place with its fields: a ProbeEvent is large and this runs for every record.
+  ProbeEvent& e = std::get<ProbeEvent>(out->emplace_back(
+      std::in_place_type<ProbeEvent>, rec.ts_ns, pid_, rec.tid, decoding.role, rec.probe_id,
+      rec.probe.thread_cpu_ns, rec.probe.beat_index, rec.probe.sp));
   const auto& names = decoding.arg_names;
   if (decoding.plain) {
-    // The raw values, as the general path below stores them.
-    for (size_t i = 0; i < names.size(); ++i) e.args.push_back({names[i], rec.probe.args[i], nullptr, false});
+    // The raw values, as the general path below stores them (plain: at most LT_MAX_ARGS).
+    EventArg* args = e.args.Grow(names.size());
+    for (size_t i = 0; i < names.size(); ++i) args[i] = {names[i], rec.probe.args[i], nullptr, false};
     return;
   }
+  const ResolvedProbe& probe = plan_->probes[rec.probe_id];
   for (size_t i = 0; i < probe.spec.args.size(); ++i) {
     const ArgSpec& spec = probe.spec.args[i];
     if (spec.source == kSourceFunction) {

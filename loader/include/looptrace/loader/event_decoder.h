@@ -57,6 +57,7 @@ class EventDecoder {
   // How a probe's records decode, worked out once per probe.
   struct ProbeDecoding {
     std::vector<std::string_view> arg_names;  // interned
+    Role role = Role::kDispatchBegin;
     // Only raw-value arguments (no strings, symbols, function names or thread name): copied
     // straight from the record.
     bool plain = false;

@@ -35,10 +35,10 @@ class ArgList {
   static_assert(std::is_trivially_copyable_v<EventArg> && std::is_trivially_destructible_v<EventArg>);
 
   ArgList() {}
-  ArgList(const ArgList& other) : size_(other.size_) { std::copy_n(other.storage_.args, size_, storage_.args); }
+  ArgList(const ArgList& other) : size_(other.size_) { CopyFrom(other); }
   ArgList& operator=(const ArgList& other) {
     size_ = other.size_;
-    std::copy_n(other.storage_.args, size_, storage_.args);
+    CopyFrom(other);
     return *this;
   }
 
@@ -56,8 +56,20 @@ class ArgList {
     return true;
   }
   void clear() { size_ = 0; }
+  // `n` more arguments, left for the caller to set; n must fit (size() + n <= kCapacity).
+  EventArg* Grow(size_t n) {
+    EventArg* added = storage_.args + size_;
+    size_ = static_cast<uint8_t>(size_ + n);
+    return added;
+  }
 
  private:
+  // Element by element: events carry a few arguments, where a memcpy call costs more than
+  // the copy (GCC would turn a plain loop back into one).
+  void CopyFrom(const ArgList& other) {
+#pragma GCC unroll 2
+    for (size_t i = 0; i < size_; ++i) [[likely]] storage_.args[i] = other.storage_.args[i];
+  }
   union Storage {
     Storage() {}  // left uninitialized: args [0, size_) are the ones written
     EventArg args[kCapacity];
@@ -70,6 +82,10 @@ struct ProbeEvent {
   // User-provided so that value-initialization (std::variant, emplace) does not zero the
   // whole argument capacity first; every member has its initializer.
   ProbeEvent() {}
+  ProbeEvent(uint64_t ts_ns, uint32_t pid, uint32_t tid, Role role, uint16_t probe_id, uint64_t thread_cpu_ns,
+             uint64_t beat_index, uint32_t sp)
+      : ts_ns(ts_ns), pid(pid), tid(tid), role(role), probe_id(probe_id), thread_cpu_ns(thread_cpu_ns),
+        beat_index(beat_index), sp(sp) {}
 
   uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
   uint32_t pid = 0;
