@@ -67,24 +67,6 @@ void SpanTracker::OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener&
   EndMessage(t, e, /*expect_id=*/true, listener);
 }
 
-void SpanTracker::Start(Span& s, SpanKind kind, const ProbeEvent& e, uint64_t key) {
-  s.id = next_id_++;
-  s.kind = kind;
-  s.tid = e.tid;
-  s.key = key;
-  s.keyed = false;
-  s.depth = 0;
-  s.parent_id = 0;
-  s.begin_ns = s.end_ns = e.ts_ns;
-  s.begin_beat_index = s.end_beat_index = e.beat_index;
-  s.begin_cpu_ns = e.thread_cpu_ns;
-  s.end_cpu_ns = 0;
-  s.close = SpanClose::kOpen;
-  s.begin = e;
-  s.end_event = nullptr;
-  s.beats = nullptr;
-}
-
 void SpanTracker::EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener) {
   span.end_ns = std::max(end_ns, span.begin_ns);
   span.close = close;
@@ -116,7 +98,7 @@ bool BeginsBeside(const Span& open, const ProbeEvent& next) {
 
 }  // namespace
 
-void SpanTracker::CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+void SpanTracker::CloseMessagesBeside(Thread& t, const ProbeEvent& e, SpanListener& listener) {
   // Open messages the new one does not nest in ended without their end record.
   while (!t.messages.empty() && BeginsBeside(t.messages.back(), e)) {
     Span& message = t.messages.Pop();
@@ -176,7 +158,7 @@ void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, Spa
   End(message, e, SpanClose::kEnded, listener);
 }
 
-void SpanTracker::CloseFramesInside(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener) {
+void SpanTracker::CloseFramesBegunIn(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener) {
   auto inside = [&](uint64_t ts) { return ts >= message.begin_ns && (ts < end_ns || ts == message.begin_ns); };
   while (!t.frames.empty() && inside(t.frames.back().frame.begin_ns)) {
     stats_->Add(StatId::frame_end_lost);

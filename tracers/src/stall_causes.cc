@@ -39,8 +39,7 @@ StallCause StallCauses::FromSpan(const Span& span) const {
   return c;
 }
 
-void StallCauses::OnSpanEnd(const Span& span) {
-  if (span.kind != SpanKind::kGc && span.kind != SpanKind::kLockWait) return;
+void StallCauses::AddEnded(const Span& span) {
   StallCause c = FromSpan(span);
   c.open = false;
   if (span.kind == SpanKind::kLockWait) {
@@ -59,8 +58,7 @@ void StallCauses::OnSpanEnd(const Span& span) {
   if (closed_.size() > kMaxClosed) closed_.pop_front();
 }
 
-void StallCauses::OnProbe(const ProbeEvent& event) {
-  if (event.role != Role::kLockRelease) return;
+void StallCauses::AddRelease(const ProbeEvent& event) {
   const EventArg* monitor = event.Arg("monitor");
   if (!monitor) return;
   if (!releases_.contains(monitor->value) && releases_.size() >= kMaxMonitors) releases_.erase(releases_.begin());

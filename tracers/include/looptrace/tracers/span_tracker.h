@@ -181,8 +181,24 @@ class SpanTracker {
     uint64_t last_message_ts = 0;         // events_out_of_order
   };
 
-  // Sets every field of `s` for a span of `kind` that `e` opens.
-  void Start(Span& s, SpanKind kind, const ProbeEvent& e, uint64_t key);
+  // Sets every field of `s` for a span of `kind` that `e` opens. Inline: once per message.
+  void Start(Span& s, SpanKind kind, const ProbeEvent& e, uint64_t key) {
+    s.id = next_id_++;
+    s.kind = kind;
+    s.tid = e.tid;
+    s.key = key;
+    s.keyed = false;
+    s.depth = 0;
+    s.parent_id = 0;
+    s.begin_ns = s.end_ns = e.ts_ns;
+    s.begin_beat_index = s.end_beat_index = e.beat_index;
+    s.begin_cpu_ns = e.thread_cpu_ns;
+    s.end_cpu_ns = 0;
+    s.close = SpanClose::kOpen;
+    s.begin = e;
+    s.end_event = nullptr;
+    s.beats = nullptr;
+  }
   Span Begin(SpanKind kind, const ProbeEvent& e, uint64_t key) {
     Span s;
     Start(s, kind, e, key);
@@ -190,14 +206,22 @@ class SpanTracker {
   }
   void End(Span& span, const ProbeEvent& e, SpanClose close, SpanListener& listener);
   void EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener);
-  void CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  // Inline check: most messages begin with none open on their thread.
+  void CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+    if (!t.messages.empty()) CloseMessagesBeside(t, e, listener);
+  }
+  void CloseMessagesBeside(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener);
   void OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
   void CloseFrame(Thread& t, uint64_t end_ns, SpanClose close, SpanListener& listener);
-  void CloseFramesInside(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener);
+  // Inline check: most threads have no frame open.
+  void CloseFramesInside(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener) {
+    if (!t.frames.empty()) CloseFramesBegunIn(t, message, end_ns, listener);
+  }
+  void CloseFramesBegunIn(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener);
 
   Stats* stats_;
   MessageDefinition definition_ = MessageDefinition::kDispatch;

@@ -23,9 +23,14 @@ namespace looptrace {
 class StallCauses {
  public:
   // gc and lock_wait spans (others are ignored).
-  void OnSpanEnd(const Span& span);
+  // Inline checks: called for every span and probe event, and few are GC, lock waits or releases.
+  void OnSpanEnd(const Span& span) {
+    if (span.kind == SpanKind::kGc || span.kind == SpanKind::kLockWait) [[unlikely]] AddEnded(span);
+  }
   // lock.release events (others are ignored).
-  void OnProbe(const ProbeEvent& event);
+  void OnProbe(const ProbeEvent& event) {
+    if (event.role == Role::kLockRelease) [[unlikely]] AddRelease(event);
+  }
 
   // The causes overlapping [begin_ns, end_ns] that held thread `tid` back: every GC of the
   // process and the thread's own monitor waits, in time order, clipped to the interval;
@@ -36,6 +41,8 @@ class StallCauses {
   static std::map<std::string, uint64_t> TotalByKind(const std::vector<StallCause>& causes);
 
  private:
+  void AddEnded(const Span& span);
+  void AddRelease(const ProbeEvent& event);
   struct Release {
     uint64_t ts_ns = 0;
     uint32_t tid = 0;
