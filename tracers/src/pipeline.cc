@@ -56,6 +56,8 @@ void Pipeline::Subscribe() {
   for (auto& list : by_role_) list.clear();
   for (auto& list : slice_askers_) list.clear();
   slice_min_cost_ns_.fill(UINT64_MAX);
+  for (auto& list : by_cheap_span_end_) list.clear();
+  cheap_below_ns_.fill(UINT64_MAX);
   for (auto& tracer : tracers_) {
     if (!tracer) continue;
     for (int k = 0; k < kSpanKindCount; ++k)
@@ -65,8 +67,13 @@ void Pipeline::Subscribe() {
           slice_min_cost_ns_[k] = std::min(slice_min_cost_ns_[k], tracer->slice_min_cost_ns());
         }
         by_span_[k].push_back(tracer.get());
+        if (const uint64_t floor = tracer->end_min_cost_ns())
+          cheap_below_ns_[k] = std::min(cheap_below_ns_[k], floor);
+        else
+          by_cheap_span_end_[k].push_back(tracer.get());
         if (tracer->begin_kinds() & (1u << k)) by_span_begin_[k].push_back(tracer.get());
       }
+  for (int k = 0; k < kSpanKindCount; ++k) cheap_below_ns_[k] = std::min(cheap_below_ns_[k], slice_min_cost_ns_[k]);
     for (size_t e = 0; e < by_event_.size(); ++e)
       if (tracer->event_types() & (1u << e)) by_event_[e].push_back(tracer.get());
     if (tracer->event_types() & EventBit<ProbeEvent>())
@@ -113,8 +120,9 @@ std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
   return slice;
 }
 
-void Pipeline::EndAskingSlices(Span& span) {
-  const auto& tracers = by_span_[static_cast<int>(span.kind)];
+void Pipeline::EndFully(Span& span) {
+  const int kind = static_cast<int>(span.kind);
+  const auto& tracers = by_span_[kind];
   // Each tracer gets the slice it asked for; two asking for the same one share a copy.
   // Nothing is allocated unless a tracer asks.
   struct Want {
@@ -122,8 +130,9 @@ void Pipeline::EndAskingSlices(Span& span) {
     SliceRequest request;
   };
   std::vector<Want> wants;
-  for (size_t i : slice_askers_[static_cast<int>(span.kind)])
-    if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
+  if (span.close == SpanClose::kEnded && span.cost_ns() >= slice_min_cost_ns_[kind])
+    for (size_t i : slice_askers_[kind])
+      if (auto request = tracers[i]->WantSlice(span)) wants.push_back({i, std::move(*request)});
   if (wants.empty()) {
     for (Tracer* tracer : tracers) tracer->OnSpanEnd(span);
     return;

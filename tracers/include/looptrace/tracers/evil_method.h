@@ -27,6 +27,7 @@ class EvilMethodTracer : public CopyableTracer<EvilMethodTracer> {
 
   // The checks inline, the work out of line: called for every message, slow for few.
   uint64_t slice_min_cost_ns() const override { return options_.threshold_ns; }
+  uint64_t end_min_cost_ns() const override { return options_.threshold_ns; }
   std::optional<SliceRequest> WantSlice(const Span& span) override {
     if (!Slow(span)) return std::nullopt;
     return SliceRequest::Of(span, "message");

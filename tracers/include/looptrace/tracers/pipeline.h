@@ -94,13 +94,14 @@ class Pipeline : public EventSink, private SpanListener {
   void OnSpanEnd(Span& span) override {
     causes_.OnSpanEnd(span);
     const int kind = static_cast<int>(span.kind);
-    if (span.close == SpanClose::kEnded && span.cost_ns() >= slice_min_cost_ns_[kind]) [[unlikely]] {
-      EndAskingSlices(span);
+    if (span.close == SpanClose::kEnded && span.cost_ns() < cheap_below_ns_[kind]) [[likely]] {
+      for (Tracer* tracer : by_cheap_span_end_[kind]) tracer->OnSpanEnd(span);
       return;
     }
-    for (Tracer* tracer : by_span_[kind]) tracer->OnSpanEnd(span);
+    EndFully(span);
   }
-  void EndAskingSlices(Span& span);
+  // Every tracer of the kind, with the slices they ask for.
+  void EndFully(Span& span);
   void Observe(const Event& event) {
     if (!observers_.empty()) ObserveAll(event);  // most analyses record nothing
   }
@@ -124,6 +125,10 @@ class Pipeline : public EventSink, private SpanListener {
   std::array<std::vector<size_t>, kSpanKindCount> slice_askers_;
   // Per span kind, the cheapest span any of them may want a slice of (UINT64_MAX: none asks).
   std::array<uint64_t, kSpanKindCount> slice_min_cost_ns_{};
+  // Per span kind, the cost below which an ended span wants no slice and interests only
+  // by_cheap_span_end_ (the tracers without an end_min_cost_ns()).
+  std::array<uint64_t, kSpanKindCount> cheap_below_ns_{};
+  std::array<std::vector<Tracer*>, kSpanKindCount> by_cheap_span_end_;
   std::array<std::vector<Tracer*>, std::variant_size_v<Event>> by_event_;
   std::array<std::vector<Tracer*>, 64> by_role_;
   std::vector<EventSink*> observers_;

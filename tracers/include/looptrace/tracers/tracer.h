@@ -89,6 +89,10 @@ class Tracer {
   // No span of the slice kinds costing less than this wants a slice (read with slice_kinds()):
   // most spans are cheaper than a slow-method threshold, and the pipeline then asks no one.
   virtual uint64_t slice_min_cost_ns() const { return 0; }
+  // An ended span of its span_kinds() costing less than this is of no interest to it:
+  // OnSpanEnd is not called for it (spans lost or unfinished always are). Read with
+  // span_kinds(); a tracer acting on slow spans only is then not called at every message.
+  virtual uint64_t end_min_cost_ns() const { return 0; }
   // Span kinds OnSpanBegin is called for (a tracer that overrides it says which); none by
   // default: most tracers act at a span's end only, and a begin per message and tracer
   // is called at millions per second.
