@@ -200,6 +200,12 @@ void SampledTreeTracer::SettleSamples(Thread& t, uint64_t running_ns) {
   t.unsettled_from_ns = still;
 }
 
+void SampledTreeTracer::EndSlowOrUnfinished(const Span& span) {
+  if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
+  if (span.cost_ns() >= any_tree_threshold_ns_) BuildTreeOf(span);
+  if (span.end_event) Ran(span.tid, span.end_ns);
+}
+
 void SampledTreeTracer::OnStartupRole(const ProbeEvent& e) {
   if (e.role == Role::kAppCreateBegin && !startup_ && !cold_done_) startup_ = {{e.tid, e.ts_ns}};
   if (e.role == Role::kActivityFocus && startup_ && !cold_done_) {

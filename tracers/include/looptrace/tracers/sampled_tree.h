@@ -60,10 +60,18 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
     if (!open_.empty() && open_.back().id == span.id) open_.pop_back();  // mostly the innermost
     else ForgetOpen(span.id);
     if (!sample_hz_) return;
-    // Its end is a record of the thread (before the tracers see the record itself).
-    if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
-    if (span.cost_ns() >= any_tree_threshold_ns_) BuildTreeOf(span);
-    if (span.end_event) Ran(span.tid, span.end_ns);  // what OnProbe does for the record that closed it
+    if (span.close == SpanClose::kUnfinished || span.cost_ns() >= any_tree_threshold_ns_) [[unlikely]] {
+      EndSlowOrUnfinished(span);
+      return;
+    }
+    // Its end is a record of the thread (before the tracers see the record itself): what
+    // OnProbe does for the record that closed it, with one thread lookup.
+    Thread& t = threads_[span.tid];
+    Settle(t, span.end_ns);
+    if (span.end_event) {
+      t.last_event_ns = std::max(t.last_event_ns, span.end_ns);
+      Prune(span.tid, t);
+    }
   }
   void Contribute(Report& report) override;
   // Samples kept for spans that may still want them (bounded by the open spans).
@@ -111,6 +119,7 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   void ForgetOpen(uint64_t span_id);
   // A slow span's tree, if its kind's threshold says so.
   void BuildTreeOf(const Span& span);
+  void EndSlowOrUnfinished(const Span& span);
   SampledCallTree Build(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
   // Inline check first: called at every probe event, and most threads have nothing unsettled.
   void Settle(Thread& t, uint64_t running_ns) {
