@@ -6,16 +6,6 @@
 
 namespace looptrace {
 
-void MessageRecord::FillMessage(Message& m) const {
-  m.tid = tid;
-  m.begin_ns = begin_ns;
-  m.end_ns = end_ns;
-  if (has_id) m.msg_id = msg_id;
-  if (name) m.name = *name;
-  m.depth = depth;
-  m.cpu_ns = cpu_ns;
-}
-
 void MessagesOptions::Declare(OptionSet& options) {
   options.Count("keep-messages", &keep_messages, 0, SIZE_MAX,
                 "list only the latest N messages (default 100000; 0 = all); summaries still count every one");

@@ -19,7 +19,7 @@ class CostAccumulator {
   explicit CostAccumulator(size_t exact_limit = 0) : exact_limit_(exact_limit) {}
 
   // Inline: one per message and thread (and name).
-  void Add(uint64_t cost_ns) {
+  [[gnu::always_inline]] void Add(uint64_t cost_ns) {
     if (count_ == 0 || cost_ns < min_) min_ = cost_ns;
     max_ = std::max(max_, cost_ns);
     ++count_;

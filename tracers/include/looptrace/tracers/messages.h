@@ -44,8 +44,17 @@ struct MessageRecord {
     FillMessage(m);
     return m;
   }
-  // Sets `m`'s fields (a report builds its list in place: no move per message).
-  void FillMessage(Message& m) const;
+  // Sets `m`'s fields (a report builds its list in place: no move per message). Inline:
+  // once per listed message.
+  void FillMessage(Message& m) const {
+    m.tid = tid;
+    m.begin_ns = begin_ns;
+    m.end_ns = end_ns;
+    if (has_id) m.msg_id = msg_id;
+    if (name) m.name = *name;
+    m.depth = depth;
+    m.cpu_ns = cpu_ns;
+  }
 };
 
 // The Message a message span describes.
