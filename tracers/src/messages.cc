@@ -94,9 +94,12 @@ void MessagesTracer::Contribute(Report& r) {
     profiled |= p.role == Role::kDispatchBegin ||
                 (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
-  report.messages.reserve(completed_.size());
-  for (size_t i = oldest_; i < completed_.size(); ++i) completed_[i].FillMessage(report.messages.emplace_back());
-  for (size_t i = 0; i < oldest_; ++i) completed_[i].FillMessage(report.messages.emplace_back());
+  // Made at once, then filled in place (no capacity check and no move per message).
+  const size_t listed = report.messages.size();
+  report.messages.resize(listed + completed_.size());
+  Message* out = report.messages.data() + listed;
+  for (size_t i = oldest_; i < completed_.size(); ++i) completed_[i].FillMessage(*out++);
+  for (size_t i = 0; i < oldest_; ++i) completed_[i].FillMessage(*out++);
   completed_.clear();
   oldest_ = 0;
   // Messages end in begin order unless nested: mostly sorted already.
