@@ -161,15 +161,6 @@ void Pipeline::EndFully(Span& span) {
   span.beats = nullptr;
 }
 
-void Pipeline::OnProbe(const ProbeEvent& probe, const Event& event) {
-  if (!started_ && report_.session.begin_ns == 0) report_.session.begin_ns = probe.ts_ns;
-  last_ts_ns_ = std::max(last_ts_ns_, probe.ts_ns);
-  causes_.OnProbe(probe);
-  spans_.OnProbe(probe, *this);
-  Observe(event);
-  for (Tracer* tracer : by_role_[static_cast<int>(probe.role) & 63]) tracer->OnEvent(event);
-}
-
 void Pipeline::OnOtherEvent(const Event& event) {
   if (const auto* start = std::get_if<SessionStart>(&event)) {
     started_ = true;
