@@ -245,7 +245,7 @@ void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& list
 
 SpanTracker::Thread& SpanTracker::ThreadOf(uint32_t tid) { return threads_[tid]; }
 
-void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
+void SpanTracker::OnOtherProbe(const ProbeEvent& e, SpanListener& listener) {
   if (e.role == Role::kMethodEnter || e.role == Role::kMethodExit) return;  // beats: no spans
   Thread& t = ThreadOf(e.tid);
   auto key = [&](std::string_view name) -> uint64_t {
@@ -255,8 +255,7 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
   switch (e.role) {
     case Role::kDispatchBegin:
     case Role::kDispatchEnd:
-      if (e.ts_ns < t.last_message_ts) stats_->Add(StatId::events_out_of_order);
-      t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
+      NoteMessageRecord(t, e);
       if (definition_ == MessageDefinition::kPollBounded) {
         // Named work inside an iteration (a native handler): a nested message.
         OnNestedDispatch(t, e, listener);
@@ -267,8 +266,7 @@ void SpanTracker::OnProbe(const ProbeEvent& e, SpanListener& listener) {
       break;
     case Role::kPollBegin:
       if (definition_ == MessageDefinition::kPollBounded) {
-        if (e.ts_ns < t.last_message_ts) stats_->Add(StatId::events_out_of_order);
-        t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
+        NoteMessageRecord(t, e);
         // The busy stretch since the last poll returned ends here; a poll inside a nested
         // dispatch (a loop run by a handler) ends nothing.
         if (!t.messages.empty()) {

@@ -146,8 +146,19 @@ class SpanTracker {
   void SetMessageDefinition(MessageDefinition definition) { definition_ = definition; }
   MessageDefinition message_definition() const { return definition_; }
 
-  // Pairs one probe event; reports every span it opens or closes, in order.
-  void OnProbe(const ProbeEvent& event, SpanListener& listener);
+  // Pairs one probe event; reports every span it opens or closes, in order. Dispatch
+  // records (most records) take an inline path into the message's begin or end.
+  void OnProbe(const ProbeEvent& event, SpanListener& listener) {
+    if ((event.role == Role::kDispatchBegin || event.role == Role::kDispatchEnd) &&
+        definition_ == MessageDefinition::kDispatch) [[likely]] {
+      Thread& t = threads_[event.tid];
+      NoteMessageRecord(t, event);
+      if (event.role == Role::kDispatchBegin) BeginMessage(t, event, listener);
+      else EndMessage(t, event, /*expect_id=*/true, listener);
+      return;
+    }
+    OnOtherProbe(event, listener);
+  }
   // Closes every open span as unfinished at `end_ns`.
   void Finish(uint64_t end_ns, SpanListener& listener);
 
@@ -228,6 +239,12 @@ class SpanTracker {
   uint64_t next_id_ = 1;
   uint64_t frames_seen_ = 0;
   Thread& ThreadOf(uint32_t tid);
+  void OnOtherProbe(const ProbeEvent& event, SpanListener& listener);
+  // A record bounding a message on `t`: counted when it comes before the last one.
+  void NoteMessageRecord(Thread& t, const ProbeEvent& e) {
+    if (e.ts_ns < t.last_message_ts) [[unlikely]] stats_->Add(StatId::events_out_of_order);
+    t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
+  }
 
   ThreadMap<Thread> threads_;
   std::map<uint64_t, Span> inputs_;    // by seq
