@@ -51,23 +51,8 @@ const std::string* EventDecoder::NameAddress(uint64_t address) {
   return address_names_.emplace(address, TextPool::Intern(*name)).first->second;
 }
 
-void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
-  if (rec.probe_id >= decodings_.size()) {
-    stats_->Add(StatId::unknown_probe_id);
-    return;
-  }
-  const ProbeDecoding& decoding = decodings_[rec.probe_id];
-  // Built in place with its fields: a ProbeEvent is large and this runs for every record.
-  ProbeEvent& e = std::get<ProbeEvent>(out->emplace_back(
-      std::in_place_type<ProbeEvent>, rec.ts_ns, pid_, rec.tid, decoding.role, rec.probe_id,
-      rec.probe.thread_cpu_ns, rec.probe.beat_index, rec.probe.sp));
-  const auto& names = decoding.arg_names;
-  if (decoding.plain) {
-    // The raw values, as the general path below stores them (plain: at most LT_MAX_ARGS).
-    EventArg* args = e.args.Grow(names.size());
-    for (size_t i = 0; i < names.size(); ++i) args[i] = {names[i], rec.probe.args[i], nullptr, false};
-    return;
-  }
+void EventDecoder::DecodeArguments(const lt_record& rec, ProbeEvent& e) {
+  const auto& names = decodings_[rec.probe_id].arg_names;
   const ResolvedProbe& probe = plan_->probes[rec.probe_id];
   for (size_t i = 0; i < probe.spec.args.size(); ++i) {
     const ArgSpec& spec = probe.spec.args[i];
@@ -104,7 +89,10 @@ void EventDecoder::DecodeProbe(const lt_record& rec, std::vector<Event>* out) {
 }
 
 void EventDecoder::DecodeOther(const lt_record& rec, std::vector<Event>* out) {
-  switch (rec.type) {  // probe records never come here (Decode)
+  switch (rec.type) {
+    case LT_RECORD_PROBE:  // Decode took those of known probes
+      stats_->Add(StatId::unknown_probe_id);
+      return;
     case LT_RECORD_SWITCH: {
       ThreadSwitch e;
       e.ts_ns = rec.ts_ns;

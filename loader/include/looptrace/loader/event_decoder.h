@@ -37,12 +37,22 @@ class EventDecoder {
                AddressNamer* addresses = nullptr);
 
   // A record of the record ring: appends the event it yields (none if malformed: counted).
-  // Inline dispatch: nearly every record is a probe hit.
+  // Inline: nearly every record is a probe hit, and most probes' arguments are plain values.
   void Decode(const lt_record& record, std::vector<Event>* out) {
-    if (record.type == LT_RECORD_PROBE) [[likely]]
-      DecodeProbe(record, out);
-    else
-      DecodeOther(record, out);
+    if (record.type == LT_RECORD_PROBE && record.probe_id < decodings_.size()) [[likely]] {
+      const ProbeDecoding& decoding = decodings_[record.probe_id];
+      ProbeEvent& e = StartProbeEvent(record, decoding, out);
+      if (decoding.plain) [[likely]] {
+        // The raw values, as DecodeArguments stores them (plain: at most LT_MAX_ARGS).
+        const auto& names = decoding.arg_names;
+        EventArg* args = e.args.Grow(names.size());
+        for (size_t i = 0; i < names.size(); ++i) args[i] = {names[i], record.probe.args[i], nullptr, false};
+      } else {
+        DecodeArguments(record, e);
+      }
+      return;
+    }
+    DecodeOther(record, out);
   }
   // A side record of the ring buffer (string texts, identities, nudges): kept in the tables.
   void DecodeSide(std::span<const uint8_t> raw) { DecodeSide(raw, nullptr); }
@@ -52,8 +62,6 @@ class EventDecoder {
   void SetStackResolver(StackResolver* stacks) { stacks_ = stacks; }
 
  private:
-  void DecodeProbe(const lt_record& rec, std::vector<Event>* out);
-  void DecodeOther(const lt_record& rec, std::vector<Event>* out);
   // How a probe's records decode, worked out once per probe.
   struct ProbeDecoding {
     std::vector<std::string_view> arg_names;  // interned
@@ -62,6 +70,17 @@ class EventDecoder {
     // straight from the record.
     bool plain = false;
   };
+  // The probe's event, built in place with its fields (a ProbeEvent is large and this runs
+  // for every record); arguments still to add.
+  ProbeEvent& StartProbeEvent(const lt_record& rec, const ProbeDecoding& decoding, std::vector<Event>* out) {
+    return std::get<ProbeEvent>(out->emplace_back(std::in_place_type<ProbeEvent>, rec.ts_ns, pid_, rec.tid,
+                                                  decoding.role, rec.probe_id, rec.probe.thread_cpu_ns,
+                                                  rec.probe.beat_index, rec.probe.sp));
+  }
+  // Arguments that are not plain values (strings, symbols, function names, thread names).
+  void DecodeArguments(const lt_record& rec, ProbeEvent& e);
+  // Every other record type, and probe records of unknown probes (counted).
+  void DecodeOther(const lt_record& rec, std::vector<Event>* out);
   // A `sym` argument's text: the function at `address` (cached), or the address in hex.
   const std::string* NameAddress(uint64_t address);  // interned; null for 0
 
