@@ -38,7 +38,7 @@ class EventDecoder {
 
   // A record of the record ring: appends the event it yields (none if malformed: counted).
   // Inline: nearly every record is a probe hit, and most probes' arguments are plain values.
-  void Decode(const lt_record& record, std::vector<Event>* out) {
+  [[gnu::always_inline]] void Decode(const lt_record& record, std::vector<Event>* out) {
     if (record.type == LT_RECORD_PROBE && record.probe_id < decodings_.size()) [[likely]] {
       const ProbeDecoding& decoding = decodings_[record.probe_id];
       ProbeEvent& e = StartProbeEvent(record, decoding, out);
