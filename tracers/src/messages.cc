@@ -12,7 +12,12 @@ void MessagesOptions::Declare(OptionSet& options) {
 }
 
 MessagesTracer::MessagesTracer(const MessagesOptions& options, const TracerContext& context)
-    : CopyableTracer(context), options_(options) {}
+    : CopyableTracer(context), options_(options) {
+  // The ring's whole size at once (up to a million): no copy of the kept messages each time
+  // it would grow. Untouched pages of it cost no memory until messages fill them.
+  constexpr size_t kReservedAtMost = 1 << 20;
+  if (options_.keep_messages) completed_.reserve(std::min(options_.keep_messages, kReservedAtMost));
+}
 
 namespace {
 
