@@ -34,14 +34,8 @@ constexpr auto Slower = [](const auto& a, const auto& b) {
 
 }  // namespace
 
-void MessagesTracer::OnSpanEnd(const Span& span) {
-  if (span.kind != SpanKind::kMessage) return;
-  saw_message_ = true;
-  if (span.close == SpanClose::kEnded) Keep(MessageRecord::Of(span));
-  else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
-}
-
-void MessagesTracer::Keep(const MessageRecord& m) {
+// Inline into OnSpanEnd, its only caller (one call frame less per message).
+[[gnu::always_inline]] inline void MessagesTracer::Keep(const MessageRecord& m) {
   const uint64_t cost = m.cost_ns();
   const size_t limit = options_.keep_messages;
   ThreadCosts* thread = by_tid_.Find(m.tid);
@@ -69,6 +63,13 @@ void MessagesTracer::Keep(const MessageRecord& m) {
   } else {
     completed_.push_back(m);
   }
+}
+
+void MessagesTracer::OnSpanEnd(const Span& span) {
+  if (span.kind != SpanKind::kMessage) return;
+  saw_message_ = true;
+  if (span.close == SpanClose::kEnded) Keep(MessageRecord::Of(span));
+  else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
 }
 
 CostSummary SummarizeCosts(std::vector<uint64_t> costs) {
