@@ -64,10 +64,9 @@ class ArgList {
   }
 
  private:
-  // Element by element: events carry a few arguments, where a memcpy call costs more than
-  // the copy (GCC would turn a plain loop back into one).
+  // Element by element: events carry a few arguments, where the memcpy call std::copy_n
+  // becomes costs more than the copy.
   void CopyFrom(const ArgList& other) {
-#pragma GCC unroll 2
     for (size_t i = 0; i < size_; ++i) [[likely]] storage_.args[i] = other.storage_.args[i];
   }
   union Storage {
