@@ -126,9 +126,7 @@ struct LooptraceProbe {
         options, [this](std::span<const uint8_t> raw) { decoder_.DecodeSide(raw); },
         [this](const lt_record& record) {
           ++records_;
-          decoded_.clear();
-          decoder_.Decode(record, &decoded_);
-          for (const Event& event : decoded_) pipeline_->OnEvent(event);
+          decoder_.Decode(record, [this](const Event& event) { pipeline_->OnEvent(event); });
         });
     if (!session) Die(session.error().message);
     session_ = std::move(*session);
@@ -161,7 +159,6 @@ struct LooptraceProbe {
   StringTable strings_{&process_strings_};
   Stats stats_;
   EventDecoder decoder_;
-  std::vector<Event> decoded_;
   AnalysisOptions analysis_;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<BpfSession> session_;

@@ -75,13 +75,11 @@ SessionStart DispatchSession() {
   AnalysisOptions options;
   Pipeline analyzer(options);
   if (analyze) analyzer.OnEvent(DispatchSession());
-  std::vector<Event> events;
   for (const auto& r : records) {
-    events.clear();
-    decoder.Decode(r, &events);
-    if (analyze)
-      for (const Event& event : events) analyzer.OnEvent(event);
-    benchmark::DoNotOptimize(events.data());
+    decoder.Decode(r, [&](const Event& event) {
+      if (analyze) analyzer.OnEvent(event);
+      benchmark::DoNotOptimize(&event);
+    });
   }
   if (analyze) benchmark::DoNotOptimize(analyzer.TakeReport());
 }

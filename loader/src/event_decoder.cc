@@ -27,6 +27,7 @@ EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* 
       kernel_stacks_(kernel_stacks),
       identities_(identities),
       addresses_(addresses) {
+  std::get<ProbeEvent>(probe_event_).pid = pid;
   for (const auto& p : plan_->probes) {
     ProbeDecoding& d = decodings_.emplace_back();
     d.role = p.spec.role;

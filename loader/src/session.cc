@@ -62,14 +62,12 @@ void Session::OnRecord(const lt_record& record) {
     loader_stats_.Add(StatId::records_after_end);
     return;
   }
-  decoded_.clear();
-  decoder_->Decode(record, &decoded_);
-  for (const Event& event : decoded_) {
+  decoder_->Decode(record, [this](const Event& event) {
     if (const auto* wakeup = std::get_if<Wakeup>(&event); wakeup && wakeup->waker_pid == tgid_)
       snapshots_->SetLastWaker(wakeup->tid, wakeup->waker_tid);
     if (std::holds_alternative<ProcessExec>(event)) stacks_->OnExec();
     events_.OnEvent(event);
-  }
+  });
 }
 
 void Session::OnSideRecord(std::span<const uint8_t> raw) {

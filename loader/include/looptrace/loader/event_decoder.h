@@ -7,6 +7,8 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "looptrace/events.h"
@@ -36,23 +38,49 @@ class EventDecoder {
                KernelStackNamer* kernel_stacks = nullptr, IdentityTable* identities = nullptr,
                AddressNamer* addresses = nullptr);
 
-  // A record of the record ring: appends the event it yields (none if malformed: counted).
-  // Inline: nearly every record is a probe hit, and most probes' arguments are plain values.
-  [[gnu::always_inline]] void Decode(const lt_record& record, std::vector<Event>* out) {
+  // A record of the record ring: calls `each(const Event&)` for the event it yields (none
+  // if malformed: counted), valid until the next call. Inline, and a probe hit's event is
+  // rewritten in place in one kept slot: nearly every record is a probe hit, most probes'
+  // arguments are plain values, and a vector of variants made and cleared per record cost
+  // more than the decoding.
+  template <typename Each>
+  [[gnu::always_inline]] void Decode(const lt_record& record, Each&& each) {
     if (record.type == LT_RECORD_PROBE && record.probe_id < decodings_.size()) [[likely]] {
       const ProbeDecoding& decoding = decodings_[record.probe_id];
-      ProbeEvent& e = StartProbeEvent(record, decoding, out);
+      ProbeEvent& e = *std::get_if<ProbeEvent>(&probe_event_);
+      e.ts_ns = record.ts_ns;
+      e.tid = record.tid;
+      e.role = decoding.role;
+      e.probe_id = record.probe_id;
+      e.thread_cpu_ns = record.probe.thread_cpu_ns;
+      e.beat_index = record.probe.beat_index;
+      e.sp = record.probe.sp;
+      e.args.clear();
       if (decoding.plain) [[likely]] {
         // The raw values, as DecodeArguments stores them (plain: at most LT_MAX_ARGS).
-        const auto& names = decoding.arg_names;
-        EventArg* args = e.args.Grow(names.size());
-        for (size_t i = 0; i < names.size(); ++i) args[i] = {names[i], record.probe.args[i], nullptr, false};
+        const size_t n = decoding.arg_names.size();
+        const std::string_view* names = decoding.arg_names.data();
+        EventArg* args = e.args.Grow(n);
+        // A bounded trip count GCC unrolls: most probes have one or two arguments.
+        static_assert(LT_MAX_ARGS == 8, "the unroll count below");
+#pragma GCC unroll 8
+        for (size_t i = 0; i < LT_MAX_ARGS; ++i) {
+          if (i == n) break;
+          args[i] = {names[i], record.probe.args[i], nullptr, false};
+        }
       } else {
         DecodeArguments(record, e);
       }
+      each(std::as_const(probe_event_));
       return;
     }
-    DecodeOther(record, out);
+    other_events_.clear();
+    DecodeOther(record, &other_events_);
+    for (const Event& event : other_events_) each(event);
+  }
+  // The same, appending copies of the events to `out`.
+  void Decode(const lt_record& record, std::vector<Event>* out) {
+    Decode(record, [out](const Event& event) { out->push_back(event); });
   }
   // A side record of the ring buffer (string texts, identities, nudges): kept in the tables.
   void DecodeSide(std::span<const uint8_t> raw) { DecodeSide(raw, nullptr); }
@@ -70,13 +98,6 @@ class EventDecoder {
     // straight from the record.
     bool plain = false;
   };
-  // The probe's event, built in place with its fields (a ProbeEvent is large and this runs
-  // for every record); arguments still to add.
-  ProbeEvent& StartProbeEvent(const lt_record& rec, const ProbeDecoding& decoding, std::vector<Event>* out) {
-    return std::get<ProbeEvent>(out->emplace_back(std::in_place_type<ProbeEvent>, rec.ts_ns, pid_, rec.tid,
-                                                  decoding.role, rec.probe_id, rec.probe.thread_cpu_ns,
-                                                  rec.probe.beat_index, rec.probe.sp));
-  }
   // Arguments that are not plain values (strings, symbols, function names, thread names).
   void DecodeArguments(const lt_record& rec, ProbeEvent& e);
   // Every other record type, and probe records of unknown probes (counted).
@@ -94,6 +115,8 @@ class EventDecoder {
   AddressNamer* addresses_;
   std::unordered_map<uint64_t, const std::string*> address_names_;  // interned
   StackResolver* stacks_ = nullptr;
+  Event probe_event_{std::in_place_type<ProbeEvent>};  // Decode's probe hits, rewritten in place
+  std::vector<Event> other_events_;                    // Decode's other records
 };
 
 }  // namespace looptrace::loader

@@ -116,7 +116,6 @@ class Session {
   std::optional<EventDecoder> decoder_;
   std::optional<BeatSlicer> slicer_;
   std::optional<SnapshotTaker> snapshots_;
-  std::vector<Event> decoded_;
   std::vector<Event> side_decoded_;
   bool primed_ = false;
   uint32_t tgid_ = 0;

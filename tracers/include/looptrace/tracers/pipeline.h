@@ -58,8 +58,9 @@ class Pipeline : public EventSink, private SpanListener {
   void SetSliceSource(SliceSource* live_slices) { live_slices_ = live_slices; }
   // Sees every event the pipeline handles, including the slices it fetched.
   void AddObserver(EventSink* observer) { observers_.push_back(observer); }
-  // Probe events (nearly every event) take a path of their own.
-  void OnEvent(const Event& event) override {
+  // Probe events (nearly every event) take a path of their own, inline in the caller's
+  // loop over records.
+  [[gnu::always_inline]] void OnEvent(const Event& event) override {
     if (const auto* probe = std::get_if<ProbeEvent>(&event)) [[likely]]
       OnProbe(*probe, event);
     else
@@ -86,7 +87,7 @@ class Pipeline : public EventSink, private SpanListener {
 
  private:
   // Inline (into the caller's loop over records): one call frame less per record.
-  void OnProbe(const ProbeEvent& probe, const Event& event) {
+  [[gnu::always_inline]] void OnProbe(const ProbeEvent& probe, const Event& event) {
     if (!started_ && report_.session.begin_ns == 0) [[unlikely]] report_.session.begin_ns = probe.ts_ns;
     last_ts_ns_ = std::max(last_ts_ns_, probe.ts_ns);
     causes_.OnProbe(probe);
