@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -67,7 +68,12 @@ class ArgList {
   // Element by element: events carry a few arguments, where the memcpy call std::copy_n
   // becomes costs more than the copy.
   void CopyFrom(const ArgList& other) {
-    for (size_t i = 0; i < size_; ++i) [[likely]] storage_.args[i] = other.storage_.args[i];
+    static_assert(kCapacity == 12, "the unroll count below");
+#pragma GCC unroll 12
+    for (size_t i = 0; i < kCapacity; ++i) {
+      if (i == size_) break;
+      storage_.args[i] = other.storage_.args[i];
+    }
   }
   union Storage {
     Storage() {}  // left uninitialized: args [0, size_) are the ones written
@@ -101,6 +107,13 @@ struct ProbeEvent {
   const EventArg* Arg(std::string_view name) const {
     for (const auto& arg : args)
       if (SameName(arg.name, name)) return &arg;
+    return nullptr;
+  }
+  // A literal name: its length is a constant, so the compare is a load or two.
+  template <size_t N>
+  const EventArg* Arg(const char (&name)[N]) const {
+    for (const auto& arg : args)
+      if (arg.name.size() == N - 1 && std::memcmp(arg.name.data(), name, N - 1) == 0) return &arg;
     return nullptr;
   }
 
