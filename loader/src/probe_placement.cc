@@ -1,7 +1,6 @@
 #include "looptrace/loader/probe_placement.h"
 
 #include <fmt/format.h>
-#include <sys/utsname.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +11,7 @@
 
 #include "looptrace/events.h"
 #include "looptrace/symbols/probe_relocation.h"
+#include "looptrace/loader/bpf_prerequisites.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/util/log.h"
 
@@ -21,13 +21,7 @@ namespace {
 constexpr size_t kMaxSites = 1u << 16;
 constexpr size_t kMaxSitesWithoutMulti = 8;
 
-bool KernelHasUprobeMulti() {
-  utsname u{};
-  if (uname(&u) != 0) return false;
-  int major = 0, minor = 0;
-  if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
-  return major > 6 || (major == 6 && minor >= 6);
-}
+bool KernelHasUprobeMulti() { return KernelAtLeast(6, 6); }
 
 bool IsSingleStep(const ResolvedProbe& p) {
   return p.spec.kind != ProbeKind::kUsdt && p.entry_instruction.cost == symbols::ProbeCost::kSingleStep;

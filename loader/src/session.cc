@@ -80,7 +80,9 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   profile_name_ = profile.name;
   message_definition_ = profile.message_definition;
   plan_ = std::move(plan);
-  AddShadowProbes(&plan_);
+  shadow_stack_ = NeedsShadowStack(options_.thread_tracking, options_.sample_hz, options_.dwarf_unwind,
+                                   KernelFixesUretprobeStacks());
+  if (shadow_stack_) AddShadowProbes(&plan_);
   tgid_ = tgid;
   addresses_.emplace(static_cast<int>(tgid));
   threads_ = options_.threads.mode != ThreadChoice::Mode::kUnset ? options_.threads : profile.thread;
@@ -102,7 +104,7 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.sample_ring_bytes = options_.sample_ring_bytes;
   bpf_options.samples_after_exec = options_.held_child;
   bpf_options.btf_path = options_.btf_path;
-  MarkShadowProbes(plan_, &bpf_options.probe_configs);
+  if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
   ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
                              bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));

@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "looptrace/loader/bpf_prerequisites.h"
 #include "looptrace/loader/bpf_session.h"
 
 namespace looptrace::loader {
@@ -21,6 +22,14 @@ std::set<Point> ReturnPoints(const AttachPlan& plan) {
 bool PushesShadow(const ResolvedProbe& p) { return p.spec.kind == ProbeKind::kUprobe && !UsesFastBeats(p); }
 
 }  // namespace
+
+bool NeedsShadowStack(bool thread_tracking, int sample_hz, bool dwarf_unwind, bool kernel_fixes_fp_stacks) {
+  if (!thread_tracking) return false;  // no samples, no stack copies
+  if (dwarf_unwind) return true;       // raw stack bytes: the trampoline's address is in them
+  return sample_hz > 0 && !kernel_fixes_fp_stacks;
+}
+
+bool KernelFixesUretprobeStacks() { return KernelAtLeast(6, 11); }
 
 void AddShadowProbes(AttachPlan* plan) {
   std::set<Point> covered;

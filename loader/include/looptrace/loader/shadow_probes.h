@@ -2,7 +2,10 @@
 // function's return address with the kernel's trampoline, which breaks stack walks through
 // that frame. The function's entry probe remembers the real address, its uretprobe forgets
 // it. Every uretprobe point gets an entry probe at the same address for this; when the
-// profile has none there, one that only keeps the shadow stack is added.
+// profile has none there, one that only keeps the shadow stack is added. Only stacks BPF
+// takes for samples use it (switch-out and cpu-clock samples, stack copies), and Linux 6.11+
+// puts the real addresses back in frame-pointer stacks itself (get_perf_callchain), so most
+// sessions need none: it costs two map lookups and a user read per message.
 #pragma once
 
 #include <vector>
@@ -11,6 +14,15 @@
 #include "looptrace/loader/attach_plan.h"
 
 namespace looptrace::loader {
+
+// Whether a session with these settings needs the shadow stack: it takes stack samples
+// (thread tracking) and copies raw stacks (DWARF unwinding), or walks frame pointers on a
+// kernel older than `fixes_frame_pointer_stacks` says.
+bool NeedsShadowStack(bool thread_tracking, int sample_hz, bool dwarf_unwind, bool kernel_fixes_fp_stacks);
+// Whether the running kernel puts back return addresses a uretprobe replaced in the stacks
+// it walks (Linux 6.11: "perf,uprobes: fix user stack traces in the presence of pending
+// uretprobes").
+bool KernelFixesUretprobeStacks();
 
 // Adds a shadow-only entry probe (ResolvedProbe::shadow_only) for each uretprobe point that
 // has no ordinary entry probe (fast-path method beats do not keep the shadow stack).
