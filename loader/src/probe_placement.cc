@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "looptrace/events.h"
-#include "looptrace/symbols/probe_relocation.h"
 #include "looptrace/loader/bpf_prerequisites.h"
+#include "looptrace/symbols/probe_relocation.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/util/log.h"
 

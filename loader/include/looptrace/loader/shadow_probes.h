@@ -15,9 +15,9 @@
 
 namespace looptrace::loader {
 
-// Whether a session with these settings needs the shadow stack: it takes stack samples
-// (thread tracking) and copies raw stacks (DWARF unwinding), or walks frame pointers on a
-// kernel older than `fixes_frame_pointer_stacks` says.
+// Whether a session with these settings needs the shadow stack: with thread tracking, it
+// copies raw stacks (DWARF unwinding), or it samples stacks by frame pointers on a kernel
+// that does not put uretprobe return addresses back itself (`kernel_fixes_fp_stacks`).
 bool NeedsShadowStack(bool thread_tracking, int sample_hz, bool dwarf_unwind, bool kernel_fixes_fp_stacks);
 // Whether the running kernel puts back return addresses a uretprobe replaced in the stacks
 // it walks (Linux 6.11: "perf,uprobes: fix user stack traces in the presence of pending
