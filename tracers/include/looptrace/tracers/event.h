@@ -102,18 +102,32 @@ struct ProbeEvent {
   uint32_t sp = 0;             // the stack pointer's low 32 bits at the hit (0 = unknown)
   ArgList args;
 
-  // Inline, with its own compare: called several times per event by the span tracker and
-  // the tracers, with names of a few bytes where a memcmp call costs more than the compare.
-  const EventArg* Arg(std::string_view name) const {
+  // A name known when compiling (Arg("id")): its length is a constant, so the compare is a
+  // load or two. Consteval, so a char array variable, whose string may be shorter than the
+  // array, does not compile here (pass it as a std::string_view).
+  struct LiteralName {
+    template <size_t N>
+    consteval LiteralName(const char (&name)[N]) : data(name), size(N - 1) {
+      for (size_t i = 0; i + 1 < N; ++i)
+        if (name[i] == '\0') throw "an argument name literal holds a NUL";
+    }
+    const char* data;
+    size_t size;
+  };
+  const EventArg* Arg(LiteralName name) const {
     for (const auto& arg : args)
-      if (SameName(arg.name, name)) return &arg;
+      if (arg.name.size() == name.size && std::memcmp(arg.name.data(), name.data, name.size) == 0) return &arg;
     return nullptr;
   }
-  // A literal name: its length is a constant, so the compare is a load or two.
-  template <size_t N>
-  const EventArg* Arg(const char (&name)[N]) const {
+  // A name known when running. Inline, with its own compare: called several times per event
+  // by the span tracker and the tracers, with names of a few bytes where a memcmp call costs
+  // more than the compare. Not for arrays (they are literals, above).
+  template <class Name>
+    requires(!std::is_array_v<Name> && std::is_convertible_v<const Name&, std::string_view>)
+  const EventArg* Arg(const Name& name) const {
+    const std::string_view wanted = name;
     for (const auto& arg : args)
-      if (arg.name.size() == N - 1 && std::memcmp(arg.name.data(), name, N - 1) == 0) return &arg;
+      if (SameName(arg.name, wanted)) return &arg;
     return nullptr;
   }
 
