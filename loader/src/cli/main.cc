@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int verbose = 0;
   bool quiet = false;
-  CLI::App app{"looptrace: external main-thread profiler (eBPF uprobes/USDT) for event loops"};
+  CLI::App app{"looptrace: external main-thread profiler (eBPF uprobes/USDT) for event loops", "looptrace"};
   app.set_version_flag("--version", LOOPTRACE_VERSION);
   app.require_subcommand(1);
   app.fallthrough();  // -v and -q anywhere, as in perf and bpftrace
