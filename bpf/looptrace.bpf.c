@@ -74,12 +74,17 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-static __always_inline void count(__u32 index)
+static __always_inline void count_n(__u32 index, __u64 n)
 {
 	__u64 *value = bpf_map_lookup_elem(&stats, &index);
 
 	if (value)
-		*value += 1;
+		*value += n;
+}
+
+static __always_inline void count(__u32 index)
+{
+	count_n(index, 1);
 }
 
 /* ---- record ring ---- */
@@ -527,11 +532,20 @@ static __always_inline int name_may_claim(void)
 /* ---- uretprobe shadow stack (events.h) ---- */
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LT_SHADOW_SLOTS);
 	__type(key, __u32);
 	__type(value, struct lt_shadow_stack);
 } shadow_stacks SEC(".maps");
+
+/* The thread's shadow stack, or null if its slot holds another thread's. */
+static __always_inline struct lt_shadow_stack *shadow_of(__u32 tid)
+{
+	__u32 index = tid & (LT_SHADOW_SLOTS - 1);
+	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &index);
+
+	return s && s->tid == tid ? s : 0;
+}
 
 /* An index into a shadow stack, masked where the verifier sees it (clang drops a plain
  * mask after a range check). */
@@ -561,17 +575,20 @@ static __always_inline void shadow_trim(struct lt_shadow_stack *s, __u64 limit)
  */
 static __always_inline void shadow_push(struct pt_regs *ctx, __u32 tid)
 {
-	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &tid);
+	__u32 index = tid & (LT_SHADOW_SLOTS - 1);
+	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &index);
 	__u64 sp = PT_REGS_SP(ctx), ret = 0;
 	__u32 depth;
 
-	if (!s) {
-		struct lt_shadow_stack fresh = {};
-
-		bpf_map_update_elem(&shadow_stacks, &tid, &fresh, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&shadow_stacks, &tid);
-		if (!s)
-			return;
+	if (!s)
+		return;
+	if (s->tid != tid) {
+		/* A thread exited, or two live threads share the slot: the other one's entries
+		 * still in use are forgotten (counted, as entries nested too deep are). */
+		if (s->depth && s->depth <= LT_MAX_SHADOW)
+			count_n(LT_STAT_SHADOW_OVERFLOW, s->depth);
+		s->tid = tid;
+		s->depth = 0;
 	}
 	if (bpf_probe_read_user(&ret, sizeof(ret), (const void *)sp))
 		return;
@@ -590,7 +607,7 @@ static __always_inline void shadow_push(struct pt_regs *ctx, __u32 tid)
 /* At a uretprobe: the return popped the slot, sp is above it now. */
 static __always_inline void shadow_pop(struct pt_regs *ctx, __u32 tid)
 {
-	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &tid);
+	struct lt_shadow_stack *s = shadow_of(tid);
 
 	if (s)
 		shadow_trim(s, PT_REGS_SP(ctx) - 1);
@@ -603,7 +620,7 @@ static __always_inline void shadow_pop(struct pt_regs *ctx, __u32 tid)
  */
 static __always_inline __u16 shadow_capture(__u32 tid, __u64 sp, struct lt_shadow_frame *out)
 {
-	struct lt_shadow_stack *s = bpf_map_lookup_elem(&shadow_stacks, &tid);
+	struct lt_shadow_stack *s = shadow_of(tid);
 	__u16 n = 0;
 	__u32 i;
 

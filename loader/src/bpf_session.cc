@@ -321,7 +321,8 @@ std::optional<lt_stack_copy> BpfSession::StackCopy(uint32_t tid) const {
 
 std::vector<lt_shadow_frame> BpfSession::ShadowStack(uint32_t tid) const {
   lt_shadow_stack stack{};
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.shadow_stacks), &tid, &stack) != 0) return {};
+  const uint32_t index = tid & (LT_SHADOW_SLOTS - 1);
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.shadow_stacks), &index, &stack) != 0 || stack.tid != tid) return {};
   std::vector<lt_shadow_frame> frames;
   for (uint32_t i = 0; i < stack.depth && i < LT_MAX_SHADOW; ++i) frames.push_back(stack.frames[stack.depth - 1 - i]);
   return frames;  // innermost first

@@ -172,7 +172,7 @@ struct lt_probe_config {
 #define LT_STAT_VERDICTS_EVICTED 8    /* cached string verdicts replaced by another address */
 #define LT_STAT_VERDICTS_STALE 9      /* cached verdicts whose string changed (address reused) */
 #define LT_STAT_SAMPLES_DROPPED 10    /* a stack sample dropped: the sample ring was full */
-#define LT_STAT_SHADOW_OVERFLOW 11    /* uretprobe return addresses not remembered (too deep) */
+#define LT_STAT_SHADOW_OVERFLOW 11    /* uretprobe return addresses not remembered (too deep, or slot taken) */
 #define LT_STAT_MAX 12
 
 /* Ring buffer records start with this header. */
@@ -323,6 +323,9 @@ struct lt_thread_state {
  * the real addresses back (see docs/ARCHITECTURE.md, "Stack samples").
  */
 #define LT_MAX_SHADOW 8
+/* Shadow stacks are direct-mapped by thread id (an array lookup, not a hash one, on every
+ * hit of a uretprobed function); a thread whose slot another one holds takes it over. */
+#define LT_SHADOW_SLOTS 4096
 
 struct lt_shadow_frame {
 	__u64 slot; /* stack address of the replaced return address */
@@ -331,7 +334,7 @@ struct lt_shadow_frame {
 
 struct lt_shadow_stack {
 	__u32 depth; /* entries in use, outermost first */
-	__u32 pad;
+	__u32 tid;   /* the thread the slot holds (tid & (LT_SHADOW_SLOTS - 1) is its index) */
 	struct lt_shadow_frame frames[LT_MAX_SHADOW];
 };
 

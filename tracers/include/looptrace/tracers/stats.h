@@ -59,7 +59,7 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")           \
   X(events_out_of_order, kError, "events older than the previous event of the same thread")  \
   X(samples_dropped, kDataLoss, "stack samples dropped in BPF because the sample ring was full (raise --sample-ring)") \
-  X(shadow_overflow, kError, "uretprobe return addresses BPF could not remember (nested deeper than 8)") \
+  X(shadow_overflow, kError, "uretprobe return addresses BPF could not remember (nested deeper than 8, or their thread's slot taken by another thread)") \
   X(stack_copy_failed, kError, "samples whose stack copy faulted (nothing readable at the stack pointer)") \
   X(switch_record_lost, kInfo, "off-CPU stretches whose switch record was lost (records_full): reason unknown, ended at the thread's next sample or event") \
   X(stack_walk_truncated, kInfo, "stack walks that stopped before the outermost frame (why: in the sampled trees)") \
