@@ -28,6 +28,11 @@ bool UsesFastBeats(const ResolvedProbe& probe) {
 
 namespace {
 
+std::string AttachPermissionHint() {
+  return PermissionHint("root lacks CAP_PERFMON or CAP_SYS_ADMIN here (a container?), or a security policy "
+                        "forbids uprobes on this binary");
+}
+
 // Programs and maps only thread tracking uses: not loaded, maps shrunk, when it is off.
 void DisableThreadTracking(lt_probes* skel) {
   for (bpf_program* prog : {skel->progs.lt_sched_switch, skel->progs.lt_sched_waking,
@@ -100,7 +105,10 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
   if (!session->skel_) {
     ExitCode code = (load_error == -EPERM || load_error == -EACCES) ? ExitCode::kPermission : ExitCode::kUnsupported;
     return SystemError("cannot load the BPF programs into the kernel", load_error, code,
-                       code == ExitCode::kPermission ? "run looptrace as root" : "rerun with -vv to see the verifier log");
+                       code == ExitCode::kPermission
+                           ? PermissionHint("root lacks CAP_BPF or CAP_SYS_ADMIN here (a container?), or kernel "
+                                            "lockdown forbids BPF")
+                           : "rerun with -vv to see the verifier log");
   }
   lt_probes* skel = session->skel_.get();
   for (uint32_t id = 0; id < options.probe_configs.size(); ++id)
@@ -172,7 +180,8 @@ Result<void> BpfSession::AttachOne(const ResolvedProbe& probe, int pid) {
     int err = errno;
     if (err == ESRCH)
       return SystemError("failed to attach " + what + ": the target process is gone", err, ExitCode::kTarget);
-    if (err == EPERM || err == EACCES) return SystemError("failed to attach " + what, err, ExitCode::kPermission);
+    if (err == EPERM || err == EACCES)
+      return SystemError("failed to attach " + what, err, ExitCode::kPermission, AttachPermissionHint());
     return MakeError(fmt::format("failed to attach {}: {}", what, AttachErrorText(err)));
   }
   links_.emplace_back(link);
@@ -211,7 +220,8 @@ Result<void> BpfSession::AttachMulti(const std::vector<const ResolvedProbe*>& pr
     return SystemError(fmt::format("failed to attach {}: pid {} is gone", first.binary_path, pid), err,
                        ExitCode::kTarget);
   if (err == EPERM || err == EACCES)
-    return SystemError(fmt::format("failed to attach {}", first.binary_path), err, ExitCode::kPermission);
+    return SystemError(fmt::format("failed to attach {}", first.binary_path), err, ExitCode::kPermission,
+                       AttachPermissionHint());
   if (probes.size() > 1) {
     size_t half = probes.size() / 2;
     RETURN_IF_ERROR(AttachMulti({probes.begin(), probes.begin() + half}, pid));

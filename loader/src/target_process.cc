@@ -91,15 +91,19 @@ Result<std::string> ExecutableOf(pid_t pid) {
   char buf[4096];
   ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
   if (n < 0) {
-    if (errno == ENOENT) {
+    const int err = errno;
+    if (err == ENOENT) {
       // A zombie keeps its /proc entry but has no executable any more.
       if (access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0)
         return MakeError(fmt::format("pid {} has exited (a zombie waiting to be reaped)", pid), ExitCode::kTarget);
       return MakeError(fmt::format("no process with pid {}", pid), ExitCode::kTarget);
     }
-    return SystemError(fmt::format("cannot read {}", link), errno,
-                       errno == EACCES || errno == EPERM ? ExitCode::kPermission : ExitCode::kTarget,
-                       errno == EACCES || errno == EPERM ? "run looptrace as root" : "");
+    const bool refused = err == EACCES || err == EPERM;
+    return SystemError(fmt::format("cannot read {}", link), err, refused ? ExitCode::kPermission : ExitCode::kTarget,
+                       refused
+                           ? PermissionHint("the kernel refuses root access to that process (another container or user "
+                                            "namespace, not dumpable, or a Yama/LSM policy)")
+                           : "");
   }
   std::string path(buf, n);
   // A deleted or container-private executable is still reachable through the link.

@@ -5,7 +5,10 @@
 #include <cstring>
 #include <expected>
 #include <string>
+#include <string_view>
 #include <utility>
+
+#include <unistd.h>
 
 namespace looptrace {
 
@@ -44,6 +47,12 @@ inline std::unexpected<Error> SystemError(const std::string& what, int err,
                                           std::string hint = {}) {
   if (err < 0) err = -err;
   return MakeError(what + ": " + std::strerror(err), code, std::move(hint));
+}
+
+// The hint of a permission error: "run looptrace as root", unless looptrace already runs as
+// root; then `as_root`, what else refuses root (a container, a security policy).
+inline std::string PermissionHint(std::string_view as_root) {
+  return geteuid() == 0 ? std::string(as_root) : std::string("run looptrace as root");
 }
 
 }  // namespace looptrace
