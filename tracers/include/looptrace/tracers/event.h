@@ -114,7 +114,9 @@ struct ProbeEvent {
     const char* data;
     size_t size;
   };
-  const EventArg* Arg(LiteralName name) const {
+  // Always inline: only there does the name's length fold into a constant (GCC 12 left it
+  // out of line in the span tracker, 3 instructions more per message).
+  [[gnu::always_inline]] const EventArg* Arg(LiteralName name) const {
     for (const auto& arg : args)
       if (arg.name.size() == name.size && std::memcmp(arg.name.data(), name.data, name.size) == 0) return &arg;
     return nullptr;
