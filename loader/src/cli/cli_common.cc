@@ -145,9 +145,11 @@ std::string Footer(std::string_view examples) {
 EXAMPLES:
 {}
 TROUBLESHOOTING:
-  "permission denied"    run as root (needs CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN)
+  "permission denied"    run as root (needs CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN); as root,
+                         the target is in another container or namespace, or caps were dropped
   "symbol ... not found" check the profile's POINT with `looptrace probes`, or nm -D
-  lost events            raise --ringbuf-size (see "data quality" in the report)
+  lost events            "data quality" in the report names the buffer to raise
+                         (--record-ring, --ringbuf-size, --sample-ring, --beat-buffer)
   -v / -vv               show what looptrace and libbpf are doing
 
 EXIT CODES:
