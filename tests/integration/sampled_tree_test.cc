@@ -3,6 +3,7 @@
 // lock the main thread waits for, never a bogus frame.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -143,6 +144,36 @@ TEST_F(SampledTreeTest, FoldedStacksOfTheSlowMessage) {
   ASSERT_GT(truth_us, 2.2e6) << "the truth's evil.jank message";
   EXPECT_NEAR(static_cast<double>(total_us), truth_us, 1000.0 + static_cast<double>(lines)) << all << r.err;
   std::cout << "folded stacks " << total_us << " us, truth " << static_cast<uint64_t>(truth_us) << " us\n";
+}
+
+// Shadow stacks are direct-mapped by thread id (4096 slots): a thread entering a uretprobed
+// function in the slot of another thread still inside one takes the slot over, and the
+// entry the other one loses is counted, not silently wrong. The fixture's main thread waits
+// in `held` while it starts threads until one gets an id in its slot and enters `held` too.
+TEST_F(SampledTreeTest, AThreadTakingOverAShadowSlotCountsTheEntryItDrops) {
+  const std::string profile = dir_ / "held.profile";
+  std::ofstream(profile) << "profile held\n"
+                            "thread all\n"
+                            "probe dispatch.begin uprobe exe held\n"
+                            "probe dispatch.end uretprobe exe held\n";
+  const std::string fixture = std::string(LOOPTRACE_FIXTURE_DIR) + "/shadow_slots";
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--profile", profile,
+                       "--dwarf-unwind", "--", fixture},
+                      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int main_tid = 0, collider_tid = 0, threads = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "main %d collider %d threads %d", &main_tid, &collider_tid, &threads), 3)
+      << r.out;
+  ASSERT_EQ(main_tid % 4096, collider_tid % 4096);
+  std::cout << "main " << main_tid << ", collider " << collider_tid << " after " << threads << " threads\n";
+
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  const json counters = OfType(lines, "stats").at(0)["counters"];
+  EXPECT_EQ(counters.value("shadow_overflow", 0), 1) << counters.dump(1);
+  // Both calls of `held` are still messages, each on its own thread.
+  std::set<int> tids;
+  for (const json& m : OfType(lines, "message")) tids.insert(m["tid"].get<int>());
+  EXPECT_EQ(tids, (std::set<int>{main_tid, collider_tid}));
 }
 
 std::string Profile(const TempDir& dir) {
