@@ -9,6 +9,7 @@
 #include <set>
 
 #include "harness.h"
+#include "looptrace/events.h"
 
 namespace looptrace::testing {
 namespace {
@@ -146,7 +147,7 @@ TEST_F(SampledTreeTest, FoldedStacksOfTheSlowMessage) {
   std::cout << "folded stacks " << total_us << " us, truth " << static_cast<uint64_t>(truth_us) << " us\n";
 }
 
-// Shadow stacks are direct-mapped by thread id (4096 slots): a thread entering a uretprobed
+// Shadow stacks are direct-mapped by thread id (LT_SHADOW_SLOTS): a thread entering a uretprobed
 // function in the slot of another thread still inside one takes the slot over, and the
 // entry the other one loses is counted, not silently wrong. The fixture's main thread waits
 // in `held` while it starts threads until one gets an id in its slot and enters `held` too.
@@ -164,7 +165,7 @@ TEST_F(SampledTreeTest, AThreadTakingOverAShadowSlotCountsTheEntryItDrops) {
   int main_tid = 0, collider_tid = 0, threads = 0;
   ASSERT_EQ(std::sscanf(r.out.c_str(), "main %d collider %d threads %d", &main_tid, &collider_tid, &threads), 3)
       << r.out;
-  ASSERT_EQ(main_tid % 4096, collider_tid % 4096);
+  ASSERT_EQ(main_tid % LT_SHADOW_SLOTS, collider_tid % LT_SHADOW_SLOTS);
   std::cout << "main " << main_tid << ", collider " << collider_tid << " after " << threads << " threads\n";
 
   auto lines = ReadJsonLines(dir_ / "out.json");
