@@ -88,19 +88,25 @@ void VsyncSource::Run() {
   pthread_setname_np(pthread_self(), "sample-vsync");
   for (;;) {
     uint64_t tick;
+    uint32_t tick_hz;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || requested_; });
       if (stopping_) return;
       tick = TickAfterLocked(NowNs());
+      tick_hz = hz_;
     }
     SleepUntil(tick);
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;
       requested_ = false;
-      // The grid may have switched while sleeping; its new base is this tick.
-      pending_ = Event{tick, kNsPerSec / hz_, hz_};
+      // The grid may have switched while sleeping. Its new base is the old grid's first tick
+      // after the switch: this tick when the switch came before it, a later one when the
+      // switch came between the wake-up and this lock (then this tick is still at the old
+      // rate, and labelling it with the new one would make the truth wrong).
+      const uint32_t hz = tick >= base_ns_ ? hz_ : tick_hz;
+      pending_ = Event{tick, kNsPerSec / hz, hz};
     }
     const uint64_t one = 1;
     ssize_t written;
