@@ -130,6 +130,18 @@ static __always_inline void publish_record(struct lt_record *rec, __u64 index)
 
 /* ---- arguments ---- */
 
+/* The six register parameters, then the return value, into regs[0..6]. */
+static __always_inline void copy_registers(struct pt_regs *ctx, __u64 *regs)
+{
+	regs[0] = PT_REGS_PARM1(ctx);
+	regs[1] = PT_REGS_PARM2(ctx);
+	regs[2] = PT_REGS_PARM3(ctx);
+	regs[3] = PT_REGS_PARM4(ctx);
+	regs[4] = PT_REGS_PARM5(ctx);
+	regs[5] = ctx->r9; /* libbpf 1.1 has no PT_REGS_PARM6 */
+	regs[6] = PT_REGS_RC(ctx);
+}
+
 /*
  * The value of argument source `source` (events.h LT_SOURCE_*). A global function: the
  * verifier checks it once, not at every call. Registers are copied to the stack first: a
@@ -153,12 +165,7 @@ __noinline __u64 read_arg(struct pt_regs *ctx, __u32 source, int usdt)
 	if (source == LT_SOURCE_RETVAL)
 		return PT_REGS_RC(ctx);
 	if (source < 6) {
-		regs[0] = PT_REGS_PARM1(ctx);
-		regs[1] = PT_REGS_PARM2(ctx);
-		regs[2] = PT_REGS_PARM3(ctx);
-		regs[3] = PT_REGS_PARM4(ctx);
-		regs[4] = PT_REGS_PARM5(ctx);
-		regs[5] = ctx->r9; /* libbpf 1.1 has no PT_REGS_PARM6 */
+		copy_registers(ctx, regs);
 		/* Masked where the verifier sees it (clang would drop a plain & 7 after the check). */
 		asm volatile("%0 &= 7" : "+r"(source));
 		return regs[source];
@@ -252,15 +259,8 @@ __noinline int read_args(struct pt_regs *ctx, const struct lt_probe_config *cfg,
 
 	if (!ctx || !cfg || !out)
 		return 0;
-	if (!usdt) {
-		regs[0] = PT_REGS_PARM1(ctx);
-		regs[1] = PT_REGS_PARM2(ctx);
-		regs[2] = PT_REGS_PARM3(ctx);
-		regs[3] = PT_REGS_PARM4(ctx);
-		regs[4] = PT_REGS_PARM5(ctx);
-		regs[5] = ctx->r9; /* libbpf 1.1 has no PT_REGS_PARM6 */
-		regs[6] = PT_REGS_RC(ctx);
-	}
+	if (!usdt)
+		copy_registers(ctx, regs);
 #pragma unroll
 	for (i = 0; i < LT_MAX_ARGS; i++) {
 		const struct lt_arg_config *arg = &cfg->args[i];
