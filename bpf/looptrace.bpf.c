@@ -59,6 +59,21 @@ __u64 beat_head; /* next beat slot (monotonic; slot = head & (capacity - 1)) */
  * (64 bits: clang 14 has only 64-bit compare-and-swap for BPF). */
 __u64 loop_tid;
 
+/*
+ * The loop thread's CPU time, exact at every probe hit: its on-CPU stretches are bounded
+ * by the sched_switch program, in the clock the records carry. The kernel's own
+ * sum_exec_runtime is only brought up to date at ticks and switches, so a message of a few
+ * milliseconds read 0 or a whole tick. Set by the loader once sched_switch is attached;
+ * until then (and for other threads) records carry sum_exec_runtime.
+ * The kernel now and then runs a task again without a sched_switch event naming it (seen
+ * with bpftrace too, a few in 10,000 switch-ins here): such a stretch falls back to the
+ * kernel's accounting, which is exact at the edges it did trace.
+ */
+__u64 loop_cpu_exact;
+__u64 loop_cpu_base;   /* its CPU time when the current stretch began (0: not started yet) */
+__u64 loop_cpu_since;  /* when it went on CPU (0: off CPU) */
+__u64 loop_cpu_kernel; /* its sum_exec_runtime at the last edge traced */
+
 /* Per probe id: role, arguments and conditions (filled by the loader before attach). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -698,6 +713,66 @@ static __always_inline __u16 shadow_capture(__u32 tid, __u64 sp, struct lt_shado
 	return n;
 }
 
+/* ---- the loop thread's CPU time ---- */
+
+/* What a record of thread `tid` carries as its CPU time, at `now` (it is running). */
+static __always_inline __u64 thread_cpu_at(struct task_struct *task, __u32 tid, __u64 now)
+{
+	__u64 kernel = task->se.sum_exec_runtime;
+
+	if (!loop_cpu_exact || tid != looper_tid())
+		return kernel;
+	if (!loop_cpu_base) {
+		/* First hit: the kernel's figure as the base (it only fixes the origin), exact
+		 * from here on. */
+		loop_cpu_base = kernel | 1;
+		loop_cpu_since = now;
+		loop_cpu_kernel = kernel;
+	} else if (!loop_cpu_since) {
+		/* Running, but no switch-in was traced since its switch-out: the kernel's count
+		 * since then stands in for the stretch so far (it may lag by up to a tick). */
+		if (kernel > loop_cpu_kernel)
+			loop_cpu_base += kernel - loop_cpu_kernel;
+		loop_cpu_since = now;
+		loop_cpu_kernel = kernel;
+		count(LT_STAT_CPU_SWITCH_UNTRACED);
+	}
+	return loop_cpu_base + (now - loop_cpu_since);
+}
+
+/*
+ * At sched_switch: the loop thread's stretch on CPU ends or begins. The scheduler brought
+ * its sum_exec_runtime up to date at its switch-out, and nothing ran it since then at its
+ * switch-in, so the kernel's figure is exact at both edges: an edge the kernel did not
+ * trace is made up from it.
+ */
+static __always_inline void loop_cpu_switch(struct task_struct *task, __u32 tid, int on_cpu, __u64 now)
+{
+	__u64 kernel;
+
+	if (!loop_cpu_exact || !loop_cpu_base || tid != looper_tid())
+		return;
+	kernel = task->se.sum_exec_runtime;
+	if (on_cpu) {
+		if (loop_cpu_since) {
+			/* Its switch-out was not traced: it ran for what the kernel counted since. */
+			if (kernel > loop_cpu_kernel)
+				loop_cpu_base += kernel - loop_cpu_kernel;
+			count(LT_STAT_CPU_SWITCH_UNTRACED);
+		}
+		loop_cpu_since = now;
+	} else if (loop_cpu_since) {
+		loop_cpu_base += now - loop_cpu_since;
+		loop_cpu_since = 0;
+	} else {
+		/* Its switch-in was not traced (and no probe hit since). */
+		if (kernel > loop_cpu_kernel)
+			loop_cpu_base += kernel - loop_cpu_kernel;
+		count(LT_STAT_CPU_SWITCH_UNTRACED);
+	}
+	loop_cpu_kernel = kernel;
+}
+
 /* ---- the probe hit ---- */
 
 static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
@@ -709,7 +784,7 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 	struct lt_arg_values values = {};
 	struct task_struct *task;
 	struct lt_record *rec;
-	__u64 index;
+	__u64 index, now;
 	int claim = 0;
 	__u32 i;
 
@@ -779,14 +854,15 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 	if (!rec)
 		return 0;
 	task = bpf_get_current_task_btf();
-	rec->ts_ns = bpf_ktime_get_ns();
+	now = bpf_ktime_get_ns();
+	rec->ts_ns = now;
 	rec->tid = tid;
 	rec->type = LT_RECORD_PROBE;
 	rec->probe_id = probe_id;
 	rec->probe.role = cfg->role;
 	rec->probe.sp = (__u32)PT_REGS_SP(ctx);
 	rec->probe.beat_index = beat_head;
-	rec->probe.thread_cpu_ns = task->se.sum_exec_runtime;
+	rec->probe.thread_cpu_ns = thread_cpu_at(task, tid, now);
 #pragma unroll
 	for (i = 0; i < LT_MAX_ARGS; i++)
 		rec->probe.args[i] = values.v[i];
@@ -1129,6 +1205,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 		if (kstack < 0 && ustack < 0)
 			count(LT_STAT_STACK_FAILED);
+		loop_cpu_switch(prev, tid, 0, now);
 		if (st) {
 			st->since_ns = now;
 			st->state = prev_state;
@@ -1148,6 +1225,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		__u32 tid = next->pid;
 		struct lt_thread_state *st = state_of(tid);
 
+		loop_cpu_switch(next, tid, 1, now);
 		if (st) {
 			st->since_ns = now;
 			st->state = LT_STATE_RUNNING;

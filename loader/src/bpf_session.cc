@@ -285,6 +285,9 @@ Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
     links_.emplace_back(link);
   }
   thread_tracking_ = true;
+  // sched_switch bounds the loop thread's stretches on CPU from now on: records may carry
+  // its exact CPU time instead of the kernel's tick-granular sum_exec_runtime.
+  __atomic_store_n(&skel_->bss->loop_cpu_exact, 1, __ATOMIC_RELEASE);
   if (sample_hz <= 0 || sample_tid <= 0) return {};
   return AttachCpuSampler(sample_tid, sample_hz);
 }
@@ -392,6 +395,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::stack_failed, sum(LT_STAT_STACK_FAILED));
   stats.Set(StatId::samples_dropped, sum(LT_STAT_SAMPLES_DROPPED));
   stats.Set(StatId::shadow_overflow, sum(LT_STAT_SHADOW_OVERFLOW));
+  stats.Set(StatId::cpu_switch_untraced, sum(LT_STAT_CPU_SWITCH_UNTRACED));
   return stats;
 }
 

@@ -24,6 +24,15 @@ inline uint64_t NowNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in nanoseconds: the truth of
+// each message's CPU time.
+inline uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * kNsPerSec +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
 inline timespec ToTimespec(uint64_t ns) {
   timespec ts;
   ts.tv_sec = static_cast<time_t>(ns / kNsPerSec);

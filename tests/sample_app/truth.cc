@@ -130,7 +130,8 @@ void TruthRecorder::Add(TruthRecord record) {
 void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
                                   uint64_t begin_ns, uint64_t end_ns,
                                   std::optional<uint64_t> method_calls,
-                                  uint64_t begin_after_ns, uint64_t end_after_ns) {
+                                  uint64_t begin_after_ns, uint64_t end_after_ns,
+                                  uint64_t cpu_before_ns, uint64_t cpu_after_ns) {
   if (count_messages_only_.load(std::memory_order_relaxed)) {
     messages_counted_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -144,6 +145,8 @@ void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
   record.end_ns = end_ns;
   record.begin_after_ns = begin_after_ns;
   record.end_after_ns = end_after_ns;
+  record.cpu_before_ns = cpu_before_ns;
+  record.cpu_after_ns = cpu_after_ns;
   record.method_calls = method_calls;
   Add(std::move(record));
 }
@@ -241,6 +244,10 @@ std::string TruthRecorder::FormatLocked(const TruthRecord& r) const {
       if (r.begin_after_ns) {
         line.U("begin_after_ns", r.begin_after_ns);
         line.U("end_after_ns", r.end_after_ns);
+      }
+      if (r.cpu_after_ns) {
+        line.U("cpu_before_ns", r.cpu_before_ns);
+        line.U("cpu_after_ns", r.cpu_after_ns);
       }
       if (r.method_calls) line.U("method_calls", *r.method_calls);
       return line.Take();

@@ -173,7 +173,8 @@ struct lt_probe_config {
 #define LT_STAT_VERDICTS_STALE 9      /* cached verdicts whose string changed (address reused) */
 #define LT_STAT_SAMPLES_DROPPED 10    /* a stack sample dropped: the sample ring was full */
 #define LT_STAT_SHADOW_OVERFLOW 11    /* uretprobe return addresses not remembered (too deep, or slot taken) */
-#define LT_STAT_MAX 12
+#define LT_STAT_CPU_SWITCH_UNTRACED 12 /* loop-thread switches the kernel ran without a sched_switch event */
+#define LT_STAT_MAX 13
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {

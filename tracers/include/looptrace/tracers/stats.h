@@ -67,7 +67,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(uretprobe_frames_restored, kInfo, "return addresses replaced by the uretprobe trampoline, put back from the shadow stack") \
   X(samples_after_exit, kInfo, "samples unwound after their process exited (named from the maps read last)") \
   X(module_replaced, kError, "modules replaced on disk after they were mapped: named from the mapped copy, or not at all") \
-  X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped")
+  X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped") \
+  X(cpu_switch_untraced, kInfo, "loop-thread switches the kernel made without a sched_switch event: that stretch's CPU time is the kernel's tick-granular count")
 
 enum class StatId : int {
 #define LOOPTRACE_STAT_ENUM(name, severity, description) name,
