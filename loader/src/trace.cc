@@ -90,12 +90,16 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
   attached.session = std::make_unique<Session>(options, signal_fd, pipeline);
   Session& session = *attached.session;
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(pid)));
+  // Thread tracking first: the target is running, and the loop thread's records carry its
+  // exact CPU time only once sched_switch is traced, so its first record already does (a
+  // message begun on the kernel's tick-granular figure and ended on the exact one would be
+  // off by up to a tick).
+  session.AttachThreadTracking();
   if (auto ok = session.Attach(pid); !ok) {
     if (kill(pid, 0) != 0 && errno == ESRCH)
       return MakeError(fmt::format("pid {} exited while probes were being attached", pid), ExitCode::kTarget);
     return std::unexpected(ok.error());
   }
-  session.AttachThreadTracking();
   for (const std::string& disabled : DisabledUsdtProbes(pid, session.plan())) log::Warning("{}", disabled);
   SessionStart start;
   start.pid = static_cast<uint32_t>(pid);
