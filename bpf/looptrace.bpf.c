@@ -715,6 +715,17 @@ static __always_inline __u16 shadow_capture(__u32 tid, __u64 sp, struct lt_shado
 
 /* ---- the loop thread's CPU time ---- */
 
+/*
+ * A stretch of the loop thread no traced edge bounds: the kernel's count since the last
+ * traced edge stands in for it (exact at a switch, up to a tick behind at a probe hit).
+ */
+static __always_inline void loop_cpu_untraced(__u64 kernel)
+{
+	if (kernel > loop_cpu_kernel)
+		loop_cpu_base += kernel - loop_cpu_kernel;
+	count(LT_STAT_CPU_SWITCH_UNTRACED);
+}
+
 /* What a record of thread `tid` carries as its CPU time, at `now` (it is running). */
 static __always_inline __u64 thread_cpu_at(struct task_struct *task, __u32 tid, __u64 now)
 {
@@ -726,18 +737,14 @@ static __always_inline __u64 thread_cpu_at(struct task_struct *task, __u32 tid, 
 		/* First hit: the kernel's figure as the base (it only fixes the origin), exact
 		 * from here on. */
 		loop_cpu_base = kernel | 1;
-		loop_cpu_since = now;
-		loop_cpu_kernel = kernel;
 	} else if (!loop_cpu_since) {
-		/* Running, but no switch-in was traced since its switch-out: the kernel's count
-		 * since then stands in for the stretch so far (it may lag by up to a tick). */
-		if (kernel > loop_cpu_kernel)
-			loop_cpu_base += kernel - loop_cpu_kernel;
-		loop_cpu_since = now;
-		loop_cpu_kernel = kernel;
-		count(LT_STAT_CPU_SWITCH_UNTRACED);
+		loop_cpu_untraced(kernel); /* running, but its switch-in was not traced */
+	} else {
+		return loop_cpu_base + (now - loop_cpu_since);
 	}
-	return loop_cpu_base + (now - loop_cpu_since);
+	loop_cpu_since = now;
+	loop_cpu_kernel = kernel;
+	return loop_cpu_base;
 }
 
 /*
@@ -754,21 +761,14 @@ static __always_inline void loop_cpu_switch(struct task_struct *task, __u32 tid,
 		return;
 	kernel = task->se.sum_exec_runtime;
 	if (on_cpu) {
-		if (loop_cpu_since) {
-			/* Its switch-out was not traced: it ran for what the kernel counted since. */
-			if (kernel > loop_cpu_kernel)
-				loop_cpu_base += kernel - loop_cpu_kernel;
-			count(LT_STAT_CPU_SWITCH_UNTRACED);
-		}
+		if (loop_cpu_since)
+			loop_cpu_untraced(kernel); /* its switch-out was not traced */
 		loop_cpu_since = now;
 	} else if (loop_cpu_since) {
 		loop_cpu_base += now - loop_cpu_since;
 		loop_cpu_since = 0;
 	} else {
-		/* Its switch-in was not traced (and no probe hit since). */
-		if (kernel > loop_cpu_kernel)
-			loop_cpu_base += kernel - loop_cpu_kernel;
-		count(LT_STAT_CPU_SWITCH_UNTRACED);
+		loop_cpu_untraced(kernel); /* its switch-in was not traced (no probe hit since) */
 	}
 	loop_cpu_kernel = kernel;
 }

@@ -140,8 +140,8 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   held.held_child = true;
   Session session(held, signal_fd, pipeline);
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(child.pid())));
+  session.AttachThreadTracking();  // before the probes, as for a running process (above)
   RETURN_IF_ERROR(session.Attach(child.pid()));
-  session.AttachThreadTracking();
   SessionStart start;
   start.pid = static_cast<uint32_t>(child.pid());
   start.command = argv[0].substr(argv[0].find_last_of('/') + 1);
