@@ -52,8 +52,7 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-AttachPlan Resolve(const std::string& profile_path, const std::string& binary, bool exact, size_t limit,
-                   double* ms) {
+AttachPlan Resolve(const std::string& profile_path, const std::string& binary, bool exact, size_t limit, double* ms) {
   auto profile = LoadProfile(profile_path);
   if (!profile) Die(profile.error().message);
   TargetBinaries target;
@@ -81,12 +80,18 @@ int main(int argc, char** argv) {
   size_t limit = 10000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else if (a == "--chunk" && i + 1 < argc) chunk = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--library" && i + 1 < argc) library = argv[++i];
-    else if (a == "--pattern" && i + 1 < argc) pattern = argv[++i];
-    else if (a == "--limit" && i + 1 < argc) limit = std::strtoull(argv[++i], nullptr, 10);
-    else Die("usage: looptrace_attach_bench [--rounds R] [--chunk N] [--library PATH [--pattern GLOB] [--limit N]]");
+    if (a == "--rounds" && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
+    else if (a == "--chunk" && i + 1 < argc)
+      chunk = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--library" && i + 1 < argc)
+      library = argv[++i];
+    else if (a == "--pattern" && i + 1 < argc)
+      pattern = argv[++i];
+    else if (a == "--limit" && i + 1 < argc)
+      limit = std::strtoull(argv[++i], nullptr, 10);
+    else
+      Die("usage: looptrace_attach_bench [--rounds R] [--chunk N] [--library PATH [--pattern GLOB] [--limit N]]");
   }
   if (geteuid() != 0) Die("needs root (attaches uprobes)");
   libbpf_set_print(nullptr);
@@ -123,7 +128,8 @@ int main(int argc, char** argv) {
     options.thread_tracking = false;
     for (const auto& p : plan.probes) options.probe_configs.push_back(MakeProbeConfig(p));
     auto start = std::chrono::steady_clock::now();
-    auto session = BpfSession::Open(options, [](std::span<const uint8_t>) {}, [](const lt_record&) {});
+    auto session = BpfSession::Open(
+        options, [](std::span<const uint8_t>) {}, [](const lt_record&) {});
     if (!session) Die(session.error().message);
     load_ms.push_back(MsSince(start));
     if (!(*session)->uses_uprobe_multi()) Die("this kernel has no uprobe_multi links (needs >= 6.6)");
@@ -161,9 +167,10 @@ int main(int argc, char** argv) {
   }
   std::remove(profile_path.c_str());
 
-  fmt::print("{} functions of {} as method probes ({} uprobes + {} uretprobes), uprobe_multi links of at most {} "
-             "points, {} rounds, medians\n",
-             functions, binary, functions, functions, chunk, rounds);
+  fmt::print(
+      "{} functions of {} as method probes ({} uprobes + {} uretprobes), uprobe_multi links of at most {} "
+      "points, {} rounds, medians\n",
+      functions, binary, functions, functions, chunk, rounds);
   fmt::print("  resolve (exact entries)       {:>8.1f} ms\n", resolve_exact_ms);
   fmt::print("  resolve (with relocation)     {:>8.1f} ms  ({} of {} probes moved off single-stepped entries)\n",
              resolve_relocated_ms, moved, relocated.probes.size());

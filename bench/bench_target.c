@@ -93,8 +93,10 @@ PLAIN int main(int argc, char** argv) {
   const char* variant = "dispatch";
   uint64_t count = 200000;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--variant")) variant = argv[i + 1];
-    else if (!strcmp(argv[i], "--count")) count = strtoull(argv[i + 1], NULL, 10);
+    if (!strcmp(argv[i], "--variant"))
+      variant = argv[i + 1];
+    else if (!strcmp(argv[i], "--count"))
+      count = strtoull(argv[i + 1], NULL, 10);
   }
   printf("ready\n");
   fflush(stdout);

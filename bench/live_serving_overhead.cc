@@ -66,8 +66,16 @@ Sample RunOnce(const Setup& setup, bool served) {
   Child target({setup.target, "--variant", "dispatch", "--count", std::to_string(setup.count)});
   if (!target.WaitFor(false, "ready", 30)) Die("target did not start");
   const std::string pid = std::to_string(target.pid());
-  std::vector<std::string> attach = {setup.looptrace, "-q", "attach", "-p", pid, "--profile", setup.profile,
-                                     "--no-thread-tracking", "-o", setup.dir + "/final-" + pid + ".txt"};
+  std::vector<std::string> attach = {setup.looptrace,
+                                     "-q",
+                                     "attach",
+                                     "-p",
+                                     pid,
+                                     "--profile",
+                                     setup.profile,
+                                     "--no-thread-tracking",
+                                     "-o",
+                                     setup.dir + "/final-" + pid + ".txt"};
   if (served) {
     attach.push_back("--metrics");
     attach.push_back("127.0.0.1:" + std::to_string(setup.port));
@@ -120,10 +128,14 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) Die(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--rounds") rounds = std::stoi(value());
-    else if (a == "--count") setup.count = std::stoull(value());
-    else if (a == "--rate") setup.rate_hz = std::stod(value());
-    else Die("unknown option " + a + " (usage: looptrace_live_serving_bench [--rounds N] [--count N] [--rate HZ])");
+    if (a == "--rounds")
+      rounds = std::stoi(value());
+    else if (a == "--count")
+      setup.count = std::stoull(value());
+    else if (a == "--rate")
+      setup.rate_hz = std::stod(value());
+    else
+      Die("unknown option " + a + " (usage: looptrace_live_serving_bench [--rounds N] [--count N] [--rate HZ])");
   }
   if (geteuid() != 0) Die("needs root (attaches uprobes)");
   char dir[] = "/tmp/looptrace-live-serving-XXXXXX";
@@ -132,7 +144,8 @@ int main(int argc, char** argv) {
   setup.port = 20000 + getpid() % 20000;
   setup.profile = setup.dir + "/dispatch.profile";
   std::ofstream(setup.profile) << "profile bench-dispatch\n"
-                               << "probe dispatch.begin uprobe " << setup.target << " bench_dispatch id=arg1 name=arg2:str\n"
+                               << "probe dispatch.begin uprobe " << setup.target
+                               << " bench_dispatch id=arg1 name=arg2:str\n"
                                << "probe dispatch.end uretprobe " << setup.target << " bench_dispatch id=ret\n";
   std::vector<double> alone, served;
   int polls = 0;

@@ -78,12 +78,12 @@ int main(int argc, char** argv) {
       std::vector<double> plain, traced;
       for (int r = 0; r < rounds; ++r) {
         plain.push_back(PerIteration(c.program + args));
-        traced.push_back(PerIteration(fmt::format("{} run -q --profile {} -f json -o /dev/null -- {}{}", looptrace,
-                                                  c.profile, c.program, args)));
+        traced.push_back(PerIteration(
+            fmt::format("{} run -q --profile {} -f json -o /dev/null -- {}{}", looptrace, c.profile, c.program, args)));
       }
       const double p = Median(plain), t = Median(traced);
-      std::printf("%-34s %-15s %4d us %9.2f us %9.2f us %7.2f us %7.2f\n", c.label.c_str(), c.profile.c_str(),
-                  work_us, p / 1e3, t / 1e3, (t - p) / 1e3, t / p);
+      std::printf("%-34s %-15s %4d us %9.2f us %9.2f us %7.2f us %7.2f\n", c.label.c_str(), c.profile.c_str(), work_us,
+                  p / 1e3, t / 1e3, (t - p) / 1e3, t / p);
       std::fflush(stdout);
     }
   }

@@ -88,14 +88,13 @@ Sample RunNone(const Paths& paths, const std::string& variant, uint64_t count) {
 
 // Which baseline program RunEmpty attaches (bpf/empty_probe.bpf.c).
 enum class Baseline {
-  kEmpty,       // returns at once
-  kFilterClock, // the process filter and the clock read, what every timestamped hit needs
+  kEmpty,        // returns at once
+  kFilterClock,  // the process filter and the clock read, what every timestamped hit needs
 };
 
 // An empty program on the hook's entry (uprobe) and return (uretprobe), or entries only.
-Sample RunEmpty(const Paths& paths, const std::string& variant, uint64_t count,
-                const std::vector<std::string>& entries, const std::vector<std::string>& returns,
-                bool multi = true, Baseline baseline = Baseline::kEmpty) {
+Sample RunEmpty(const Paths& paths, const std::string& variant, uint64_t count, const std::vector<std::string>& entries,
+                const std::vector<std::string>& returns, bool multi = true, Baseline baseline = Baseline::kEmpty) {
   auto elf = looptrace::symbols::ElfFile::Open(paths.target);
   if (!elf) Die(elf.error().message);
   auto offsets_of = [&](const std::vector<std::string>& names) {
@@ -125,15 +124,14 @@ Sample RunEmpty(const Paths& paths, const std::string& variant, uint64_t count,
     if (!multi) {
       for (uint64_t offset : offsets) {
         LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
-        bpf_link* link = bpf_program__attach_uprobe_opts(program, target.pid(),
-                                                         paths.target.c_str(), offset, &opts);
+        bpf_link* link = bpf_program__attach_uprobe_opts(program, target.pid(), paths.target.c_str(), offset, &opts);
         if (!link) Die("cannot attach the empty program");
         perf_links.push_back(link);
       }
       continue;
     }
-    int fd = looptrace::loader::CreateUprobeMultiLink(bpf_program__fd(program), paths.target,
-                                                      offsets, {}, ret, target.pid());
+    int fd = looptrace::loader::CreateUprobeMultiLink(bpf_program__fd(program), paths.target, offsets, {}, ret,
+                                                      target.pid());
     if (fd < 0) Die("cannot attach the empty program");
     links.push_back(fd);
   }
@@ -151,8 +149,8 @@ Sample RunLooptrace(const Paths& paths, const std::string& variant, uint64_t cou
   Child target(TargetArgv(paths, variant, count));
   if (!target.WaitFor(false, "ready", 30)) Die("target did not start");
   const std::string report = paths.dir + "/report.txt";
-  std::vector<std::string> argv = {paths.looptrace, "record", "-p", std::to_string(target.pid()),
-                                   "--profile", profile, "-o", report, "--no-thread-tracking"};
+  std::vector<std::string> argv = {paths.looptrace, "record", "-p",   std::to_string(target.pid()), "--profile",
+                                   profile,         "-o",     report, "--no-thread-tracking"};
   if (exact_entry) argv.push_back("--exact-entry");
   Child tracer(argv);
   if (!tracer.WaitFor(true, "tracing pid", 60)) Die("looptrace did not attach: " + tracer.err());
@@ -178,10 +176,10 @@ Sample RunBpftrace(const Paths& paths, const std::string& variant, uint64_t coun
   Child target(TargetArgv(paths, variant, count));
   if (!target.WaitFor(false, "ready", 30)) Die("target did not start");
   const std::string probe = paths.target + ":" + function;
-  std::string script = "BEGIN { printf(\"ready\\n\"); } uprobe:" + probe + " { @s[tid] = nsecs; } uretprobe:" +
-                       probe + " /@s[tid]/ { ";
-  script += histogram ? "@ns = hist(nsecs - @s[tid]); @n = count(); "
-                      : "printf(\"%llu %llu\\n\", retval, nsecs - @s[tid]); ";
+  std::string script =
+      "BEGIN { printf(\"ready\\n\"); } uprobe:" + probe + " { @s[tid] = nsecs; } uretprobe:" + probe + " /@s[tid]/ { ";
+  script +=
+      histogram ? "@ns = hist(nsecs - @s[tid]); @n = count(); " : "printf(\"%llu %llu\\n\", retval, nsecs - @s[tid]); ";
   script += "delete(@s[tid]); }";
   Child tracer({"env", "BPFTRACE_PERF_RB_PAGES=4096", "bpftrace", "-p", std::to_string(target.pid()), "-e", script});
   tracer.KeepOutput(histogram);
@@ -258,10 +256,14 @@ int main(int argc, char** argv) {
   bool bpftrace = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--count" && i + 1 < argc) count = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else if (a == "--no-bpftrace") bpftrace = false;
-    else Die("usage: looptrace_peer_bench [--count N] [--rounds R] [--no-bpftrace]");
+    if (a == "--count" && i + 1 < argc)
+      count = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
+    else if (a == "--no-bpftrace")
+      bpftrace = false;
+    else
+      Die("usage: looptrace_peer_bench [--count N] [--rounds R] [--no-bpftrace]");
   }
   if (geteuid() != 0) Die("needs root (attaches uprobes)");
   if (bpftrace && system("bpftrace --version >/dev/null 2>&1") != 0)
@@ -332,9 +334,10 @@ int main(int argc, char** argv) {
   RunRounds(peers, rounds);
   RunRounds(hooks, rounds);
 
-  fmt::print("1. the same tiny dispatch function (emulated push first), uprobe + uretprobe; {} rounds x {} "
-             "messages, medians\n",
-             rounds, count);
+  fmt::print(
+      "1. the same tiny dispatch function (emulated push first), uprobe + uretprobe; {} rounds x {} "
+      "messages, medians\n",
+      rounds, count);
   PrintModes(peers, count, "message");
   const double none = MedianOf(peers, "(a) no tracer") * 2;
   const double ours = MedianOf(peers, "(c) looptrace") * 2 - none;
@@ -347,13 +350,15 @@ int main(int argc, char** argv) {
   if (bpftrace) {
     const double printf_cost = MedianOf(peers, "(d) bpftrace, one printf per message") * 2 - none;
     const double hist_cost = MedianOf(peers, "(e) bpftrace, in-kernel histogram") * 2 - none;
-    fmt::print("  looptrace / bpftrace printf: {:.2f} (floor {:.2f})   looptrace / bpftrace histogram: {:.2f} (floor "
-               "{:.2f})\n",
-               ours / printf_cost, floor / printf_cost, ours / hist_cost, floor / hist_cost);
+    fmt::print(
+        "  looptrace / bpftrace printf: {:.2f} (floor {:.2f})   looptrace / bpftrace histogram: {:.2f} (floor "
+        "{:.2f})\n",
+        ours / printf_cost, floor / printf_cost, ours / hist_cost, floor / hist_cost);
   }
-  fmt::print("\n2. hooks whose first instruction is single-stepped (-O2, no frame pointer) vs emulated "
-             "references; {} rounds x {} calls, medians\n",
-             rounds, count);
+  fmt::print(
+      "\n2. hooks whose first instruction is single-stepped (-O2, no frame pointer) vs emulated "
+      "references; {} rounds x {} calls, medians\n",
+      rounds, count);
   PrintModes(hooks, count, "call");
   const double ref_dispatch = MedianOf(hooks, "dispatch, emulated entry: looptrace");
   const double exact_dispatch = MedianOf(hooks, "dispatch-mov: looptrace --exact-entry");

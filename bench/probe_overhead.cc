@@ -101,8 +101,8 @@ struct EmptyProbe {
     if (empty_probe__load(skel)) Die("cannot load the empty BPF program (root?)");
     std::vector<uint64_t> offsets;
     for (const auto& p : plan.probes) offsets.push_back(p.file_offset);
-    link_fd = CreateUprobeMultiLink(bpf_program__fd(program), plan.probes.front().binary_path, offsets, {}, false,
-                                    getpid());
+    link_fd =
+        CreateUprobeMultiLink(bpf_program__fd(program), plan.probes.front().binary_path, offsets, {}, false, getpid());
     if (link_fd < 0) Die("cannot attach the empty BPF program");
   }
   ~EmptyProbe() {
@@ -173,7 +173,6 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-
 struct Measurement {
   double none, empty, clock, traced;
   double loader_cpu_ns = 0;
@@ -222,11 +221,11 @@ void Print(const char* what, const Measurement& m, uint64_t iterations, int roun
   fmt::print("  empty BPF program   {:>9.1f} ns\n", m.empty);
   fmt::print("  filter + clock only {:>9.1f} ns\n", m.clock);
   fmt::print("  looptrace           {:>9.1f} ns\n", m.traced);
-  fmt::print("  ratio looptrace / empty program: {:.3f} (goal <= 1.10) {}\n", ratio,
-             ratio <= 1.10 ? "OK" : "OVER");
-  fmt::print("  added cost over the empty program: {:.1f} ns per hit ({:.1f} filter + clock, {:.1f} the rest: "
-             "configuration, arguments, record)\n",
-             m.traced - m.empty, m.clock - m.empty, m.traced - m.clock);
+  fmt::print("  ratio looptrace / empty program: {:.3f} (goal <= 1.10) {}\n", ratio, ratio <= 1.10 ? "OK" : "OVER");
+  fmt::print(
+      "  added cost over the empty program: {:.1f} ns per hit ({:.1f} filter + clock, {:.1f} the rest: "
+      "configuration, arguments, record)\n",
+      m.traced - m.empty, m.clock - m.empty, m.traced - m.clock);
   fmt::print("  floor: filter + clock / empty program {:.3f}\n", m.clock / m.empty);
 }
 

@@ -5,8 +5,8 @@
 // samples), looptrace at the default rate, and the default rate with --dwarf-unwind. The
 // ratios of medians are printed; the goal is sampled / unsampled <= 1.05.
 // Usage (root): looptrace_sampling_overhead [BUILD_DIR=.] [MESSAGES=1500] [ROUNDS=5]
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -75,8 +75,8 @@ pid_t StartLooptrace(const std::string& build, pid_t pid, const std::vector<std:
   if (child == 0) {
     dup2(err[1], 2);
     if (!freopen("/dev/null", "w", stdout)) _exit(127);
-    std::vector<std::string> argv = {build + "/looptrace", "record", "-p", std::to_string(pid), "--profile", "sample",
-                                     "-d", "600"};
+    std::vector<std::string> argv = {build + "/looptrace", "record", "-p", std::to_string(pid),
+                                     "--profile",          "sample", "-d", "600"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
@@ -159,8 +159,7 @@ int main(int argc, char** argv) {
   fmt::print("workload: {} messages of ~2 ms (every 10th sleeps 200 us), {} rounds, medians\n", messages, rounds);
   for (const auto& [name, extra] : modes) {
     const double t = Median(times[name]);
-    fmt::print("  {:<26} {:8.3f} s   vs no looptrace {:.3f}   vs --sample-rate 0 {:.3f}\n", name, t, t / none,
-               t / off);
+    fmt::print("  {:<26} {:8.3f} s   vs no looptrace {:.3f}   vs --sample-rate 0 {:.3f}\n", name, t, t / none, t / off);
   }
   fmt::print("sampling overhead (default rate vs --sample-rate 0): {:.3f} (goal <= 1.05)\n",
              Median(times["default rate (997 Hz)"]) / off);

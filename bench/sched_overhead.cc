@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
   double a = Median(without), b = Median(with);
   fmt::print("context switches of an unrelated workload ({} rounds x {} round trips, medians)\n", rounds, round_trips);
   fmt::print("  without looptrace   {:>8.1f} ns per switch\n", a);
-  fmt::print("  with looptrace      {:>8.1f} ns per switch (sched_switch + sched_wakeup programs, tgid filter first)\n", b);
+  fmt::print("  with looptrace      {:>8.1f} ns per switch (sched_switch + sched_wakeup programs, tgid filter first)\n",
+             b);
   fmt::print("  ratio {:.3f} (goal <= 1.05) {}\n", b / a, b / a <= 1.05 ? "OK" : "OVER");
   return 0;
 }

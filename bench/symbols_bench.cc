@@ -31,9 +31,7 @@ using looptrace::symbols::ElfFile;
 using looptrace::symbols::ModuleCache;
 using looptrace::symbols::Symbolizer;
 
-double Seconds(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double Seconds(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Random addresses inside the executable PT_LOAD segments' symbols (functions), fixed seed.
 std::vector<uint64_t> RandomFunctionAddresses(const std::string& path, size_t count) {
@@ -80,15 +78,14 @@ double RunEuAddr2line(const std::string& path, const std::vector<uint64_t>& addr
 }
 
 struct BatchResult {
-  double cold_seconds = 0;      // fresh cache: load + first lookups
-  double uncached_per_s = 0;    // lookups that miss the address cache (index + symbols)
-  double warm_per_s = 0;        // repeated lookups (address cache hits)
+  double cold_seconds = 0;    // fresh cache: load + first lookups
+  double uncached_per_s = 0;  // lookups that miss the address cache (index + symbols)
+  double warm_per_s = 0;      // repeated lookups (address cache hits)
   size_t named = 0;
   size_t with_line = 0;
 };
 
-BatchResult MeasureBatch(const std::string& path, const std::vector<uint64_t>& addresses,
-                         bool dwarf) {
+BatchResult MeasureBatch(const std::string& path, const std::vector<uint64_t>& addresses, bool dwarf) {
   BatchResult result;
   {
     auto start = Clock::now();
@@ -148,9 +145,8 @@ void Report(const char* label, const std::string& path, size_t count, bool dwarf
   std::printf("  uncached lookups:  %10.2f M/s\n", ours.uncached_per_s / 1e6);
   std::printf("  cold batch (load + lookups): %8.1f ms\n", ours.cold_seconds * 1e3);
   if (eu > 0) {
-    std::printf("  eu-addr2line same batch:     %8.1f ms  -> ratio %.1fx (cold), %.0fx (warm)\n",
-                eu * 1e3, eu / ours.cold_seconds,
-                eu / (static_cast<double>(addresses.size()) / ours.warm_per_s));
+    std::printf("  eu-addr2line same batch:     %8.1f ms  -> ratio %.1fx (cold), %.0fx (warm)\n", eu * 1e3,
+                eu / ours.cold_seconds, eu / (static_cast<double>(addresses.size()) / ours.warm_per_s));
   } else {
     std::printf("  eu-addr2line: not available\n");
   }
@@ -188,8 +184,7 @@ int main(int argc, char** argv) {
       functions = elf->functions().size();
       best = std::min(best, seconds);
     }
-    std::printf("cold load of %s: %.1f ms (%zu functions, best of 3)\n", library.c_str(),
-                best * 1e3, functions);
+    std::printf("cold load of %s: %.1f ms (%zu functions, best of 3)\n", library.c_str(), best * 1e3, functions);
     Report("library", library, count, /*dwarf=*/false);
   } else {
     std::printf("cold load: %s not present, skipped\n", library.c_str());

@@ -6,13 +6,13 @@
 
 #include "looptrace/events.h"
 #include "looptrace/loader/event_decoder.h"
-#include "looptrace/tracers/pipeline.h"
-#include "looptrace/tracers/text_pool.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/method_tree.h"
+#include "looptrace/tracers/pipeline.h"
+#include "looptrace/tracers/text_pool.h"
 
 namespace {
 
@@ -215,8 +215,8 @@ void BM_MatrixStructuredDataToStackMillion(benchmark::State& state) {
   records.push_back(looptrace::matrix::EncodeRecord(true, looptrace::matrix::kMethodIdDispatch, 0));
   for (const auto& b : beats.beats)
     records.push_back(looptrace::matrix::EncodeRecord(b.enter, static_cast<int>(b.id), b.ts_ns / 1'000'000));
-  records.push_back(looptrace::matrix::EncodeRecord(false, looptrace::matrix::kMethodIdDispatch,
-                                                    beats.end_ns / 1'000'000));
+  records.push_back(
+      looptrace::matrix::EncodeRecord(false, looptrace::matrix::kMethodIdDispatch, beats.end_ns / 1'000'000));
   for (auto _ : state) {
     auto stack = looptrace::matrix::StructuredDataToStack(records, true, beats.end_ns / 1'000'000);
     looptrace::matrix::TrimStack(stack, 30);

@@ -35,13 +35,15 @@ std::vector<std::vector<const ResolvedProbe*>> AttachGroups(const AttachPlan& pl
     auto same_group = [&](const std::vector<const ResolvedProbe*>& g) {
       const ResolvedProbe* f = g.front();
       return AttachFirst(f->spec.role) == AttachFirst(p->spec.role) && f->spec.kind == p->spec.kind &&
-             AttachAsReturnProbe(*f) == AttachAsReturnProbe(*p) &&
-             f->binary_path == p->binary_path && p->spec.kind != ProbeKind::kUsdt &&
-             UsesFastBeats(*f) == UsesFastBeats(*p) && (!UsesFastBeats(*p) || f->spec.role == p->spec.role);
+             AttachAsReturnProbe(*f) == AttachAsReturnProbe(*p) && f->binary_path == p->binary_path &&
+             p->spec.kind != ProbeKind::kUsdt && UsesFastBeats(*f) == UsesFastBeats(*p) &&
+             (!UsesFastBeats(*p) || f->spec.role == p->spec.role);
     };
     auto it = std::find_if(groups.begin(), groups.end(), same_group);
-    if (it == groups.end()) groups.push_back({p});
-    else it->push_back(p);
+    if (it == groups.end())
+      groups.push_back({p});
+    else
+      it->push_back(p);
   }
   return groups;
 }

@@ -8,13 +8,13 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
-#include <filesystem>
 
 #include "looptrace/loader/probe_placement.h"
-#include "looptrace/symbols/data_pointer.h"
 #include "looptrace/loader/runtimes.h"
+#include "looptrace/symbols/data_pointer.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/imports.h"
 #include "looptrace/symbols/proc_maps.h"
@@ -38,17 +38,28 @@ lt_arg_config ArgConfig(const ArgSource& arg) {
 
 uint8_t PredicateOp(CompareOp op) {
   switch (op) {
-    case CompareOp::kEq: return LT_PRED_EQ;
-    case CompareOp::kNe: return LT_PRED_NE;
-    case CompareOp::kLt: return LT_PRED_LT;
-    case CompareOp::kLe: return LT_PRED_LE;
-    case CompareOp::kGt: return LT_PRED_GT;
-    case CompareOp::kGe: return LT_PRED_GE;
-    case CompareOp::kStrEq: return LT_PRED_STR_EQ;
-    case CompareOp::kStrNe: return LT_PRED_STR_NE;
-    case CompareOp::kStrPrefix: return LT_PRED_STR_PREFIX;
-    case CompareOp::kStrSuffix: return LT_PRED_STR_SUFFIX;
-    case CompareOp::kStrGlob: return LT_PRED_STR_GLOB;
+    case CompareOp::kEq:
+      return LT_PRED_EQ;
+    case CompareOp::kNe:
+      return LT_PRED_NE;
+    case CompareOp::kLt:
+      return LT_PRED_LT;
+    case CompareOp::kLe:
+      return LT_PRED_LE;
+    case CompareOp::kGt:
+      return LT_PRED_GT;
+    case CompareOp::kGe:
+      return LT_PRED_GE;
+    case CompareOp::kStrEq:
+      return LT_PRED_STR_EQ;
+    case CompareOp::kStrNe:
+      return LT_PRED_STR_NE;
+    case CompareOp::kStrPrefix:
+      return LT_PRED_STR_PREFIX;
+    case CompareOp::kStrSuffix:
+      return LT_PRED_STR_SUFFIX;
+    case CompareOp::kStrGlob:
+      return LT_PRED_STR_GLOB;
   }
   return 0;
 }
@@ -60,8 +71,8 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
   lt_probe_config c{};
   c.role = static_cast<uint16_t>(spec.role);
   // Loader-filled arguments (func) come last and are not read by BPF.
-  const size_t recorded = static_cast<size_t>(std::count_if(
-      spec.args.begin(), spec.args.end(), [](const ArgSpec& a) { return a.source != kSourceFunction; }));
+  const size_t recorded = static_cast<size_t>(
+      std::count_if(spec.args.begin(), spec.args.end(), [](const ArgSpec& a) { return a.source != kSourceFunction; }));
   c.nargs = static_cast<uint8_t>(std::min<size_t>(recorded, LT_MAX_ARGS));
   c.npredicates = static_cast<uint8_t>(std::min<size_t>(spec.conditions.size(), LT_MAX_PREDICATES));
   if (IsBeatRole(spec.role)) {
@@ -93,10 +104,14 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
 
 std::string_view PlacementName(Placement placement) {
   switch (placement) {
-    case Placement::kEntry: return "entry";
-    case Placement::kEntryBlock: return "entry block";
-    case Placement::kCallSites: return "call sites";
-    case Placement::kAfterCalls: return "after calls";
+    case Placement::kEntry:
+      return "entry";
+    case Placement::kEntryBlock:
+      return "entry block";
+    case Placement::kCallSites:
+      return "call sites";
+    case Placement::kAfterCalls:
+      return "after calls";
   }
   return "entry";
 }
@@ -164,10 +179,9 @@ Result<std::string> ResolveBinary(const std::string& binary, const TargetBinarie
       if (access(binary.c_str(), R_OK) == 0) return binary;
       return MakeError(fmt::format("binary {} does not exist", binary), ExitCode::kProfile);
     }
-    return MakeError(fmt::format("pid {} has no library '{}' mapped", target.pid, binary),
-                     ExitCode::kProfile,
-                     "check /proc/" + std::to_string(target.pid) +
-                         "/maps, or give the library's absolute path in the profile");
+    return MakeError(
+        fmt::format("pid {} has no library '{}' mapped", target.pid, binary), ExitCode::kProfile,
+        "check /proc/" + std::to_string(target.pid) + "/maps, or give the library's absolute path in the profile");
   }
   if (binary.starts_with("/")) {
     if (access(binary.c_str(), R_OK) == 0) return binary;
@@ -180,8 +194,8 @@ Result<std::string> ResolveBinary(const std::string& binary, const TargetBinarie
       return MakeError(fmt::format("{} does not link {}", target.exe_path, binary), ExitCode::kProfile);
     return *path;
   }
-  return MakeError(fmt::format("library '{}' not found in the library search path", binary),
-                   ExitCode::kProfile, "give the library's absolute path in the profile");
+  return MakeError(fmt::format("library '{}' not found in the library search path", binary), ExitCode::kProfile,
+                   "give the library's absolute path in the profile");
 }
 
 namespace {
@@ -207,8 +221,7 @@ std::vector<int> UsdtArgSizes(const std::string& arguments) {
     if (end == std::string::npos) end = arguments.size();
     std::string_view word(arguments.data() + i, end - i);
     int size = 0;
-    if (size_t at = word.find('@'); at != std::string_view::npos)
-      std::from_chars(word.data(), word.data() + at, size);
+    if (size_t at = word.find('@'); at != std::string_view::npos) std::from_chars(word.data(), word.data() + at, size);
     sizes.push_back(size);
     i = end;
   }
@@ -220,8 +233,8 @@ Result<void> CheckUsdtArguments(const ProbeSpec& spec, const symbols::UsdtProbe&
                                 const std::string& where) {
   const std::vector<int> sizes = UsdtArgSizes(site.arguments);
   auto describe = [&] {
-    return fmt::format("usdt {} in {} has {} argument{}{}", spec.point, path, sizes.size(), sizes.size() == 1 ? "" : "s",
-                       sizes.empty() ? "" : " (" + site.arguments + ")");
+    return fmt::format("usdt {} in {} has {} argument{}{}", spec.point, path, sizes.size(),
+                       sizes.size() == 1 ? "" : "s", sizes.empty() ? "" : " (" + site.arguments + ")");
   };
   auto check = [&](const ArgSource& a, const std::string& what) -> Result<void> {
     for (uint8_t source : {a.source, a.type == ArgType::kStr ? a.length_source : uint8_t{LT_SOURCE_NONE}}) {
@@ -263,8 +276,8 @@ Result<void> CheckRequirement(const Requirement& r, const TargetBinaries& target
   auto it = elf_cache.find(*resolved);
   if (it == elf_cache.end()) {
     auto elf = symbols::ElfFile::Open(*resolved);
-    if (!elf) return MakeError(fmt::format("needs {} in {}: {}", r.symbol, r.binary, elf.error().message),
-                               ExitCode::kProfile);
+    if (!elf)
+      return MakeError(fmt::format("needs {} in {}: {}", r.symbol, r.binary, elf.error().message), ExitCode::kProfile);
     it = elf_cache.emplace(*resolved, std::move(*elf)).first;
   }
   if (it->second.FindFunctions(r.symbol).empty())
@@ -282,7 +295,8 @@ std::vector<std::pair<std::string, std::string>> TargetObjects(const TargetBinar
     auto maps = symbols::ReadProcMaps(target.pid);
     if (!maps) return out;
     for (const auto& m : *maps)
-      if (m.is_file() && seen.insert(m.path).second) out.emplace_back(m.path, symbols::MappedFileOpenPath(target.pid, m));
+      if (m.is_file() && seen.insert(m.path).second)
+        out.emplace_back(m.path, symbols::MappedFileOpenPath(target.pid, m));
     return out;
   }
   std::vector<std::string> todo = {target.exe_path};
@@ -312,8 +326,8 @@ Result<std::string> CheckCallRequirement(const CallRequirement& r, const TargetB
     if (found && !found->empty())
       return fmt::format("{} calls {}", std::filesystem::path(name).filename().string(), *found);
   }
-  return MakeError(fmt::format("needs a call to {}: neither {} nor a library it {} imports one", names,
-                               target.exe_path, target.pid > 0 ? "maps" : "links"),
+  return MakeError(fmt::format("needs a call to {}: neither {} nor a library it {} imports one", names, target.exe_path,
+                               target.pid > 0 ? "maps" : "links"),
                    ExitCode::kProfile);
 }
 
@@ -367,8 +381,8 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
       plan.assumptions.push_back(
           fmt::format("expects {} loaded ({} line {}), which pid {} has not", globs, r.source, r.line, target.pid));
     } else if (!*found) {
-      plan.assumptions.push_back(fmt::format("assumes the program loads {}, which cannot be checked before it runs",
-                                             globs));
+      plan.assumptions.push_back(
+          fmt::format("assumes the program loads {}, which cannot be checked before it runs", globs));
     } else {
       plan.marks.push_back(**found);
     }
@@ -380,8 +394,8 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
     // An optional probe that resolves to nothing is left out (and said at -v).
     auto skip_optional = [&](const Error& e) -> bool {
       if (!spec.optional) return false;
-      std::string note = fmt::format("{}: optional {} {} left out: {}", spec.Where(), RoleName(spec.role), spec.point,
-                                     e.message);
+      std::string note =
+          fmt::format("{}: optional {} {} left out: {}", spec.Where(), RoleName(spec.role), spec.point, e.message);
       log::V1("{}", note);
       plan.left_out.push_back(std::move(note));
       return true;
@@ -428,11 +442,11 @@ Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& 
           if (std::find(known.begin(), known.end(), full) == known.end()) known.push_back(full);
           if (known.size() == 8) break;
         }
-        Error e = MakeError(fmt::format("{}: usdt probe {} not found in {}", where, spec.point, path),
-                            ExitCode::kProfile,
-                            known.empty() ? "the binary has no USDT probes (readelf -n shows .note.stapsdt)"
-                                          : "probes in this binary include: " + JoinNames(known))
-                      .error();
+        Error e =
+            MakeError(fmt::format("{}: usdt probe {} not found in {}", where, spec.point, path), ExitCode::kProfile,
+                      known.empty() ? "the binary has no USDT probes (readelf -n shows .note.stapsdt)"
+                                    : "probes in this binary include: " + JoinNames(known))
+                .error();
         if (skip_optional(e)) continue;
         return std::unexpected(e);
       }
@@ -579,8 +593,9 @@ Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requeste
         e.message = fmt::format("profile {} does not fit {}: {}", profile.name, who, e.message);
         if (e.hint.empty() || e.message.find("no library") != std::string::npos ||
             e.message.find("needs ") != std::string::npos || e.message.find("does not link") != std::string::npos)
-          e.hint = fmt::format("`looptrace probes {}` shows which built-in profile fits; or omit --profile to detect one",
-                               target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path);
+          e.hint =
+              fmt::format("`looptrace probes {}` shows which built-in profile fits; or omit --profile to detect one",
+                          target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path);
       }
       return std::unexpected(e);
     }

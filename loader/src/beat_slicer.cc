@@ -41,11 +41,16 @@ std::string BeatSlicer::ComposeMethodName(const ProbeSpec& spec, const std::vect
   for (size_t i = 0; i < spec.args.size() && i < LT_MAX_ARGS; ++i) {
     const ArgSpec& a = spec.args[i];
     const std::string text = i < texts.size() && texts[i] ? *texts[i] : "?";
-    if (a.name == "name") name = text;
-    else if (a.name == "class") cls = text;
-    else if (a.name == "sig") sig = text;
-    else if (a.name == "file") file = text;
-    else if (a.name == "line") line = static_cast<int64_t>(values[i]);
+    if (a.name == "name")
+      name = text;
+    else if (a.name == "class")
+      cls = text;
+    else if (a.name == "sig")
+      sig = text;
+    else if (a.name == "file")
+      file = text;
+    else if (a.name == "line")
+      line = static_cast<int64_t>(values[i]);
   }
   if (!cls.empty() && !sig.empty()) {
     std::replace(cls.begin(), cls.end(), '/', '.');
@@ -73,9 +78,14 @@ std::optional<std::string> BeatSlicer::IdentityName(uint64_t id) {
   return ComposeMethodName(spec, texts, identity->values);
 }
 
-BeatSlicer::BeatSlicer(const AttachPlan* plan, const BeatSource* beats, StringTable* strings,
-                       AddressNamer* addresses, Stats* stats, uint32_t pid, const IdentityTable* identities)
-    : plan_(plan), beats_(beats), strings_(strings), addresses_(addresses), stats_(stats), pid_(pid),
+BeatSlicer::BeatSlicer(const AttachPlan* plan, const BeatSource* beats, StringTable* strings, AddressNamer* addresses,
+                       Stats* stats, uint32_t pid, const IdentityTable* identities)
+    : plan_(plan),
+      beats_(beats),
+      strings_(strings),
+      addresses_(addresses),
+      stats_(stats),
+      pid_(pid),
       identities_(identities) {
   for (const auto& p : plan_->probes) {
     kind_by_probe_.push_back(MethodIdKindOf(p.spec));
@@ -113,7 +123,7 @@ std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
   std::vector<std::pair<uint64_t, uint64_t>> open_frames;  // (pairing key, enter id)
   // The ring is copied a chunk at a time: a stall snapshot's open slice can cover the whole
   // ring (32 MiB at the defaults), and a copy of it all at once is a spike of that much.
-  constexpr uint64_t kChunk = 64 * 1024;  // beats (2 MiB)
+  constexpr uint64_t kChunk = 64 * 1024;        // beats (2 MiB)
   const uint64_t end = request.end_beat_index;  // UINT64_MAX: up to the ring's head
   std::vector<lt_beat> raw;
   for (uint64_t at = request.begin_beat_index; at < end; at += kChunk) {
@@ -150,8 +160,10 @@ std::optional<MethodBeats> BeatSlicer::Slice(const SliceRequest& request) {
           if (b.kind == LT_BEAT_ENTER) {
             if (key) open_frames.emplace_back(*key, id);
             if (!out.names.contains(id)) {
-              if (auto name = IdentityName(id)) out.names.emplace(id, *name);
-              else stats_->Add(StatId::string_read_failed);
+              if (auto name = IdentityName(id))
+                out.names.emplace(id, *name);
+              else
+                stats_->Add(StatId::string_read_failed);
             }
           } else if (key) {
             for (size_t i = open_frames.size(); i-- > 0;) {

@@ -51,12 +51,13 @@ Result<void> CheckBpfPrerequisites(const std::string& btf_path) {
   libbpf_set_print(LibbpfPrint);
   constexpr int kCapSysAdmin = 21, kCapPerfmon = 38, kCapBpf = 39;
   uint64_t caps = EffectiveCapabilities();
-  bool privileged = HasCapability(caps, kCapSysAdmin) ||
-                    (HasCapability(caps, kCapBpf) && HasCapability(caps, kCapPerfmon));
+  bool privileged =
+      HasCapability(caps, kCapSysAdmin) || (HasCapability(caps, kCapBpf) && HasCapability(caps, kCapPerfmon));
   if (!privileged)
-    return MakeError("permission denied: attaching BPF probes needs CAP_BPF and CAP_PERFMON "
-                     "(or CAP_SYS_ADMIN)",
-                     ExitCode::kPermission, "run looptrace as root (sudo looptrace ...)");
+    return MakeError(
+        "permission denied: attaching BPF probes needs CAP_BPF and CAP_PERFMON "
+        "(or CAP_SYS_ADMIN)",
+        ExitCode::kPermission, "run looptrace as root (sudo looptrace ...)");
   const std::string btf = btf_path.empty() ? "/sys/kernel/btf/vmlinux" : btf_path;
   struct stat st;
   if (stat(btf.c_str(), &st) != 0)
@@ -77,9 +78,10 @@ Result<void> CheckBpfPrerequisites(const std::string& btf_path) {
     btf__free(parsed);
   }
   if (stat("/sys/bus/event_source/devices/uprobe/type", &st) != 0)
-    return MakeError("this kernel has no uprobe perf events "
-                     "(/sys/bus/event_source/devices/uprobe missing)",
-                     ExitCode::kUnsupported, "looptrace needs CONFIG_UPROBE_EVENTS");
+    return MakeError(
+        "this kernel has no uprobe perf events "
+        "(/sys/bus/event_source/devices/uprobe missing)",
+        ExitCode::kUnsupported, "looptrace needs CONFIG_UPROBE_EVENTS");
   return {};
 }
 

@@ -9,10 +9,10 @@
 #include <cstring>
 #include <string>
 
-#include "lt_probes.skel.h"
 #include "looptrace/events.h"
 #include "looptrace/loader/perf_sampler.h"
 #include "looptrace/util/log.h"
+#include "lt_probes.skel.h"
 
 namespace looptrace::loader {
 
@@ -21,23 +21,22 @@ void BpfSession::RingDeleter::operator()(ring_buffer* ring) const { ring_buffer_
 
 bool UsesFastBeats(const ResolvedProbe& probe) {
   const ProbeSpec& spec = probe.spec;
-  return (spec.role == Role::kMethodEnter || spec.role == Role::kMethodExit) &&
-         spec.kind == ProbeKind::kUprobe && spec.args.size() == 1 && spec.args[0].source == 0 &&
-         spec.args[0].type != ArgType::kStr;
+  return (spec.role == Role::kMethodEnter || spec.role == Role::kMethodExit) && spec.kind == ProbeKind::kUprobe &&
+         spec.args.size() == 1 && spec.args[0].source == 0 && spec.args[0].type != ArgType::kStr;
 }
 
 namespace {
 
 std::string AttachPermissionHint() {
-  return PermissionHint("root lacks CAP_PERFMON or CAP_SYS_ADMIN here (a container?), or a security policy "
-                        "forbids uprobes on this binary");
+  return PermissionHint(
+      "root lacks CAP_PERFMON or CAP_SYS_ADMIN here (a container?), or a security policy "
+      "forbids uprobes on this binary");
 }
 
 // Programs and maps only thread tracking uses: not loaded, maps shrunk, when it is off.
 void DisableThreadTracking(lt_probes* skel) {
-  for (bpf_program* prog : {skel->progs.lt_sched_switch, skel->progs.lt_sched_waking,
-                            skel->progs.lt_signal_generate, skel->progs.lt_process_exec,
-                            skel->progs.lt_cpu_sample})
+  for (bpf_program* prog : {skel->progs.lt_sched_switch, skel->progs.lt_sched_waking, skel->progs.lt_signal_generate,
+                            skel->progs.lt_process_exec, skel->progs.lt_cpu_sample})
     bpf_program__set_autoload(prog, false);
   for (bpf_map* map : {skel->maps.stack_traces, skel->maps.thread_states, skel->maps.stack_copies})
     bpf_map__set_max_entries(map, 1);
@@ -74,8 +73,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     if (int err = bpf_map__set_max_entries(skel->maps.records, options.record_capacity))
       return SystemError("cannot size the record ring", err);
     skel->rodata->record_mask = options.record_capacity - 1;
-    if (int err = bpf_map__set_max_entries(skel->maps.probe_configs,
-                                           std::max<size_t>(options.probe_configs.size(), 1)))
+    if (int err = bpf_map__set_max_entries(skel->maps.probe_configs, std::max<size_t>(options.probe_configs.size(), 1)))
       return SystemError("cannot size the probe table", err);
     if (int err = bpf_map__set_max_entries(skel->maps.beats, options.beat_capacity))
       return SystemError("cannot size the method-beat buffer", err);
@@ -90,8 +88,10 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     bpf_program__set_autoattach(skel->progs.lt_sched_switch, false);
     if (!options.thread_tracking) DisableThreadTracking(skel.get());
     for (bpf_program* prog : {skel->progs.lt_uprobe_multi, skel->progs.lt_beat_enter, skel->progs.lt_beat_exit}) {
-      if (with_multi) SetUprobeMultiAttachType(prog);
-      else bpf_program__set_autoload(prog, false);
+      if (with_multi)
+        SetUprobeMultiAttachType(prog);
+      else
+        bpf_program__set_autoload(prog, false);
     }
     load_error = lt_probes__load(skel.get());
     if (load_error == 0) {
@@ -115,13 +115,11 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     if (int err = bpf_map__update_elem(skel->maps.probe_configs, &id, sizeof(id), &options.probe_configs[id],
                                        sizeof(lt_probe_config), BPF_ANY))
       return SystemError("cannot write the probe table", err);
-  ASSIGN_OR_RETURN(session->records_,
-                   RecordRing::Map(bpf_map__fd(skel->maps.records), options.record_capacity,
-                                   reinterpret_cast<const uint64_t*>(&skel->bss->record_head),
-                                   reinterpret_cast<uint64_t*>(&skel->bss->record_tail)));
-  ASSIGN_OR_RETURN(session->beats_,
-                   BeatRing::Map(bpf_map__fd(skel->maps.beats), options.beat_capacity,
-                                 reinterpret_cast<const uint64_t*>(&skel->bss->beat_head)));
+  ASSIGN_OR_RETURN(session->records_, RecordRing::Map(bpf_map__fd(skel->maps.records), options.record_capacity,
+                                                      reinterpret_cast<const uint64_t*>(&skel->bss->record_head),
+                                                      reinterpret_cast<uint64_t*>(&skel->bss->record_tail)));
+  ASSIGN_OR_RETURN(session->beats_, BeatRing::Map(bpf_map__fd(skel->maps.beats), options.beat_capacity,
+                                                  reinterpret_cast<const uint64_t*>(&skel->bss->beat_head)));
   session->ring_.reset(ring_buffer__new(
       bpf_map__fd(skel->maps.events),
       [](void* ctx, void* data, size_t size) -> int {
@@ -170,8 +168,7 @@ Result<void> BpfSession::AttachOne(const ResolvedProbe& probe, int pid) {
     what = fmt::format("{} {}:{}", ProbeKindName(probe.spec.kind), probe.binary_path, probe.symbol);
     const std::vector<uint64_t> offsets = AttachOffsets(probe);
     for (size_t i = 0; i < offsets.size(); ++i) {
-      link = bpf_program__attach_uprobe_opts(skel_->progs.lt_uprobe, pid, probe.binary_path.c_str(),
-                                             offsets[i], &opts);
+      link = bpf_program__attach_uprobe_opts(skel_->progs.lt_uprobe, pid, probe.binary_path.c_str(), offsets[i], &opts);
       if (!link) break;
       if (i + 1 < offsets.size()) links_.emplace_back(link);
     }
@@ -243,9 +240,12 @@ Result<void> BpfSession::Attach(const std::vector<const ResolvedProbe*>& probes,
     // Fast-path method entries and exits each need their own program (and link).
     std::vector<const ResolvedProbe*> enters, exits, rest;
     for (const ResolvedProbe* p : probes) {
-      if (!UsesFastBeats(*p)) rest.push_back(p);
-      else if (p->spec.role == Role::kMethodEnter) enters.push_back(p);
-      else exits.push_back(p);
+      if (!UsesFastBeats(*p))
+        rest.push_back(p);
+      else if (p->spec.role == Role::kMethodEnter)
+        enters.push_back(p);
+      else
+        exits.push_back(p);
     }
     for (auto* group : {&enters, &exits, &rest})
       if (!group->empty()) RETURN_IF_ERROR(AttachMulti(*group, pid));
@@ -276,8 +276,8 @@ Result<size_t> BpfSession::Consume() {
 
 Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
   if (!thread_tracking_enabled_) return MakeError("thread tracking was not loaded", ExitCode::kUsage);
-  for (bpf_program* prog : {skel_->progs.lt_sched_switch, skel_->progs.lt_sched_waking,
-                            skel_->progs.lt_signal_generate, skel_->progs.lt_process_exec}) {
+  for (bpf_program* prog : {skel_->progs.lt_sched_switch, skel_->progs.lt_sched_waking, skel_->progs.lt_signal_generate,
+                            skel_->progs.lt_process_exec}) {
     bpf_link* link = bpf_program__attach(prog);
     if (!link)
       return SystemError(fmt::format("cannot attach {}", bpf_program__section_name(prog)), errno,

@@ -201,11 +201,11 @@ std::string ClickHouseSchema(const std::string& database) {
       database);
   for (const auto& t : kTables) {
     const bool sessions = std::string_view(t.name) == "sessions";
-    out += fmt::format("\n-- {}\nCREATE TABLE IF NOT EXISTS {}.{}\n(\n{}{}{}\n)\nENGINE = {}\nPARTITION BY {}\nORDER BY {};\n",
-                       t.comment, database, t.name, kIdentityColumns, t.columns, t.tree ? kTreeColumns : "",
-                       sessions ? "ReplacingMergeTree(updated)" : "MergeTree()",
-                       sessions ? "toYYYYMM(time)" : "toYYYYMMDD(time)",
-                       sessions ? "(host, target, time, session_id)" : "(host, target, time)");
+    out += fmt::format(
+        "\n-- {}\nCREATE TABLE IF NOT EXISTS {}.{}\n(\n{}{}{}\n)\nENGINE = {}\nPARTITION BY {}\nORDER BY {};\n",
+        t.comment, database, t.name, kIdentityColumns, t.columns, t.tree ? kTreeColumns : "",
+        sessions ? "ReplacingMergeTree(updated)" : "MergeTree()", sessions ? "toYYYYMM(time)" : "toYYYYMMDD(time)",
+        sessions ? "(host, target, time, session_id)" : "(host, target, time)");
   }
   return out;
 }
@@ -227,9 +227,8 @@ std::vector<TableRows> RowBuilder::Rows(const Report& report, const std::vector<
   auto fresh = [&](uint64_t record_end_ns) { return record_end_ns > watermark_ns_ && record_end_ns <= settled; };
   auto row = [&](uint64_t at_ns) {
     const uint64_t wall = WallNs(at_ns);
-    return json{{"host", id_.host},   {"target", id_.target}, {"pid", id_.pid},
-                {"session_id", id_.session_id}, {"build", id_.build}, {"time", wall / 1'000'000'000},
-                {"time_ns", wall}};
+    return json{{"host", id_.host},   {"target", id_.target},         {"pid", id_.pid}, {"session_id", id_.session_id},
+                {"build", id_.build}, {"time", wall / 1'000'000'000}, {"time_ns", wall}};
   };
 
   // The session: once while it runs, and at the end.
@@ -242,7 +241,8 @@ std::vector<TableRows> RowBuilder::Rows(const Report& report, const std::vector<
     }
     for (const auto& f : report.frames.frames) janky += f.finished && f.deadline_missed;
     for (int i = 0; i < kStatCount; ++i)
-      if (StatSeverityOf(static_cast<StatId>(i)) == StatSeverity::kDataLoss) loss += counters.Get(static_cast<StatId>(i));
+      if (StatSeverityOf(static_cast<StatId>(i)) == StatSeverity::kDataLoss)
+        loss += counters.Get(static_cast<StatId>(i));
     size_t anrs = 0, lags = 0;
     for (const auto& s : report.stalls) ++(s.anr ? anrs : lags);
     const uint64_t end_wall = WallNs(end_ns);
@@ -449,8 +449,8 @@ std::vector<TableRows> RowBuilder::Rows(const Report& report, const std::vector<
     j["kind"] = "warm";
     j["scene"] = w.activity;
     j["cost_ns"] = w.cost_ns();
-    for (const char* zero : {"exec_to_app_create_ns", "application_create_ns", "first_screen_ns", "cold_from_exec_ns",
-                             "ttfd_ns"})
+    for (const char* zero :
+         {"exec_to_app_create_ns", "application_create_ns", "first_screen_ns", "cold_from_exec_ns", "ttfd_ns"})
       j[zero] = 0;
     j["ttid_ns"] = w.first_frame_ns > w.launch_ns ? w.first_frame_ns - w.launch_ns : 0;
     j["complete"] = w.focus_ns ? 1 : 0;
@@ -474,8 +474,10 @@ std::vector<TableRows> RowBuilder::Rows(const Report& report, const std::vector<
     counters_.Set(id, now);
   }
 
-  if (settled != UINT64_MAX) watermark_ns_ = std::max(watermark_ns_, settled);
-  else watermark_ns_ = UINT64_MAX;
+  if (settled != UINT64_MAX)
+    watermark_ns_ = std::max(watermark_ns_, settled);
+  else
+    watermark_ns_ = UINT64_MAX;
   std::vector<TableRows> tables;
   for (const auto& name : ClickHouseTables()) {
     auto it = out.find(name);

@@ -29,8 +29,9 @@ std::string UrlDecode(std::string_view text) {
 }
 
 bool ValidIdentifier(std::string_view name) {
-  return !name.empty() && name.size() <= 64 &&
-         std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 // The first line of ClickHouse's answer, short: what the log and `status` show.
@@ -48,7 +49,8 @@ Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url) {
                      "example: --clickhouse http://clickhouse.example:8123/?database=looptrace");
   };
   ClickHouseOptions o;
-  if (!url.starts_with("http://")) return bad(url.starts_with("https://") ? "https is not supported (use http)" : "not an http:// URL");
+  if (!url.starts_with("http://"))
+    return bad(url.starts_with("https://") ? "https is not supported (use http)" : "not an http:// URL");
   std::string_view rest = url.substr(7);
   std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
   std::string_view tail = rest.substr(authority.size());
@@ -87,10 +89,14 @@ Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url) {
     size_t eq = pair.find('=');
     std::string key(pair.substr(0, eq));
     std::string value = eq == std::string_view::npos ? "" : UrlDecode(pair.substr(eq + 1));
-    if (key == "database") o.database = value;
-    else if (key == "user") o.user = value;
-    else if (key == "password") o.password = value;
-    else return bad(fmt::format("unknown parameter '{}' (database, user, password)", key));
+    if (key == "database")
+      o.database = value;
+    else if (key == "user")
+      o.user = value;
+    else if (key == "password")
+      o.password = value;
+    else
+      return bad(fmt::format("unknown parameter '{}' (database, user, password)", key));
   }
   if (!ValidIdentifier(o.database)) return bad("the database name must be letters, digits and _");
   return o;

@@ -45,8 +45,9 @@ Result<void> CheckSocketFile(const std::string& path, const struct stat& st) {
     return MakeError(fmt::format("control socket {} is owned by uid {}, not root: refusing it", path, st.st_uid),
                      ExitCode::kPermission, "remove it if it is not looptrace's");
   if (st.st_mode & 077)
-    return MakeError(fmt::format("control socket {} has mode {} (expected 0600): refusing it", path, ModeText(st.st_mode)),
-                     ExitCode::kPermission, "remove it if it is not looptrace's");
+    return MakeError(
+        fmt::format("control socket {} has mode {} (expected 0600): refusing it", path, ModeText(st.st_mode)),
+        ExitCode::kPermission, "remove it if it is not looptrace's");
   return {};
 }
 
@@ -159,11 +160,13 @@ Result<void> CheckRunDirectory(bool create) {
       int made = mkdir(dir.c_str(), 0700);
       const int err = errno;
       umask(old);
-      if (made != 0 && err != EEXIST) return SystemError(fmt::format("cannot create {}", dir), err, ExitCode::kEndpoint);
+      if (made != 0 && err != EEXIST)
+        return SystemError(fmt::format("cannot create {}", dir), err, ExitCode::kEndpoint);
       return CheckRunDirectory(false);
     }
-    if (errno == ENOENT) return MakeError("no background sessions (no " + dir + ")", ExitCode::kSession,
-                                          "start one with `looptrace attach -p PID`");
+    if (errno == ENOENT)
+      return MakeError("no background sessions (no " + dir + ")", ExitCode::kSession,
+                       "start one with `looptrace attach -p PID`");
     if (errno == EACCES)
       return SystemError(dir, errno, ExitCode::kPermission, "background sessions are root's: run as root");
     return SystemError(dir, errno, ExitCode::kEndpoint);
@@ -171,7 +174,8 @@ Result<void> CheckRunDirectory(bool create) {
   if (!S_ISDIR(st.st_mode))
     return MakeError(fmt::format("{} is not a directory: refusing it", dir), ExitCode::kPermission);
   if (st.st_uid != 0)
-    return MakeError(fmt::format("{} is owned by uid {}, not root: refusing it", dir, st.st_uid), ExitCode::kPermission);
+    return MakeError(fmt::format("{} is owned by uid {}, not root: refusing it", dir, st.st_uid),
+                     ExitCode::kPermission);
   if (st.st_mode & 077)
     return MakeError(fmt::format("{} has mode {} (expected 0700): refusing it", dir, ModeText(st.st_mode)),
                      ExitCode::kPermission, fmt::format("chmod 700 {}", dir));
@@ -195,7 +199,8 @@ Result<ControlRequest> ParseControlRequest(std::string_view line) {
   if (std::find(std::begin(kCommands), std::end(kCommands), request.command) == std::end(kCommands))
     return MakeError(fmt::format("bad request: unknown command '{}'", request.command.substr(0, 40)), ExitCode::kUsage);
   if (auto f = j.find("format"); f != j.end()) {
-    if (!f->is_string() || f->get<std::string>().size() > 32) return MakeError("bad request: bad format", ExitCode::kUsage);
+    if (!f->is_string() || f->get<std::string>().size() > 32)
+      return MakeError("bad request: bad format", ExitCode::kUsage);
     request.format = f->get<std::string>();
   }
   return request;
@@ -363,7 +368,7 @@ void ControlServer::OnClient(int fd, uint32_t events) {
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;  // EPOLLOUT again later
-      break;  // the client went away
+      break;                                                     // the client went away
     }
     Drop(fd);
     return;

@@ -32,7 +32,10 @@ uint64_t NowNs(clockid_t clock) {
 void WriteTombstone(pid_t pid, const std::string& reason, const std::string& report) {
   const std::string path = TombstonePath(pid);
   const std::string temp = path + ".tmp";
-  json j{{"pid", pid}, {"reason", reason}, {"report", report}, {"ended", LocalTime(NowNs(CLOCK_REALTIME))},
+  json j{{"pid", pid},
+         {"reason", reason},
+         {"report", report},
+         {"ended", LocalTime(NowNs(CLOCK_REALTIME))},
          {"daemon_pid", getpid()}};
   const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   unlink(temp.c_str());
@@ -159,7 +162,8 @@ Daemon::~Daemon() {
 
 Result<void> Daemon::Reserve(pid_t pid) {
   if (entries_.contains(pid)) return MakeError(fmt::format("pid {} is given twice", pid), ExitCode::kUsage);
-  ASSIGN_OR_RETURN(auto control, ControlServer::Create(pid, [this, pid](const ControlRequest& r) { return Handle(pid, r); }));
+  ASSIGN_OR_RETURN(auto control,
+                   ControlServer::Create(pid, [this, pid](const ControlRequest& r) { return Handle(pid, r); }));
   entries_[pid].control = std::move(control);
   return {};
 }
@@ -242,8 +246,8 @@ ControlResponse Daemon::Handle(pid_t pid, const ControlRequest& request) {
                                 LiveStatusToJson(session.Status(now)));
   } else if (request.command == "snapshot") {
     if (!request.format.empty() && request.format != "text" && request.format != "json")
-      return ControlResponse::Fail(Error{fmt::format("unknown format '{}' for a snapshot", request.format),
-                                         "text or json", ExitCode::kUsage});
+      return ControlResponse::Fail(
+          Error{fmt::format("unknown format '{}' for a snapshot", request.format), "text or json", ExitCode::kUsage});
     ThreadDump dump = session.Dump(NowNs(CLOCK_REALTIME));
     // Thread names, wait channels and stacks come from the target: terminal-safe either way.
     response.body = request.format == "json" ? EscapeJsonForTerminal(RenderThreadDumpJson(dump))
@@ -251,8 +255,8 @@ ControlResponse Daemon::Handle(pid_t pid, const ControlRequest& request) {
   } else if (request.command == "report") {
     const std::string format = request.format.empty() ? "text" : request.format;
     if (!MakeRenderer(format))
-      return ControlResponse::Fail(Error{fmt::format("unknown format '{}'", format), "formats: " + RendererNames(),
-                                         ExitCode::kUsage});
+      return ControlResponse::Fail(
+          Error{fmt::format("unknown format '{}'", format), "formats: " + RendererNames(), ExitCode::kUsage});
     response.body = session.Render(session.ReportSoFar(now), format);
   } else if (request.command == "detach") {
     Result<void> written;

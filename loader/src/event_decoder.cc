@@ -100,7 +100,8 @@ void EventDecoder::DecodeOther(const lt_record& rec, std::vector<Event>* out) {
       e.tid = rec.tid;
       e.off_cpu = rec.sw.kind == LT_SWITCH_OUT;
       e.state = rec.sw.state;
-      if (e.off_cpu && kernel_stacks_ && rec.sw.kstack_id >= 0) e.kernel_stack = kernel_stacks_->KernelStack(rec.sw.kstack_id);
+      if (e.off_cpu && kernel_stacks_ && rec.sw.kstack_id >= 0)
+        e.kernel_stack = kernel_stacks_->KernelStack(rec.sw.kstack_id);
       out->push_back(std::move(e));
       return;
     }
@@ -108,7 +109,8 @@ void EventDecoder::DecodeOther(const lt_record& rec, std::vector<Event>* out) {
       out->push_back(ProcessExec{rec.ts_ns, rec.exec.pid, Comm(rec.exec.comm)});
       return;
     case LT_RECORD_WAKEUP:
-      out->push_back(Wakeup{rec.ts_ns, rec.tid, rec.wakeup.waker_tid, rec.wakeup.waker_tgid, Comm(rec.wakeup.waker_comm)});
+      out->push_back(
+          Wakeup{rec.ts_ns, rec.tid, rec.wakeup.waker_tid, rec.wakeup.waker_tgid, Comm(rec.wakeup.waker_comm)});
       return;
     case LT_RECORD_SIGNAL: {
       SignalSent e;

@@ -65,7 +65,8 @@ ThreadDump LiveSession::Dump(uint64_t wall_time_ns) {
   const uint32_t tid = live().LoopTid();
   auto open = pipeline_.spans().Open(tid, SpanKind::kMessage);
   const Span* running = open.empty() ? nullptr : open.front();
-  auto [snapshot, beats] = session_->SnapshotNow(running ? running->begin_ns : 0, running ? running->begin_beat_index : 0);
+  auto [snapshot, beats] =
+      session_->SnapshotNow(running ? running->begin_ns : 0, running ? running->begin_beat_index : 0);
   dump.snapshot = std::move(snapshot);
   if (running) {
     LiveMessage m;

@@ -106,13 +106,13 @@ std::string FormatStatus(const SessionSummary& session, const LiveStatus& s) {
   out += "\nsince attach:\n";
   std::string per_thread;
   for (const auto& t : s.threads)
-    per_thread += fmt::format("{}{} {}", per_thread.empty() ? "" : ", ", t.tid == s.pid ? "main" : std::to_string(t.tid),
-                              t.messages);
+    per_thread += fmt::format("{}{} {}", per_thread.empty() ? "" : ", ",
+                              t.tid == s.pid ? "main" : std::to_string(t.tid), t.messages);
   out += fmt::format("  messages  {}{}\n", TotalMessages(s), per_thread.empty() ? "" : " (" + per_thread + ")");
-  out += fmt::format("  stalls    ANR {}  LAG {}  signal ANR {}  self SIGQUIT {}  idle lag {}  input lag {}  "
-                     "barrier leak {}  evil methods {}\n",
-                     s.anrs, s.lags, s.signal_anrs, s.self_sigquits, s.idle_lags, s.input_lags, s.barrier_leaks,
-                     s.evil_methods);
+  out += fmt::format(
+      "  stalls    ANR {}  LAG {}  signal ANR {}  self SIGQUIT {}  idle lag {}  input lag {}  "
+      "barrier leak {}  evil methods {}\n",
+      s.anrs, s.lags, s.signal_anrs, s.self_sigquits, s.idle_lags, s.input_lags, s.barrier_leaks, s.evil_methods);
   if (s.frames_enabled) {
     std::string buckets;
     for (const auto& [bucket, n] : s.frames_by_bucket) buckets += fmt::format(" {} {}", bucket, n);
@@ -132,9 +132,10 @@ std::string FormatStatus(const SessionSummary& session, const LiveStatus& s) {
                        Clock(Wall(s, s.last_stall->at_ns), false), s.last_stall->tid);
   out += fmt::format("\ndata quality: {}\n", Losses(s.stats));
   if (session.clickhouse)
-    out += fmt::format("clickhouse: {}: {} rows sent, {} dropped, {} queued{}\n", session.clickhouse_url,
-                       session.rows_sent, session.rows_dropped, session.rows_queued,
-                       session.clickhouse_error.empty() ? "" : "; last error: " + TerminalText(session.clickhouse_error, 300));
+    out += fmt::format(
+        "clickhouse: {}: {} rows sent, {} dropped, {} queued{}\n", session.clickhouse_url, session.rows_sent,
+        session.rows_dropped, session.rows_queued,
+        session.clickhouse_error.empty() ? "" : "; last error: " + TerminalText(session.clickhouse_error, 300));
   return out;
 }
 
@@ -145,20 +146,22 @@ std::vector<std::string> TopScreen(const SessionSummary& session, const LiveStat
                               Clock(Wall(s, s.now_ns), false)));
   std::string state = StateLabel(s);
   if (s.current)
-    lines.push_back(fmt::format("loop: {:<8} {} for {}", state, MessageText(*s.current), FormatDuration(s.current_running_ns)));
+    lines.push_back(
+        fmt::format("loop: {:<8} {} for {}", state, MessageText(*s.current), FormatDuration(s.current_running_ns)));
   else
     lines.push_back(fmt::format("loop: {:<8} no message running", state));
   lines.push_back(fmt::format("msgs: {:8.1f}/s   p50 {:>10}   p99 {:>10}   max {:>10}   busy {:5.1f}%   (last {})",
                               s.messages_per_s, FormatDuration(s.p50_ns), FormatDuration(s.p99_ns),
                               FormatDuration(s.max_ns), s.busy_percent, FormatAge(s.window_ns)));
   if (s.frames_enabled)
-    lines.push_back(fmt::format("frames: {:6.1f} fps @ {:.0f} Hz   janky {} of {} (last {})   frozen {} total",
-                                s.fps, s.refresh_hz, s.window_janky, s.window_frames, FormatAge(s.window_ns),
+    lines.push_back(fmt::format("frames: {:6.1f} fps @ {:.0f} Hz   janky {} of {} (last {})   frozen {} total", s.fps,
+                                s.refresh_hz, s.window_janky, s.window_frames, FormatAge(s.window_ns),
                                 s.frames_by_jank[2]));
   else
     lines.push_back("frames: none (the profile maps no frame roles)");
-  lines.push_back(fmt::format("stalls: ANR {}  LAG {}  signal ANR {}  idle lag {}  input lag {}  barrier leak {}  evil {}",
-                              s.anrs, s.lags, s.signal_anrs, s.idle_lags, s.input_lags, s.barrier_leaks, s.evil_methods));
+  lines.push_back(
+      fmt::format("stalls: ANR {}  LAG {}  signal ANR {}  idle lag {}  input lag {}  barrier leak {}  evil {}", s.anrs,
+                  s.lags, s.signal_anrs, s.idle_lags, s.input_lags, s.barrier_leaks, s.evil_methods));
   if (s.last_stall)
     lines.push_back(fmt::format("last stall: {} {} at {}", s.last_stall->kind == "anr" ? "ANR" : "LAG",
                                 s.last_stall->name.empty() ? "-" : TerminalText(s.last_stall->name, 60),
@@ -181,13 +184,12 @@ std::vector<std::string> TopScreen(const SessionSummary& session, const LiveStat
 }
 
 std::string TopLine(const LiveStatus& s, uint64_t wall_now_ns) {
-  std::string line = fmt::format("{} pid {} state {} msgs/s {:.1f} p50 {} p99 {} busy {:.1f}%", Clock(wall_now_ns, false),
-                                 s.pid, StateLabel(s), s.messages_per_s, FormatDuration(s.p50_ns),
-                                 FormatDuration(s.p99_ns), s.busy_percent);
+  std::string line =
+      fmt::format("{} pid {} state {} msgs/s {:.1f} p50 {} p99 {} busy {:.1f}%", Clock(wall_now_ns, false), s.pid,
+                  StateLabel(s), s.messages_per_s, FormatDuration(s.p50_ns), FormatDuration(s.p99_ns), s.busy_percent);
   if (s.frames_enabled) line += fmt::format(" fps {:.1f} janky {}/{}", s.fps, s.window_janky, s.window_frames);
   line += fmt::format(" anr {} lag {}", s.anrs, s.lags);
-  if (s.current)
-    line += fmt::format(" current {} {}", MessageText(*s.current), FormatDuration(s.current_running_ns));
+  if (s.current) line += fmt::format(" current {} {}", MessageText(*s.current), FormatDuration(s.current_running_ns));
   return line;
 }
 

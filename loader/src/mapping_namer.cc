@@ -5,8 +5,7 @@
 namespace looptrace::loader {
 
 std::optional<std::string> MappingNamer::Name(MethodIdKind kind, uint64_t id) const {
-  if (kind != MethodIdKind::kId || id > static_cast<uint64_t>(symbols::MethodMapping::kMaxId))
-    return std::nullopt;
+  if (kind != MethodIdKind::kId || id > static_cast<uint64_t>(symbols::MethodMapping::kMaxId)) return std::nullopt;
   if (const auto* m = mapping_.Find(static_cast<int>(id))) return m->Display();
   return std::nullopt;
 }

@@ -112,7 +112,7 @@ Result<MetricsAddress> ParseMetricsAddress(std::string_view text) {
 }
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddress& address, EventLoop& loop,
-                                                           Render render) {
+                                                            Render render) {
   // Bind once ourselves for a clear error (httplib only says "false"), without SO_REUSEPORT
   // so a second daemon cannot share the port.
   {
@@ -129,8 +129,9 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddress
     const int err = errno;
     freeaddrinfo(found);
     if (bound != 0) {
-      std::string hint = err == EADDRINUSE ? "another program (or looptrace daemon) serves that port: pick another"
-                         : err == EADDRNOTAVAIL ? "that address is not one of this host's" : "";
+      std::string hint = err == EADDRINUSE      ? "another program (or looptrace daemon) serves that port: pick another"
+                         : err == EADDRNOTAVAIL ? "that address is not one of this host's"
+                                                : "";
       return SystemError(fmt::format("cannot serve metrics on {}:{}", address.host, address.port), err,
                          ExitCode::kEndpoint, hint);
     }

@@ -26,10 +26,11 @@ class Writer {
     std::string declared = family_;
     if (type == Type::kCounter && !openmetrics_) declared += "_total";
     if (type == Type::kInfo && !openmetrics_) declared += "_info";
-    const char* type_name = type == Type::kCounter ? "counter"
-                            : type == Type::kGauge ? "gauge"
+    const char* type_name = type == Type::kCounter     ? "counter"
+                            : type == Type::kGauge     ? "gauge"
                             : type == Type::kHistogram ? "histogram"
-                            : openmetrics_ ? "info" : "gauge";
+                            : openmetrics_             ? "info"
+                                                       : "gauge";
     out_ += fmt::format("# TYPE {} {}\n", declared, type_name);
     if (openmetrics_ && !unit.empty()) out_ += fmt::format("# UNIT {} {}\n", declared, unit);
     out_ += fmt::format("# HELP {} {}\n", declared, help);
@@ -93,10 +94,17 @@ std::string EscapeLabelValue(std::string_view value) {
   out.reserve(value.size());
   for (char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -113,10 +121,10 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
   };
 
   w.Family("looptrace_session", Type::kInfo, "a background session: its target and how messages are defined");
-  for (const auto& s : sessions)
-    w.Sample(With(TargetLabels(s), "message_definition", s.status.message_definition), 1);
-  per_session("looptrace_session_start_time_seconds", Type::kGauge, "when the session began (Unix time)",
-              [](const LiveStatus& st) { return static_cast<double>(st.wall_time_ns) / 1e9; }, "seconds");
+  for (const auto& s : sessions) w.Sample(With(TargetLabels(s), "message_definition", s.status.message_definition), 1);
+  per_session(
+      "looptrace_session_start_time_seconds", Type::kGauge, "when the session began (Unix time)",
+      [](const LiveStatus& st) { return static_cast<double>(st.wall_time_ns) / 1e9; }, "seconds");
 
   w.Family("looptrace_message_duration_seconds", Type::kHistogram,
            "cost of each dispatched message (begin to end), per thread", "seconds");
@@ -127,9 +135,9 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
       for (size_t i = 0; i < kMessageBuckets; ++i) {
         cumulative += t.buckets[i];
         const std::string le = i < kMessageBucketsSeconds.size() ? Writer::Number(kMessageBucketsSeconds[i]) : "+Inf";
-        w.Sample(With(labels, "le", openmetrics && i < kMessageBucketsSeconds.size() && le.find('.') == std::string::npos
-                                        ? le + ".0"
-                                        : le),
+        w.Sample(With(labels, "le",
+                      openmetrics && i < kMessageBucketsSeconds.size() && le.find('.') == std::string::npos ? le + ".0"
+                                                                                                            : le),
                  static_cast<double>(cumulative), "_bucket");
       }
       w.Sample(labels, Seconds(t.total_ns), "_sum");
@@ -140,12 +148,15 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
   for (const auto& s : sessions)
     for (const LiveThread& t : s.status.threads)
       w.Sample(With(TargetLabels(s), "tid", std::to_string(t.tid)), Seconds(t.busy_ns));
-  per_session("looptrace_current_message_seconds", Type::kGauge,
-              "how long the main thread's running message has run (0: none running)",
-              [](const LiveStatus& st) { return Seconds(st.current_running_ns); }, "seconds");
+  per_session(
+      "looptrace_current_message_seconds", Type::kGauge,
+      "how long the main thread's running message has run (0: none running)",
+      [](const LiveStatus& st) { return Seconds(st.current_running_ns); }, "seconds");
   per_session("looptrace_stall_level", Type::kGauge,
               "the running message against the thresholds: 0 none or short, 1 past LAG, 2 past ANR",
-              [](const LiveStatus& st) { return st.state == "anr" ? 2.0 : st.state == "lag" ? 1.0 : 0.0; });
+              [](const LiveStatus& st) { return st.state == "anr"   ? 2.0
+                                                : st.state == "lag" ? 1.0
+                                                                    : 0.0; });
 
   w.Family("looptrace_frames", Type::kCounter,
            "frames by Android's class: smooth (within vsync + one interval), janky (missed it), frozen (>= 700 ms)");
@@ -165,8 +176,9 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
               [](const LiveStatus& st) { return static_cast<double>(st.dropped_frames); });
   per_session("looptrace_fps", Type::kGauge, "frames per second over the last 10 s (Matrix's formula; 0: no frame)",
               [](const LiveStatus& st) { return st.fps; });
-  per_session("looptrace_refresh_rate_hertz", Type::kGauge, "display refresh rate measured from vsyncs",
-              [](const LiveStatus& st) { return st.refresh_hz; }, "hertz");
+  per_session(
+      "looptrace_refresh_rate_hertz", Type::kGauge, "display refresh rate measured from vsyncs",
+      [](const LiveStatus& st) { return st.refresh_hz; }, "hertz");
 
   per_session("looptrace_anrs", Type::kCounter, "messages still running past the ANR threshold (snapshots taken)",
               [](const LiveStatus& st) { return static_cast<double>(st.anrs); });
@@ -180,9 +192,11 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
               [](const LiveStatus& st) { return static_cast<double>(st.idle_lags); });
   per_session("looptrace_input_lags", Type::kCounter, "input events handled slower than the input-lag threshold",
               [](const LiveStatus& st) { return static_cast<double>(st.input_lags); });
-  per_session("looptrace_barrier_leaks", Type::kCounter, "sync barriers that stood past the threshold while sync messages waited",
+  per_session("looptrace_barrier_leaks", Type::kCounter,
+              "sync barriers that stood past the threshold while sync messages waited",
               [](const LiveStatus& st) { return static_cast<double>(st.barrier_leaks); });
-  per_session("looptrace_evil_methods", Type::kCounter, "messages at least the evil-method threshold long (slow, with a call tree)",
+  per_session("looptrace_evil_methods", Type::kCounter,
+              "messages at least the evil-method threshold long (slow, with a call tree)",
               [](const LiveStatus& st) { return static_cast<double>(st.evil_methods); });
 
   w.Family("looptrace_data_quality", Type::kCounter,

@@ -116,13 +116,19 @@ bool TrustedEntry(const struct stat& link, const struct stat& dir) {
 
 std::string WriteHint(int err) {
   switch (err) {
-    case ENOSPC: return "the file system is full: free space or write elsewhere";
-    case EDQUOT: return "the disk quota is exhausted";
-    case EPIPE: return "the reading end of the pipe was closed";
-    case EROFS: return "the file system is read-only: write elsewhere";
+    case ENOSPC:
+      return "the file system is full: free space or write elsewhere";
+    case EDQUOT:
+      return "the disk quota is exhausted";
+    case EPIPE:
+      return "the reading end of the pipe was closed";
+    case EROFS:
+      return "the file system is read-only: write elsewhere";
     case EACCES:
-    case EPERM: return "check that the directory exists and is writable";
-    default: return "";
+    case EPERM:
+      return "check that the directory exists and is writable";
+    default:
+      return "";
   }
 }
 
@@ -136,8 +142,10 @@ class OutputFile::Buffer : public std::streambuf {
       : fd_(fd), buffer_(1 << 16), on_error_(std::move(on_error)) {
     if (compress) {
       gz_ = deflateInit2(&z_, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-      if (!gz_) Fail(ENOMEM);
-      else deflate_out_.resize(1 << 16);
+      if (!gz_)
+        Fail(ENOMEM);
+      else
+        deflate_out_.resize(1 << 16);
     }
     setp(buffer_.data(), buffer_.data() + buffer_.size());
   }
@@ -174,8 +182,10 @@ class OutputFile::Buffer : public std::streambuf {
   bool FlushBuffer() {
     const size_t n = pptr() - pbase();
     if (n > 0 && !failed_) {
-      if (gz_) Deflate(pbase(), n, Z_NO_FLUSH);
-      else WriteAll(pbase(), n);
+      if (gz_)
+        Deflate(pbase(), n, Z_NO_FLUSH);
+      else
+        WriteAll(pbase(), n);
     }
     setp(buffer_.data(), buffer_.data() + buffer_.size());
     return !failed_;
@@ -347,8 +357,10 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& shown_pa
   out->kind_ = Kind::kReplace;
   out->name_ = name;
   UniqueFd fd;
-  if (g_force_named_temporaries) errno = EOPNOTSUPP;
-  else fd = UniqueFd(openat(dir_fd.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644));
+  if (g_force_named_temporaries)
+    errno = EOPNOTSUPP;
+  else
+    fd = UniqueFd(openat(dir_fd.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644));
   if (!fd.valid() && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
     for (int attempt = 0; attempt < 100 && !fd.valid(); ++attempt) {
       std::string temp = RandomTempName(name);
@@ -465,9 +477,9 @@ Result<void> LineReader::Fill() {
   eof_ = n == 0;
   total_bytes_ += static_cast<uint64_t>(n);
   if (total_bytes_ > max_total_bytes_)
-    return MakeError(fmt::format("cannot read {}: it decompresses to more than the {} limit", path_,
-                                 FormatBytes(max_total_bytes_)),
-                     ExitCode::kUsage);
+    return MakeError(
+        fmt::format("cannot read {}: it decompresses to more than the {} limit", path_, FormatBytes(max_total_bytes_)),
+        ExitCode::kUsage);
   return {};
 }
 
@@ -479,9 +491,9 @@ Result<bool> LineReader::Next(std::string* line) {
     line->append(pending_, pending_pos_, end - pending_pos_);
     pending_pos_ = newline == std::string::npos ? pending_.size() : newline + 1;
     if (line->size() > max_line_bytes_)
-      return MakeError(fmt::format("cannot read {}: a line is longer than the {} limit", path_,
-                                   FormatBytes(max_line_bytes_)),
-                       ExitCode::kUsage);
+      return MakeError(
+          fmt::format("cannot read {}: a line is longer than the {} limit", path_, FormatBytes(max_line_bytes_)),
+          ExitCode::kUsage);
     if (newline != std::string::npos) return true;
     if (eof_) return !line->empty();
     RETURN_IF_ERROR(Fill());

@@ -25,8 +25,8 @@ size_t PrintProbeList(const Profile& profile, const AttachPlan& plan, std::ostre
   std::ostringstream out;
   out << fmt::format("profile {} ({}), messages {}\n", Esc(profile.name), Esc(profile.source),
                      profile.message_definition.empty() ? "from the roles" : Esc(profile.message_definition));
-  out << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind", "point",
-                     "offset", "cost", "binary");
+  out << fmt::format("{:>3}  {:<15} {:<9} {:<40} {:>10}  {:<12} {}\n", "id", "role", "kind", "point", "offset", "cost",
+                     "binary");
   size_t slow = 0;  // distinct points: a uprobe and a uretprobe on one function trap once
   std::set<std::pair<std::string, uint64_t>> slow_points;
   for (const auto& p : plan.probes) {

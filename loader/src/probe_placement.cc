@@ -36,8 +36,10 @@ symbols::ArgumentMask ArgumentsRead(const ProbeSpec& spec, bool* reads_memory, i
   *reads_memory = false;
   *stack_argument = 0;
   auto add = [&](uint8_t source) {
-    if (source < 6) mask |= 1u << source;
-    else if (source < LT_MAX_SOURCES && !*stack_argument) *stack_argument = source + 1;
+    if (source < 6)
+      mask |= 1u << source;
+    else if (source < LT_MAX_SOURCES && !*stack_argument)
+      *stack_argument = source + 1;
     if (source == LT_SOURCE_RETVAL) mask |= symbols::kReturnRegister;
   };
   auto add_arg = [&](const ArgSource& arg) {
@@ -78,9 +80,7 @@ symbols::InstructionInfo Worst(const std::vector<ProbeLocation>& locations) {
   return worst;
 }
 
-std::string Plural(size_t n, std::string_view word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-}
+std::string Plural(size_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 // The target's modules besides `binary`, with what each imports.
 symbols::OtherModules ModulesOtherThan(const std::string& binary, const TargetBinaries& target) {
@@ -104,8 +104,7 @@ symbols::OtherModules ModulesOtherThan(const std::string& binary, const TargetBi
       auto info = symbols::ReadDynamicInfo(paths[i]);
       if (!info) continue;
       for (const auto& needed : info->needed)
-        if (auto path = symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path))
-          paths.push_back(*path);
+        if (auto path = symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path)) paths.push_back(*path);
     }
   }
   std::sort(paths.begin(), paths.end());
@@ -157,8 +156,8 @@ void Decide(Group& g, size_t max_sites) {
     int stack_argument = 0;
     const symbols::ArgumentMask reads = ArgumentsRead(p->spec, &reads_memory, &stack_argument);
     if (stack_argument) {
-      Keep(*p, fmt::format("it reads arg{}, a stack argument, whose slot is relative to the entry's %rsp",
-                           stack_argument));
+      Keep(*p,
+           fmt::format("it reads arg{}, a stack argument, whose slot is relative to the entry's %rsp", stack_argument));
       if (first_kept.empty())
         first_kept = fmt::format("its {} {}", RoleName(p->spec.role), ProbeKindName(p->spec.kind));
       continue;
@@ -167,11 +166,10 @@ void Decide(Group& g, size_t max_sites) {
       std::string block_why = block.why_not;
       if (block.point) {
         if (block.written_arguments & reads)
-          block_why = fmt::format("the skipped '{}' write {}", block.skipped,
-                                  RegisterList(block.written_arguments & reads));
+          block_why =
+              fmt::format("the skipped '{}' write {}", block.skipped, RegisterList(block.written_arguments & reads));
         else if (reads_memory && block.writes_memory)
-          block_why = fmt::format("the skipped '{}' write memory a string argument may point to",
-                                  block.skipped);
+          block_why = fmt::format("the skipped '{}' write memory a string argument may point to", block.skipped);
       }
       if (block.point && block_why.empty()) {
         const uint64_t offset = block.point->address - p->address;
@@ -247,8 +245,7 @@ void Decide(Group& g, size_t max_sites) {
 
 }  // namespace
 
-void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>& elves,
-                 const TargetBinaries& target) {
+void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>& elves, const TargetBinaries& target) {
   const bool exact_entry = target.exact_entry;
   std::vector<Group> groups;
   std::map<std::pair<std::string, uint64_t>, size_t> group_of;
@@ -319,9 +316,10 @@ void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>
         for (const ProbeLocation& l : p->locations) {
           for (const ResolvedProbe* other : at[{p->binary_path, l.address}]) {
             if (other == p || !g.keep_return.empty()) continue;
-            g.keep_return = fmt::format("the instruction after the call at {:#x} is also where {} {} "
-                                        "fires, and two probes at one address fire in no defined order",
-                                        l.address, RoleName(other->spec.role), other->symbol);
+            g.keep_return = fmt::format(
+                "the instruction after the call at {:#x} is also where {} {} "
+                "fires, and two probes at one address fire in no defined order",
+                l.address, RoleName(other->spec.role), other->symbol);
           }
         }
       }

@@ -12,9 +12,7 @@
 
 namespace looptrace::loader {
 
-std::string ReadProcFile(const std::string& path) {
-  return ReadRegularFile(path, "", kMaxProcFileBytes).value_or("");
-}
+std::string ReadProcFile(const std::string& path) { return ReadRegularFile(path, "", kMaxProcFileBytes).value_or(""); }
 
 std::string ReadFirstLine(const std::string& path) {
   std::string text = ReadProcFile(path);
@@ -92,11 +90,16 @@ DeviceInfo ReadDeviceInfo(pid_t pid) {
   }
   const uint64_t mb = info.mem_total_bytes / (1024 * 1024);
   const long cores = sysconf(_SC_NPROCESSORS_CONF);
-  if (mb >= 8 * 1024) info.machine = "BEST";
-  else if (mb >= 6 * 1024) info.machine = "HIGH";
-  else if (mb >= 4 * 1024) info.machine = "MIDDLE";
-  else if (mb >= 2 * 1024) info.machine = cores >= 4 ? "MIDDLE" : "LOW";
-  else if (mb > 0) info.machine = "BAD";
+  if (mb >= 8 * 1024)
+    info.machine = "BEST";
+  else if (mb >= 6 * 1024)
+    info.machine = "HIGH";
+  else if (mb >= 4 * 1024)
+    info.machine = "MIDDLE";
+  else if (mb >= 2 * 1024)
+    info.machine = cores >= 4 ? "MIDDLE" : "LOW";
+  else if (mb > 0)
+    info.machine = "BAD";
   // The process's CPU share since boot: utime+stime over the sum of /proc/stat's cpu line.
   std::ifstream stat("/proc/stat");
   std::string cpu;

@@ -14,37 +14,56 @@ namespace looptrace::loader {
 
 std::string_view ProbeKindName(ProbeKind kind) {
   switch (kind) {
-    case ProbeKind::kUprobe: return "uprobe";
-    case ProbeKind::kUretprobe: return "uretprobe";
-    case ProbeKind::kUsdt: return "usdt";
+    case ProbeKind::kUprobe:
+      return "uprobe";
+    case ProbeKind::kUretprobe:
+      return "uretprobe";
+    case ProbeKind::kUsdt:
+      return "usdt";
   }
   return "?";
 }
 
 std::string_view ArgTypeName(ArgType type) {
   switch (type) {
-    case ArgType::kUint: return "uint";
-    case ArgType::kInt: return "int";
-    case ArgType::kPtr: return "ptr";
-    case ArgType::kStr: return "str";
-    case ArgType::kSym: return "sym";
+    case ArgType::kUint:
+      return "uint";
+    case ArgType::kInt:
+      return "int";
+    case ArgType::kPtr:
+      return "ptr";
+    case ArgType::kStr:
+      return "str";
+    case ArgType::kSym:
+      return "sym";
   }
   return "?";
 }
 
 std::string_view CompareOpName(CompareOp op) {
   switch (op) {
-    case CompareOp::kEq: return "==";
-    case CompareOp::kNe: return "!=";
-    case CompareOp::kLt: return "<";
-    case CompareOp::kLe: return "<=";
-    case CompareOp::kGt: return ">";
-    case CompareOp::kGe: return ">=";
-    case CompareOp::kStrEq: return "==";
-    case CompareOp::kStrNe: return "!=";
-    case CompareOp::kStrPrefix: return "prefix";
-    case CompareOp::kStrSuffix: return "suffix";
-    case CompareOp::kStrGlob: return "~";
+    case CompareOp::kEq:
+      return "==";
+    case CompareOp::kNe:
+      return "!=";
+    case CompareOp::kLt:
+      return "<";
+    case CompareOp::kLe:
+      return "<=";
+    case CompareOp::kGt:
+      return ">";
+    case CompareOp::kGe:
+      return ">=";
+    case CompareOp::kStrEq:
+      return "==";
+    case CompareOp::kStrNe:
+      return "!=";
+    case CompareOp::kStrPrefix:
+      return "prefix";
+    case CompareOp::kStrSuffix:
+      return "suffix";
+    case CompareOp::kStrGlob:
+      return "~";
   }
   return "?";
 }
@@ -87,18 +106,24 @@ bool IsGlobPoint(std::string_view point) {
 std::string ThreadChoice::Describe() const {
   switch (mode) {
     case Mode::kUnset:
-    case Mode::kMain: return "main";
-    case Mode::kAll: return "all";
-    case Mode::kLoop: return name.empty() ? "loop" : "loop:" + name + (exact ? "" : "*");
+    case Mode::kMain:
+      return "main";
+    case Mode::kAll:
+      return "all";
+    case Mode::kLoop:
+      return name.empty() ? "loop" : "loop:" + name + (exact ? "" : "*");
   }
   return "main";
 }
 
 Result<ThreadChoice> ParseThreadChoice(std::string_view text) {
   ThreadChoice c;
-  if (text == "main") c.mode = ThreadChoice::Mode::kMain;
-  else if (text == "all") c.mode = ThreadChoice::Mode::kAll;
-  else if (text == "loop") c.mode = ThreadChoice::Mode::kLoop;
+  if (text == "main")
+    c.mode = ThreadChoice::Mode::kMain;
+  else if (text == "all")
+    c.mode = ThreadChoice::Mode::kAll;
+  else if (text == "loop")
+    c.mode = ThreadChoice::Mode::kLoop;
   else if (text.starts_with("loop:")) {
     c.mode = ThreadChoice::Mode::kLoop;
     std::string_view name = text.substr(5);
@@ -178,8 +203,10 @@ Result<std::vector<std::string>> Tokenize(std::string_view line) {
         }
         if (i >= line.size()) break;
         char e = line[i++];
-        if (e == 'n') word += '\n';
-        else if (e == 't') word += '\t';
+        if (e == 'n')
+          word += '\n';
+        else if (e == 't')
+          word += '\t';
         else if (e == 'x' && i + 2 <= line.size()) {
           unsigned value = 0;
           auto [ptr, ec] = std::from_chars(line.data() + i, line.data() + i + 2, value, 16);
@@ -215,8 +242,7 @@ class Parser {
       return kSourceFunction;
     }
     if (word == "ret") {
-      if (probe.kind != ProbeKind::kUretprobe)
-        return Fail(line, fmt::format("{}: 'ret' needs a uretprobe", what));
+      if (probe.kind != ProbeKind::kUretprobe) return Fail(line, fmt::format("{}: 'ret' needs a uretprobe", what));
       return LT_SOURCE_RETVAL;
     }
     int n = 0;
@@ -242,16 +268,22 @@ class Parser {
     ASSIGN_OR_RETURN(arg.source, ParseSourceName(line, source, probe, what));
     arg.type = default_type;
     if (arg.source == kSourceFunction) {
-      if (!type.empty() && type != "sym") return Fail(line, fmt::format("{}: 'func' is a name (sym), not {}", what, type));
+      if (!type.empty() && type != "sym")
+        return Fail(line, fmt::format("{}: 'func' is a name (sym), not {}", what, type));
       arg.type = ArgType::kSym;
       return arg;
     }
     if (type.empty()) return arg;
-    if (type == "uint") arg.type = ArgType::kUint;
-    else if (type == "int") arg.type = ArgType::kInt;
-    else if (type == "ptr") arg.type = ArgType::kPtr;
-    else if (type == "str") arg.type = ArgType::kStr;
-    else if (type == "sym") arg.type = ArgType::kSym;
+    if (type == "uint")
+      arg.type = ArgType::kUint;
+    else if (type == "int")
+      arg.type = ArgType::kInt;
+    else if (type == "ptr")
+      arg.type = ArgType::kPtr;
+    else if (type == "str")
+      arg.type = ArgType::kStr;
+    else if (type == "sym")
+      arg.type = ArgType::kSym;
     else if (type.starts_with("str(") && type.ends_with(")")) {
       arg.type = ArgType::kStr;
       ASSIGN_OR_RETURN(arg.length_source,
@@ -265,17 +297,15 @@ class Parser {
   Result<ArgSpec> ParseArg(int line, std::string_view word, const ProbeSpec& probe) {
     size_t eq = word.find('=');
     if (eq == std::string_view::npos || eq == 0)
-      return Fail(line, fmt::format("argument '{}' is not NAME=SOURCE[:TYPE]", word),
-                  "example: id=arg1 name=arg2:str");
+      return Fail(line, fmt::format("argument '{}' is not NAME=SOURCE[:TYPE]", word), "example: id=arg1 name=arg2:str");
     ArgSpec arg;
     arg.name = std::string(word.substr(0, eq));
     auto known = KnownArgNames(probe.role);
     if (std::find(known.begin(), known.end(), arg.name) == known.end())
       return Fail(line, fmt::format("role {} has no argument '{}' (known: {})", RoleName(probe.role), arg.name,
                                     known.empty() ? "none" : Join(known)));
-    ASSIGN_OR_RETURN(ArgSource source,
-                     ParseSource(line, word.substr(eq + 1), probe, fmt::format("argument '{}'", arg.name),
-                                 ArgType::kUint));
+    ASSIGN_OR_RETURN(ArgSource source, ParseSource(line, word.substr(eq + 1), probe,
+                                                   fmt::format("argument '{}'", arg.name), ArgType::kUint));
     static_cast<ArgSource&>(arg) = source;
     return arg;
   }
@@ -296,9 +326,10 @@ class Parser {
       return Fail(line, fmt::format("{}: a sym argument is named in user space and cannot be compared in BPF", what),
                   "compare the address as a number (ptr) instead");
     if (is_string != (c.arg.type == ArgType::kStr))
-      return Fail(line, fmt::format("{}: {} compared with {}", what,
-                                    c.arg.type == ArgType::kStr ? "a string argument" : "a number argument",
-                                    is_string ? "a string" : "a number"),
+      return Fail(line,
+                  fmt::format("{}: {} compared with {}", what,
+                              c.arg.type == ArgType::kStr ? "a string argument" : "a number argument",
+                              is_string ? "a string" : "a number"),
                   is_string ? "quote numbers only for strings; read the argument as :str" : "quote the text: \"...\"");
     if (is_string) {
       std::string pattern = value.substr(1, value.size() - 2);
@@ -309,10 +340,10 @@ class Parser {
         c.pattern = pattern;
       } else if (op == "~") {
         // "abc*" and "*abc" are plain prefix / suffix tests, cheaper in BPF than a glob.
-        const bool simple_prefix = pattern.size() > 1 && pattern.back() == '*' &&
-                                   pattern.find_first_of("*?") == pattern.size() - 1;
-        const bool simple_suffix = pattern.size() > 1 && pattern.front() == '*' &&
-                                   pattern.find_first_of("*?", 1) == std::string::npos;
+        const bool simple_prefix =
+            pattern.size() > 1 && pattern.back() == '*' && pattern.find_first_of("*?") == pattern.size() - 1;
+        const bool simple_suffix =
+            pattern.size() > 1 && pattern.front() == '*' && pattern.find_first_of("*?", 1) == std::string::npos;
         if (simple_prefix) {
           c.op = CompareOp::kStrPrefix;
           c.pattern = pattern.substr(0, pattern.size() - 1);
@@ -392,10 +423,14 @@ class Parser {
     auto role = RoleFromName(words[1]);
     if (!role) return Fail(line, fmt::format("unknown role '{}'", words[1]), "known roles: " + Join(AllRoleNames()));
     probe.role = *role;
-    if (words[2] == "uprobe") probe.kind = ProbeKind::kUprobe;
-    else if (words[2] == "uretprobe") probe.kind = ProbeKind::kUretprobe;
-    else if (words[2] == "usdt") probe.kind = ProbeKind::kUsdt;
-    else return Fail(line, fmt::format("unknown probe kind '{}' (known: uprobe, uretprobe, usdt)", words[2]));
+    if (words[2] == "uprobe")
+      probe.kind = ProbeKind::kUprobe;
+    else if (words[2] == "uretprobe")
+      probe.kind = ProbeKind::kUretprobe;
+    else if (words[2] == "usdt")
+      probe.kind = ProbeKind::kUsdt;
+    else
+      return Fail(line, fmt::format("unknown probe kind '{}' (known: uprobe, uretprobe, usdt)", words[2]));
     // "quoted" when the name has spaces (C++ parameter lists).
     auto unquote = [](const std::string& w) { return IsQuoted(w) ? w.substr(1, w.size() - 2) : w; };
     probe.binary = unquote(words[3]);
@@ -430,10 +465,11 @@ class Parser {
     // Arguments the loader fills (func) go last: BPF records the others, in order.
     std::stable_partition(probe.args.begin(), probe.args.end(),
                           [](const ArgSpec& a) { return a.source != kSourceFunction; });
-    if (std::count_if(probe.args.begin(), probe.args.end(), [](const ArgSpec& a) { return a.source != kSourceFunction; }) >
-        LT_MAX_ARGS)
+    if (std::count_if(probe.args.begin(), probe.args.end(),
+                      [](const ArgSpec& a) { return a.source != kSourceFunction; }) > LT_MAX_ARGS)
       return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
-    if (probe.role == Role::kMethodEnter || probe.role == Role::kMethodExit) RETURN_IF_ERROR(CheckMethodArgs(line, &probe));
+    if (probe.role == Role::kMethodEnter || probe.role == Role::kMethodExit)
+      RETURN_IF_ERROR(CheckMethodArgs(line, &probe));
     return probe;
   }
 
@@ -468,10 +504,13 @@ class Parser {
         profile.description = std::string(desc);
       } else if (words[0] == "thread") {
         if (words.size() < 2 || words.size() > 3 || (words.size() == 3 && (words[1] != "loop" || !IsQuoted(words[2]))))
-          return Fail(line_no, "'thread' takes main, all, loop or loop \"NAME\"", "example: thread loop \"AWT-EventQueue-*\"");
+          return Fail(line_no, "'thread' takes main, all, loop or loop \"NAME\"",
+                      "example: thread loop \"AWT-EventQueue-*\"");
         if (words.size() == 2 && words[1].starts_with("loop:"))
-          return Fail(line_no, "'thread' takes main, all, loop or loop \"NAME\"", "example: thread loop \"AWT-EventQueue-*\"");
-        auto choice = ParseThreadChoice(words.size() == 3 ? "loop:" + words[2].substr(1, words[2].size() - 2) : words[1]);
+          return Fail(line_no, "'thread' takes main, all, loop or loop \"NAME\"",
+                      "example: thread loop \"AWT-EventQueue-*\"");
+        auto choice =
+            ParseThreadChoice(words.size() == 3 ? "loop:" + words[2].substr(1, words[2].size() - 2) : words[1]);
         if (!choice) return Fail(line_no, choice.error().message);
         choice->where = fmt::format("{}:{}", source_, line_no);
         if (profile.thread.mode != ThreadChoice::Mode::kUnset && !(profile.thread == *choice))
@@ -494,9 +533,8 @@ class Parser {
         if (!included->message_definition.empty()) {
           if (!profile.message_definition.empty() && profile.message_definition != included->message_definition)
             return Fail(line_no, fmt::format("include {}: messages {} (at {}) conflicts with messages {} at {}",
-                                             words[1], included->message_definition,
-                                             included->message_definition_where, profile.message_definition,
-                                             profile.message_definition_where));
+                                             words[1], included->message_definition, included->message_definition_where,
+                                             profile.message_definition, profile.message_definition_where));
           profile.message_definition = included->message_definition;
           profile.message_definition_where = included->message_definition_where;
         }
@@ -516,7 +554,8 @@ class Parser {
         profile.message_definition_where = where;
       } else if (words[0] == "requires") {
         if (words.size() != 3)
-          return Fail(line_no, "requires needs: requires BINARY SYMBOL", "example: requires libglib-2.0.so g_main_context_iteration");
+          return Fail(line_no, "requires needs: requires BINARY SYMBOL",
+                      "example: requires libglib-2.0.so g_main_context_iteration");
         profile.requirements.push_back({words[1], words[2], std::string(source_), line_no});
       } else if (words[0] == "requires-call") {
         if (words.size() != 2)
@@ -537,9 +576,10 @@ class Parser {
         probe.optional = optional;
         profile.probes.push_back(std::move(probe));
       } else {
-        return Fail(line_no, fmt::format("unknown directive '{}' (known: profile, description, include, messages, "
-                                         "requires, requires-call, requires-loaded, optional probe, probe, thread, runtime)",
-                                         words[0]));
+        return Fail(line_no,
+                    fmt::format("unknown directive '{}' (known: profile, description, include, messages, "
+                                "requires, requires-call, requires-loaded, optional probe, probe, thread, runtime)",
+                                words[0]));
       }
     }
     if (profile.probes.empty()) return Fail(line_no, "profile defines no probe");
@@ -583,17 +623,22 @@ Result<Profile> Parser::LoadOne(std::string_view name_or_path, int depth) {
   }
   std::string path(name_or_path);
   if (!path.starts_with("/") && !source_.starts_with("builtin:") && !source_.empty())
-    if (auto dir = std::filesystem::path(std::string(source_)).parent_path(); !dir.empty()) path = (dir / path).string();
+    if (auto dir = std::filesystem::path(std::string(source_)).parent_path(); !dir.empty())
+      path = (dir / path).string();
   ASSIGN_OR_RETURN(std::string text, ReadProfileFile(path));
   return Parser(path, depth).Parse(text);
 }
 
 // Begin/end roles must come in pairs so the tracers never see half a span.
 Result<void> CheckPairs(const Profile& profile) {
-  const std::pair<Role, Role> pairs[] = {{Role::kDispatchBegin, Role::kDispatchEnd}, {Role::kFrameBegin, Role::kFrameEnd},
-                                         {Role::kPhaseBegin, Role::kPhaseEnd},       {Role::kMethodEnter, Role::kMethodExit},
-                                         {Role::kIdleBegin, Role::kIdleEnd},         {Role::kPollBegin, Role::kPollEnd},
-                                         {Role::kGcBegin, Role::kGcEnd},             {Role::kLockWaitBegin, Role::kLockWaitEnd}};
+  const std::pair<Role, Role> pairs[] = {{Role::kDispatchBegin, Role::kDispatchEnd},
+                                         {Role::kFrameBegin, Role::kFrameEnd},
+                                         {Role::kPhaseBegin, Role::kPhaseEnd},
+                                         {Role::kMethodEnter, Role::kMethodExit},
+                                         {Role::kIdleBegin, Role::kIdleEnd},
+                                         {Role::kPollBegin, Role::kPollEnd},
+                                         {Role::kGcBegin, Role::kGcEnd},
+                                         {Role::kLockWaitBegin, Role::kLockWaitEnd}};
   for (auto [a, b] : pairs) {
     if (profile.HasRole(a) == profile.HasRole(b)) continue;
     Role missing = profile.HasRole(a) ? b : a;
@@ -667,7 +712,8 @@ Result<Profile> ComposeProfiles(std::vector<Profile> profiles) {
       if (it->args == probe.args && it->conditions == probe.conditions) continue;
       return MakeError(fmt::format("{}: {} at {} {} is already bound differently at {}", probe.Where(),
                                    RoleName(probe.role), probe.binary, probe.point, it->Where()),
-                       ExitCode::kProfile, "keep one of the two lines (or give them the same arguments and conditions)");
+                       ExitCode::kProfile,
+                       "keep one of the two lines (or give them the same arguments and conditions)");
     }
   }
   return out;

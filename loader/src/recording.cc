@@ -39,11 +39,9 @@ Result<void> ReplayRecording(const std::string& path, EventSink& raw_sink, Stats
     auto parsed = EventFromJsonLine(line);
     if (!parsed) {
       if (!saw_header)
-        return MakeError(fmt::format("{}:{}: not a looptrace recording: {}", path, line_no,
-                                     parsed.error().message),
+        return MakeError(fmt::format("{}:{}: not a looptrace recording: {}", path, line_no, parsed.error().message),
                          ExitCode::kUsage, "record one with: looptrace record -p PID --save FILE");
-      if (bad_lines++ == 0)
-        log::Warning("{}:{}: skipping bad line: {}", path, line_no, parsed.error().message);
+      if (bad_lines++ == 0) log::Warning("{}:{}: skipping bad line: {}", path, line_no, parsed.error().message);
       stats->Add(StatId::recording_bad_lines);
       continue;
     }

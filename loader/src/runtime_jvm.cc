@@ -144,9 +144,12 @@ ProbeFlags ParseProbeFlags(const TargetCommand& command) {
   if (!command.argv.empty() && Basename(command.argv[0]) == "java")
     for (const auto& w : Words(EnvValue(command, "JDK_JAVA_OPTIONS"))) apply(w);
   // JVM options end at the main class, -jar FILE or -m MODULE (what follows is the program's).
-  static const char* const kWithValue[] = {"-cp", "-classpath", "--class-path", "-p", "--module-path",
-                                           "--upgrade-module-path", "--add-modules", "--limit-modules",
-                                           "--add-reads", "--add-exports", "--add-opens", "--patch-module"};
+  static const char* const kWithValue[] = {"-cp",           "-classpath",
+                                           "--class-path",  "-p",
+                                           "--module-path", "--upgrade-module-path",
+                                           "--add-modules", "--limit-modules",
+                                           "--add-reads",   "--add-exports",
+                                           "--add-opens",   "--patch-module"};
   for (size_t i = 1; i < command.argv.size(); ++i) {
     const std::string& w = command.argv[i];
     if (w.starts_with("@")) {  // the launcher's argument files
@@ -195,18 +198,21 @@ Result<void> Check(const Profile& profile, const AttachPlan& plan, const TargetB
   log::V1("{}: HotSpot method probes {}, monitor probes {} (from {})", who, flags->method ? "on" : "off",
           flags->monitor ? "on" : "off", source);
   if (need_method && !flags->method) {
-    const std::string what = fmt::format("{} runs HotSpot with its method probes off: profile {} needs them for "
-                                         "event-dispatch messages and Java method beats",
-                                         who, profile.name);
-    const std::string fix = "start java with -XX:+DTraceMethodProbes (or JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes); "
-                            "add -XX:+DTraceMonitorProbes for monitor contention";
+    const std::string what = fmt::format(
+        "{} runs HotSpot with its method probes off: profile {} needs them for "
+        "event-dispatch messages and Java method beats",
+        who, profile.name);
+    const std::string fix =
+        "start java with -XX:+DTraceMethodProbes (or JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes); "
+        "add -XX:+DTraceMonitorProbes for monitor contention";
     if (flags->certain) return MakeError(what, ExitCode::kProfile, fix);
     log::Warning("{} (as far as {} tells; @argfiles or -XX:Flags files may say otherwise); {}", what, source, fix);
   }
   if (need_monitor && !flags->monitor && flags->method)
-    log::Warning("{}: monitor contention will not show: HotSpot's monitor probes are off (start java with "
-                 "-XX:+DTraceMonitorProbes)",
-                 who);
+    log::Warning(
+        "{}: monitor contention will not show: HotSpot's monitor probes are off (start java with "
+        "-XX:+DTraceMonitorProbes)",
+        who);
   return {};
 }
 

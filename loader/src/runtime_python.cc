@@ -113,8 +113,10 @@ bool Looks(const TargetBinaries& target, RuntimeInfo* info) {
   if (!IsInterpreterName(Basename(real)) && !IsInterpreterName(Basename(target.exe_path)) && !lib) return false;
   info->name = "python";
   info->what = fmt::format("CPython ({})", real);
-  if (HasProbes(target.exe_path)) info->binary = target.exe_path;
-  else if (lib && HasProbes(*lib)) info->binary = *lib;
+  if (HasProbes(target.exe_path))
+    info->binary = target.exe_path;
+  else if (lib && HasProbes(*lib))
+    info->binary = *lib;
   return true;
 }
 
@@ -123,9 +125,10 @@ Result<void> Check(const Profile& profile, const AttachPlan& plan, const TargetB
   bool beats = false;
   for (const auto& p : plan.probes) beats |= p.symbol == "python:function__entry";
   if (!beats) return {};
-  log::V1("profile {}: every Python call and return hits a USDT probe (a kernel trap each): call-heavy code "
-          "runs several times slower; --profile python-asyncio keeps callbacks and GC only",
-          profile.name);
+  log::V1(
+      "profile {}: every Python call and return hits a USDT probe (a kernel trap each): call-heavy code "
+      "runs several times slower; --profile python-asyncio keeps callbacks and GC only",
+      profile.name);
   // CPython 3.11 to 3.14 fire function__entry only from their tracing path, taken while a
   // profile or trace function is set (CPython issue gh-98894, fixed in 3.15).
   std::optional<int> minor = MinorVersion(RealPath(target.exe_path));
@@ -136,10 +139,11 @@ Result<void> Check(const Profile& profile, const AttachPlan& plan, const TargetB
   for (size_t i = 1; i + 1 < command.argv.size(); ++i)
     profiled |= command.argv[i] == "-m" && (command.argv[i + 1] == "cProfile" || command.argv[i + 1] == "profile");
   if (profiled) return {};
-  log::Warning("CPython 3.{} fires python:function__entry only while a profiler is active (CPython issue "
-               "gh-98894): without one, profile {} gets no Python call trees (messages and GC are not affected); "
-               "run the program as python3.{} -m cProfile -o /dev/null APP, or use --profile python-asyncio",
-               *minor, profile.name, *minor);
+  log::Warning(
+      "CPython 3.{} fires python:function__entry only while a profiler is active (CPython issue "
+      "gh-98894): without one, profile {} gets no Python call trees (messages and GC are not affected); "
+      "run the program as python3.{} -m cProfile -o /dev/null APP, or use --profile python-asyncio",
+      *minor, profile.name, *minor);
   return {};
 }
 
@@ -156,9 +160,10 @@ std::string Diagnose(const TargetBinaries& target, const TargetCommand& command)
   if (target.pid <= 0 && !command.argv.empty() && IsInterpreterName(Basename(command.argv[0]))) {
     auto path = FindInPath(command.argv[0]);
     if (path && *path != target.exe_path)
-      return fmt::format("{} is {}, a script run by {} (a version manager's shim?): looptrace attaches to the "
-                         "program a command starts, so give the interpreter's path, e.g. /usr/bin/python3.11",
-                         command.argv[0], *path, target.exe_path);
+      return fmt::format(
+          "{} is {}, a script run by {} (a version manager's shim?): looptrace attaches to the "
+          "program a command starts, so give the interpreter's path, e.g. /usr/bin/python3.11",
+          command.argv[0], *path, target.exe_path);
   }
   return "";
 }

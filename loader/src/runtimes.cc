@@ -72,9 +72,9 @@ Result<void> CheckRuntimePresent(const Profile& profile, const TargetBinaries& t
     return MakeError(fmt::format("profile {} is for {}, but {} runs {}", profile.name,
                                  runtime == "python" ? "CPython" : "a HotSpot JVM", Describe(target), what),
                      ExitCode::kProfile,
-                     info.name == "python"  ? "use --profile python (or leave --profile out to detect it)"
-                     : info.name == "jvm"   ? "use --profile jvm (or leave --profile out to detect it)"
-                                            : "leave --profile out to detect the target's profile");
+                     info.name == "python" ? "use --profile python (or leave --profile out to detect it)"
+                     : info.name == "jvm"  ? "use --profile jvm (or leave --profile out to detect it)"
+                                           : "leave --profile out to detect the target's profile");
   }
   // Present, but perhaps without the probes the profile reads.
   for (const std::string& runtime : profile.runtimes) {

@@ -128,7 +128,9 @@ uint32_t Session::LooperTid() {
               ReadFirstLine(fmt::format("/proc/{}/task/{}/comm", tgid_, known_loop_tid_)));
       // Its stack while it runs: the cpu-clock sampler follows the loop thread.
       if (options_.thread_tracking && bpf_->thread_tracking())
-        if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_), options_.sample_hz > 0 ? options_.sample_hz : 49); !ok)
+        if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_),
+                                             options_.sample_hz > 0 ? options_.sample_hz : 49);
+            !ok)
           log::V1("no cpu-clock samples of the loop thread: {}", ok.error().message);
     }
   }
@@ -185,7 +187,7 @@ void Session::Start(SessionStart start) {
   for (const auto& p : plan_.probes)
     if (!p.shadow_only)
       start.probes.push_back(
-        {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
+          {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
   events_.OnEvent(start);
 }
 

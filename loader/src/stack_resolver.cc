@@ -32,7 +32,7 @@ std::string Basename(const std::string& path) { return path.substr(path.find_las
 // complete, whatever the frame pointer or CFI says after it.
 bool IsOutermost(const std::string& function) {
   static const std::set<std::string, std::less<>> kEntries = {
-      "main", "_start", "__libc_start_main", "__libc_start_call_main", "start_thread", "clone", "clone3",
+      "main",    "_start",   "__libc_start_main", "__libc_start_call_main", "start_thread", "clone", "clone3",
       "__clone", "__clone3", "thread_start"};
   std::string_view name = function;
   if (auto paren = name.find('('); paren != std::string_view::npos) name = name.substr(0, paren);
@@ -69,7 +69,10 @@ std::string ResolvedFrame::Describe() const {
 }
 
 StackResolver::StackResolver(pid_t pid, symbols::ProcessSymbolizer* symbolizer, Stats* stats)
-    : pid_(pid), symbolizer_(symbolizer), stats_(stats), perf_map_(symbols::PerfMapPath(pid)),
+    : pid_(pid),
+      symbolizer_(symbolizer),
+      stats_(stats),
+      perf_map_(symbols::PerfMapPath(pid)),
       copy_(std::make_unique<lt_stack_copy>()) {
   RefreshMaps();
 }
@@ -126,8 +129,8 @@ const symbols::MapEntry* StackResolver::Find(uint64_t pc) {
   const symbols::MapEntry* map = lookup();
   // A user-space address the maps lack may be a library loaded since (kernel-half ones are
   // garbage from a broken walk: no reason to look).
-  if (!map && pc < kUserSpaceEnd && !process_gone_ &&
-      std::chrono::steady_clock::now() - maps_read_at_ > kMapsRefresh && RefreshMaps())
+  if (!map && pc < kUserSpaceEnd && !process_gone_ && std::chrono::steady_clock::now() - maps_read_at_ > kMapsRefresh &&
+      RefreshMaps())
     map = lookup();
   return map;
 }
@@ -188,8 +191,10 @@ const std::vector<ResolvedFrame>& StackResolver::Name(uint64_t pc, uint64_t look
         perf_map_.Refresh();
         name = perf_map_.Lookup(lookup);
       }
-      if (name) base.function = *name;
-      else cacheable = false;  // named later, perhaps
+      if (name)
+        base.function = *name;
+      else
+        cacheable = false;  // named later, perhaps
       break;
     }
     case Where::kTrampoline:
@@ -268,7 +273,7 @@ ResolvedStack StackResolver::FromIps(std::span<const uint64_t> ips, std::span<co
                    : i == 0      ? "the sampled pc lies outside the target's code"
                                  : FramePointerStop(&last);
       log::V2("stack walk of {} ips ends at #{} {:#x} (maps: {}, in {}): {}", ips.size(), i, pc, maps_.size(),
-               map ? map->path + " " + map->perms : "none", stack.stop);
+              map ? map->path + " " + map->perms : "none", stack.stop);
       return stack;
     }
   }
@@ -306,7 +311,8 @@ ResolvedStack StackResolver::FromCopy(const symbols::UnwindRegisters& regs, uint
   // Put back the return addresses pending uretprobes replaced.
   bytes_.assign(bytes.begin(), bytes.end());
   for (const lt_shadow_frame& f : shadow) {
-    if (f.slot < stack_base || f.slot - stack_base > bytes_.size() || bytes_.size() - (f.slot - stack_base) < 8) continue;
+    if (f.slot < stack_base || f.slot - stack_base > bytes_.size() || bytes_.size() - (f.slot - stack_base) < 8)
+      continue;
     uint64_t now = 0;
     std::memcpy(&now, bytes_.data() + (f.slot - stack_base), 8);
     if (now == f.ret) continue;
@@ -340,8 +346,7 @@ ResolvedStack StackResolver::FromCopy(const symbols::UnwindRegisters& regs, uint
     if (!Validate(f.pc, f.lookup_pc, &stack.frames, &stop)) {
       stack.stop = !stop.empty() ? stop
                    : i == 0      ? "the sampled pc lies outside the target's code"
-                                 : fmt::format("return address outside every executable mapping after {}",
-                                               last_copy.Name());
+                            : fmt::format("return address outside every executable mapping after {}", last_copy.Name());
       if (log::Enabled(log::Level::kV2)) {
         std::string frames;
         for (const auto& r : stack.frames) frames += "\n    " + r.Describe();
@@ -411,8 +416,8 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw) {
     lt_sample_record rec;
     if (raw.size() < kIps) return std::nullopt;
     std::memcpy(&rec, raw.data(), kIps);
-    if (rec.nr_ips > LT_MAX_SAMPLE_FRAMES || rec.nr_shadow > LT_MAX_SHADOW ||
-        header.size != kIps + 8 * rec.nr_ips || raw.size() < header.size)
+    if (rec.nr_ips > LT_MAX_SAMPLE_FRAMES || rec.nr_shadow > LT_MAX_SHADOW || header.size != kIps + 8 * rec.nr_ips ||
+        raw.size() < header.size)
       return std::nullopt;
     std::memcpy(rec.ips, raw.data() + kIps, 8 * rec.nr_ips);
     sample.ts_ns = rec.ts_ns;

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace looptrace::loader {
@@ -32,9 +32,9 @@ std::vector<std::string> BpfKernelStacks::Names(const std::vector<uint64_t>& ips
   for (uint64_t ip : ips) {
     std::string_view name = kallsyms_ ? kallsyms_->Name(ip) : std::string_view();
     // The frames of looptrace's own program and the tracepoint glue say nothing.
-    if (names.empty() && (name.starts_with("bpf_prog_") || name.starts_with("bpf_trace_run") ||
-                          name.starts_with("__bpf_trace") || name.starts_with("__traceiter") ||
-                          name.starts_with("perf_trace") || name.starts_with("bpf_get_stack")))
+    if (names.empty() &&
+        (name.starts_with("bpf_prog_") || name.starts_with("bpf_trace_run") || name.starts_with("__bpf_trace") ||
+         name.starts_with("__traceiter") || name.starts_with("perf_trace") || name.starts_with("bpf_get_stack")))
       continue;
     names.push_back(name.empty() ? fmt::format("{:#x}", ip) : std::string(name));
   }
@@ -53,8 +53,7 @@ void SnapshotTaker::SampleCpu(uint64_t now_ns) {
   auto ticks = ReadCpuTicks(pid_);
   if (!ticks) return;
   cpu_samples_.emplace_back(now_ns, *ticks);
-  while (cpu_samples_.size() > 2 && now_ns - cpu_samples_.front().first > 5'000'000'000ull)
-    cpu_samples_.pop_front();
+  while (cpu_samples_.size() > 2 && now_ns - cpu_samples_.front().first > 5'000'000'000ull) cpu_samples_.pop_front();
 }
 
 void SnapshotTaker::UserStack(ThreadSnapshot* ts, const lt_thread_state& state, int32_t ustack, bool in_chain) {
@@ -62,8 +61,8 @@ void SnapshotTaker::UserStack(ThreadSnapshot* ts, const lt_thread_state& state, 
   std::optional<ResolvedStack> dwarf;
   if (dwarf_ && bpf_ && (all_threads_ || t == static_cast<uint32_t>(pid_))) {
     // A watched thread's copy from its last switch-out or sample, if that is its current stop.
-    if (auto copy = bpf_->StackCopy(t); copy && copy->size > 0 &&
-                                        !(state.since_ns && copy->ts_ns + 1'000'000 < state.since_ns)) {
+    if (auto copy = bpf_->StackCopy(t);
+        copy && copy->size > 0 && !(state.since_ns && copy->ts_ns + 1'000'000 < state.since_ns)) {
       log::V2("stack copy of thread {}: {} bytes from sp {:#x}", t, copy->size, copy->regs[7]);
       symbols::UnwindRegisters regs;
       for (int i = 0; i < LT_UNWIND_REGS; ++i)
@@ -79,15 +78,17 @@ void SnapshotTaker::UserStack(ThreadSnapshot* ts, const lt_thread_state& state, 
   std::optional<ResolvedStack> fp;
   if (ustack >= 0 && (!dwarf || !dwarf->stop.empty())) {
     auto ips = bpf_->StackIps(ustack);
-    if (ips.empty()) stats_->Add(StatId::snapshot_incomplete);
-    else fp = stacks_->FromIps(ips, stacks_->LiveShadow(bpf_->ShadowStack(t)));
+    if (ips.empty())
+      stats_->Add(StatId::snapshot_incomplete);
+    else
+      fp = stacks_->FromIps(ips, stacks_->LiveShadow(bpf_->ShadowStack(t)));
   }
   // DWARF when it reached the end, else whichever walk went deeper.
   const ResolvedStack* best = dwarf ? &*dwarf : fp ? &*fp : nullptr;
   if (dwarf && fp && !dwarf->stop.empty() && fp->frames.size() > dwarf->frames.size()) best = &*fp;
   if (!best) {
-    ts->user_stack_stop = ustack < 0 && !dwarf_ ? "no user stack was captured at its last switch-out"
-                                                : "no user stack could be read";
+    ts->user_stack_stop =
+        ustack < 0 && !dwarf_ ? "no user stack was captured at its last switch-out" : "no user stack could be read";
     return;
   }
   if (best->frames.empty() && dwarf) stats_->Add(StatId::snapshot_incomplete);
@@ -182,8 +183,8 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
     auto [t1, c1] = cpu_samples_.back();
     if (t1 > t0) {
       s.cpu_window_ns = t1 - t0;
-      s.process_cpu_percent = 100.0 * static_cast<double>(c1 - c0) /
-                              static_cast<double>(sysconf(_SC_CLK_TCK)) / ((t1 - t0) / 1e9);
+      s.process_cpu_percent =
+          100.0 * static_cast<double>(c1 - c0) / static_cast<double>(sysconf(_SC_CLK_TCK)) / ((t1 - t0) / 1e9);
     }
   }
   s.memory_kb = ReadMemoryFields(pid_);

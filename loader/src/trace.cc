@@ -38,9 +38,10 @@ Result<std::pair<Profile, AttachPlan>> ChooseAndCheck(const SessionOptions& opti
   // never come, and the user should know which other profile to try.
   const std::string probes_args = target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path;
   for (const std::string& assumption : chosen->second.assumptions)
-    log::Warning("profile {}{} {}; without it the profile shows no messages: `looptrace probes {}` lists the "
-                 "profiles that fit (epoll fits any poll loop)",
-                 chosen->first.name, options.profile.empty() ? " (auto-detected)" : "", assumption, probes_args);
+    log::Warning(
+        "profile {}{} {}; without it the profile shows no messages: `looptrace probes {}` lists the "
+        "profiles that fit (epoll fits any poll loop)",
+        chosen->first.name, options.profile.empty() ? " (auto-detected)" : "", assumption, probes_args);
   return chosen;
 }
 
@@ -57,16 +58,20 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
     if (points.insert({p.binary_path, p.address}).second && p.instruction.cost == symbols::ProbeCost::kSingleStep)
       slow.push_back(&p);
   for (const ResolvedProbe* p : slow) {
-    auto text = fmt::format("{}:{} fires on '{}', which the kernel single-steps (~15x the cost "
-                            "of an emulated instruction; `looptrace probes` says why it was not moved)",
-                            p->binary_path, p->symbol, p->instruction.mnemonic);
-    if (slow.size() <= 3) log::Warning("{}", text);
-    else log::V1("{}", text);
+    auto text = fmt::format(
+        "{}:{} fires on '{}', which the kernel single-steps (~15x the cost "
+        "of an emulated instruction; `looptrace probes` says why it was not moved)",
+        p->binary_path, p->symbol, p->instruction.mnemonic);
+    if (slow.size() <= 3)
+      log::Warning("{}", text);
+    else
+      log::V1("{}", text);
   }
   if (slow.size() > 3)
-    log::Warning("{} of {} probe points start with an instruction the kernel single-steps (~15x "
-                 "the cost of an emulated one); -v lists them, `looptrace probes` shows all",
-                 slow.size(), points.size());
+    log::Warning(
+        "{} of {} probe points start with an instruction the kernel single-steps (~15x "
+        "the cost of an emulated one); -v lists them, `looptrace probes` shows all",
+        slow.size(), points.size());
 }
 
 }  // namespace
@@ -114,8 +119,8 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
 Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline) {
   ASSIGN_OR_RETURN(AttachedProcess attached, AttachProcess(pid, options, signal_fd, pipeline));
   Session& session = *attached.session;
-  log::Info("tracing pid {} ({}) with profile {}: {} attached; Ctrl-C to stop", pid, attached.command,
-            attached.profile, DescribeProbeCount(session.plan()));
+  log::Info("tracing pid {} ({}) with profile {}: {} attached; Ctrl-C to stop", pid, attached.command, attached.profile,
+            DescribeProbeCount(session.plan()));
   ASSIGN_OR_RETURN(std::string reason, session.Stream(attached.pid_fd.get()));
   if (reason == "target-exited") log::Info("pid {} exited", pid);
   session.Finish(reason);

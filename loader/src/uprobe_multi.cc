@@ -56,8 +56,6 @@ void SetUprobeMultiAttachType(bpf_program* prog) {
   bpf_program__set_expected_attach_type(prog, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
 }
 
-std::string AttachErrorText(int err) {
-  return err == 524 ? "the instruction there cannot be probed" : strerror(err);
-}
+std::string AttachErrorText(int err) { return err == 524 ? "the instruction there cannot be probed" : strerror(err); }
 
 }  // namespace looptrace::loader

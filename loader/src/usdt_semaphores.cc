@@ -24,9 +24,10 @@ std::vector<std::string> DisabledUsdtProbes(int pid, const AttachPlan& plan) {
     if (!mapped) ++unmapped[p.binary_path];
   }
   for (const auto& [binary, n] : unmapped)
-    out.push_back(fmt::format("pid {} does not map {} (yet): its {} probe point{} fire only once it does (another "
-                              "copy of the program?)",
-                              pid, binary, n, n == 1 ? "" : "s"));
+    out.push_back(
+        fmt::format("pid {} does not map {} (yet): its {} probe point{} fire only once it does (another "
+                    "copy of the program?)",
+                    pid, binary, n, n == 1 ? "" : "s"));
   for (const ResolvedProbe& p : plan.probes) {
     if (p.spec.kind != ProbeKind::kUsdt || !p.semaphore_address) continue;
     auto [it, fresh] = bias.try_emplace(p.binary_path);
@@ -45,9 +46,10 @@ std::vector<std::string> DisabledUsdtProbes(int pid, const AttachPlan& plan) {
     iovec local{&counter, sizeof(counter)};
     iovec remote{reinterpret_cast<void*>(*it->second + p.semaphore_address), sizeof(counter)};
     if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != sizeof(counter) || counter != 0) continue;
-    out.push_back(fmt::format("usdt {} in {}: its semaphore is still 0 after attaching, so the probe is disabled "
-                              "and will not fire (does pid {} run another copy of that file?)",
-                              p.symbol, p.binary_path, pid));
+    out.push_back(
+        fmt::format("usdt {} in {}: its semaphore is still 0 after attaching, so the probe is disabled "
+                    "and will not fire (does pid {} run another copy of that file?)",
+                    p.symbol, p.binary_path, pid));
   }
   return out;
 }

@@ -62,8 +62,8 @@ Result<std::optional<uint64_t>> RelocatedValue(Elf* elf, uint64_t address) {
         return MakeError(fmt::format("unreadable relocation symbol at {:#x}", address));
       if (sym.st_shndx == SHN_UNDEF) {
         const char* name = elf_strptr(elf, sym_shdr.sh_link, sym.st_name);
-        return MakeError(fmt::format("the pointer at {:#x} is imported from another file ({})", address,
-                                     name ? name : "?"));
+        return MakeError(
+            fmt::format("the pointer at {:#x} is imported from another file ({})", address, name ? name : "?"));
       }
       return std::optional<uint64_t>(sym.st_value + static_cast<uint64_t>(rela.r_addend));
     }

@@ -61,8 +61,7 @@ Result<CandidateInfo> Inspect(const std::string& path) {
       offset = next;
       const char* name = static_cast<const char*>(data->d_buf) + name_offset;
       if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-        info.build_id =
-            HexBytes(static_cast<const uint8_t*>(data->d_buf) + desc_offset, nhdr.n_descsz);
+        info.build_id = HexBytes(static_cast<const uint8_t*>(data->d_buf) + desc_offset, nhdr.n_descsz);
       }
     }
   };
@@ -76,8 +75,7 @@ Result<CandidateInfo> Inspect(const std::string& path) {
     if (shdr.sh_type == SHT_NOTE && info.build_id.empty()) scan(elf_getdata(scn, nullptr));
     if (shdr.sh_type == SHT_PROGBITS && shdr.sh_size > 0 && have_names) {
       const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
-      if (name != nullptr &&
-          (std::strcmp(name, ".debug_info") == 0 || std::strcmp(name, ".zdebug_info") == 0)) {
+      if (name != nullptr && (std::strcmp(name, ".debug_info") == 0 || std::strcmp(name, ".zdebug_info") == 0)) {
         info.has_debug_info = true;
       }
     }
@@ -123,8 +121,7 @@ bool Exists(const std::string& path) {
 bool SameFile(const std::string& a, const std::string& b) {
   struct stat sa;
   struct stat sb;
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 }  // namespace
@@ -170,8 +167,8 @@ Result<std::string> ReadBuildId(const std::string& path) {
   return info.build_id;
 }
 
-DebugFileSearch FindDebugFile(const ElfFile& file, std::string_view path_in_root,
-                              std::string_view root, const DebugSearchOptions& options) {
+DebugFileSearch FindDebugFile(const ElfFile& file, std::string_view path_in_root, std::string_view root,
+                              const DebugSearchOptions& options) {
   DebugFileSearch search;
   const std::string& build_id = file.build_id();
   // Checks one candidate; true if accepted.
@@ -190,8 +187,7 @@ DebugFileSearch FindDebugFile(const ElfFile& file, std::string_view path_in_root
     }
     if (!build_id.empty() && !info->build_id.empty() && info->build_id != build_id) {
       ++search.build_id_mismatches;
-      search.rejected.push_back(candidate + ": build id " + info->build_id + " differs from " +
-                                build_id);
+      search.rejected.push_back(candidate + ": build id " + info->build_id + " differs from " + build_id);
       return false;
     }
     if (crc && options.check_crc) {
@@ -204,8 +200,7 @@ DebugFileSearch FindDebugFile(const ElfFile& file, std::string_view path_in_root
       if (*actual != *crc) {
         ++search.crc_mismatches;
         char message[96];
-        std::snprintf(message, sizeof(message), ": CRC-32 %08x differs from the debuglink's %08x",
-                      *actual, *crc);
+        std::snprintf(message, sizeof(message), ": CRC-32 %08x differs from the debuglink's %08x", *actual, *crc);
         search.rejected.push_back(candidate + message);
         return false;
       }

@@ -72,9 +72,12 @@ uint64_t ScopeSectionBytes(Elf* elf) {
     const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (name == nullptr) continue;
     std::string_view section(name);
-    if (section.starts_with(".zdebug")) section.remove_prefix(2);
-    else if (section.starts_with(".debug")) section.remove_prefix(1);
-    else continue;
+    if (section.starts_with(".zdebug"))
+      section.remove_prefix(2);
+    else if (section.starts_with(".debug"))
+      section.remove_prefix(1);
+    else
+      continue;
     if (section == "debug_info" || section == "debug_ranges" || section == "debug_rnglists") {
       total += std::min<uint64_t>(UncompressedSize(scn, shdr, name), uint64_t{1} << 40);
     }
@@ -111,8 +114,7 @@ std::unique_ptr<DwarfLookup> DwarfLookup::Open(const std::string& path, OpenErro
   if (lookup->dwarf_ == nullptr) {
     const char* message = dwarf_errmsg(-1);
     const std::string text = message != nullptr ? message : "unknown error";
-    error->failure =
-        text == "no DWARF information" ? OpenFailure::kNoDwarf : OpenFailure::kCorrupt;
+    error->failure = text == "no DWARF information" ? OpenFailure::kNoDwarf : OpenFailure::kCorrupt;
     error->message = "cannot read the DWARF of " + path + ": " + text;
     return nullptr;
   }
@@ -216,8 +218,7 @@ DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
 
   // The inline chain at chain_address: each inlined instance on the DIE path gives a
   // frame named after its nearest enclosing function, at the instance's call site.
-  const int chain_start =
-      chain_address == address ? innermost : index->Innermost(chain_address);
+  const int chain_start = chain_address == address ? innermost : index->Innermost(chain_address);
   for (int i = chain_start; i >= 0; i = index->nodes[i].parent) {
     Node& node = index->nodes[i];
     if (node.tag != DW_TAG_inlined_subroutine || node.parent < 0) continue;
@@ -225,15 +226,13 @@ DwarfLookup::Answer DwarfLookup::Lookup(uint64_t address) {
     SymbolFrame frame;
     for (int j = node.parent; j >= 0; j = index->nodes[j].parent) {
       const int tag = index->nodes[j].tag;
-      if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point ||
-          tag == DW_TAG_subprogram) {
+      if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point || tag == DW_TAG_subprogram) {
         frame.function = NodeName(index, j);
         break;
       }
     }
     if (node.call_file >= 0 && index->files != nullptr) {
-      if (const char* file =
-              dwarf_filesrc(index->files, static_cast<size_t>(node.call_file), nullptr, nullptr)) {
+      if (const char* file = dwarf_filesrc(index->files, static_cast<size_t>(node.call_file), nullptr, nullptr)) {
         frame.file = file;
       }
     }
@@ -344,8 +343,7 @@ DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
     const int tag = dwarf_tag(&current.die);
     if (!MayHaveScopes(tag)) continue;
     const int node = static_cast<int>(index->nodes.size());
-    index->nodes.push_back({dwarf_dieoffset(&current.die), current.parent, tag, current.depth, -1,
-                            0, 0, {}, false});
+    index->nodes.push_back({dwarf_dieoffset(&current.die), current.parent, tag, current.depth, -1, 0, 0, {}, false});
     if (!add_ranges(&current.die, node)) {
       index->nodes.pop_back();
       continue;
@@ -382,8 +380,7 @@ DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
   }
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range& a, const Range& b) { return a.start < b.start; });
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.start < b.start; });
   // Active ranges ordered by (depth desc, node asc); ended ones are dropped lazily.
   auto worse = [&](const Range& a, const Range& b) {
     const uint32_t da = index->nodes[a.node].depth;
@@ -407,8 +404,7 @@ DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
     // The best active range may still be fine while a worse one ended: only the top
     // matters, and ended tops were removed above.
     const int node = heap.front().node;
-    if (!index->segments.empty() && index->segments.back().end == start &&
-        index->segments.back().node == node) {
+    if (!index->segments.empty() && index->segments.back().end == start && index->segments.back().node == node) {
       index->segments.back().end = end;
     } else {
       index->segments.push_back({start, end, node});
@@ -418,8 +414,7 @@ DwarfLookup::CuIndex* DwarfLookup::IndexFor(Dwarf_Die* cudie) {
   return it->second.get();
 }
 
-void DwarfLookup::LookupWithLibdw(Dwarf_Die* cudie_ptr, uint64_t address, uint64_t chain_address,
-                                  Answer* out) {
+void DwarfLookup::LookupWithLibdw(Dwarf_Die* cudie_ptr, uint64_t address, uint64_t chain_address, Answer* out) {
   Answer& answer = *out;
   Dwarf_Die& cudie = *cudie_ptr;
   // The innermost function (eu-addr2line: print_dwarf_function).
@@ -461,8 +456,7 @@ void DwarfLookup::LookupWithLibdw(Dwarf_Die* cudie_ptr, uint64_t address, uint64
   if (count > 1) {
     Dwarf_Die cu;
     Dwarf_Files* files = nullptr;
-    if (dwarf_diecu(&scopes[0], &cu, nullptr, nullptr) != nullptr &&
-        dwarf_getsrcfiles(&cudie, &files, nullptr) == 0) {
+    if (dwarf_diecu(&scopes[0], &cu, nullptr, nullptr) != nullptr && dwarf_getsrcfiles(&cudie, &files, nullptr) == 0) {
       for (int i = 0; i < count - 1; ++i) {
         Dwarf_Die* die = &scopes[i];
         if (dwarf_tag(die) != DW_TAG_inlined_subroutine) continue;
@@ -471,8 +465,7 @@ void DwarfLookup::LookupWithLibdw(Dwarf_Die* cudie_ptr, uint64_t address, uint64
         // The caller: the nearest enclosing inline, entry point or function.
         for (int j = i + 1; j < count; ++j) {
           const int tag = dwarf_tag(&scopes[j]);
-          if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point ||
-              tag == DW_TAG_subprogram) {
+          if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point || tag == DW_TAG_subprogram) {
             frame.function = DieName(&scopes[j]);
             break;
           }

@@ -37,8 +37,8 @@ class DwarfLookup {
   };
   struct Answer {
     Status status = Status::kNoCu;
-    bool has_function = false;  // DWARF named the innermost function (frames[0].function)
-    bool has_line = false;      // frames[0] has file:line
+    bool has_function = false;        // DWARF named the innermost function (frames[0].function)
+    bool has_line = false;            // frames[0] has file:line
     std::vector<SymbolFrame> frames;  // innermost first; empty for kNoCu
   };
   // `address` is a link-time virtual address.

@@ -1,5 +1,5 @@
-#include <fmt/format.h>
 #include "looptrace/symbols/elf_file.h"
+#include <fmt/format.h>
 #include "looptrace/util/safe_file.h"
 
 #include <cxxabi.h>
@@ -47,9 +47,7 @@ std::string Hex(uint64_t value) {
   return buffer;
 }
 
-ExitCode CodeForErrno(int err) {
-  return (err == EACCES || err == EPERM) ? ExitCode::kPermission : ExitCode::kProfile;
-}
+ExitCode CodeForErrno(int err) { return (err == EACCES || err == EPERM) ? ExitCode::kPermission : ExitCode::kProfile; }
 
 // A note's owner: its n_namesz bytes, which end with the terminating NUL (gABI), without
 // it; a name without one owns nothing. Compared as elfutils, the kernel and libbpf do, so
@@ -72,21 +70,22 @@ void ForEachNote(Elf_Data* data, Visit&& visit) {
     const size_t next = gelf_getnote(data, offset, &nhdr, &name_offset, &desc_offset);
     if (next == 0) break;
     offset = next;
-    visit(NoteOwner(data, nhdr, name_offset), nhdr.n_type,
-          static_cast<const uint8_t*>(data->d_buf) + desc_offset, size_t{nhdr.n_descsz});
+    visit(NoteOwner(data, nhdr, name_offset), nhdr.n_type, static_cast<const uint8_t*>(data->d_buf) + desc_offset,
+          size_t{nhdr.n_descsz});
   }
 }
 
-bool IsSymbolGlob(std::string_view pattern) {
-  return pattern.find_first_of("*?[") != std::string_view::npos;
-}
+bool IsSymbolGlob(std::string_view pattern) { return pattern.find_first_of("*?[") != std::string_view::npos; }
 
 // Binding order for symbols sharing an address: global, weak, then local and others.
 int BindingRank(uint8_t binding) {
   switch (binding) {
-    case STB_GLOBAL: return 0;
-    case STB_WEAK: return 1;
-    default: return 2;
+    case STB_GLOBAL:
+      return 0;
+    case STB_WEAK:
+      return 1;
+    default:
+      return 2;
   }
 }
 
@@ -120,13 +119,11 @@ std::vector<std::string> ReadVersionDefinitions(Elf* elf, Elf_Scn* scn, size_t* 
 
 // Appends the defined functions of one symbol table to `out`.
 Result<void> ReadFunctionSymbols(Elf* elf, Elf_Scn* scn, Elf_Data* versym,
-                                 const std::vector<std::string>& version_names,
-                                 const std::string& path, std::vector<Symbol>* out,
-                                 size_t* malformed) {
+                                 const std::vector<std::string>& version_names, const std::string& path,
+                                 std::vector<Symbol>* out, size_t* malformed) {
   GElf_Shdr shdr;
   if (gelf_getshdr(scn, &shdr) == nullptr) {
-    return MakeError("cannot read symbol table header of " + path + ": " + ElfErrorMessage(),
-                     ExitCode::kProfile);
+    return MakeError("cannot read symbol table header of " + path + ": " + ElfErrorMessage(), ExitCode::kProfile);
   }
   const char* table = shdr.sh_type == SHT_DYNSYM ? ".dynsym" : ".symtab";
   Elf_Data* data = elf_getdata(scn, nullptr);
@@ -137,9 +134,8 @@ Result<void> ReadFunctionSymbols(Elf* elf, Elf_Scn* scn, Elf_Data* versym,
   const size_t entry_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
   const size_t count = entry_size == 0 ? 0 : data->d_size / entry_size;
   if (count > kMaxSymbolTableEntries) {
-    return MakeError(std::string("cannot read ") + table + " of " + path + ": " +
-                         std::to_string(count) + " entries exceed the limit of " +
-                         std::to_string(kMaxSymbolTableEntries),
+    return MakeError(std::string("cannot read ") + table + " of " + path + ": " + std::to_string(count) +
+                         " entries exceed the limit of " + std::to_string(kMaxSymbolTableEntries),
                      ExitCode::kProfile);
   }
   size_t versym_count = 0;
@@ -194,31 +190,37 @@ Result<void> ReadFunctionSymbols(Elf* elf, Elf_Scn* scn, Elf_Data* versym,
   return {};
 }
 
-Result<void> ReadDynamicSection(Elf* elf, Elf_Scn* scn, const std::string& path,
-                                DynamicInfo* out) {
+Result<void> ReadDynamicSection(Elf* elf, Elf_Scn* scn, const std::string& path, DynamicInfo* out) {
   GElf_Shdr shdr;
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (gelf_getshdr(scn, &shdr) == nullptr || data == nullptr) {
-    return MakeError("cannot read .dynamic of " + path + ": " + ElfErrorMessage(),
-                     ExitCode::kProfile);
+    return MakeError("cannot read .dynamic of " + path + ": " + ElfErrorMessage(), ExitCode::kProfile);
   }
   const size_t entry_size = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
   const size_t count = entry_size == 0 ? 0 : data->d_size / entry_size;
   for (size_t i = 0; i < count; ++i) {
     GElf_Dyn dyn;
     if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL) break;
-    if (dyn.d_tag != DT_SONAME && dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH &&
-        dyn.d_tag != DT_RUNPATH) {
+    if (dyn.d_tag != DT_SONAME && dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH) {
       continue;
     }
     const char* value = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
     if (value == nullptr) continue;
     switch (dyn.d_tag) {
-      case DT_SONAME: out->soname = value; break;
-      case DT_NEEDED: out->needed.emplace_back(value); break;
-      case DT_RPATH: out->rpath = value; break;
-      case DT_RUNPATH: out->runpath = value; break;
-      default: break;
+      case DT_SONAME:
+        out->soname = value;
+        break;
+      case DT_NEEDED:
+        out->needed.emplace_back(value);
+        break;
+      case DT_RPATH:
+        out->rpath = value;
+        break;
+      case DT_RUNPATH:
+        out->runpath = value;
+        break;
+      default:
+        break;
     }
   }
   return {};
@@ -289,35 +291,28 @@ std::optional<DebugLink> ReadDebugLink(Elf_Scn* scn, bool swap, size_t* malforme
 }
 
 // The functions of the .symtab inside .gnu_debugdata.
-Result<void> ReadMiniDebugInfo(Elf_Scn* scn, const std::string& path, std::vector<Symbol>* out,
-                               size_t* malformed) {
+Result<void> ReadMiniDebugInfo(Elf_Scn* scn, const std::string& path, std::vector<Symbol>* out, size_t* malformed) {
   constexpr size_t kMaxMiniDebugInfo = size_t{256} << 20;
   Elf_Data* data = elf_rawdata(scn, nullptr);
   if (data == nullptr || data->d_buf == nullptr) {
-    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(),
-                     ExitCode::kProfile);
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(), ExitCode::kProfile);
   }
-  auto decompressed =
-      DecompressXz(static_cast<const uint8_t*>(data->d_buf), data->d_size, kMaxMiniDebugInfo);
+  auto decompressed = DecompressXz(static_cast<const uint8_t*>(data->d_buf), data->d_size, kMaxMiniDebugInfo);
   if (!decompressed) {
-    return MakeError("cannot read .gnu_debugdata of " + path + ": " + decompressed.error().message,
-                     ExitCode::kProfile);
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + decompressed.error().message, ExitCode::kProfile);
   }
   Elf* mini = elf_memory(reinterpret_cast<char*>(decompressed->data()), decompressed->size());
   if (mini == nullptr) {
-    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(),
-                     ExitCode::kProfile);
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(), ExitCode::kProfile);
   }
   Result<void> status;
   if (elf_kind(mini) != ELF_K_ELF) {
-    status = MakeError("cannot read .gnu_debugdata of " + path + ": not an ELF file",
-                       ExitCode::kProfile);
+    status = MakeError("cannot read .gnu_debugdata of " + path + ": not an ELF file", ExitCode::kProfile);
   } else {
     for (Elf_Scn* s = elf_nextscn(mini, nullptr); s != nullptr; s = elf_nextscn(mini, s)) {
       GElf_Shdr shdr;
       if (gelf_getshdr(s, &shdr) != nullptr && shdr.sh_type == SHT_SYMTAB) {
-        status = ReadFunctionSymbols(mini, s, nullptr, {}, path + " (.gnu_debugdata)", out,
-                                     malformed);
+        status = ReadFunctionSymbols(mini, s, nullptr, {}, path + " (.gnu_debugdata)", out, malformed);
         break;
       }
     }
@@ -365,14 +360,14 @@ Result<std::pair<int, Elf*>> OpenElf(const std::string& path, uint64_t* file_siz
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return MakeError("cannot open " + path + ": it is " + std::string(FileTypeName(st.st_mode)) +
-                         ", not a regular file",
-                     ExitCode::kProfile);
+    return MakeError(
+        "cannot open " + path + ": it is " + std::string(FileTypeName(st.st_mode)) + ", not a regular file",
+        ExitCode::kProfile);
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxElfBytes) {
     close(fd);
-    return MakeError("cannot open " + path + ": " + FormatBytes(static_cast<uint64_t>(st.st_size)) +
-                         " is over the " + FormatBytes(kMaxElfBytes) + " limit for ELF files",
+    return MakeError("cannot open " + path + ": " + FormatBytes(static_cast<uint64_t>(st.st_size)) + " is over the " +
+                         FormatBytes(kMaxElfBytes) + " limit for ELF files",
                      ExitCode::kProfile);
   }
   if (file_size != nullptr) *file_size = static_cast<uint64_t>(st.st_size);
@@ -387,8 +382,7 @@ Result<std::pair<int, Elf*>> OpenElf(const std::string& path, uint64_t* file_siz
     const bool archive = elf_kind(elf) == ELF_K_AR;
     elf_end(elf);
     close(fd);
-    return MakeError("cannot read " + path + (archive ? ": an ar archive, not an ELF file"
-                                                     : ": not an ELF file"),
+    return MakeError("cannot read " + path + (archive ? ": an ar archive, not an ELF file" : ": not an ELF file"),
                      ExitCode::kProfile);
   }
   return std::make_pair(fd, elf);
@@ -471,29 +465,25 @@ Result<void> ElfFile::Load() {
 Result<ElfFile::Layout> ElfFile::ReadHeader() {
   GElf_Ehdr ehdr;
   if (gelf_getehdr(handle_.elf, &ehdr) == nullptr) {
-    return MakeError("cannot read ELF header of " + path_ + ": " + ElfErrorMessage(),
-                     ExitCode::kProfile);
+    return MakeError("cannot read ELF header of " + path_ + ": " + ElfErrorMessage(), ExitCode::kProfile);
   }
   // libelf quietly drops header tables that extend past the end of the file; a
   // truncated file must be an error, not an ELF without symbols.
   auto table_fits = [&](uint64_t offset, uint64_t count, uint64_t entry_size) {
     return offset <= file_size_ && count * entry_size <= file_size_ - offset;
   };
-  if (ehdr.e_shoff != 0 &&
-      !table_fits(ehdr.e_shoff, std::max<uint64_t>(ehdr.e_shnum, 1), ehdr.e_shentsize)) {
-    return MakeError("cannot read " + path_ + ": section headers extend past the end of the file",
-                     ExitCode::kProfile, "the file may be truncated");
+  if (ehdr.e_shoff != 0 && !table_fits(ehdr.e_shoff, std::max<uint64_t>(ehdr.e_shnum, 1), ehdr.e_shentsize)) {
+    return MakeError("cannot read " + path_ + ": section headers extend past the end of the file", ExitCode::kProfile,
+                     "the file may be truncated");
   }
-  if (ehdr.e_phoff != 0 && ehdr.e_phnum != PN_XNUM &&
-      !table_fits(ehdr.e_phoff, ehdr.e_phnum, ehdr.e_phentsize)) {
-    return MakeError("cannot read " + path_ + ": program headers extend past the end of the file",
-                     ExitCode::kProfile, "the file may be truncated");
+  if (ehdr.e_phoff != 0 && ehdr.e_phnum != PN_XNUM && !table_fits(ehdr.e_phoff, ehdr.e_phnum, ehdr.e_phentsize)) {
+    return MakeError("cannot read " + path_ + ": program headers extend past the end of the file", ExitCode::kProfile,
+                     "the file may be truncated");
   }
   is_dyn_ = ehdr.e_type == ET_DYN;
   Layout layout;
   layout.is64 = ehdr.e_ident[EI_CLASS] == ELFCLASS64;
-  layout.swap =
-      (ehdr.e_ident[EI_DATA] == ELFDATA2MSB) != (std::endian::native == std::endian::big);
+  layout.swap = (ehdr.e_ident[EI_DATA] == ELFDATA2MSB) != (std::endian::native == std::endian::big);
   return layout;
 }
 
@@ -501,19 +491,17 @@ Result<ElfFile::Layout> ElfFile::ReadHeader() {
 Result<void> ElfFile::ReadProgramHeaders(std::vector<NoteSegment>* note_segments) {
   size_t phnum = 0;
   if (elf_getphdrnum(handle_.elf, &phnum) != 0) {
-    return MakeError("cannot read program headers of " + path_ + ": " + ElfErrorMessage(),
-                     ExitCode::kProfile);
+    return MakeError("cannot read program headers of " + path_ + ": " + ElfErrorMessage(), ExitCode::kProfile);
   }
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr phdr;
     if (gelf_getphdr(handle_.elf, static_cast<int>(i), &phdr) == nullptr) {
-      return MakeError("cannot read program header " + std::to_string(i) + " of " + path_ + ": " +
-                           ElfErrorMessage(),
+      return MakeError("cannot read program header " + std::to_string(i) + " of " + path_ + ": " + ElfErrorMessage(),
                        ExitCode::kProfile);
     }
     if (phdr.p_type == PT_LOAD) {
-      segments_.push_back(Segment{phdr.p_vaddr, phdr.p_memsz, phdr.p_offset, phdr.p_filesz,
-                                  (phdr.p_flags & PF_X) != 0});
+      segments_.push_back(
+          Segment{phdr.p_vaddr, phdr.p_memsz, phdr.p_offset, phdr.p_filesz, (phdr.p_flags & PF_X) != 0});
     } else if (phdr.p_type == PT_NOTE) {
       note_segments->push_back(NoteSegment{phdr.p_offset, phdr.p_filesz, phdr.p_align});
     }
@@ -533,15 +521,24 @@ Result<void> ElfFile::ScanSections(SectionRefs* refs) {
     ++refs->count;
     GElf_Shdr shdr;
     if (gelf_getshdr(scn, &shdr) == nullptr) {
-      return MakeError("cannot read section header of " + path_ + ": " + ElfErrorMessage(),
-                       ExitCode::kProfile);
+      return MakeError("cannot read section header of " + path_ + ": " + ElfErrorMessage(), ExitCode::kProfile);
     }
     switch (shdr.sh_type) {
-      case SHT_SYMTAB: refs->symtab = scn; break;
-      case SHT_DYNSYM: refs->dynsym = scn; break;
-      case SHT_GNU_versym: refs->versym = scn; break;
-      case SHT_GNU_verdef: refs->verdef = scn; break;
-      case SHT_NOTE: refs->notes.push_back(scn); break;
+      case SHT_SYMTAB:
+        refs->symtab = scn;
+        break;
+      case SHT_DYNSYM:
+        refs->dynsym = scn;
+        break;
+      case SHT_GNU_versym:
+        refs->versym = scn;
+        break;
+      case SHT_GNU_verdef:
+        refs->verdef = scn;
+        break;
+      case SHT_NOTE:
+        refs->notes.push_back(scn);
+        break;
       case SHT_PROGBITS:
         if (have_shstrndx) {
           const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
@@ -553,21 +550,20 @@ Result<void> ElfFile::ScanSections(SectionRefs* refs) {
             refs->debuglink = scn;
           } else if (section_name == ".gnu_debugdata") {
             refs->gnu_debugdata = scn;
-          } else if ((section_name == ".debug_info" || section_name == ".zdebug_info") &&
-                     shdr.sh_size > 0) {
+          } else if ((section_name == ".debug_info" || section_name == ".zdebug_info") && shdr.sh_size > 0) {
             has_debug_info_ = true;
           }
         }
         break;
-      default: break;
+      default:
+        break;
     }
     if ((shdr.sh_flags & SHF_ALLOC) != 0 && shdr.sh_addr != 0 && shdr.sh_size > 0) {
-      sections_.push_back(
-          Section{shdr.sh_addr, shdr.sh_size, static_cast<uint32_t>(elf_ndxscn(scn))});
+      sections_.push_back(Section{shdr.sh_addr, shdr.sh_size, static_cast<uint32_t>(elf_ndxscn(scn))});
     }
     if (!have_segments && (shdr.sh_flags & SHF_ALLOC) != 0 && shdr.sh_type != SHT_NOBITS) {
-      segments_.push_back(Segment{shdr.sh_addr, shdr.sh_size, shdr.sh_offset, shdr.sh_size,
-                                  (shdr.sh_flags & SHF_EXECINSTR) != 0});
+      segments_.push_back(
+          Segment{shdr.sh_addr, shdr.sh_size, shdr.sh_offset, shdr.sh_size, (shdr.sh_flags & SHF_EXECINSTR) != 0});
     }
   }
   return {};
@@ -575,8 +571,7 @@ Result<void> ElfFile::ScanSections(SectionRefs* refs) {
 
 // Notes: the GNU build id and USDT probes, from the note sections if the file has any
 // sections, else from the PT_NOTE segments.
-Result<void> ElfFile::ReadNotes(const SectionRefs& refs,
-                                const std::vector<NoteSegment>& note_segments,
+Result<void> ElfFile::ReadNotes(const SectionRefs& refs, const std::vector<NoteSegment>& note_segments,
                                 const Layout& layout) {
   auto add_note = [&](std::string_view owner, uint32_t type, const uint8_t* desc, size_t size) {
     AddNote(owner, type, desc, size, layout, refs.stapsdt_base);
@@ -584,15 +579,13 @@ Result<void> ElfFile::ReadNotes(const SectionRefs& refs,
   for (Elf_Scn* scn : refs.notes) {
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr) {
-      return MakeError("cannot read note section of " + path_ + ": " + ElfErrorMessage(),
-                       ExitCode::kProfile);
+      return MakeError("cannot read note section of " + path_ + ": " + ElfErrorMessage(), ExitCode::kProfile);
     }
     ForEachNote(data, add_note);
   }
   if (refs.count == 0) {
     for (const NoteSegment& segment : note_segments) {
-      Elf_Data* data = elf_getdata_rawchunk(handle_.elf, static_cast<int64_t>(segment.offset),
-                                            segment.size,
+      Elf_Data* data = elf_getdata_rawchunk(handle_.elf, static_cast<int64_t>(segment.offset), segment.size,
                                             segment.align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
       if (data == nullptr) {
         ++malformed_entries_;
@@ -605,8 +598,8 @@ Result<void> ElfFile::ReadNotes(const SectionRefs& refs,
 }
 
 // One note: the first GNU build id, or a USDT probe.
-void ElfFile::AddNote(std::string_view owner, uint32_t type, const uint8_t* desc, size_t size,
-                      const Layout& layout, uint64_t stapsdt_base) {
+void ElfFile::AddNote(std::string_view owner, uint32_t type, const uint8_t* desc, size_t size, const Layout& layout,
+                      uint64_t stapsdt_base) {
   if (owner == kGnuOwner && type == NT_GNU_BUILD_ID && build_id_.empty()) {
     SetBuildId(desc, size);
   } else if (owner == kStapsdtOwner && type == kNtStapsdt) {
@@ -631,8 +624,7 @@ Result<std::vector<Symbol>> ElfFile::ReadSymbols(const SectionRefs& refs) {
   Elf* elf = handle_.elf;
   std::vector<Symbol> symbols;
   if (refs.symtab != nullptr) {
-    RETURN_IF_ERROR(
-        ReadFunctionSymbols(elf, refs.symtab, nullptr, {}, path_, &symbols, &malformed_entries_));
+    RETURN_IF_ERROR(ReadFunctionSymbols(elf, refs.symtab, nullptr, {}, path_, &symbols, &malformed_entries_));
   }
   if (refs.dynsym != nullptr) {
     std::vector<std::string> version_names;
@@ -640,13 +632,12 @@ Result<std::vector<Symbol>> ElfFile::ReadSymbols(const SectionRefs& refs) {
       version_names = ReadVersionDefinitions(elf, refs.verdef, &malformed_entries_);
     }
     Elf_Data* versym_data = refs.versym != nullptr ? elf_getdata(refs.versym, nullptr) : nullptr;
-    RETURN_IF_ERROR(ReadFunctionSymbols(elf, refs.dynsym, versym_data, version_names, path_,
-                                        &symbols, &malformed_entries_));
+    RETURN_IF_ERROR(
+        ReadFunctionSymbols(elf, refs.dynsym, versym_data, version_names, path_, &symbols, &malformed_entries_));
   }
   if (refs.symtab == nullptr && refs.gnu_debugdata != nullptr) {
     const size_t before = symbols.size();
-    if (auto status = ReadMiniDebugInfo(refs.gnu_debugdata, path_, &symbols, &malformed_entries_);
-        !status) {
+    if (auto status = ReadMiniDebugInfo(refs.gnu_debugdata, path_, &symbols, &malformed_entries_); !status) {
       minidebuginfo_error_ = status.error().message;
       log::V1("{}", minidebuginfo_error_);
     }
@@ -659,16 +650,13 @@ Result<std::vector<Symbol>> ElfFile::ReadSymbols(const SectionRefs& refs) {
 // address then binding; demangled names, file offsets and the lookup indexes.
 void ElfFile::IndexFunctions(std::vector<Symbol> symbols) {
   // One entry per (address, name); the .dynsym copy contributes the version.
-  std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
-    return std::tie(a.address, a.name) < std::tie(b.address, b.name);
-  });
+  std::sort(symbols.begin(), symbols.end(),
+            [](const Symbol& a, const Symbol& b) { return std::tie(a.address, a.name) < std::tie(b.address, b.name); });
   functions_.reserve(symbols.size());
   for (Symbol& symbol : symbols) {
-    if (!functions_.empty() && functions_.back().address == symbol.address &&
-        functions_.back().name == symbol.name) {
+    if (!functions_.empty() && functions_.back().address == symbol.address && functions_.back().name == symbol.name) {
       Symbol& kept = functions_.back();
-      if (kept.version.empty() ||
-          (!kept.is_default_version && symbol.is_default_version && !symbol.version.empty())) {
+      if (kept.version.empty() || (!kept.is_default_version && symbol.is_default_version && !symbol.version.empty())) {
         kept.version = std::move(symbol.version);
         kept.is_default_version = symbol.is_default_version;
       }
@@ -684,11 +672,9 @@ void ElfFile::IndexFunctions(std::vector<Symbol> symbols) {
     size_t end = begin + 1;
     while (end < functions_.size() && functions_[end].address == functions_[begin].address) ++end;
     if (end - begin > 1) {
-      std::stable_sort(functions_.begin() + static_cast<ptrdiff_t>(begin),
-                       functions_.begin() + static_cast<ptrdiff_t>(end),
-                       [](const Symbol& a, const Symbol& b) {
-                         return BindingRank(a.binding) < BindingRank(b.binding);
-                       });
+      std::stable_sort(
+          functions_.begin() + static_cast<ptrdiff_t>(begin), functions_.begin() + static_cast<ptrdiff_t>(end),
+          [](const Symbol& a, const Symbol& b) { return BindingRank(a.binding) < BindingRank(b.binding); });
     }
     begin = end;
   }
@@ -714,8 +700,7 @@ void ElfFile::IndexFunctions(std::vector<Symbol> symbols) {
     } else {
       symbol.demangled = symbol.name;
     }
-    if (segment == nullptr || symbol.address < segment->vaddr ||
-        symbol.address - segment->vaddr >= segment->memsz) {
+    if (segment == nullptr || symbol.address < segment->vaddr || symbol.address - segment->vaddr >= segment->memsz) {
       segment = SegmentFor(symbol.address);
     }
     symbol.file_offset = segment != nullptr ? symbol.address - segment->vaddr + segment->offset : 0;
@@ -789,8 +774,7 @@ std::optional<uint64_t> ElfFile::FindObject(std::string_view name) const {
   return std::nullopt;
 }
 
-void ElfFile::AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap,
-                          uint64_t stapsdt_base) {
+void ElfFile::AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap, uint64_t stapsdt_base) {
   const size_t address_size = is64 ? 8 : 4;
   if (size < 3 * address_size + 2) {
     ++malformed_entries_;
@@ -820,8 +804,8 @@ void ElfFile::AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap
   const Segment* segment = SegmentFor(probe.address);
   if (segment == nullptr) {
     ++malformed_entries_;
-    log::V1("{}: USDT probe {}:{} at {} is outside every loadable segment", path_, probe.provider,
-            probe.name, Hex(probe.address));
+    log::V1("{}: USDT probe {}:{} at {} is outside every loadable segment", path_, probe.provider, probe.name,
+            Hex(probe.address));
     return;
   }
   probe.file_offset = probe.address - segment->vaddr + segment->offset;
@@ -846,8 +830,7 @@ std::vector<const Symbol*> ElfFile::FindFunctions(std::string_view name_or_glob)
     const std::string pattern(name_or_glob);
     for (const Symbol& symbol : functions_) {
       if (fnmatch(pattern.c_str(), symbol.name.c_str(), 0) == 0 ||
-          (symbol.demangled != symbol.name &&
-           fnmatch(pattern.c_str(), symbol.demangled.c_str(), 0) == 0)) {
+          (symbol.demangled != symbol.name && fnmatch(pattern.c_str(), symbol.demangled.c_str(), 0) == 0)) {
         result.push_back(&symbol);
       }
     }
@@ -857,8 +840,7 @@ std::vector<const Symbol*> ElfFile::FindFunctions(std::string_view name_or_glob)
   for (auto it = begin; it != end; ++it) result.push_back(&functions_[it->second]);
   // "ns::Foo::bar(int) const": the symbols indexed under "ns::Foo::bar" with exactly
   // that demangled name.
-  if (const std::string_view stripped = StripParameters(name_or_glob);
-      stripped != name_or_glob) {
+  if (const std::string_view stripped = StripParameters(name_or_glob); stripped != name_or_glob) {
     auto [sbegin, send] = by_name_.equal_range(stripped);
     for (auto it = sbegin; it != send; ++it) {
       const Symbol& symbol = functions_[it->second];
@@ -889,8 +871,7 @@ const Symbol* ElfFile::FindFunctionByAddress(uint64_t address) const {
     if (address - symbol.address < symbol.size) {
       // Prefer the first symbol of the nearest start address (global before local).
       size_t first = i;
-      while (first > 0 && functions_[first - 1].address == symbol.address &&
-             functions_[first - 1].size > 0 &&
+      while (first > 0 && functions_[first - 1].address == symbol.address && functions_[first - 1].size > 0 &&
              address - functions_[first - 1].address < functions_[first - 1].size) {
         --first;
       }
@@ -955,8 +936,7 @@ std::vector<std::string> ElfFile::ClosestNames(std::string_view name, size_t max
     } else if (lower.find(query) != std::string::npos) {
       score = 1;  // substring bonus: "compute" suggests "ns::compute_frame"
     } else {
-      const size_t length_gap =
-          lower.size() > query.size() ? lower.size() - query.size() : query.size() - lower.size();
+      const size_t length_gap = lower.size() > query.size() ? lower.size() - query.size() : query.size() - lower.size();
       if (length_gap > max_distance) continue;
       score = EditDistance(query, lower);
       if (score > max_distance) continue;
@@ -964,8 +944,7 @@ std::vector<std::string> ElfFile::ClosestNames(std::string_view name, size_t max
     scored.push_back({score, candidate});
   }
   std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
-    return std::make_tuple(a.score, a.name.size(), a.name) <
-           std::make_tuple(b.score, b.name.size(), b.name);
+    return std::make_tuple(a.score, a.name.size(), a.name) < std::make_tuple(b.score, b.name.size(), b.name);
   });
   for (size_t i = 0; i < scored.size() && result.size() < max_count; ++i) {
     result.emplace_back(scored[i].name);
@@ -976,8 +955,7 @@ std::vector<std::string> ElfFile::ClosestNames(std::string_view name, size_t max
 Result<uint64_t> ElfFile::AddressToFileOffset(uint64_t address) const {
   const Segment* segment = SegmentFor(address);
   if (segment == nullptr) {
-    return MakeError("address " + Hex(address) + " is outside the loadable segments of " + path_,
-                     ExitCode::kProfile);
+    return MakeError("address " + Hex(address) + " is outside the loadable segments of " + path_, ExitCode::kProfile);
   }
   return address - segment->vaddr + segment->offset;
 }
@@ -985,13 +963,11 @@ Result<uint64_t> ElfFile::AddressToFileOffset(uint64_t address) const {
 Result<std::vector<uint8_t>> ElfFile::ReadAtAddress(uint64_t address, size_t length) const {
   const Segment* segment = SegmentFor(address);
   if (segment == nullptr) {
-    return MakeError("address " + Hex(address) + " is outside the loadable segments of " + path_,
-                     ExitCode::kProfile);
+    return MakeError("address " + Hex(address) + " is outside the loadable segments of " + path_, ExitCode::kProfile);
   }
   const uint64_t delta = address - segment->vaddr;
   if (delta >= segment->filesz) {
-    return MakeError("address " + Hex(address) + " of " + path_ + " has no file contents",
-                     ExitCode::kProfile);
+    return MakeError("address " + Hex(address) + " of " + path_ + " has no file contents", ExitCode::kProfile);
   }
   const uint64_t offset = segment->offset + delta;
   uint64_t available = std::min<uint64_t>(length, segment->filesz - delta);
@@ -999,8 +975,7 @@ Result<std::vector<uint8_t>> ElfFile::ReadAtAddress(uint64_t address, size_t len
   std::vector<uint8_t> bytes(available);
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = pread(handle_.fd, bytes.data() + done, bytes.size() - done,
-                            static_cast<off_t>(offset + done));
+    const ssize_t n = pread(handle_.fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return SystemError("cannot read " + path_ + " at offset " + Hex(offset + done), errno);
@@ -1016,8 +991,7 @@ Result<std::vector<uint8_t>> ElfFile::ReadAtAddress(uint64_t address, size_t len
   return bytes;
 }
 
-std::vector<const UsdtProbe*> ElfFile::FindUsdt(std::string_view provider,
-                                                std::string_view name) const {
+std::vector<const UsdtProbe*> ElfFile::FindUsdt(std::string_view provider, std::string_view name) const {
   auto matches = [](std::string_view pattern, const std::string& value) {
     if (pattern.empty()) return true;
     if (!IsSymbolGlob(pattern)) return pattern == value;

@@ -42,9 +42,16 @@ Prologue Classify(const std::vector<uint8_t>& code) {
 std::optional<bool> KeepsFramePointers(const ElfFile& elf) {
   constexpr size_t kWindow = 32, kMaxChecked = 512, kMinDecided = 4;
   // The C runtime's own startup code says nothing about how the program was built.
-  static const std::set<std::string_view> kRuntime = {
-      "_start", "_init", "_fini", "deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux",
-      "frame_dummy", "__libc_csu_init", "__libc_csu_fini", "_dl_relocate_static_pie"};
+  static const std::set<std::string_view> kRuntime = {"_start",
+                                                      "_init",
+                                                      "_fini",
+                                                      "deregister_tm_clones",
+                                                      "register_tm_clones",
+                                                      "__do_global_dtors_aux",
+                                                      "frame_dummy",
+                                                      "__libc_csu_init",
+                                                      "__libc_csu_fini",
+                                                      "_dl_relocate_static_pie"};
   std::vector<const Symbol*> candidates;
   for (const Symbol& f : elf.functions())
     if (f.size >= 8 && !f.is_ifunc && !kRuntime.contains(f.name) && f.name.find(".cold") == std::string::npos)
@@ -55,9 +62,14 @@ std::optional<bool> KeepsFramePointers(const ElfFile& elf) {
     auto bytes = elf.ReadAtAddress(candidates[i]->address, std::min<uint64_t>(kWindow, candidates[i]->size));
     if (!bytes) continue;
     switch (Classify(*bytes)) {
-      case Prologue::kFramePointer: ++with; break;
-      case Prologue::kNoFramePointer: ++without; break;
-      case Prologue::kNeither: break;
+      case Prologue::kFramePointer:
+        ++with;
+        break;
+      case Prologue::kNoFramePointer:
+        ++without;
+        break;
+      case Prologue::kNeither:
+        break;
     }
   }
   if (with + without < kMinDecided) return std::nullopt;

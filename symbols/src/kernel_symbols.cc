@@ -39,8 +39,7 @@ Result<KernelSymbols> KernelSymbols::Load(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   KernelSymbols symbols = Parse(text.str());
-  if (symbols.symbols_.empty())
-    return MakeError(fmt::format("{} shows no kernel addresses (kptr_restrict?)", path));
+  if (symbols.symbols_.empty()) return MakeError(fmt::format("{} shows no kernel addresses (kptr_restrict?)", path));
   return symbols;
 }
 

@@ -43,8 +43,7 @@ std::optional<long long> ParseDecimal(std::string_view s) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, 10);
   if (ptr != s.data() + s.size()) return std::nullopt;
   if (ec == std::errc::result_out_of_range) {
-    return s.front() == '-' ? std::numeric_limits<long long>::min()
-                            : std::numeric_limits<long long>::max();
+    return s.front() == '-' ? std::numeric_limits<long long>::min() : std::numeric_limits<long long>::max();
   }
   if (ec != std::errc()) return std::nullopt;
   return value;
@@ -67,8 +66,7 @@ std::optional<std::string> ParseLine(std::string_view line, MappedMethod* out) {
     return "method id " + std::string(id_text) + " exceeds the 20-bit maximum 1048575";
   }
 
-  const std::string_view flag_text =
-      Trim(line.substr(first_comma + 1, second_comma - first_comma - 1));
+  const std::string_view flag_text = Trim(line.substr(first_comma + 1, second_comma - first_comma - 1));
   const std::optional<long long> flags = ParseDecimal(flag_text);
   if (!flags) return "access flag " + Quote(flag_text) + " is not a decimal number";
   // Not limited to 16 bits: ASM adds pseudo flags such as ACC_DEPRECATED (0x20000).
@@ -101,8 +99,7 @@ MethodMapping MethodMapping::Parse(std::string_view text, std::string_view sourc
   if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
   const auto warn = [&](size_t line_number, const std::string& why) {
     if (warnings != nullptr) {
-      warnings->push_back(std::string(source_name) + ":" + std::to_string(line_number) + ": " +
-                          why);
+      warnings->push_back(std::string(source_name) + ":" + std::to_string(line_number) + ": " + why);
     }
   };
 
@@ -123,8 +120,8 @@ MethodMapping MethodMapping::Parse(std::string_view text, std::string_view sourc
     }
     auto [it, inserted] = defined_at.try_emplace(method.id, line_number);
     if (!inserted) {
-      warn(line_number, "duplicate method id " + std::to_string(method.id) +
-                            " (replaces the entry of line " + std::to_string(it->second) + ")");
+      warn(line_number, "duplicate method id " + std::to_string(method.id) + " (replaces the entry of line " +
+                            std::to_string(it->second) + ")");
       it->second = line_number;
     }
     const int id = method.id;
@@ -133,12 +130,12 @@ MethodMapping MethodMapping::Parse(std::string_view text, std::string_view sourc
   return mapping;
 }
 
-Result<MethodMapping> MethodMapping::Load(const std::string& path,
-                                          std::vector<std::string>* warnings) {
+Result<MethodMapping> MethodMapping::Load(const std::string& path, std::vector<std::string>* warnings) {
   const std::string hint =
       "pass the methodMapping.txt written by the Matrix Gradle plugin "
       "(build/outputs/mapping/<variant>/methodMapping.txt)";
-  ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, "method mapping", kMaxMappingBytes, ExitCode::kProfile, hint));
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadRegularFile(path, "method mapping", kMaxMappingBytes, ExitCode::kProfile, hint));
   return Parse(text, path, warnings);
 }
 

@@ -67,8 +67,10 @@ void PerfMap::Sort() {
   std::vector<PerfMapEntry> unique;
   unique.reserve(entries_.size());
   for (auto& e : entries_) {
-    if (!unique.empty() && unique.back().start == e.start) unique.back() = std::move(e);
-    else unique.push_back(std::move(e));
+    if (!unique.empty() && unique.back().start == e.start)
+      unique.back() = std::move(e);
+    else
+      unique.push_back(std::move(e));
   }
   entries_ = std::move(unique);
 }

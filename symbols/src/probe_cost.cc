@@ -6,26 +6,29 @@
 namespace looptrace::symbols {
 namespace {
 
-constexpr std::array<std::string_view, 8> kReg64 = {"%rax", "%rcx", "%rdx", "%rbx",
-                                                    "%rsp", "%rbp", "%rsi", "%rdi"};
-constexpr std::array<std::string_view, 8> kRegExt = {"%r8",  "%r9",  "%r10", "%r11",
-                                                     "%r12", "%r13", "%r14", "%r15"};
-constexpr std::array<std::string_view, 16> kConditions = {
-    "jo", "jno", "jb", "jae", "je", "jne", "jbe", "ja",
-    "js", "jns", "jp", "jnp", "jl", "jge", "jle", "jg"};
-constexpr std::array<std::string_view, 8> kAluNames = {"add", "or",  "adc", "sbb",
-                                                       "and", "sub", "xor", "cmp"};
-constexpr std::array<std::string_view, 8> kShiftNames = {"rol", "ror", "rcl", "rcr",
-                                                         "shl", "shr", "sal", "sar"};
-constexpr std::array<std::string_view, 8> kGroup3Names = {"test", "test", "not",  "neg",
-                                                          "mul",  "imul", "div",  "idiv"};
-constexpr std::array<std::string_view, 8> kGroup5Names = {"inc",  "dec", "call", "call",
-                                                          "jmp",  "jmp", "push", "unknown"};
+constexpr std::array<std::string_view, 8> kReg64 = {"%rax", "%rcx", "%rdx", "%rbx", "%rsp", "%rbp", "%rsi", "%rdi"};
+constexpr std::array<std::string_view, 8> kRegExt = {"%r8", "%r9", "%r10", "%r11", "%r12", "%r13", "%r14", "%r15"};
+constexpr std::array<std::string_view, 16> kConditions = {"jo", "jno", "jb", "jae", "je", "jne", "jbe", "ja",
+                                                          "js", "jns", "jp", "jnp", "jl", "jge", "jle", "jg"};
+constexpr std::array<std::string_view, 8> kAluNames = {"add", "or", "adc", "sbb", "and", "sub", "xor", "cmp"};
+constexpr std::array<std::string_view, 8> kShiftNames = {"rol", "ror", "rcl", "rcr", "shl", "shr", "sal", "sar"};
+constexpr std::array<std::string_view, 8> kGroup3Names = {"test", "test", "not", "neg", "mul", "imul", "div", "idiv"};
+constexpr std::array<std::string_view, 8> kGroup5Names = {"inc", "dec", "call", "call",
+                                                          "jmp", "jmp", "push", "unknown"};
 
 bool IsLegacyPrefix(uint8_t b) {
   switch (b) {
-    case 0x66: case 0x67: case 0xf0: case 0xf2: case 0xf3:
-    case 0x2e: case 0x3e: case 0x26: case 0x36: case 0x64: case 0x65:
+    case 0x66:
+    case 0x67:
+    case 0xf0:
+    case 0xf2:
+    case 0xf3:
+    case 0x2e:
+    case 0x3e:
+    case 0x26:
+    case 0x36:
+    case 0x64:
+    case 0x65:
       return true;
     default:
       return false;
@@ -66,9 +69,7 @@ InstructionInfo SingleStep(std::string_view name, size_t length) {
   return {ProbeCost::kSingleStep, std::move(mnemonic), length};
 }
 
-std::string NopName(size_t length) {
-  return length == 1 ? std::string("nop") : "nop" + std::to_string(length);
-}
+std::string NopName(size_t length) { return length == 1 ? std::string("nop") : "nop" + std::to_string(length); }
 
 struct Decoded {
   size_t prefix_bytes = 0;  // legacy prefixes + REX
@@ -78,8 +79,7 @@ struct Decoded {
 };
 
 // Single-stepped instruction with a ModRM operand and `imm` immediate bytes.
-InstructionInfo WithModrm(std::string_view name, std::span<const uint8_t> code, size_t modrm_at,
-                          size_t imm) {
+InstructionInfo WithModrm(std::string_view name, std::span<const uint8_t> code, size_t modrm_at, size_t imm) {
   auto modrm = ModrmLength(code.subspan(modrm_at));
   if (!modrm) return Unknown();
   const size_t length = modrm_at + *modrm + imm;
@@ -114,8 +114,7 @@ InstructionInfo ClassifyTwoByte(std::span<const uint8_t> code, const Decoded& d,
   if (op2 == 0xaf) return WithModrm("imul", code, modrm_at, 0);
   if (op2 == 0xb6 || op2 == 0xb7) return WithModrm("movzx", code, modrm_at, 0);
   if (op2 == 0xbe || op2 == 0xbf) return WithModrm("movsx", code, modrm_at, 0);
-  if (op2 == 0x10 || op2 == 0x11 || op2 == 0x28 || op2 == 0x29 || op2 == 0x6f || op2 == 0x7f ||
-      op2 == 0xd6) {
+  if (op2 == 0x10 || op2 == 0x11 || op2 == 0x28 || op2 == 0x29 || op2 == 0x6f || op2 == 0x7f || op2 == 0xd6) {
     return WithModrm("mov", code, modrm_at, 0);  // SSE moves (movups, movaps, movdqa, movq)
   }
   if (op2 == 0xef || op2 == 0x57) return WithModrm("xor", code, modrm_at, 0);  // pxor, xorps
@@ -126,9 +125,12 @@ InstructionInfo ClassifyTwoByte(std::span<const uint8_t> code, const Decoded& d,
 
 std::string_view ProbeCostName(ProbeCost cost) {
   switch (cost) {
-    case ProbeCost::kEmulated: return "emulated";
-    case ProbeCost::kSingleStep: return "single-step";
-    case ProbeCost::kUnknown: return "unknown";
+    case ProbeCost::kEmulated:
+      return "emulated";
+    case ProbeCost::kSingleStep:
+      return "single-step";
+    case ProbeCost::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -199,9 +201,17 @@ InstructionInfo Classify(std::span<const uint8_t> code) {
   if (op < 0x40 && (op & 7) <= 5) {
     const std::string_view name = kAluNames[op >> 3];
     switch (op & 7) {
-      case 0: case 1: case 2: case 3: return WithModrm(name, code, modrm_at, 0);
-      case 4: if (auto l = sized(at + 2)) return SingleStep(name, *l); return Unknown();
-      case 5: if (auto l = sized(at + 1 + imm_z)) return SingleStep(name, *l); return Unknown();
+      case 0:
+      case 1:
+      case 2:
+      case 3:
+        return WithModrm(name, code, modrm_at, 0);
+      case 4:
+        if (auto l = sized(at + 2)) return SingleStep(name, *l);
+        return Unknown();
+      case 5:
+        if (auto l = sized(at + 1 + imm_z)) return SingleStep(name, *l);
+        return Unknown();
     }
   }
   if (op >= 0x58 && op <= 0x5f) return SingleStep("pop", at + 1);
@@ -215,44 +225,87 @@ InstructionInfo Classify(std::span<const uint8_t> code) {
   }
   if (op >= 0x91 && op <= 0x97) return SingleStep("xchg", at + 1);
 
-  const uint8_t reg_field =
-      modrm_at < code.size() ? static_cast<uint8_t>((code[modrm_at] >> 3) & 7) : 0;
+  const uint8_t reg_field = modrm_at < code.size() ? static_cast<uint8_t>((code[modrm_at] >> 3) & 7) : 0;
   switch (op) {
-    case 0x63: return WithModrm("movslq", code, modrm_at, 0);
-    case 0x68: if (auto l = sized(at + 1 + imm_z)) return SingleStep("push", *l); return Unknown();
-    case 0x6a: if (auto l = sized(at + 2)) return SingleStep("push", *l); return Unknown();
-    case 0x69: return WithModrm("imul", code, modrm_at, imm_z);
-    case 0x6b: return WithModrm("imul", code, modrm_at, 1);
-    case 0x80: case 0x82: return WithModrm(kAluNames[reg_field], code, modrm_at, 1);
-    case 0x81: return WithModrm(kAluNames[reg_field], code, modrm_at, imm_z);
-    case 0x83: return WithModrm(kAluNames[reg_field], code, modrm_at, 1);
-    case 0x84: case 0x85: return WithModrm("test", code, modrm_at, 0);
-    case 0x86: case 0x87: return WithModrm("xchg", code, modrm_at, 0);
-    case 0x88: case 0x89: case 0x8a: case 0x8b: case 0x8c: case 0x8e:
+    case 0x63:
+      return WithModrm("movslq", code, modrm_at, 0);
+    case 0x68:
+      if (auto l = sized(at + 1 + imm_z)) return SingleStep("push", *l);
+      return Unknown();
+    case 0x6a:
+      if (auto l = sized(at + 2)) return SingleStep("push", *l);
+      return Unknown();
+    case 0x69:
+      return WithModrm("imul", code, modrm_at, imm_z);
+    case 0x6b:
+      return WithModrm("imul", code, modrm_at, 1);
+    case 0x80:
+    case 0x82:
+      return WithModrm(kAluNames[reg_field], code, modrm_at, 1);
+    case 0x81:
+      return WithModrm(kAluNames[reg_field], code, modrm_at, imm_z);
+    case 0x83:
+      return WithModrm(kAluNames[reg_field], code, modrm_at, 1);
+    case 0x84:
+    case 0x85:
+      return WithModrm("test", code, modrm_at, 0);
+    case 0x86:
+    case 0x87:
+      return WithModrm("xchg", code, modrm_at, 0);
+    case 0x88:
+    case 0x89:
+    case 0x8a:
+    case 0x8b:
+    case 0x8c:
+    case 0x8e:
       return WithModrm("mov", code, modrm_at, 0);
-    case 0x8d: return WithModrm("lea", code, modrm_at, 0);
-    case 0x8f: return WithModrm("pop", code, modrm_at, 0);
-    case 0x98: return SingleStep(rex_w ? "cltq" : "cwtl", at + 1);
-    case 0x99: return SingleStep(rex_w ? "cqto" : "cltd", at + 1);
-    case 0xa8: if (auto l = sized(at + 2)) return SingleStep("test", *l); return Unknown();
-    case 0xa9: if (auto l = sized(at + 1 + imm_z)) return SingleStep("test", *l); return Unknown();
-    case 0xc0: case 0xc1: return WithModrm(kShiftNames[reg_field], code, modrm_at, 1);
-    case 0xd0: case 0xd1: case 0xd2: case 0xd3:
+    case 0x8d:
+      return WithModrm("lea", code, modrm_at, 0);
+    case 0x8f:
+      return WithModrm("pop", code, modrm_at, 0);
+    case 0x98:
+      return SingleStep(rex_w ? "cltq" : "cwtl", at + 1);
+    case 0x99:
+      return SingleStep(rex_w ? "cqto" : "cltd", at + 1);
+    case 0xa8:
+      if (auto l = sized(at + 2)) return SingleStep("test", *l);
+      return Unknown();
+    case 0xa9:
+      if (auto l = sized(at + 1 + imm_z)) return SingleStep("test", *l);
+      return Unknown();
+    case 0xc0:
+    case 0xc1:
+      return WithModrm(kShiftNames[reg_field], code, modrm_at, 1);
+    case 0xd0:
+    case 0xd1:
+    case 0xd2:
+    case 0xd3:
       return WithModrm(kShiftNames[reg_field], code, modrm_at, 0);
-    case 0xc2: if (auto l = sized(at + 3)) return SingleStep("ret", *l); return Unknown();
-    case 0xc3: return SingleStep("ret", at + 1);
-    case 0xc6: return WithModrm("mov", code, modrm_at, 1);
-    case 0xc7: return WithModrm("mov", code, modrm_at, imm_z);
-    case 0xc9: return SingleStep("leave", at + 1);
-    case 0xcc: return SingleStep("int3", at + 1);
-    case 0xf4: return SingleStep("hlt", at + 1);
-    case 0xf6: return WithModrm(kGroup3Names[reg_field], code, modrm_at, reg_field < 2 ? 1 : 0);
+    case 0xc2:
+      if (auto l = sized(at + 3)) return SingleStep("ret", *l);
+      return Unknown();
+    case 0xc3:
+      return SingleStep("ret", at + 1);
+    case 0xc6:
+      return WithModrm("mov", code, modrm_at, 1);
+    case 0xc7:
+      return WithModrm("mov", code, modrm_at, imm_z);
+    case 0xc9:
+      return SingleStep("leave", at + 1);
+    case 0xcc:
+      return SingleStep("int3", at + 1);
+    case 0xf4:
+      return SingleStep("hlt", at + 1);
+    case 0xf6:
+      return WithModrm(kGroup3Names[reg_field], code, modrm_at, reg_field < 2 ? 1 : 0);
     case 0xf7:
       return WithModrm(kGroup3Names[reg_field], code, modrm_at, reg_field < 2 ? imm_z : 0);
-    case 0xfe: return WithModrm(reg_field == 0 ? "inc" : reg_field == 1 ? "dec" : "unknown", code,
-                                modrm_at, 0);
-    case 0xff: return WithModrm(kGroup5Names[reg_field], code, modrm_at, 0);
-    default: break;
+    case 0xfe:
+      return WithModrm(reg_field == 0 ? "inc" : reg_field == 1 ? "dec" : "unknown", code, modrm_at, 0);
+    case 0xff:
+      return WithModrm(kGroup5Names[reg_field], code, modrm_at, 0);
+    default:
+      break;
   }
   return SingleStep("unknown", 0);
 }

@@ -33,14 +33,46 @@ constexpr int kMaxEntryInstructions = 32;
 
 int ArgumentIndex(unsigned reg) {
   switch (reg) {
-    case X86_REG_RDI: case X86_REG_EDI: case X86_REG_DI: case X86_REG_DIL: return 0;
-    case X86_REG_RSI: case X86_REG_ESI: case X86_REG_SI: case X86_REG_SIL: return 1;
-    case X86_REG_RDX: case X86_REG_EDX: case X86_REG_DX: case X86_REG_DL: case X86_REG_DH: return 2;
-    case X86_REG_RCX: case X86_REG_ECX: case X86_REG_CX: case X86_REG_CL: case X86_REG_CH: return 3;
-    case X86_REG_R8: case X86_REG_R8D: case X86_REG_R8W: case X86_REG_R8B: return 4;
-    case X86_REG_R9: case X86_REG_R9D: case X86_REG_R9W: case X86_REG_R9B: return 5;
-    case X86_REG_RAX: case X86_REG_EAX: case X86_REG_AX: case X86_REG_AL: case X86_REG_AH: return 6;
-    default: return -1;
+    case X86_REG_RDI:
+    case X86_REG_EDI:
+    case X86_REG_DI:
+    case X86_REG_DIL:
+      return 0;
+    case X86_REG_RSI:
+    case X86_REG_ESI:
+    case X86_REG_SI:
+    case X86_REG_SIL:
+      return 1;
+    case X86_REG_RDX:
+    case X86_REG_EDX:
+    case X86_REG_DX:
+    case X86_REG_DL:
+    case X86_REG_DH:
+      return 2;
+    case X86_REG_RCX:
+    case X86_REG_ECX:
+    case X86_REG_CX:
+    case X86_REG_CL:
+    case X86_REG_CH:
+      return 3;
+    case X86_REG_R8:
+    case X86_REG_R8D:
+    case X86_REG_R8W:
+    case X86_REG_R8B:
+      return 4;
+    case X86_REG_R9:
+    case X86_REG_R9D:
+    case X86_REG_R9W:
+    case X86_REG_R9B:
+      return 5;
+    case X86_REG_RAX:
+    case X86_REG_EAX:
+    case X86_REG_AX:
+    case X86_REG_AL:
+    case X86_REG_AH:
+      return 6;
+    default:
+      return -1;
   }
 }
 
@@ -56,8 +88,12 @@ bool TransfersControl(const cs_insn& insn) {
       InGroup(insn, X86_GRP_INT) || InGroup(insn, X86_GRP_IRET))
     return true;
   switch (insn.id) {
-    case X86_INS_UD2: case X86_INS_HLT: case X86_INS_INT3: case X86_INS_SYSCALL:
-    case X86_INS_SYSENTER: case X86_INS_INTO:
+    case X86_INS_UD2:
+    case X86_INS_HLT:
+    case X86_INS_INT3:
+    case X86_INS_SYSCALL:
+    case X86_INS_SYSENTER:
+    case X86_INS_INTO:
       return true;
     default:
       return false;
@@ -72,9 +108,7 @@ std::optional<uint64_t> DirectTarget(const cs_insn& insn) {
   return static_cast<uint64_t>(x86.operands[0].imm);
 }
 
-bool IsIndirectJump(const cs_insn& insn) {
-  return InGroup(insn, X86_GRP_JUMP) && !DirectTarget(insn).has_value();
-}
+bool IsIndirectJump(const cs_insn& insn) { return InGroup(insn, X86_GRP_JUMP) && !DirectTarget(insn).has_value(); }
 
 std::string Describe(const cs_insn& insn) {
   std::string text = insn.mnemonic;
@@ -88,21 +122,28 @@ struct Reference {
   uint64_t at = 0;      // instruction or datum holding the reference
   uint64_t target = 0;  // the address it reaches
   RefKind kind = RefKind::kUnverified;
-  uint8_t size = 0;     // instruction bytes (code references)
-  std::string what;     // "lea 0x10f6(%rip), %rdi", ".data.rel.ro", ...
+  uint8_t size = 0;  // instruction bytes (code references)
+  std::string what;  // "lea 0x10f6(%rip), %rdi", ".data.rel.ro", ...
 };
 
 std::string DescribeReference(const Reference& ref) {
   switch (ref.kind) {
-    case RefKind::kCall: return fmt::format("a call at {:#x}", ref.at);
-    case RefKind::kJump: return fmt::format("a jump at {:#x}", ref.at);
+    case RefKind::kCall:
+      return fmt::format("a call at {:#x}", ref.at);
+    case RefKind::kJump:
+      return fmt::format("a jump at {:#x}", ref.at);
     case RefKind::kConditionalJump:
       return fmt::format("a conditional jump at {:#x} ({})", ref.at, ref.what);
-    case RefKind::kOperand: return fmt::format("'{}' at {:#x}", ref.what, ref.at);
-    case RefKind::kData: return fmt::format("a pointer in {} at {:#x}", ref.what, ref.at);
-    case RefKind::kRelocation: return fmt::format("a relocation of {:#x} ({})", ref.at, ref.what);
-    case RefKind::kLoader: return ref.what;
-    case RefKind::kUnverified: return fmt::format("bytes at {:#x} that could not be decoded", ref.at);
+    case RefKind::kOperand:
+      return fmt::format("'{}' at {:#x}", ref.what, ref.at);
+    case RefKind::kData:
+      return fmt::format("a pointer in {} at {:#x}", ref.what, ref.at);
+    case RefKind::kRelocation:
+      return fmt::format("a relocation of {:#x} ({})", ref.at, ref.what);
+    case RefKind::kLoader:
+      return ref.what;
+    case RefKind::kUnverified:
+      return fmt::format("bytes at {:#x} that could not be decoded", ref.at);
   }
   return "?";
 }
@@ -125,9 +166,7 @@ class TargetSet {
       bits_[(a - low_) / 64] |= uint64_t{1} << ((a - low_) % 64);
     ranges_.push_back({first, last});
   }
-  bool Has(uint64_t a) const {
-    return a >= low_ && a < high_ && ((bits_[(a - low_) / 64] >> ((a - low_) % 64)) & 1);
-  }
+  bool Has(uint64_t a) const { return a >= low_ && a < high_ && ((bits_[(a - low_) / 64] >> ((a - low_) % 64)) & 1); }
   const std::vector<std::pair<uint64_t, uint64_t>>& ranges() const { return ranges_; }
   bool empty() const { return ranges_.empty(); }
 
@@ -144,17 +183,16 @@ std::string ExportedWhy(const Symbol& fn, const OtherModules* others, std::strin
   for (const auto& [path, names] : others->imports)
     if (std::binary_search(names.begin(), names.end(), fn.name))
       return fmt::format("it is exported (.dynsym) and {} imports it: calls from there would be missed", path);
-  *note = fmt::format("exported (.dynsym) but imported by none of the target's {} other modules; a "
-                      "library loaded later that calls it would be missed, --exact-entry keeps the entry",
-                      others->imports.size());
+  *note = fmt::format(
+      "exported (.dynsym) but imported by none of the target's {} other modules; a "
+      "library loaded later that calls it would be missed, --exact-entry keeps the entry",
+      others->imports.size());
   return "";
 }
 
 }  // namespace
 
-const char* ArgumentRegisterName(int index) {
-  return index >= 0 && index < 7 ? kArgumentRegisters[index] : "?";
-}
+const char* ArgumentRegisterName(int index) { return index >= 0 && index < 7 ? kArgumentRegisters[index] : "?"; }
 
 struct ProbeRelocator::Impl {
   const ElfFile& elf;
@@ -163,14 +201,14 @@ struct ProbeRelocator::Impl {
   std::vector<Region> code;  // executable sections, by address
   std::vector<Region> data;  // other allocated sections with contents
   std::unordered_set<uint64_t> exported;
-  std::vector<Reference> loader_calls;  // program entry, DT_INIT, DT_FINI
+  std::vector<Reference> loader_calls;                   // program entry, DT_INIT, DT_FINI
   std::vector<std::pair<uint64_t, uint64_t>> relocated;  // (place, value), ET_DYN
   std::vector<std::string> relocation_section;           // parallel to `relocated`
-  bool absolute_addresses = false;  // ET_EXEC or text relocations: addresses appear as-is
+  bool absolute_addresses = false;                       // ET_EXEC or text relocations: addresses appear as-is
   struct Flow {
-    bool understood = true;       // decoded completely
-    uint64_t indirect_jump = 0;   // address of an indirect jump, 0 if none
-    std::string why;              // what is wrong, when !understood or indirect_jump
+    bool understood = true;      // decoded completely
+    uint64_t indirect_jump = 0;  // address of an indirect jump, 0 if none
+    std::string why;             // what is wrong, when !understood or indirect_jump
   };
   std::unordered_map<uint64_t, Flow> flows;
   std::string budget_note;  // why the last Scan gave up
@@ -183,8 +221,8 @@ struct ProbeRelocator::Impl {
 
   Result<void> Load();
   const Region* CodeRegion(uint64_t address) const {
-    auto it = std::upper_bound(code.begin(), code.end(), address,
-                               [](uint64_t a, const Region& r) { return a < r.address; });
+    auto it =
+        std::upper_bound(code.begin(), code.end(), address, [](uint64_t a, const Region& r) { return a < r.address; });
     if (it == code.begin()) return nullptr;
     --it;
     return it->contains(address) ? &*it : nullptr;
@@ -242,8 +280,8 @@ struct ProbeRelocator::Impl {
   // Sets *over_budget (and returns nothing) when verifying the candidates would
   // disassemble more than kDecodeBudgetBytes.
   std::vector<Reference> Scan(const TargetSet& targets, bool* over_budget);
-  void DecodeReferences(uint64_t begin, uint64_t end, const TargetSet& targets,
-                        std::vector<Reference>* out, const std::vector<uint64_t>& hits);
+  void DecodeReferences(uint64_t begin, uint64_t end, const TargetSet& targets, std::vector<Reference>* out,
+                        const std::vector<uint64_t>& hits);
 };
 
 Result<void> ProbeRelocator::Impl::Load() {
@@ -256,10 +294,10 @@ Result<void> ProbeRelocator::Impl::Load() {
   Elf* e = elf.elf();
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(e, &ehdr)) return MakeError("cannot read the ELF header of " + elf.path());
-  if (ehdr.e_machine != EM_X86_64)
-    return MakeError(fmt::format("{} is not an x86-64 binary", elf.path()));
+  if (ehdr.e_machine != EM_X86_64) return MakeError(fmt::format("{} is not an x86-64 binary", elf.path()));
   absolute_addresses = ehdr.e_type == ET_EXEC;
-  if (ehdr.e_entry) loader_calls.push_back({ehdr.e_entry, ehdr.e_entry, RefKind::kLoader, 0, "the program's entry point"});
+  if (ehdr.e_entry)
+    loader_calls.push_back({ehdr.e_entry, ehdr.e_entry, RefKind::kLoader, 0, "the program's entry point"});
   size_t shstrndx = 0;
   elf_getshdrstrndx(e, &shstrndx);
   for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
@@ -283,9 +321,9 @@ Result<void> ProbeRelocator::Impl::Load() {
         GElf_Dyn dyn;
         if (!gelf_getdyn(d, static_cast<int>(i), &dyn)) continue;
         if (dyn.d_tag == kDtInit || dyn.d_tag == kDtFini)
-          loader_calls.push_back({dyn.d_un.d_ptr, dyn.d_un.d_ptr, RefKind::kLoader, 0,
-                                  dyn.d_tag == kDtInit ? "the dynamic loader (DT_INIT)"
-                                                       : "the dynamic loader (DT_FINI)"});
+          loader_calls.push_back(
+              {dyn.d_un.d_ptr, dyn.d_un.d_ptr, RefKind::kLoader, 0,
+               dyn.d_tag == kDtInit ? "the dynamic loader (DT_INIT)" : "the dynamic loader (DT_FINI)"});
         if (dyn.d_tag == kDtTextrel || (dyn.d_tag == kDtFlags && (dyn.d_un.d_val & kDfTextrel)))
           absolute_addresses = true;
       }
@@ -304,8 +342,7 @@ Result<void> ProbeRelocator::Impl::Load() {
           value = static_cast<uint64_t>(rela.r_addend);
         } else if (type == kAbs64 || type == kGlobDat || type == kJumpSlot) {
           GElf_Sym sym;
-          if (!syms || !gelf_getsym(syms, static_cast<int>(GELF_R_SYM(rela.r_info)), &sym) ||
-              sym.st_shndx == SHN_UNDEF)
+          if (!syms || !gelf_getsym(syms, static_cast<int>(GELF_R_SYM(rela.r_info)), &sym) || sym.st_shndx == SHN_UNDEF)
             continue;
           value = sym.st_value + static_cast<uint64_t>(rela.r_addend);
         } else {
@@ -317,8 +354,7 @@ Result<void> ProbeRelocator::Impl::Load() {
     }
     if (!(shdr.sh_flags & SHF_ALLOC) || shdr.sh_type == SHT_NOBITS || shdr.sh_size == 0) continue;
     Elf_Data* d = elf_getdata(scn, nullptr);
-    Region region{shdr.sh_addr, shdr.sh_size, d ? static_cast<const uint8_t*>(d->d_buf) : nullptr,
-                  name, shdr.sh_type};
+    Region region{shdr.sh_addr, shdr.sh_size, d ? static_cast<const uint8_t*>(d->d_buf) : nullptr, name, shdr.sh_type};
     if (region.data && d->d_size < region.size) region.size = d->d_size;
     if ((shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_type == SHT_PROGBITS && region.data)
       code.push_back(region);
@@ -374,8 +410,8 @@ const ProbeRelocator::Impl::Flow& ProbeRelocator::Impl::FlowOf(const Symbol& fn)
     uint64_t bad = Decode(part->address, part->address + part->size, [&](const cs_insn& i) {
       if (IsIndirectJump(i)) {
         flow.indirect_jump = i.address;
-        flow.why = fmt::format("{} has an indirect jump at {:#x} ('{}'), whose targets are unknown",
-                               part->demangled, i.address, Describe(i));
+        flow.why = fmt::format("{} has an indirect jump at {:#x} ('{}'), whose targets are unknown", part->demangled,
+                               i.address, Describe(i));
         return false;
       }
       return true;
@@ -399,13 +435,12 @@ ProbeRelocator::Impl::BlockWalk ProbeRelocator::Impl::WalkBlock(uint64_t begin, 
       return false;
     }
     if (TransfersControl(i)) {
-      walk.why_not = fmt::format("the block ends at '{}' (+{:#x}) before any emulated instruction",
-                                 Describe(i), i.address - begin);
+      walk.why_not = fmt::format("the block ends at '{}' (+{:#x}) before any emulated instruction", Describe(i),
+                                 i.address - begin);
       return false;
     }
     if (++count > kMaxEntryInstructions) {
-      walk.why_not = fmt::format("no emulated instruction in the block's first {} instructions",
-                                 kMaxEntryInstructions);
+      walk.why_not = fmt::format("no emulated instruction in the block's first {} instructions", kMaxEntryInstructions);
       return false;
     }
     if (!walk.skipped.empty()) walk.skipped += ", ";
@@ -421,14 +456,13 @@ ProbeRelocator::Impl::BlockWalk ProbeRelocator::Impl::WalkBlock(uint64_t begin, 
     const cs_x86& x86 = i.detail->x86;
     for (uint8_t o = 0; o < x86.op_count; ++o) {
       const cs_x86_op& op = x86.operands[o];
-      if (op.type == X86_OP_MEM && (op.access & CS_AC_WRITE) && op.mem.base != X86_REG_RSP)
-        walk.writes_memory = true;
+      if (op.type == X86_OP_MEM && (op.access & CS_AC_WRITE) && op.mem.base != X86_REG_RSP) walk.writes_memory = true;
     }
     return true;
   });
   if (!walk.point && walk.why_not.empty()) {
-    walk.why_not = bad ? fmt::format("bytes at {:#x} could not be decoded", bad)
-                       : "no emulated instruction in the block";
+    walk.why_not =
+        bad ? fmt::format("bytes at {:#x} could not be decoded", bad) : "no emulated instruction in the block";
   }
   return walk;
 }
@@ -455,8 +489,8 @@ EntryBlockPoint ProbeRelocator::Impl::EntryBlock(const Symbol& fn) {
   auto it = std::upper_bound(functions.begin(), functions.end(), fn.address,
                              [](uint64_t a, const Symbol& s) { return a < s.address; });
   if (it != functions.end() && it->address <= *point) {
-    result.why_not = fmt::format("symbol {} starts at +{:#x}, among the skipped instructions",
-                                 it->demangled, it->address - fn.address);
+    result.why_not = fmt::format("symbol {} starts at +{:#x}, among the skipped instructions", it->demangled,
+                                 it->address - fn.address);
     return result;
   }
   const Flow& flow = FlowOf(fn);
@@ -491,8 +525,8 @@ std::string ProbeRelocator::Impl::FallThroughInto(const Symbol& fn) {
   uint64_t bad = Decode(previous->address, previous->address + previous->size, [&](const cs_insn& i) {
     // Only the last instruction counts: ret, an unconditional jump, a trap, or a call (a
     // call last in a function is a call to a noreturn function).
-    stops = InGroup(i, X86_GRP_RET) || i.id == X86_INS_JMP || InGroup(i, X86_GRP_CALL) ||
-            i.id == X86_INS_UD2 || i.id == X86_INS_HLT || i.id == X86_INS_INT3;
+    stops = InGroup(i, X86_GRP_RET) || i.id == X86_INS_JMP || InGroup(i, X86_GRP_CALL) || i.id == X86_INS_UD2 ||
+            i.id == X86_INS_HLT || i.id == X86_INS_INT3;
     mnemonic = Describe(i);
     return true;
   });
@@ -502,8 +536,7 @@ std::string ProbeRelocator::Impl::FallThroughInto(const Symbol& fn) {
 }
 
 void ProbeRelocator::Impl::DecodeReferences(uint64_t begin, uint64_t end, const TargetSet& targets,
-                                            std::vector<Reference>* out,
-                                            const std::vector<uint64_t>& hits) {
+                                            std::vector<Reference>* out, const std::vector<uint64_t>& hits) {
   uint64_t bad = Decode(begin, end, [&](const cs_insn& i) {
     const cs_x86& x86 = i.detail->x86;
     auto direct = DirectTarget(i);
@@ -556,8 +589,8 @@ std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets, bool
       const bool branch = op == 0xe8 || op == 0xe9 || (i >= 2 && p[i - 2] == 0x0f && (op & 0xf0) == 0x80);
       const bool rip_relative = (op & 0xc7) == 0x05;
       if ((branch && targets.Has(next)) ||
-          (rip_relative && (targets.Has(next) || targets.Has(next + 1) || targets.Has(next + 2) ||
-                            targets.Has(next + 4))) ||
+          (rip_relative &&
+           (targets.Has(next) || targets.Has(next + 1) || targets.Has(next + 2) || targets.Has(next + 4))) ||
           (absolute_addresses && targets.Has(static_cast<uint32_t>(disp)))) {
         hits.push_back(r.address + i);
       }
@@ -569,7 +602,8 @@ std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets, bool
       for (uint64_t j = from; j + 1 < r.address + r.size && j <= last + 126; ++j) {
         const uint8_t op = p[j - r.address];
         if (op != 0xeb && !(op >= 0x70 && op <= 0x7f) && !(op >= 0xe0 && op <= 0xe3)) continue;
-        const uint64_t to = j + 2 + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[j + 1 - r.address])));
+        const uint64_t to =
+            j + 2 + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[j + 1 - r.address])));
         if (to >= first && to <= last) hits.push_back(j);
       }
     }
@@ -599,9 +633,8 @@ std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets, bool
       const auto& functions = elf.functions();
       auto it = std::upper_bound(functions.begin(), functions.end(), hit,
                                  [](uint64_t a, const Symbol& s) { return a < s.address; });
-      end = it != functions.end() && it->address <= region->address + region->size
-                ? it->address
-                : region->address + region->size;
+      end = it != functions.end() && it->address <= region->address + region->size ? it->address
+                                                                                   : region->address + region->size;
       while (it != functions.begin()) {
         --it;
         if (it->size && it->address + it->size <= hit && region->contains(it->address)) {
@@ -618,19 +651,19 @@ std::vector<Reference> ProbeRelocator::Impl::Scan(const TargetSet& targets, bool
   }
   if (bytes > kDecodeBudgetBytes) {
     *over_budget = true;
-    budget_note = fmt::format("checking every candidate reference would disassemble {:.1f} MiB of code, over "
-                              "the {} MiB budget",
-                              static_cast<double>(bytes) / (1 << 20), kDecodeBudgetBytes >> 20);
+    budget_note = fmt::format(
+        "checking every candidate reference would disassemble {:.1f} MiB of code, over "
+        "the {} MiB budget",
+        static_cast<double>(bytes) / (1 << 20), kDecodeBudgetBytes >> 20);
     return refs;
   }
   for (const Stretch& stretch : stretches) DecodeReferences(stretch.begin, stretch.end, targets, &refs, stretch.hits);
   // Data: pointers stored as-is (ET_EXEC), or relocated (ET_DYN).
   if (absolute_addresses) {
     for (const Region& r : data) {
-      if (!r.data || r.type == SHT_NOTE || r.type == SHT_DYNSYM || r.type == SHT_SYMTAB ||
-          r.type == SHT_GNU_HASH || r.type == SHT_HASH || r.type == SHT_GNU_versym ||
-          r.type == SHT_GNU_verdef || r.type == SHT_GNU_verneed || r.type == SHT_STRTAB ||
-          r.name == ".eh_frame" || r.name == ".eh_frame_hdr" || r.name == ".gcc_except_table")
+      if (!r.data || r.type == SHT_NOTE || r.type == SHT_DYNSYM || r.type == SHT_SYMTAB || r.type == SHT_GNU_HASH ||
+          r.type == SHT_HASH || r.type == SHT_GNU_versym || r.type == SHT_GNU_verdef || r.type == SHT_GNU_verneed ||
+          r.type == SHT_STRTAB || r.name == ".eh_frame" || r.name == ".eh_frame_hdr" || r.name == ".gcc_except_table")
         continue;
       const uint64_t start = (r.address + 3) & ~uint64_t{3};
       for (uint64_t a = start; a + 4 <= r.address + r.size; a += 4) {
@@ -703,8 +736,10 @@ std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* 
       skipped.emplace_back(fn.address + 1, r.entry_block.point->address, i);
     }
     std::string& why = r.call_sites.why_not;
-    if (fn.is_ifunc) why = "it is an IFUNC resolver";
-    else if (m.exported.contains(fn.address)) why = ExportedWhy(fn, others, &r.call_sites.note);
+    if (fn.is_ifunc)
+      why = "it is an IFUNC resolver";
+    else if (m.exported.contains(fn.address))
+      why = ExportedWhy(fn, others, &r.call_sites.note);
     if (why.empty()) why = m.FallThroughInto(fn);
     if (why.empty()) {
       targets.Add(fn.address, fn.address);
@@ -746,8 +781,8 @@ std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* 
           cs.why_not = "it is reached by " + DescribeReference(ref) +
                        (ref.kind == RefKind::kConditionalJump ? "" : ", not only by direct calls");
           if (ref.kind == RefKind::kOperand || ref.kind == RefKind::kData || ref.kind == RefKind::kRelocation)
-            cs.why_not = "its address is taken: " + DescribeReference(ref) +
-                         " (calls through pointers would be missed)";
+            cs.why_not =
+                "its address is taken: " + DescribeReference(ref) + " (calls through pointers would be missed)";
         }
       }
       continue;
@@ -798,8 +833,8 @@ std::vector<RelocationAnalysis> ProbeRelocator::Analyze(std::span<const Symbol* 
         continue;
       }
       if (tail) {
-        s.after_why_not = fmt::format("the function is also tail-called at {:#x}, returning elsewhere",
-                                      tail->site.address);
+        s.after_why_not =
+            fmt::format("the function is also tail-called at {:#x}, returning elsewhere", tail->site.address);
         continue;
       }
       const Symbol* caller = m.elf.FindFunctionByAddress(s.site.address);

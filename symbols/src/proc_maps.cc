@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -26,8 +26,7 @@ namespace {
 constexpr std::string_view kDeletedSuffix = " (deleted)";
 
 constexpr std::string_view kStandardLibraryDirs[] = {
-    "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-    "/usr/lib",              "/lib",                      "/usr/local/lib",
+    "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib", "/lib", "/usr/local/lib",
 };
 
 // Consumes a number in `base` from the front of `s`.
@@ -62,8 +61,8 @@ std::string_view TakeToken(std::string_view* s) {
 
 std::optional<MapEntry> ParseLine(std::string_view line) {
   MapEntry entry;
-  if (!TakeNumber(&line, 16, &entry.start) || !TakeChar(&line, '-') ||
-      !TakeNumber(&line, 16, &entry.end) || entry.end < entry.start) {
+  if (!TakeNumber(&line, 16, &entry.start) || !TakeChar(&line, '-') || !TakeNumber(&line, 16, &entry.end) ||
+      entry.end < entry.start) {
     return std::nullopt;
   }
   std::string_view perms = TakeToken(&line);
@@ -72,8 +71,7 @@ std::optional<MapEntry> ParseLine(std::string_view line) {
   SkipSpaces(&line);
   if (!TakeNumber(&line, 16, &entry.offset)) return std::nullopt;
   SkipSpaces(&line);
-  if (!TakeNumber(&line, 16, &entry.dev_major) || !TakeChar(&line, ':') ||
-      !TakeNumber(&line, 16, &entry.dev_minor)) {
+  if (!TakeNumber(&line, 16, &entry.dev_major) || !TakeChar(&line, ':') || !TakeNumber(&line, 16, &entry.dev_minor)) {
     return std::nullopt;
   }
   SkipSpaces(&line);
@@ -121,10 +119,9 @@ std::optional<size_t> FindMappedIndex(const std::vector<MapEntry>& maps, std::st
     if (!entry.is_file()) continue;
     if (has_slash) {
       // Absolute: the same path. Relative ("lib/libfoo.so"): a path ending with it.
-      const bool match = name.front() == '/'
-                             ? entry.path == name
-                             : entry.path.size() > name.size() && entry.path.ends_with(name) &&
-                                   entry.path[entry.path.size() - name.size() - 1] == '/';
+      const bool match = name.front() == '/' ? entry.path == name
+                                             : entry.path.size() > name.size() && entry.path.ends_with(name) &&
+                                                   entry.path[entry.path.size() - name.size() - 1] == '/';
       if (!match) continue;
       if (!entry.deleted) return i;
       if (!exact_deleted) exact_deleted = i;
@@ -265,16 +262,15 @@ std::string ProcRootPath(int pid, std::string_view path) {
   return out;
 }
 
-std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps,
-                                          std::string_view name) {
+std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std::string_view name) {
   if (name.empty()) return std::nullopt;
   if (auto index = FindMappedIndex(maps, name)) return maps[*index].path;
   if (name.front() == '/' && Exists(std::string(name))) return std::string(name);
   return std::nullopt;
 }
 
-std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std::string_view name,
-                                          int pid, bool via_proc_root) {
+std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std::string_view name, int pid,
+                                          bool via_proc_root) {
   if (name.empty()) return std::nullopt;
   if (auto index = FindMappedIndex(maps, name)) {
     const MapEntry& entry = maps[*index];
@@ -339,8 +335,7 @@ std::optional<std::string> SearchLibrary(std::string_view name, std::string_view
     std::vector<std::string> candidates;
     while (const dirent* entry = readdir(d)) {
       std::string_view file(entry->d_name);
-      if (file.size() > name.size() && file.starts_with(name) &&
-          file.find(".so") != std::string_view::npos) {
+      if (file.size() > name.size() && file.starts_with(name) && file.find(".so") != std::string_view::npos) {
         candidates.emplace_back(file);
       }
     }

@@ -50,8 +50,7 @@ std::string Dotted(std::string_view s) {
 }
 
 // Parses "[a:b:]type [class.]name(args)[:c[:d]]" (the part before " -> ").
-std::optional<std::string> ParseMethod(std::string_view text, const std::string& class_name,
-                                       ProguardMethod* out) {
+std::optional<std::string> ParseMethod(std::string_view text, const std::string& class_name, ProguardMethod* out) {
   // Leading "a:b:" line range.
   if (!text.empty() && text.front() >= '0' && text.front() <= '9') {
     const size_t first = text.find(':');
@@ -77,8 +76,7 @@ std::optional<std::string> ParseMethod(std::string_view text, const std::string&
   if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
     return "unbalanced parentheses in " + Quote(text);
   }
-  if (text.find('(', open + 1) != std::string_view::npos ||
-      text.find(')', close + 1) != std::string_view::npos) {
+  if (text.find('(', open + 1) != std::string_view::npos || text.find(')', close + 1) != std::string_view::npos) {
     return "unbalanced parentheses in " + Quote(text);
   }
   std::string_view qualified = text.substr(0, open);
@@ -129,8 +127,8 @@ std::string JavaTypeToDescriptor(std::string_view type) {
     return "[" + JavaTypeToDescriptor(type.substr(0, type.size() - 2));
   }
   static const std::pair<std::string_view, std::string_view> kPrimitives[] = {
-      {"void", "V"}, {"boolean", "Z"}, {"byte", "B"},  {"char", "C"},
-      {"short", "S"}, {"int", "I"},    {"long", "J"}, {"float", "F"}, {"double", "D"},
+      {"void", "V"}, {"boolean", "Z"}, {"byte", "B"},  {"char", "C"},   {"short", "S"},
+      {"int", "I"},  {"long", "J"},    {"float", "F"}, {"double", "D"},
   };
   for (const auto& [name, code] : kPrimitives) {
     if (type == name) return std::string(code);
@@ -153,8 +151,7 @@ std::string ProguardMethod::Descriptor() const {
   return out + ")" + JavaTypeToDescriptor(return_type);
 }
 
-Result<ProguardMapping> ProguardMapping::Load(const std::string& path,
-                                              std::vector<std::string>* warnings) {
+Result<ProguardMapping> ProguardMapping::Load(const std::string& path, std::vector<std::string>* warnings) {
   ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, "ProGuard mapping", kMaxMappingBytes, ExitCode::kProfile));
   return Parse(text, path, warnings);
 }
@@ -282,9 +279,10 @@ std::string ProguardMapping::DeobfuscateDescriptor(std::string_view descriptor) 
   return out;
 }
 
-std::vector<const ProguardMethod*> ProguardMapping::FindMethods(
-    std::string_view obfuscated_class, std::string_view obfuscated_method,
-    std::string_view obfuscated_descriptor, uint32_t line) const {
+std::vector<const ProguardMethod*> ProguardMapping::FindMethods(std::string_view obfuscated_class,
+                                                                std::string_view obfuscated_method,
+                                                                std::string_view obfuscated_descriptor,
+                                                                uint32_t line) const {
   std::vector<const ProguardMethod*> out;
   const ProguardClass* found = FindClass(obfuscated_class);
   if (found == nullptr) return out;
@@ -314,8 +312,8 @@ std::vector<const ProguardMethod*> ProguardMapping::FindMethods(
     if (line == 0 && method.class_name != found->original_name) continue;
     bool duplicate = false;
     for (const ProguardMethod* seen : out) {
-      if (seen->name == method.name && seen->class_name == method.class_name &&
-          seen->arguments == method.arguments && seen->return_type == method.return_type) {
+      if (seen->name == method.name && seen->class_name == method.class_name && seen->arguments == method.arguments &&
+          seen->return_type == method.return_type) {
         duplicate = true;  // the same method listed once per line range
         break;
       }
@@ -327,8 +325,7 @@ std::vector<const ProguardMethod*> ProguardMapping::FindMethods(
 
 DeobfuscatedMethod ProguardMapping::DeobfuscateMethod(std::string_view obfuscated_class,
                                                       std::string_view obfuscated_method,
-                                                      std::string_view obfuscated_descriptor,
-                                                      uint32_t line) const {
+                                                      std::string_view obfuscated_descriptor, uint32_t line) const {
   DeobfuscatedMethod out;
   out.class_name = DeobfuscateClass(obfuscated_class);
   out.method_name = std::string(obfuscated_method);

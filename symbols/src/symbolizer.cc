@@ -50,8 +50,7 @@ std::shared_ptr<const Symbolization> Degraded(Degradation degradation) {
 std::string FileIdentity(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return {};
-  return fmt::format("{:x}:{:x}:{:x}:{}.{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
-                     st.st_mtim.tv_nsec);
+  return fmt::format("{:x}:{:x}:{:x}:{}.{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 }
 
 void AddStats(const SymbolizerStats& from, SymbolizerStats* to) {
@@ -198,8 +197,8 @@ void Module::LoadDwarfLocked() {
   }
 }
 
-std::shared_ptr<const Symbolization> Module::Compute(uint64_t offset, uint64_t elf_address,
-                                                     bool address_known, bool use_dwarf) {
+std::shared_ptr<const Symbolization> Module::Compute(uint64_t offset, uint64_t elf_address, bool address_known,
+                                                     bool use_dwarf) {
   auto result = std::make_shared<Symbolization>();
   result->module = location_.display_path;
   result->build_id = build_id_;
@@ -248,8 +247,7 @@ std::shared_ptr<const Symbolization> Module::Compute(uint64_t offset, uint64_t e
         dwarf_degradation_ != Degradation::kNone) {
       result->degradation = dwarf_degradation_;
     } else {
-      result->degradation = symbols.functions().empty() ? Degradation::kNoSymbols
-                                                        : Degradation::kNoSymbolForAddress;
+      result->degradation = symbols.functions().empty() ? Degradation::kNoSymbols : Degradation::kNoSymbolForAddress;
     }
   } else if (!use_dwarf) {
     result->degradation = Degradation::kNone;
@@ -263,8 +261,7 @@ std::shared_ptr<const Symbolization> Module::Compute(uint64_t offset, uint64_t e
   return result;
 }
 
-std::shared_ptr<const Symbolization> Module::SymbolizeOffset(uint64_t offset, bool use_dwarf,
-                                                             bool* cache_hit) {
+std::shared_ptr<const Symbolization> Module::SymbolizeOffset(uint64_t offset, bool use_dwarf, bool* cache_hit) {
   const uint64_t key = (offset << 2) | (use_dwarf ? 1 : 0);
   std::lock_guard lock(mutex_);
   if (auto it = cache_.find(key); it != cache_.end()) {
@@ -278,8 +275,7 @@ std::shared_ptr<const Symbolization> Module::SymbolizeOffset(uint64_t offset, bo
   return result;
 }
 
-std::shared_ptr<const Symbolization> Module::SymbolizeAddress(uint64_t elf_address,
-                                                              bool use_dwarf, bool* cache_hit) {
+std::shared_ptr<const Symbolization> Module::SymbolizeAddress(uint64_t elf_address, bool use_dwarf, bool* cache_hit) {
   const uint64_t key = (elf_address << 2) | 2 | (use_dwarf ? 1 : 0);
   std::lock_guard lock(mutex_);
   if (auto it = cache_.find(key); it != cache_.end()) {
@@ -303,9 +299,7 @@ std::shared_ptr<ModuleCache> ModuleCache::Default() {
   return cache;
 }
 
-std::shared_ptr<Module> ModuleCache::Get(const std::string& path) {
-  return Get(ModuleLocation{path, path, ""});
-}
+std::shared_ptr<Module> ModuleCache::Get(const std::string& path) { return Get(ModuleLocation{path, path, ""}); }
 
 std::shared_ptr<Module> ModuleCache::Get(const ModuleLocation& location) {
   const std::string identity = FileIdentity(location.open_path);
@@ -337,11 +331,20 @@ std::shared_ptr<Module> ModuleCache::Get(const ModuleLocation& location) {
     return it->second;
   }
   switch (module->load_degradation()) {
-    case Degradation::kModuleMissing: ++stats_.module_missing; break;
-    case Degradation::kModuleUnreadable: ++stats_.module_unreadable; break;
-    case Degradation::kModuleCorrupt: ++stats_.module_corrupt; break;
-    case Degradation::kNoSymbols: ++stats_.module_no_symbols; break;
-    default: break;
+    case Degradation::kModuleMissing:
+      ++stats_.module_missing;
+      break;
+    case Degradation::kModuleUnreadable:
+      ++stats_.module_unreadable;
+      break;
+    case Degradation::kModuleCorrupt:
+      ++stats_.module_corrupt;
+      break;
+    case Degradation::kNoSymbols:
+      ++stats_.module_no_symbols;
+      break;
+    default:
+      break;
   }
   if (module->elf() != nullptr) {
     ++stats_.modules_loaded;
@@ -419,16 +422,14 @@ const std::vector<MapEntry>* Symbolizer::Maps(int pid) const {
 
 void Symbolizer::ForgetProcess(int pid) { processes_.erase(pid); }
 
-std::shared_ptr<const Symbolization> Symbolizer::Count(
-    std::shared_ptr<const Symbolization> result, bool cache_hit) {
+std::shared_ptr<const Symbolization> Symbolizer::Count(std::shared_ptr<const Symbolization> result, bool cache_hit) {
   ++stats_.lookups;
   if (cache_hit) ++stats_.cache_hits;
   ++stats_.by_degradation[static_cast<size_t>(result->degradation)];
   return result;
 }
 
-std::shared_ptr<const Symbolization> Symbolizer::Symbolize(int pid, uint64_t address,
-                                                           bool use_dwarf) {
+std::shared_ptr<const Symbolization> Symbolizer::Symbolize(int pid, uint64_t address, bool use_dwarf) {
   Process* process = &GetProcess(pid);
   auto find = [&]() -> ptrdiff_t {
     auto it = std::upper_bound(process->maps.begin(), process->maps.end(), address,
@@ -465,16 +466,15 @@ std::shared_ptr<const Symbolization> Symbolizer::Symbolize(int pid, uint64_t add
     // cannot be opened names nothing, which is better than a wrong name.
     const std::string open_path =
         located.trusted ? located.path : fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, map.start, map.end);
-    module = cache_->Get(
-        ModuleLocation{open_path, map.path, open_path == map.path ? std::string() : ProcRootPath(pid, "")});
+    module =
+        cache_->Get(ModuleLocation{open_path, map.path, open_path == map.path ? std::string() : ProcRootPath(pid, "")});
   }
   bool hit = false;
   auto result = module->SymbolizeOffset(address - map.start + map.offset, use_dwarf, &hit);
   return Count(std::move(result), hit);
 }
 
-std::shared_ptr<const Symbolization> Symbolizer::SymbolizeModule(const std::string& path,
-                                                                 uint64_t elf_address) {
+std::shared_ptr<const Symbolization> Symbolizer::SymbolizeModule(const std::string& path, uint64_t elf_address) {
   std::shared_ptr<Module>& module = by_path_[path];
   if (!module) module = cache_->Get(path);
   bool hit = false;

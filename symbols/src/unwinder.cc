@@ -19,12 +19,11 @@
 namespace looptrace::symbols {
 namespace {
 
-constexpr uint64_t UnwindRegisters::* kRegisterFields[UnwindRegisters::kCount] = {
-    &UnwindRegisters::rax, &UnwindRegisters::rdx, &UnwindRegisters::rcx, &UnwindRegisters::rbx,
-    &UnwindRegisters::rsi, &UnwindRegisters::rdi, &UnwindRegisters::rbp, &UnwindRegisters::rsp,
-    &UnwindRegisters::r8,  &UnwindRegisters::r9,  &UnwindRegisters::r10, &UnwindRegisters::r11,
-    &UnwindRegisters::r12, &UnwindRegisters::r13, &UnwindRegisters::r14, &UnwindRegisters::r15,
-    &UnwindRegisters::rip,
+constexpr uint64_t UnwindRegisters::*kRegisterFields[UnwindRegisters::kCount] = {
+    &UnwindRegisters::rax, &UnwindRegisters::rdx, &UnwindRegisters::rcx, &UnwindRegisters::rbx, &UnwindRegisters::rsi,
+    &UnwindRegisters::rdi, &UnwindRegisters::rbp, &UnwindRegisters::rsp, &UnwindRegisters::r8,  &UnwindRegisters::r9,
+    &UnwindRegisters::r10, &UnwindRegisters::r11, &UnwindRegisters::r12, &UnwindRegisters::r13, &UnwindRegisters::r14,
+    &UnwindRegisters::r15, &UnwindRegisters::rip,
 };
 
 constexpr int kRsp = 7;
@@ -152,8 +151,7 @@ struct Unwinder::Session {
     bool is_exec = false;
     if (!LoadBias(path, *map, &bias, &is_exec)) return;
     dwfl_report_begin_add(dwfl);
-    Dwfl_Module* module =
-        dwfl_report_elf(dwfl, map->path.c_str(), path.c_str(), -1, is_exec ? 0 : bias, true);
+    Dwfl_Module* module = dwfl_report_elf(dwfl, map->path.c_str(), path.c_str(), -1, is_exec ? 0 : bias, true);
     dwfl_report_end(dwfl, nullptr, nullptr);
     if (module == nullptr) {
       log::V2("unwinder: cannot report {}: {}", path, dwfl_errmsg(-1));
@@ -174,8 +172,7 @@ struct Unwinder::Session {
     }
     if (it->second < 0) return false;
     const uint64_t offset = address - map->start + map->offset;
-    return pread(it->second, value, sizeof(*value), static_cast<off_t>(offset)) ==
-           static_cast<ssize_t>(sizeof(*value));
+    return pread(it->second, value, sizeof(*value), static_cast<off_t>(offset)) == static_cast<ssize_t>(sizeof(*value));
   }
 
   static pid_t NextThread(Dwfl*, void* arg, void** thread_arg) {
@@ -321,8 +318,7 @@ Result<UnwindOutcome> Unwinder::Unwind(const UnwindInput& input) {
     const uint64_t address = session->failed_read;
     const bool above = address >= input.stack_base + input.stack.size();
     std::snprintf(buffer, sizeof(buffer), "%s at 0x%llx",
-                  above && address >= input.stack_base ? "stack copy exhausted"
-                                                       : "unreadable memory",
+                  above && address >= input.stack_base ? "stack copy exhausted" : "unreadable memory",
                   static_cast<unsigned long long>(address));
     outcome.stop_reason = buffer;
   }
@@ -340,8 +336,7 @@ Result<std::vector<UnwoundFrame>> UnwindStack(const UnwindInput& input) {
   return std::move(outcome.frames);
 }
 
-Result<std::vector<UnwoundFrame>> UnwindFramePointers(const UnwindInput& input,
-                                                      size_t max_frames) {
+Result<std::vector<UnwoundFrame>> UnwindFramePointers(const UnwindInput& input, size_t max_frames) {
   if (!input.regs.Has(kRip)) return MakeError("cannot unwind: the sample lacks rip");
   std::vector<UnwoundFrame> frames;
   frames.push_back({input.regs.rip, input.regs.rip, true});

@@ -41,13 +41,19 @@ Result<std::vector<uint8_t>> DecompressXz(const uint8_t* data, size_t size, size
   const size_t produced = out.size() - stream.avail_out;
   lzma_end(&stream);
   switch (ret) {
-    case LZMA_STREAM_END: break;
-    case LZMA_FORMAT_ERROR: return MakeError("not xz data");
-    case LZMA_DATA_ERROR: return MakeError("corrupt xz data");
+    case LZMA_STREAM_END:
+      break;
+    case LZMA_FORMAT_ERROR:
+      return MakeError("not xz data");
+    case LZMA_DATA_ERROR:
+      return MakeError("corrupt xz data");
     case LZMA_MEM_ERROR:
-    case LZMA_MEMLIMIT_ERROR: return MakeError("xz data needs too much memory");
-    case LZMA_BUF_ERROR: return MakeError("truncated xz data");
-    default: return MakeError("xz decoding failed (liblzma error " + std::to_string(ret) + ")");
+    case LZMA_MEMLIMIT_ERROR:
+      return MakeError("xz data needs too much memory");
+    case LZMA_BUF_ERROR:
+      return MakeError("truncated xz data");
+    default:
+      return MakeError("xz decoding failed (liblzma error " + std::to_string(ret) + ")");
   }
   out.resize(produced);
   return out;

@@ -35,8 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const Symbol* found = elf->FindFunctionByAddress(symbol.address);
         if (found == nullptr || found->address > symbol.address) std::abort();
         // A name with glob characters is taken as a glob (documented), which it need not match.
-        if (symbol.name.find_first_of("*?[") == std::string::npos &&
-            elf->FindFunctions(symbol.name).empty()) {
+        if (symbol.name.find_first_of("*?[") == std::string::npos && elf->FindFunctions(symbol.name).empty()) {
           std::abort();
         }
         if (auto bytes = elf->ReadAtAddress(symbol.address, 16)) {

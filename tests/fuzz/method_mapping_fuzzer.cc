@@ -11,8 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   std::vector<std::string> warnings;
-  const looptrace::symbols::MethodMapping mapping =
-      looptrace::symbols::MethodMapping::Parse(text, "fuzz", &warnings);
+  const looptrace::symbols::MethodMapping mapping = looptrace::symbols::MethodMapping::Parse(text, "fuzz", &warnings);
 
   // Invariants: every malformed line is reported, ids are in range, lookups are consistent.
   if (warnings.size() < mapping.malformed_lines()) std::abort();

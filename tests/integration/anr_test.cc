@@ -15,7 +15,6 @@ constexpr int64_t kSnapshotSlackNs = 100'000'000;  // snapshot by threshold + 10
 
 class AnrTest : public BpfTest {
  protected:
-
   struct Outcome {
     std::vector<json> lines;
     std::vector<json> truth;
@@ -26,8 +25,8 @@ class AnrTest : public BpfTest {
     std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back("--");
-    for (const auto& a : {SampleApp(), std::string("--scenario"), scenario, std::string("--truth"),
-                          dir_ / "truth.jsonl"})
+    for (const auto& a :
+         {SampleApp(), std::string("--scenario"), scenario, std::string("--truth"), dir_ / "truth.jsonl"})
       argv.push_back(a);
     auto r = RunCommand(argv, 120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -115,10 +114,9 @@ TEST_F(AnrTest, DiskIo) {
 
 TEST_F(AnrTest, DeadlockNamesBothThreads) {
   // The deadlocked target never ends: looptrace records for 6 s, then it is killed.
-  Process app({SampleApp(), "--scenario", "anr-deadlock", "--start-delay-ms", "800", "--truth",
-               dir_ / "truth.jsonl"});
-  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-d", "6.5", "-f", "json",
-                       "-o", dir_ / "out.json"});
+  Process app({SampleApp(), "--scenario", "anr-deadlock", "--start-delay-ms", "800", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand(
+      {Looptrace(), "record", "-p", std::to_string(app.pid()), "-d", "6.5", "-f", "json", "-o", dir_ / "out.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   app.Signal(SIGKILL);
   app.Wait(10);
@@ -220,8 +218,8 @@ TEST(AnrDwarfUnwind, StackOfAProgramWithoutFramePointers) {
   const std::string app = std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app-nofp";
   auto stack_of = [&](bool dwarf) {
     // One snapshot (no LAG first): the first unwind of the session.
-    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir / "out.json", "--anr-threshold",
-                                     "1500"};
+    std::vector<std::string> argv = {Looptrace(),       "run", "-f", "json", "-o", dir / "out.json",
+                                     "--anr-threshold", "1500"};
     if (dwarf) argv.push_back("--dwarf-unwind");
     for (const auto& a : {std::string("--"), app, std::string("--scenario"), std::string("anr-sleep"),
                           std::string("--stall-ms"), std::string("2000")})

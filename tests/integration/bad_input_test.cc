@@ -11,12 +11,11 @@ constexpr int kUsage = 2, kTarget = 3, kPermission = 4, kUnsupported = 5, kProfi
 
 class BadInputTest : public BpfTest {
  protected:
-
   // A long-running target for the duration of one test.
   Process& Target() {
     if (!target_) {
-      target_ = std::make_unique<Process>(
-          std::vector<std::string>{SampleApp(), "--scenario", "idle", "--count", "20000"});
+      target_ =
+          std::make_unique<Process>(std::vector<std::string>{SampleApp(), "--scenario", "idle", "--count", "20000"});
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return *target_;
@@ -37,8 +36,7 @@ class BadInputTest : public BpfTest {
     size_t error_lines = 0;
     std::istringstream lines(r.err);
     for (std::string line; std::getline(lines, line);)
-      if (line.find("error: ") != std::string::npos || line.find("usage: ") != std::string::npos)
-        ++error_lines;
+      if (line.find("error: ") != std::string::npos || line.find("usage: ") != std::string::npos) ++error_lines;
     EXPECT_EQ(error_lines, 1u) << r.err;
   }
 
@@ -54,11 +52,9 @@ TEST_F(BadInputTest, NonexistentPid) {
 TEST_F(BadInputTest, UsageErrorsHaveTheirOwnExitCode) {
   ExpectOneLineError(RunCommand({Looptrace(), "record"}), kUsage, "pid");
   ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", "12x"}), kUsage, "12x");
-  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", "1", "--threads", "some"}), kUsage,
-                     "some");
+  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", "1", "--threads", "some"}), kUsage, "some");
   ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", "1", "-f", "xml"}), kUsage, "xml");
-  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", "1", "--ringbuf-size", "3M"}), kUsage,
-                     "power of two");
+  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", "1", "--ringbuf-size", "3M"}), kUsage, "power of two");
   ExpectOneLineError(RunCommand({Looptrace(), "frobnicate"}), kUsage, "frobnicate");
   ExpectOneLineError(RunCommand({Looptrace(), "run"}), kUsage, "command");
 }
@@ -71,8 +67,8 @@ TEST_F(BadInputTest, HelpHasExamples) {
 }
 
 TEST_F(BadInputTest, NotRoot) {
-  auto r = RunCommand({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Looptrace(),
-                       "record", "-p", TargetPid()});
+  auto r = RunCommand(
+      {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Looptrace(), "record", "-p", TargetPid()});
   ExpectOneLineError(r, kPermission, "permission denied");
   EXPECT_NE(r.err.find("hint: run looptrace as root"), std::string::npos) << r.err;
 }
@@ -80,15 +76,14 @@ TEST_F(BadInputTest, NotRoot) {
 TEST_F(BadInputTest, RunNotRootDoesNotStartTheCommand) {
   std::string marker = dir_ / "ran";
   chmod(dir_.path().c_str(), 0777);
-  auto r = RunCommand({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Looptrace(), "run",
-                       "--profile", "sample", "--", "/bin/sh", "-c", "touch " + marker});
+  auto r = RunCommand({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Looptrace(), "run", "--profile",
+                       "sample", "--", "/bin/sh", "-c", "touch " + marker});
   ExpectOneLineError(r, kPermission, "permission denied");
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the command must not run untraced";
 }
 
 TEST_F(BadInputTest, RootWithoutCapabilities) {
-  auto r = RunCommand({"setpriv", "--inh-caps=-all", "--bounding-set=-all", Looptrace(), "record",
-                       "-p", TargetPid()});
+  auto r = RunCommand({"setpriv", "--inh-caps=-all", "--bounding-set=-all", Looptrace(), "record", "-p", TargetPid()});
   ExpectOneLineError(r, kPermission, "CAP_BPF");
 }
 
@@ -97,8 +92,8 @@ TEST_F(BadInputTest, MissingOrCorruptBtf) {
                      kUnsupported, "kernel BTF /nonexistent/vmlinux is not available");
   std::string corrupt = dir_ / "corrupt.btf";
   std::ofstream(corrupt) << "definitely not BTF";
-  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", TargetPid(), "--btf", corrupt}),
-                     kUnsupported, "cannot parse BTF file " + corrupt);
+  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", TargetPid(), "--btf", corrupt}), kUnsupported,
+                     "cannot parse BTF file " + corrupt);
 }
 
 TEST_F(BadInputTest, SymbolNotFoundListsClosestNames) {

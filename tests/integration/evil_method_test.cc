@@ -16,7 +16,6 @@ std::string CygApp() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sa
 
 class EvilMethodTest : public BpfTest {
  protected:
-
   // Methods of the truth's message `msg_id`, in call (pre-)order.
   static std::vector<json> TruthMethods(const std::vector<json>& truth, uint64_t msg_id) {
     std::vector<json> methods;
@@ -29,8 +28,7 @@ class EvilMethodTest : public BpfTest {
   }
 
   // Compares a reported tree with the truth: same pre-order shape, identity and costs.
-  static void ExpectTreeMatchesTruth(const json& report, const std::vector<json>& methods,
-                                     bool by_name) {
+  static void ExpectTreeMatchesTruth(const json& report, const std::vector<json>& methods, bool by_name) {
     const auto& tree = report["tree"];
     ASSERT_EQ(tree.size(), methods.size() + 1) << report.dump(1);
     EXPECT_EQ(tree[0]["depth"], 0);
@@ -45,8 +43,7 @@ class EvilMethodTest : public BpfTest {
         EXPECT_EQ(node["name"], truth["demangled"]);
       } else {
         EXPECT_EQ(node["id"], truth["method_id"]);
-        EXPECT_NE(node["name"].get<std::string>().find("." + truth["name"].get<std::string>() + "("),
-                  std::string::npos)
+        EXPECT_NE(node["name"].get<std::string>().find("." + truth["name"].get<std::string>() + "("), std::string::npos)
             << node["name"];
       }
       int64_t truth_cost = truth["end_ns"].get<int64_t>() - truth["begin_ns"].get<int64_t>();
@@ -54,16 +51,15 @@ class EvilMethodTest : public BpfTest {
       EXPECT_LE(error, std::max<int64_t>(1'000'000, truth_cost / 100));
       max_error = std::max(max_error, error);
     }
-    std::cout << "tree of " << methods.size() << " methods, max node cost error " << max_error
-              << " ns\n";
+    std::cout << "tree of " << methods.size() << " methods, max node cost error " << max_error << " ns\n";
   }
 
   TempDir dir_;
 };
 
 TEST_F(EvilMethodTest, IdHooksTreeMatchesTruth) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--method-mapping",
-                       Mapping(), "--", SampleApp(), "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--method-mapping", Mapping(), "--",
+                       SampleApp(), "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   auto truth = ReadJsonLines(dir_ / "truth.jsonl");
@@ -73,8 +69,8 @@ TEST_F(EvilMethodTest, IdHooksTreeMatchesTruth) {
   EXPECT_EQ(report["name"], "evil.jank");
   EXPECT_EQ(report["tag"], "Trace_EvilMethod");
   EXPECT_EQ(report["detail"], "NORMAL");
-  for (const char* key : {"machine", "cpu_app", "mem", "mem_free", "cost", "usage", "scene", "stack",
-                          "stackKey", "process", "time"})
+  for (const char* key :
+       {"machine", "cpu_app", "mem", "mem_free", "cost", "usage", "scene", "stack", "stackKey", "process", "time"})
     EXPECT_TRUE(report.contains(key)) << key;
   EXPECT_EQ(report["stackKey"], "1|");  // A: (1+1) * 2.24 s outweighs L: (2+1) * 1 s
   ExpectTreeMatchesTruth(report, TruthMethods(truth, report["msg_id"]), /*by_name=*/false);
@@ -87,8 +83,8 @@ TEST_F(EvilMethodTest, IdHooksTreeMatchesTruth) {
 }
 
 TEST_F(EvilMethodTest, InstrumentFunctionsTreeMatchesTruth) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", CygApp(),
-                       "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", CygApp(), "--scenario", "evil",
+                       "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   EXPECT_EQ(OfType(lines, "session")[0]["profile"], "sample-cyg");
@@ -100,14 +96,14 @@ TEST_F(EvilMethodTest, InstrumentFunctionsTreeMatchesTruth) {
 }
 
 TEST_F(EvilMethodTest, MessageUnderTheThresholdHasNoReport) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", SampleApp(),
-                       "--scenario", "evil-short"});
+  auto r = RunCommand(
+      {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", SampleApp(), "--scenario", "evil-short"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(OfType(ReadJsonLines(dir_ / "out.json"), "evil_method").size(), 0u);
 
   // A lower threshold reports it, with the full tree.
-  auto low = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "low.json", "--evil-threshold",
-                         "150", "--method-mapping", Mapping(), "--", SampleApp(), "--scenario", "evil-short", "--truth",
+  auto low = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "low.json", "--evil-threshold", "150",
+                         "--method-mapping", Mapping(), "--", SampleApp(), "--scenario", "evil-short", "--truth",
                          dir_ / "truth.jsonl"});
   ASSERT_EQ(low.exit_code, 0) << low.err;
   auto reports = OfType(ReadJsonLines(dir_ / "low.json"), "evil_method");
@@ -117,8 +113,8 @@ TEST_F(EvilMethodTest, MessageUnderTheThresholdHasNoReport) {
 }
 
 TEST_F(EvilMethodTest, MatrixCompatReproducesMatrixStackFormat) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--matrix-compat",
-                       "--", SampleApp(), "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--matrix-compat", "--", SampleApp(),
+                       "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto reports = OfType(ReadJsonLines(dir_ / "out.json"), "evil_method");
   ASSERT_EQ(reports.size(), 1u);
@@ -127,8 +123,7 @@ TEST_F(EvilMethodTest, MatrixCompatReproducesMatrixStackFormat) {
   std::string stack = reports[0]["stack"];
   EXPECT_EQ(std::count(stack.begin(), stack.end(), '\n'), 13) << stack;
   // L sleeps 1000 ms; Matrix's ms clock truncates both ends, so 1000 or 1001.
-  EXPECT_TRUE(stack.find("\n2,12,1,1000\n") != std::string::npos ||
-              stack.find("\n2,12,1,1001\n") != std::string::npos)
+  EXPECT_TRUE(stack.find("\n2,12,1,1000\n") != std::string::npos || stack.find("\n2,12,1,1001\n") != std::string::npos)
       << stack;
   EXPECT_EQ(reports[0]["stackKey"], "1|");
 }
@@ -137,9 +132,8 @@ TEST_F(EvilMethodTest, MatrixCompatReproducesMatrixStackFormat) {
 // record lost or overwritten): the storm's leaf calls, merged into one node, must add up
 // to the number of calls the target made.
 TEST_F(EvilMethodTest, MethodStormLosesNoBeats) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--evil-threshold",
-                       "50", "--", SampleApp(), "--scenario", "method-storm", "--count", "3000",
-                       "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "50", "--",
+                       SampleApp(), "--scenario", "method-storm", "--count", "3000", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   std::map<uint64_t, uint64_t> calls_by_msg;
@@ -154,8 +148,7 @@ TEST_F(EvilMethodTest, MethodStormLosesNoBeats) {
     EXPECT_EQ(report["tree"][1]["count"].get<uint64_t>(), calls_by_msg[report["msg_id"]]);
     total += report["tree"][1]["count"].get<uint64_t>();
   }
-  std::cout << total << " leaf calls (" << 2 * total << " beats) in " << reports.size()
-            << " messages, none lost\n";
+  std::cout << total << " leaf calls (" << 2 * total << " beats) in " << reports.size() << " messages, none lost\n";
   auto stats = OfType(lines, "stats")[0]["counters"];
   EXPECT_EQ(stats["method_beats_overwritten"], 0);
   EXPECT_EQ(stats["unmatched_method_exit"], 0);
@@ -175,13 +168,13 @@ TEST_F(EvilMethodTest, MalformedMappingStaysUsableAndMissingIdsAreCounted) {
     std::string line;
     int n = 0;
     while (std::getline(in, line)) {
-      if (line.starts_with("12,")) continue;        // L has no name
+      if (line.starts_with("12,")) continue;                       // L has no name
       if (++n == 3) out << "this,is,not a mapping line at all\n";  // line 3 is malformed
       out << line << "\n";
     }
   }
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--method-mapping",
-                       mapping, "--", SampleApp(), "--scenario", "evil", "--count", "1"});
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--method-mapping", mapping, "--",
+                       SampleApp(), "--scenario", "evil", "--count", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find(mapping + ":3:"), std::string::npos) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");

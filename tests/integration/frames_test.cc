@@ -29,8 +29,8 @@ class FramesTest : public BpfTest, public ::testing::WithParamInterface<std::pai
 
 TEST_P(FramesTest, EveryFrameMatchesTheTruth) {
   auto [scenario, hz] = GetParam();
-  std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--",
-                                   SampleApp(), "--scenario", scenario, "--truth", dir_ / "truth.jsonl"};
+  std::vector<std::string> argv = {Looptrace(), "run",       "-f",         "json",   "-o",      dir_ / "out.json",
+                                   "--",        SampleApp(), "--scenario", scenario, "--truth", dir_ / "truth.jsonl"};
   if (hz) {
     argv.push_back("--refresh-rate");
     argv.push_back(std::to_string(hz));
@@ -97,10 +97,10 @@ TEST_P(FramesTest, EveryFrameMatchesTheTruth) {
 INSTANTIATE_TEST_SUITE_P(Scenarios, FramesTest,
                          ::testing::Values(std::pair{"frames-smooth", 0}, std::pair{"frames-jank", 60},
                                            std::pair{"frames-jank", 90}, std::pair{"frames-jank", 120},
-                                           std::pair{"frames-busy-between", 0},
-                                           std::pair{"frames-refresh-change", 0}),
+                                           std::pair{"frames-busy-between", 0}, std::pair{"frames-refresh-change", 0}),
                          [](const auto& info) {
-                           std::string name = info.param.first + (info.param.second ? std::to_string(info.param.second) : "");
+                           std::string name =
+                               info.param.first + (info.param.second ? std::to_string(info.param.second) : "");
                            for (char& c : name)
                              if (c == '-') c = '_';
                            return name;
@@ -108,8 +108,8 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, FramesTest,
 
 TEST(FramesOff, ProfileWithoutFrameRolesSaysSoOnce) {
   RequireRootOrSkip();
-  auto r = RunCommand({Looptrace(), "run", "--profile", "sample-usdt", "--", SampleApp(), "--scenario",
-                       "frames-smooth", "--count", "10"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", "sample-usdt", "--", SampleApp(), "--scenario", "frames-smooth",
+                       "--count", "10"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   size_t at = r.out.find("frames: off");
   EXPECT_NE(at, std::string::npos) << r.out;
@@ -119,8 +119,8 @@ TEST(FramesOff, ProfileWithoutFrameRolesSaysSoOnce) {
 TEST(ChromeTrace, LoadsAsTraceEventJson) {
   RequireRootOrSkip();
   TempDir dir;
-  auto r = RunCommand({Looptrace(), "run", "-f", "chrome", "-o", dir / "trace.json", "--", SampleApp(),
-                       "--scenario", "frames-jank"});
+  auto r = RunCommand(
+      {Looptrace(), "run", "-f", "chrome", "-o", dir / "trace.json", "--", SampleApp(), "--scenario", "frames-jank"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(dir / "trace.json");
   json trace = json::parse(in);

@@ -37,8 +37,7 @@ class Process {
  public:
   explicit Process(const std::vector<std::string>& argv) {
     int out_pipe[2], err_pipe[2], exec_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
-        pipe2(exec_pipe, O_CLOEXEC) != 0)
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(exec_pipe, O_CLOEXEC) != 0)
       std::abort();
     pid_ = fork();
     if (pid_ == 0) {
@@ -80,9 +79,8 @@ class Process {
     bool out_open = out_fd_ >= 0, err_open = err_fd_ >= 0;
     while (out_open || err_open) {
       pollfd fds[2] = {{out_open ? out_fd_ : -1, POLLIN, 0}, {err_open ? err_fd_ : -1, POLLIN, 0}};
-      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      deadline - std::chrono::steady_clock::now())
-                                      .count());
+      int left = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
       if (left <= 0) {
         kill(pid_, SIGKILL);
         ADD_FAILURE() << "process " << pid_ << " timed out after " << timeout_s << " s";
@@ -93,13 +91,17 @@ class Process {
       char buf[65536];
       if (out_open && (fds[0].revents & (POLLIN | POLLHUP))) {
         ssize_t n = read(out_fd_, buf, sizeof(buf));
-        if (n <= 0) out_open = false;
-        else result_.out.append(buf, n);
+        if (n <= 0)
+          out_open = false;
+        else
+          result_.out.append(buf, n);
       }
       if (err_open && (fds[1].revents & (POLLIN | POLLHUP))) {
         ssize_t n = read(err_fd_, buf, sizeof(buf));
-        if (n <= 0) err_open = false;
-        else result_.err.append(buf, n);
+        if (n <= 0)
+          err_open = false;
+        else
+          result_.err.append(buf, n);
       }
     }
     int status = 0;
@@ -142,8 +144,7 @@ inline std::vector<nlohmann::json> ParseJsonLines(const std::string& text) {
   return lines;
 }
 
-inline std::vector<nlohmann::json> OfType(const std::vector<nlohmann::json>& lines,
-                                          const std::string& type) {
+inline std::vector<nlohmann::json> OfType(const std::vector<nlohmann::json>& lines, const std::string& type) {
   std::vector<nlohmann::json> out;
   for (const auto& l : lines)
     if (l.value("type", "") == type) out.push_back(l);

@@ -61,10 +61,18 @@ class Browser {
  private:
   CommandResult Run(const std::vector<std::string>& extra) {
     TempDir profile;
-    std::vector<std::string> argv = {binary_, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                                     "--no-first-run", "--disable-background-networking",
-                                     "--disable-component-update", "--disable-sync", "--disable-extensions",
-                                     "--user-data-dir=" + profile.path(), "--virtual-time-budget=10000"};
+    std::vector<std::string> argv = {binary_,
+                                     "--headless",
+                                     "--no-sandbox",
+                                     "--disable-gpu",
+                                     "--disable-quic",
+                                     "--no-first-run",
+                                     "--disable-background-networking",
+                                     "--disable-component-update",
+                                     "--disable-sync",
+                                     "--disable-extensions",
+                                     "--user-data-dir=" + profile.path(),
+                                     "--virtual-time-budget=10000"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return RunCommand(argv, 90);
   }
@@ -128,9 +136,9 @@ class HtmlReportLiveTest : public BpfTest {
 TEST_F(HtmlReportLiveTest, ReportTourInChromium) {
   ASSERT_TRUE(browser_.found()) << "chromium not found: apt-get install chromium (scripts/setup.sh installs it)";
   const std::vector<std::string> analysis = {"--method-mapping", Mapping(), "--evil-threshold", "150",
-                                             "--anr-threshold", "1000", "--lag-threshold", "500"};
-  std::vector<std::string> argv = {Looptrace(), "run", "-f", "html", "-o", dir_ / "report.html", "--save",
-                                   dir_ / "recording.jsonl"};
+                                             "--anr-threshold",  "1000",    "--lag-threshold",  "500"};
+  std::vector<std::string> argv = {
+      Looptrace(), "run", "-f", "html", "-o", dir_ / "report.html", "--save", dir_ / "recording.jsonl"};
   argv.insert(argv.end(), analysis.begin(), analysis.end());
   for (const auto& a : {std::string("--"), SampleApp(), std::string("--scenario"), std::string("report-tour"),
                         std::string("--truth"), dir_ / "truth.jsonl"})
@@ -154,8 +162,8 @@ TEST_F(HtmlReportLiveTest, ReportTourInChromium) {
   for (const auto& f : frames)
     if (f["total_ns"].get<uint64_t>() > (*worst)["total_ns"].get<uint64_t>()) worst = &f;
   // The page embeds what `report -f json` says about the same recording.
-  auto replay = RunCommand({Looptrace(), "report", dir_ / "recording.jsonl", "-f", "json", "--method-mapping", Mapping(),
-                            "--evil-threshold", "150", "--anr-threshold", "1000", "--lag-threshold", "500"});
+  auto replay = RunCommand({Looptrace(), "report", dir_ / "recording.jsonl", "-f", "json", "--method-mapping",
+                            Mapping(), "--evil-threshold", "150", "--anr-threshold", "1000", "--lag-threshold", "500"});
   ASSERT_EQ(replay.exit_code, 0) << replay.err;
   EXPECT_EQ(records, ParseJsonLines(replay.out));
 
@@ -167,7 +175,8 @@ TEST_F(HtmlReportLiveTest, ReportTourInChromium) {
   const std::string worst_id = std::to_string((*worst)["frame_id"].get<uint64_t>());
   EXPECT_EQ(CountMatches(dom, std::regex("<rect class=\"frame [^\"]*\"[^>]*data-frame-id=\"" + worst_id + "\"")), 1u)
       << "worst frame " << worst_id;
-  EXPECT_EQ(CountMatches(dom, std::regex("<rect class=\"frame-bar [^\"]*\"[^>]*data-frame-id=\"" + worst_id + "\"")), 1u);
+  EXPECT_EQ(CountMatches(dom, std::regex("<rect class=\"frame-bar [^\"]*\"[^>]*data-frame-id=\"" + worst_id + "\"")),
+            1u);
   // The ANR section names the thread holding the lock.
   const std::string stalls = Section(dom, "stalls");
   const std::string holder = "held by tid " + std::to_string(stall[0]["holder_tid"].get<int>()) + " \"sample-holder\"";
@@ -239,8 +248,10 @@ TEST_F(HtmlReportTest, HostileNamesStayText) {
   EXPECT_EQ(CountMatches(dom, std::regex("<script")), 3u) << "only the page's own scripts";
   // They are shown as text, escaped by the DOM serializer.
   const std::string slow = Section(dom, "slow");
-  EXPECT_NE(slow.find("sample.app.&lt;/script&gt;&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;.A()V"),
-            std::string::npos);
+  EXPECT_NE(
+      slow.find(
+          "sample.app.&lt;/script&gt;&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;.A()V"),
+      std::string::npos);
   EXPECT_NE(slow.find("sample.app.Img.&lt;img/src=x/onerror=document.body.setAttribute('data-pwned','2')&gt;()V"),
             std::string::npos);
   EXPECT_NE(slow.find("sample.app.Quotes.\"double\"'single'`back`()V"), std::string::npos);
@@ -268,8 +279,11 @@ TEST_F(HtmlReportTest, UnknownRecordsAndFieldsAreShown) {
     if (record["type"] == "stats") record["counters"]["future_loss"] = 7;
     data += record.dump() + "\n";
   }
-  data += json{{"type", "future_thing"}, {"what", "new"},
-               {"tree", json::array({{{"depth", 0}, {"name", "future.Root()"}, {"cost_ns", 5}}})}}.dump() + "\n";
+  data += json{{"type", "future_thing"},
+               {"what", "new"},
+               {"tree", json::array({{{"depth", 0}, {"name", "future.Root()"}, {"cost_ns", 5}}})}}
+              .dump() +
+          "\n";
   html.replace(begin, end - begin, data);
   std::ofstream(dir_ / "future.html") << html;
   const std::string dom = browser_.DumpDom(dir_ / "future.html");

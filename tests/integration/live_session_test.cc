@@ -93,8 +93,8 @@ class LiveSessionTest : public BpfTest {
   // The sample target stuck in a deadlock after `count` short messages: a session whose
   // figures stop changing, with one ANR once --anr-threshold passed.
   std::unique_ptr<Process> StartDeadlocked(int count = 5) {
-    return std::make_unique<Process>(std::vector<std::string>{
-        SampleApp(), "--scenario", "anr-deadlock", "--count", std::to_string(count), "--start-delay-ms", "1000"});
+    return std::make_unique<Process>(std::vector<std::string>{SampleApp(), "--scenario", "anr-deadlock", "--count",
+                                                              std::to_string(count), "--start-delay-ms", "1000"});
   }
 
   TempDir dir_;
@@ -299,8 +299,8 @@ TEST_F(LiveSessionTest, TopUnderTmux) {
     args.insert(args.begin(), {"tmux", "-L", server});
     return RunCommand(args, 20);
   };
-  ASSERT_EQ(tmux({"new-session", "-d", "-s", "top", "-x", "120", "-y", "40", "-e",
-                  "LOOPTRACE_RUN_DIR=" + run_.path(), Looptrace() + " top -p " + pid})
+  ASSERT_EQ(tmux({"new-session", "-d", "-s", "top", "-x", "120", "-y", "40", "-e", "LOOPTRACE_RUN_DIR=" + run_.path(),
+                  Looptrace() + " top -p " + pid})
                 .exit_code,
             0);
   std::string screen;
@@ -347,8 +347,7 @@ TEST_F(LiveSessionTest, PrometheusScrapesTheReportsCounts) {
   {
     std::ofstream config(dir_ / "prometheus.yml");
     config << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-           << "scrape_configs:\n  - job_name: looptrace\n    static_configs:\n      - targets: ['" << metrics
-           << "']\n";
+           << "scrape_configs:\n  - job_name: looptrace\n    static_configs:\n      - targets: ['" << metrics << "']\n";
   }
   Process prometheus({"/usr/bin/prometheus", "--config.file=" + (dir_ / "prometheus.yml"),
                       "--storage.tsdb.path=" + (dir_ / "tsdb"),
@@ -398,7 +397,8 @@ class ClickHouseTest : public LiveSessionTest {
     http_port_ = FreePort();
     const std::string data = dir_ / "ch";
     std::filesystem::create_directories(data);
-    std::ofstream(dir_ / "ch-config.xml") << "<?xml version=\"1.0\"?>\n<yandex>\n"
+    std::ofstream(dir_ / "ch-config.xml")
+        << "<?xml version=\"1.0\"?>\n<yandex>\n"
         << "  <logger><level>warning</level><log>" << data << "/server.log</log><errorlog>" << data
         << "/err.log</errorlog></logger>\n"
         << "  <http_port>" << http_port_ << "</http_port>\n  <tcp_port>" << FreePort() << "</tcp_port>\n"
@@ -462,10 +462,10 @@ TEST_F(ClickHouseTest, RowsMatchTheReports) {
 
   Process evil({SampleApp(), "--scenario", "evil", "--start-delay-ms", "1000"});
   Process anr({SampleApp(), "--scenario", "anr-busy", "--stall-ms", "2000", "--start-delay-ms", "1000"});
-  auto attached = Lt({"attach", "-p", std::to_string(evil.pid()), "-p", std::to_string(anr.pid()), "-o",
-                      dir_ / "final-%p.json", "-f", "json", "--anr-threshold", "1500", "--clickhouse",
-                      "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=looptrace",
-                      "--clickhouse-interval", "1"});
+  auto attached =
+      Lt({"attach", "-p", std::to_string(evil.pid()), "-p", std::to_string(anr.pid()), "-o", dir_ / "final-%p.json",
+          "-f", "json", "--anr-threshold", "1500", "--clickhouse",
+          "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=looptrace", "--clickhouse-interval", "1"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   EXPECT_EQ(evil.Wait(30).exit_code, 0);
   EXPECT_EQ(anr.Wait(30).exit_code, 0);
@@ -498,8 +498,8 @@ TEST_F(ClickHouseTest, RowsMatchTheReports) {
                " FORMAT TSV");
   };
   auto ended_sessions = [&] {
-    return Sql("SELECT count() FROM looptrace.sessions FINAL WHERE end_reason = 'target-exited' AND pid IN (" +
-               pids + ")");
+    return Sql("SELECT count() FROM looptrace.sessions FINAL WHERE end_reason = 'target-exited' AND pid IN (" + pids +
+               ")");
   };
   const std::string want_stall = "anr\t" + anrs[0]["stuck_reason"].get<std::string>() + "\n";
   const std::string want_evil = evils[0]["stackKey"].get<std::string>() + "\n";
@@ -523,9 +523,9 @@ TEST_F(ClickHouseTest, RefusedInsertsAreDroppedAndCounted) {
   StartServer();
   auto app = StartDeadlocked();
   const std::string pid = std::to_string(app->pid());
-  auto attached = Lt({"attach", "-p", pid, "--clickhouse",
-                      "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=missing", "--clickhouse-interval",
-                      "1"});
+  auto attached =
+      Lt({"attach", "-p", pid, "--clickhouse", "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=missing",
+          "--clickhouse-interval", "1"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   json status;
   EXPECT_TRUE(WaitUntil(

@@ -103,9 +103,8 @@ class LoopsTest : public BpfTest {
 
 TEST_F(LoopsTest, GlibMessagesAreDispatchesWithTheirSourcesNamedByCallback) {
   std::string err;
-  auto lines = Run({Program("looptrace-glib-loop"), "--truth", dir_ / "truth.jsonl", "--ticks", "40", "--slow-ms",
-                    "120"},
-                   &err);
+  auto lines =
+      Run({Program("looptrace-glib-loop"), "--truth", dir_ / "truth.jsonl", "--ticks", "40", "--slow-ms", "120"}, &err);
   EXPECT_NE(err.find("profile glib matches the target"), std::string::npos) << err;
   ExpectCleanSession(lines, "glib", "dispatch");
   auto messages = OfType(lines, "message");
@@ -133,9 +132,9 @@ TEST_F(LoopsTest, GlibMessagesAreDispatchesWithTheirSourcesNamedByCallback) {
 
 TEST_F(LoopsTest, AndroidLooperIterationsHoldNativeHandlersAndJavaMessages) {
   std::string err;
-  auto lines = Run({Program("looptrace-android-looper"), "--truth", dir_ / "truth.jsonl", "--messages", "24",
-                    "--slow-ms", "120"},
-                   &err);
+  auto lines = Run(
+      {Program("looptrace-android-looper"), "--truth", dir_ / "truth.jsonl", "--messages", "24", "--slow-ms", "120"},
+      &err);
   EXPECT_NE(err.find("profile android-looper matches the target"), std::string::npos) << err;
   ExpectCleanSession(lines, "android-looper", "poll-bounded");
   auto messages = OfType(lines, "message");
@@ -175,9 +174,9 @@ TEST_F(LoopsTest, AndroidLooperIterationsHoldNativeHandlersAndJavaMessages) {
 
 TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
   std::string err;
-  auto lines = Run({Program("looptrace-epoll-loop"), "--truth", dir_ / "truth.jsonl", "--iterations", "60",
-                    "--slow-ms", "120"},
-                   &err);
+  auto lines =
+      Run({Program("looptrace-epoll-loop"), "--truth", dir_ / "truth.jsonl", "--iterations", "60", "--slow-ms", "120"},
+          &err);
   EXPECT_NE(err.find("profile epoll matches the target"), std::string::npos) << err;
   ExpectCleanSession(lines, "epoll", "poll-bounded");
   auto messages = OfType(lines, "message");
@@ -225,8 +224,10 @@ TEST_F(LoopsTest, StallAndEvilMethodReportsWorkOnLoopIterations) {
   for (const auto& e : evil) {
     // The handler as the program timed it; its iteration holds it (and the ticks that
     // became due meanwhile, which pollInner runs right after it).
-    if (Name(e).empty()) EXPECT_GE(I(e, "cost_ns"), Cost(slow[0])) << e.dump();
-    else EXPECT_LE(std::abs(I(e, "cost_ns") - Cost(slow[0])), kToleranceNs) << e.dump();
+    if (Name(e).empty())
+      EXPECT_GE(I(e, "cost_ns"), Cost(slow[0])) << e.dump();
+    else
+      EXPECT_LE(std::abs(I(e, "cost_ns") - Cost(slow[0])), kToleranceNs) << e.dump();
     names.push_back(Name(e));
   }
   std::sort(names.begin(), names.end());
@@ -279,7 +280,8 @@ TEST_F(LoopsTest, ComposedLoopAndRuntimeProfilesAreOneSession) {
   // A loop layer plus another layer of the same program: the GLib dispatches and the
   // epoll-style poll-bounded profile define messages differently, which is an error naming
   // both lines; glib composed with itself is the same lines once.
-  auto conflict = RunCommand({Looptrace(), "probes", "--exe", Program("looptrace-glib-loop"), "--profile", "glib,epoll"});
+  auto conflict =
+      RunCommand({Looptrace(), "probes", "--exe", Program("looptrace-glib-loop"), "--profile", "glib,epoll"});
   EXPECT_EQ(conflict.exit_code, 6);
   EXPECT_NE(conflict.err.find("builtin:epoll:"), std::string::npos) << conflict.err;
   EXPECT_NE(conflict.err.find("builtin:glib:"), std::string::npos) << conflict.err;

@@ -2,11 +2,11 @@
 // must report exactly the messages the target's own truth file lists.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <map>
-#include <fstream>
-#include <sstream>
 #include <zlib.h>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "harness.h"
 
@@ -112,8 +112,8 @@ void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<js
 }
 
 TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", SampleApp(),
-                "--scenario", "messages", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", SampleApp(), "--scenario",
+                       "messages", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   auto truth = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message");
@@ -131,10 +131,9 @@ TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {
 }
 
 TEST_F(RecordTest, RecordAttachesToARunningProcessAndEndsWhenItExits) {
-  Process app({SampleApp(), "--scenario", "messages", "--count", "150", "--start-delay-ms", "1500",
-               "--truth", dir_ / "truth.jsonl"});
-  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json", "-o",
-                dir_ / "out.json"});
+  Process app({SampleApp(), "--scenario", "messages", "--count", "150", "--start-delay-ms", "1500", "--truth",
+               dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json", "-o", dir_ / "out.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("exited"), std::string::npos) << r.err;
   EXPECT_EQ(app.Wait(30).exit_code, 0);
@@ -144,8 +143,8 @@ TEST_F(RecordTest, RecordAttachesToARunningProcessAndEndsWhenItExits) {
 }
 
 TEST_F(RecordTest, UsdtProfileSeesTheSameMessages) {
-  auto r = RunCommand({Looptrace(), "run", "--profile", "sample-usdt", "-f", "json", "-o", dir_ / "out.json",
-                "--", SampleApp(), "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", "sample-usdt", "-f", "json", "-o", dir_ / "out.json", "--",
+                       SampleApp(), "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   EXPECT_EQ(OfType(lines, "session")[0]["profile"], "sample-usdt");
@@ -154,15 +153,15 @@ TEST_F(RecordTest, UsdtProfileSeesTheSameMessages) {
 
 TEST_F(RecordTest, ThreadFilterMainOrAll) {
   auto all = RunCommand({Looptrace(), "run", "--threads", "all", "-f", "json", "-o", dir_ / "all.json", "--",
-                  SampleApp(), "--scenario", "two-loopers", "--truth", dir_ / "truth_all.jsonl"});
+                         SampleApp(), "--scenario", "two-loopers", "--truth", dir_ / "truth_all.jsonl"});
   ASSERT_EQ(all.exit_code, 0) << all.err;
   auto truth_all = OfType(ReadJsonLines(dir_ / "truth_all.jsonl"), "message");
   auto lines_all = ReadJsonLines(dir_ / "all.json");
   ExpectMatchesTruth(OfType(lines_all, "message"), truth_all);
   EXPECT_EQ(OfType(lines_all, "message_summary").size(), 2u);
 
-  auto main_only = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "main.json", "--",
-                        SampleApp(), "--scenario", "two-loopers", "--truth", dir_ / "truth_main.jsonl"});
+  auto main_only = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "main.json", "--", SampleApp(),
+                               "--scenario", "two-loopers", "--truth", dir_ / "truth_main.jsonl"});
   ASSERT_EQ(main_only.exit_code, 0) << main_only.err;
   auto process = OfType(ReadJsonLines(dir_ / "truth_main.jsonl"), "process");
   ASSERT_EQ(process.size(), 1u);
@@ -186,8 +185,8 @@ TEST_F(RecordTest, EveryArgumentSourceOfAUprobeIsRecordedExactly) {
     std::ofstream(profile) << "profile arg-sources\n"
                            << "probe dispatch.begin uprobe exe lt_args8 id=arg" << which << "\n"
                            << "probe dispatch.end uretprobe exe lt_args8 id=ret\n";
-    auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--profile", profile, "--",
-                         fixture, std::to_string(which), std::to_string(kCalls)});
+    auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--profile", profile, "--", fixture,
+                         std::to_string(which), std::to_string(kCalls)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // The fixture's truth: "call I ARG1 ... ARG8" per call; the id is argument `which`, and
     // the return value (the end's id) is the same value.
@@ -213,8 +212,8 @@ TEST_F(RecordTest, EveryArgumentSourceOfAUprobeIsRecordedExactly) {
 }
 
 TEST_F(RecordTest, SavedRecordingReplaysToTheSameReport) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "live.json", "--save",
-                dir_ / "rec.jsonl.gz", "--", SampleApp(), "--scenario", "quick"});
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "live.json", "--save", dir_ / "rec.jsonl.gz",
+                       "--", SampleApp(), "--scenario", "quick"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto replay = RunCommand({Looptrace(), "report", dir_ / "rec.jsonl.gz", "-f", "json"});
   ASSERT_EQ(replay.exit_code, 0) << replay.err;
@@ -233,13 +232,12 @@ TEST_F(RecordTest, SavedRecordingReplaysToTheSameReport) {
 TEST_F(RecordTest, TextReportHasSummaryAndGzOutputDecompresses) {
   auto text = RunCommand({Looptrace(), "run", "--", SampleApp(), "--scenario", "quick"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  for (const char* needle : {"messages on thread", "p50", "p99", "slowest messages", "msg.",
-                             "data quality"}) {
+  for (const char* needle : {"messages on thread", "p50", "p99", "slowest messages", "msg.", "data quality"}) {
     EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
   }
 
-  auto gz = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json.gz", "--", SampleApp(),
-                 "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
+  auto gz = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json.gz", "--", SampleApp(), "--scenario",
+                        "quick", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(gz.exit_code, 0) << gz.err;
   gzFile f = gzopen((dir_ / "out.json.gz").c_str(), "rb");
   ASSERT_NE(f, nullptr);
@@ -278,8 +276,7 @@ TEST_F(RecordTest, SigtermEndsTheSessionWithAReport) {
 }
 
 TEST_F(RecordTest, KillNineMidSessionLeavesTargetRunningAndNoProbes) {
-  Process app({SampleApp(), "--scenario", "messages", "--start-delay-ms", "500", "--truth",
-               dir_ / "truth.jsonl"});
+  Process app({SampleApp(), "--scenario", "messages", "--start-delay-ms", "500", "--truth", dir_ / "truth.jsonl"});
   Process tracer({Looptrace(), "record", "-p", std::to_string(app.pid())});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   tracer.Signal(SIGKILL);
@@ -292,8 +289,8 @@ TEST_F(RecordTest, KillNineMidSessionLeavesTargetRunningAndNoProbes) {
 TEST_F(RecordTest, ProbesListsResolvedPointsWithTheirCost) {
   auto r = RunCommand({Looptrace(), "probes", "--exe", SampleApp(), "--profile", "sample"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* needle : {"dispatch.begin", "sample_looper_dispatch_begin", "emulated (nop5)",
-                             "dispatch.end", "looptrace-sample-app"}) {
+  for (const char* needle :
+       {"dispatch.begin", "sample_looper_dispatch_begin", "emulated (nop5)", "dispatch.end", "looptrace-sample-app"}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   }
   EXPECT_EQ(r.err.find("single-step"), std::string::npos) << r.err;

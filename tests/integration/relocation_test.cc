@@ -25,10 +25,10 @@ std::string PlacementOf(const std::string& listing, const std::string& role) {
   std::string line;
   bool found = false;
   while (std::getline(in, line)) {
-    if (found) return line.find("moved off the entry") != std::string::npos ||
-                              line.find("entry kept") != std::string::npos
-                          ? line
-                          : "";
+    if (found)
+      return line.find("moved off the entry") != std::string::npos || line.find("entry kept") != std::string::npos
+                 ? line
+                 : "";
     found = line.find(" " + role + " ") != std::string::npos;
   }
   return "";
@@ -42,16 +42,18 @@ class RelocationTest : public BpfTest {
   Run Trace(bool exact) {
     const std::string out = dir_ / (exact ? "exact.json" : "moved.json");
     const std::string truth = dir_ / (exact ? "exact-truth.jsonl" : "moved-truth.jsonl");
-    std::vector<std::string> argv = {Looptrace(), "run", "--profile", HookedProfile(), "-f", "json", "-o", out,
-                                     "--evil-threshold", "1.5"};
+    std::vector<std::string> argv = {Looptrace(), "run", "--profile", HookedProfile(),    "-f",
+                                     "json",      "-o",  out,         "--evil-threshold", "1.5"};
     if (exact) argv.push_back("--exact-entry");
-    for (const std::string& a : {std::string("--"), HookedLoop(), std::string("--messages"), std::string("60"),
-                                 std::string("--truth"), truth})
+    for (const std::string& a :
+         {std::string("--"), HookedLoop(), std::string("--messages"), std::string("60"), std::string("--truth"), truth})
       argv.push_back(a);
     auto r = RunCommand(argv, 120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    if (exact) EXPECT_NE(r.err.find("single-steps"), std::string::npos) << r.err;
-    else EXPECT_EQ(r.err.find("single-steps"), std::string::npos) << r.err;
+    if (exact)
+      EXPECT_NE(r.err.find("single-steps"), std::string::npos) << r.err;
+    else
+      EXPECT_EQ(r.err.find("single-steps"), std::string::npos) << r.err;
     return {ReadJsonLines(out), ReadJsonLines(truth)};
   }
 
@@ -65,7 +67,8 @@ class RelocationTest : public BpfTest {
       SCOPED_TRACE(truth[i].dump());
       EXPECT_EQ(messages[i]["msg_id"], truth[i]["id"]);
       EXPECT_EQ(messages[i]["name"], truth[i]["name"]);
-      const int64_t error = std::max(WindowError(messages[i], truth[i], "begin"), WindowError(messages[i], truth[i], "end"));
+      const int64_t error =
+          std::max(WindowError(messages[i], truth[i], "begin"), WindowError(messages[i], truth[i], "end"));
       EXPECT_LE(error, kToleranceNs);
       max_error = std::max(max_error, error);
     }
@@ -99,8 +102,7 @@ class RelocationTest : public BpfTest {
     for (const auto& report : OfType(run.out, "evil_method")) {
       if (report["name"] != "msg.tree") continue;
       std::string shape = report["name"].get<std::string>() + ":";
-      for (const auto& node : report["tree"])
-        shape += fmt(node);
+      for (const auto& node : report["tree"]) shape += fmt(node);
       trees.push_back(shape);
     }
     return trees;
@@ -114,8 +116,7 @@ class RelocationTest : public BpfTest {
     auto stats = OfType(run.out, "stats");
     ASSERT_EQ(stats.size(), 1u);
     for (const char* counter : {"unmatched_dispatch_end", "dispatch_id_mismatch", "unmatched_method_exit",
-                                "method_exit_missing", "ringbuf_full", "unknown_probe_id",
-                                "method_beats_overwritten"})
+                                "method_exit_missing", "ringbuf_full", "unknown_probe_id", "method_beats_overwritten"})
       EXPECT_EQ(stats[0]["counters"].value(counter, 0), 0) << counter;
   }
 
@@ -127,13 +128,11 @@ TEST_F(RelocationTest, ProbesShowsEachMovedPointAndWhy) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("single-steps"), std::string::npos) << r.err;  // nothing left single-stepped
   SCOPED_TRACE(r.out);
-  EXPECT_NE(PlacementOf(r.out, "dispatch.begin").find("call sites: all entries are direct calls"),
-            std::string::npos);
+  EXPECT_NE(PlacementOf(r.out, "dispatch.begin").find("call sites: all entries are direct calls"), std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "dispatch.end").find("after calls"), std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "method.enter").find("call sites"), std::string::npos);
   EXPECT_NE(PlacementOf(r.out, "method.exit").find("call sites"), std::string::npos);
-  EXPECT_NE(PlacementOf(r.out, "frame.begin").find("call sites: all entries are direct calls (1;"),
-            std::string::npos);
+  EXPECT_NE(PlacementOf(r.out, "frame.begin").find("call sites: all entries are direct calls (1;"), std::string::npos);
   // The -finstrument-functions hooks are exported (glibc defines them too), but no module
   // of the target imports them.
   EXPECT_NE(PlacementOf(r.out, "method.enter").find("imported by none of the target's"), std::string::npos);
@@ -145,14 +144,13 @@ TEST_F(RelocationTest, ProbesShowsEachMovedPointAndWhy) {
   EXPECT_NE(r.out.find("-> after calls "), std::string::npos);
   EXPECT_NE(r.out.find("-> entry block"), std::string::npos);
 
-  auto exact = RunCommand({Looptrace(), "probes", "--exe", HookedLoop(), "--profile", HookedProfile(),
-                           "--exact-entry"});
+  auto exact =
+      RunCommand({Looptrace(), "probes", "--exe", HookedLoop(), "--profile", HookedProfile(), "--exact-entry"});
   ASSERT_EQ(exact.exit_code, 0) << exact.err;
   EXPECT_EQ(exact.out.find("moved off the entry"), std::string::npos) << exact.out;
   EXPECT_NE(exact.out.find("entry kept (single-stepped): --exact-entry"), std::string::npos) << exact.out;
   // loop_dispatch's uprobe and uretprobe trap on one instruction: 8 points for 9 probes.
-  EXPECT_NE(exact.err.find("8 probe points start with an instruction the kernel single-steps"),
-            std::string::npos)
+  EXPECT_NE(exact.err.find("8 probe points start with an instruction the kernel single-steps"), std::string::npos)
       << exact.err;
 }
 
@@ -178,8 +176,7 @@ TEST_F(RelocationTest, SameMessagesFramesAndTreesAsExactEntries) {
   EXPECT_EQ(exact_trees, moved_trees);
   // msg.tree runs work_a -> (work_b -> work_d), work_c x2 (merged): 20 of the 60 messages.
   ASSERT_EQ(moved_trees.size(), 20u);
-  EXPECT_EQ(moved_trees.front(),
-            "msg.tree: 0/x1 1/handle_treex1 2/work_ax1 3/work_bx1 4/work_dx1 3/work_cx2");
+  EXPECT_EQ(moved_trees.front(), "msg.tree: 0/x1 1/handle_treex1 2/work_ax1 3/work_bx1 4/work_dx1 3/work_cx2");
 }
 
 }  // namespace

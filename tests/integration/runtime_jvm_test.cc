@@ -35,7 +35,8 @@ class JvmRuntimeTest : public BpfTest {
   void SetUp() override {
     BpfTest::SetUp();
     if (IsSkipped()) return;
-    ASSERT_EQ(access(Java().c_str(), X_OK), 0) << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
+    ASSERT_EQ(access(Java().c_str(), X_OK), 0)
+        << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
     ASSERT_EQ(access((Classes() + "/EdtApp.class").c_str(), R_OK), 0)
         << "EdtApp.class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
   }

@@ -74,9 +74,29 @@ TEST_F(PythonRuntimeTest, EveryAsyncioCallbackIsAMessageAndTheSlowOneIsTimedWith
 // CPython 3.11 fires python:function__entry only while a profiler is active (CPython issue
 // gh-98894): the program runs under cProfile, as the README tells users to.
 TEST_F(PythonRuntimeTest, SlowCallbackTreeNamesThePythonFunctionsEachWithin1ms) {
-  auto r = RunCommand({Looptrace(), "run", "--profile", "python", "-f", "json", "-o", dir_ / "out.json",
-                       "--evil-threshold", "50", "--max-nodes", "1000", "--", kPython, "-m", "cProfile", "-o",
-                       "/dev/null", App(), "--scenario", "slow", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(),
+                       "run",
+                       "--profile",
+                       "python",
+                       "-f",
+                       "json",
+                       "-o",
+                       dir_ / "out.json",
+                       "--evil-threshold",
+                       "50",
+                       "--max-nodes",
+                       "1000",
+                       "--",
+                       kPython,
+                       "-m",
+                       "cProfile",
+                       "-o",
+                       "/dev/null",
+                       App(),
+                       "--scenario",
+                       "slow",
+                       "--truth",
+                       dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("gh-98894"), std::string::npos) << "no warning under a profiler:\n" << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");

@@ -26,8 +26,8 @@ class SampledTreeTest : public BpfTest {
                         std::vector<std::string> app_args = {}) {
     std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    for (const auto& a : {std::string("--"), app, std::string("--scenario"), scenario, std::string("--truth"),
-                          dir_ / "truth.jsonl"})
+    for (const auto& a :
+         {std::string("--"), app, std::string("--scenario"), scenario, std::string("--truth"), dir_ / "truth.jsonl"})
       argv.push_back(a);
     argv.insert(argv.end(), app_args.begin(), app_args.end());
     auto r = RunCommand(argv, 120);
@@ -246,7 +246,7 @@ TEST_F(SampledTreeTest, TheLockHoldersStackIsRightWithoutFramePointers) {
     const std::string text = frame.get<std::string>();
     ASSERT_TRUE(std::regex_search(text, m, std::regex("^pc (0x[0-9a-f]+)"))) << text;
     EXPECT_LT(std::stoull(m[1].str(), nullptr, 16), 0x800000000000ull) << "a kernel-half address: garbage\n"
-                                                                        << without.dump(1);
+                                                                       << without.dump(1);
   }
   EXPECT_FALSE(without["user_stack_stop"].get<std::string>().empty()) << without.dump(1);
 }

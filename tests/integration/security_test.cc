@@ -90,7 +90,8 @@ class SecurityTest : public BpfTest {
     std::string path = dir_ / "methodMapping.txt";
     std::ofstream out(path, std::ios::binary);
     out << "1,1,evil.Map\x1b]0;mapping\x07 run ()V\n";
-    out << "2,1,bad\xff\xfe.Utf8\x9b" "31m go ()V\n";
+    out << "2,1,bad\xff\xfe.Utf8\x9b"
+           "31m go ()V\n";
     out << "3,1," << std::string(100 * 1024, 'C') << " huge ()V\n";
     out << "x\x1b[2J,1,malformed line with escapes\n";  // warned about, escaped
     return path;
@@ -115,19 +116,39 @@ TEST_F(SecurityTest, HostileTargetProfileAndMappingCannotCorruptOrEscape) {
   ExpectTerminalSafe(probes.err, "probes stderr");
   EXPECT_NE(probes.out.find("evil\\x1b]0;exe\\x07\\xff\\n\\x1b[2Jname"), std::string::npos) << probes.out;
 
-  CommandResult live = RunCommand({Looptrace(), "record", "-p", pid, "--profile", profile, "--method-mapping",
-                                   mapping, "-d", "5", "--threads", "all", "--evil-threshold", "300",
-                                   "--lag-threshold", "500", "--idle-lag-threshold", "200", "--save", recording});
+  CommandResult live = RunCommand({Looptrace(),
+                                   "record",
+                                   "-p",
+                                   pid,
+                                   "--profile",
+                                   profile,
+                                   "--method-mapping",
+                                   mapping,
+                                   "-d",
+                                   "5",
+                                   "--threads",
+                                   "all",
+                                   "--evil-threshold",
+                                   "300",
+                                   "--lag-threshold",
+                                   "500",
+                                   "--idle-lag-threshold",
+                                   "200",
+                                   "--save",
+                                   recording});
   ASSERT_EQ(live.exit_code, 0) << live.err;
   ExpectTerminalSafe(live.out, "live text report");
   ExpectTerminalSafe(live.err, "live stderr");
   // Complete: every section is there, names escaped and visible.
-  for (const char* needle : {"messages on thread", "slowest messages", "messages by name", "evil methods",
-                             "----- LAG", "idle handler lag", "startup timeline", "data quality"})
+  for (const char* needle : {"messages on thread", "slowest messages", "messages by name", "evil methods", "----- LAG",
+                             "idle handler lag", "startup timeline", "data quality"})
     EXPECT_NE(live.out.find(needle), std::string::npos) << needle << " missing in:\n" << live.out;
-  for (const char* needle : {"title\\x1b]0;pwned-title\\x07", "clear\\x1b[2J\\x1b[H\\x07", "layout\\nnewline\\ttab\\rcr",
-                             "csi\\u009b31m\xEF\xBF\xBD" "32m", "rlo\\u202egpj.exe", "badutf8\xEF\xBF\xBD",
-                             "evil.Map\\x1b]0;mapping\\x07.run()V", "\\x1b[31mm\xEF\xBF\xBD\\nain", "[...]"})
+  for (const char* needle :
+       {"title\\x1b]0;pwned-title\\x07", "clear\\x1b[2J\\x1b[H\\x07", "layout\\nnewline\\ttab\\rcr",
+        "csi\\u009b31m\xEF\xBF\xBD"
+        "32m",
+        "rlo\\u202egpj.exe", "badutf8\xEF\xBF\xBD", "evil.Map\\x1b]0;mapping\\x07.run()V",
+        "\\x1b[31mm\xEF\xBF\xBD\\nain", "[...]"})
     EXPECT_NE(live.out.find(needle), std::string::npos) << needle << " missing in:\n" << live.out;
   EXPECT_NE(live.err.find("x\\x1b[2J"), std::string::npos) << "the malformed mapping line, escaped:\n" << live.err;
   EXPECT_EQ(live.out.find("hidden-after-nul"), std::string::npos);  // a C string ends at its NUL
@@ -169,8 +190,8 @@ TEST_F(SecurityTest, HostileTargetProfileAndMappingCannotCorruptOrEscape) {
   ExpectTerminalSafe(saved, "recording");
   EXPECT_NE(saved.find("evil\\u001b]0;exe\\u0007\xEF\xBF\xBD\\n\\u001b[2Jname"), std::string::npos) << "exe path";
 
-  CommandResult as_text = RunCommand({Looptrace(), "report", recording, "--method-mapping", mapping,
-                                      "--evil-threshold", "300", "--idle-lag-threshold", "200"});
+  CommandResult as_text = RunCommand({Looptrace(), "report", recording, "--method-mapping", mapping, "--evil-threshold",
+                                      "300", "--idle-lag-threshold", "200"});
   ASSERT_EQ(as_text.exit_code, 0) << as_text.err;
   ExpectTerminalSafe(as_text.out, "replayed text report");
   ExpectTerminalSafe(as_text.err, "replay stderr");
@@ -212,7 +233,9 @@ TEST_F(SecurityTest, EndlessAndBlockingInputsAreRefused) {
     std::string needle;
   };
   const std::vector<Case> cases = {
-      {{Looptrace(), "probes", "--exe", "/bin/true", "--profile", "/dev/zero"}, 6, "/dev/zero: it is a character device"},
+      {{Looptrace(), "probes", "--exe", "/bin/true", "--profile", "/dev/zero"},
+       6,
+       "/dev/zero: it is a character device"},
       {{Looptrace(), "probes", "--exe", "/bin/true", "--profile", dir_ / "fifo"}, 6, "it is a FIFO"},
       {{Looptrace(), "report", "/dev/zero"}, 2, "/dev/zero: it is a character device"},
       {{Looptrace(), "report", dir_ / "fifo"}, 2, "it is a FIFO"},
@@ -301,9 +324,8 @@ namespace {
 // report is still written; the exit status says an output failed.
 TEST_F(SecurityTest, AFailedRecordingKeepsTheReport) {
   const std::string report = dir_ / "report.txt";
-  auto r = RunCommand({Looptrace(), "run", "--save", "/dev/full", "-o", report, "--", SampleApp(), "--scenario",
-                       "messages"},
-                      120);
+  auto r = RunCommand(
+      {Looptrace(), "run", "--save", "/dev/full", "-o", report, "--", SampleApp(), "--scenario", "messages"}, 120);
   EXPECT_EQ(r.exit_code, 7) << r.err;
   EXPECT_NE(r.err.find("No space left on device; the recording stops here (the report is still written)"),
             std::string::npos)

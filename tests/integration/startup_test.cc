@@ -11,14 +11,18 @@ using nlohmann::json;
 
 class StartupTest : public BpfTest {
  protected:
-
   std::vector<json> Run(const std::string& scenario, std::vector<std::string> options = {}) {
-    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json",
+    std::vector<std::string> argv = {Looptrace(),
+                                     "run",
+                                     "-f",
+                                     "json",
+                                     "-o",
+                                     dir_ / "out.json",
                                      "--method-mapping",
                                      std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app.methodMapping.txt"};
     argv.insert(argv.end(), options.begin(), options.end());
-    for (const auto& a : {std::string("--"), SampleApp(), std::string("--scenario"), scenario,
-                          std::string("--truth"), dir_ / "truth.jsonl"})
+    for (const auto& a : {std::string("--"), SampleApp(), std::string("--scenario"), scenario, std::string("--truth"),
+                          dir_ / "truth.jsonl"})
       argv.push_back(a);
     auto r = RunCommand(argv, 60);
     EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -45,13 +45,20 @@ int main(int argc, char** argv) {
   int iterations = 60, start_delay_ms = 0, bench = 0, use_ppoll = 0;
   uint64_t slow_ns = 120000000, work_ns = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--truth")) truth_path = argv[i + 1];
-    else if (!strcmp(argv[i], "--iterations")) iterations = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--slow-ms")) slow_ns = strtoull(argv[i + 1], NULL, 10) * 1000000ull;
-    else if (!strcmp(argv[i], "--start-delay-ms")) start_delay_ms = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--bench")) bench = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--work-us")) work_ns = strtoull(argv[i + 1], NULL, 10) * 1000ull;
-    else if (!strcmp(argv[i], "--ppoll")) use_ppoll = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--truth"))
+      truth_path = argv[i + 1];
+    else if (!strcmp(argv[i], "--iterations"))
+      iterations = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--slow-ms"))
+      slow_ns = strtoull(argv[i + 1], NULL, 10) * 1000000ull;
+    else if (!strcmp(argv[i], "--start-delay-ms"))
+      start_delay_ms = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--bench"))
+      bench = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--work-us"))
+      work_ns = strtoull(argv[i + 1], NULL, 10) * 1000ull;
+    else if (!strcmp(argv[i], "--ppoll"))
+      use_ppoll = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "usage: %s [--truth FILE] [--iterations N] [--slow-ms MS] [--start-delay-ms MS]\n", argv[0]);
       return 2;

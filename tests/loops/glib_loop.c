@@ -98,12 +98,18 @@ int main(int argc, char** argv) {
   const char* truth_path = NULL;
   int start_delay_ms = 0, bench = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--truth")) truth_path = argv[i + 1];
-    else if (!strcmp(argv[i], "--ticks")) ticks_left = ticks_total = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--slow-ms")) slow_ns = strtoull(argv[i + 1], NULL, 10) * 1000000ull;
-    else if (!strcmp(argv[i], "--start-delay-ms")) start_delay_ms = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--bench")) bench = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--work-us")) bench_work_ns = strtoull(argv[i + 1], NULL, 10) * 1000ull;
+    if (!strcmp(argv[i], "--truth"))
+      truth_path = argv[i + 1];
+    else if (!strcmp(argv[i], "--ticks"))
+      ticks_left = ticks_total = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--slow-ms"))
+      slow_ns = strtoull(argv[i + 1], NULL, 10) * 1000000ull;
+    else if (!strcmp(argv[i], "--start-delay-ms"))
+      start_delay_ms = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--bench"))
+      bench = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--work-us"))
+      bench_work_ns = strtoull(argv[i + 1], NULL, 10) * 1000ull;
     else {
       fprintf(stderr, "usage: %s [--truth FILE] [--ticks N] [--slow-ms MS] [--start-delay-ms MS]\n", argv[0]);
       return 2;

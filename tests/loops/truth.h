@@ -51,8 +51,8 @@ static inline int truth_write(const struct truth_log* log, const char* path, lon
   }
   for (int i = 0; i < log->count; ++i) {
     const struct truth_entry* e = &log->entries[i];
-    fprintf(f, "{\"type\":\"%s\",\"name\":\"%s\",\"begin_ns\":%llu,\"end_ns\":%llu,\"tid\":%ld}\n", e->kind,
-            e->name, (unsigned long long)e->begin_ns, (unsigned long long)e->end_ns, tid);
+    fprintf(f, "{\"type\":\"%s\",\"name\":\"%s\",\"begin_ns\":%llu,\"end_ns\":%llu,\"tid\":%ld}\n", e->kind, e->name,
+            (unsigned long long)e->begin_ns, (unsigned long long)e->end_ns, tid);
   }
   return fclose(f) == 0 ? 0 : 1;
 }

@@ -61,17 +61,13 @@ void Choreographer::OnVsync() {
   const uint64_t ts_ns = NowNs();
   sample_vsync(event->vsync_ns);
   const uint64_t ts_after_ns = NowNs();
-  TruthRecorder::Global().RecordVsync(CurrentTid(), ts_ns, ts_after_ns,
-                                      event->vsync_ns);
+  TruthRecorder::Global().RecordVsync(CurrentTid(), ts_ns, ts_after_ns, event->vsync_ns);
   const VsyncSource::Event e = *event;
   handler_.PostAtTime(
-      "Choreographer#doFrame",
-      [this, e] { DoFrame(e.vsync_ns, e.interval_ns, e.refresh_hz); },
-      e.vsync_ns);
+      "Choreographer#doFrame", [this, e] { DoFrame(e.vsync_ns, e.interval_ns, e.refresh_hz); }, e.vsync_ns);
 }
 
-void Choreographer::DoFrame(uint64_t intended_vsync_ns, uint64_t interval_ns,
-                            uint32_t refresh_hz) {
+void Choreographer::DoFrame(uint64_t intended_vsync_ns, uint64_t interval_ns, uint32_t refresh_hz) {
   // Choreographer.doFrame: a frame that starts one interval or more after its
   // vsync counts the skipped frames and is drawn for the latest vsync.
   const uint64_t start_ns = NowNs();
@@ -89,8 +85,7 @@ void Choreographer::DoFrame(uint64_t intended_vsync_ns, uint64_t interval_ns,
     frame_scheduled_ = false;
   }
   const uint64_t frame_id = g_next_frame_id.fetch_add(1);
-  frame_ = FrameInfo{frame_id,    frame_time_ns, intended_vsync_ns,
-                     interval_ns, refresh_hz,    skipped};
+  frame_ = FrameInfo{frame_id, frame_time_ns, intended_vsync_ns, interval_ns, refresh_hz, skipped};
   truth_ = FrameTruth{};
   truth_.tid = CurrentTid();
   truth_.frame_id = frame_id;
@@ -132,12 +127,8 @@ void Choreographer::DoFrame(uint64_t intended_vsync_ns, uint64_t interval_ns,
 
 // ----------------------------------------------------------------- Animator
 
-Animator::Animator(Choreographer* choreographer, uint64_t frames, Plan plan,
-                   std::function<void()> on_done)
-    : choreographer_(choreographer),
-      frames_(frames),
-      plan_(std::move(plan)),
-      on_done_(std::move(on_done)) {}
+Animator::Animator(Choreographer* choreographer, uint64_t frames, Plan plan, std::function<void()> on_done)
+    : choreographer_(choreographer), frames_(frames), plan_(std::move(plan)), on_done_(std::move(on_done)) {}
 
 FrameWork Animator::LightWork(uint64_t total_ns) {
   FrameWork work;
@@ -158,10 +149,8 @@ const FrameWork& Animator::Work(uint64_t index) {
 }
 
 void Animator::Start() {
-  choreographer_->PostCallback(
-      kPhaseInput, [this](const FrameInfo& f) { RunPhase(f, 0, kPhaseInput); });
-  choreographer_->PostFrameCallback(
-      [this](const FrameInfo& f) { OnAnimation(0, f); });
+  choreographer_->PostCallback(kPhaseInput, [this](const FrameInfo& f) { RunPhase(f, 0, kPhaseInput); });
+  choreographer_->PostFrameCallback([this](const FrameInfo& f) { OnAnimation(0, f); });
 }
 
 void Animator::RunPhase(const FrameInfo& frame, uint64_t index, FramePhase phase) {
@@ -173,8 +162,7 @@ void Animator::RunPhase(const FrameInfo& frame, uint64_t index, FramePhase phase
   uint64_t later_ns = 0;
   for (uint32_t p = phase + 1; p < kPhaseCount; ++p) later_ns += work.phase_ns[p];
   const uint64_t target_ns =
-      frame.vsync_ns +
-      (2 * static_cast<uint64_t>(work.stretch_dropped) + 1) * frame.interval_ns / 2;
+      frame.vsync_ns + (2 * static_cast<uint64_t>(work.stretch_dropped) + 1) * frame.interval_ns / 2;
   if (target_ns <= later_ns) return;
   const uint64_t deadline_ns = target_ns - later_ns;
   const uint64_t now_ns = NowNs();
@@ -188,19 +176,14 @@ void Animator::OnAnimation(uint64_t index, const FrameInfo& frame) {
   const bool last = stop_ || index + 1 >= frames_;
   if (!last) {
     // The next frame: its input, and the animation asks for the next vsync.
-    choreographer_->PostCallback(kPhaseInput, [this, index](const FrameInfo& f) {
-      RunPhase(f, index + 1, kPhaseInput);
-    });
-    choreographer_->PostFrameCallback(
-        [this, index](const FrameInfo& f) { OnAnimation(index + 1, f); });
+    choreographer_->PostCallback(kPhaseInput,
+                                 [this, index](const FrameInfo& f) { RunPhase(f, index + 1, kPhaseInput); });
+    choreographer_->PostFrameCallback([this, index](const FrameInfo& f) { OnAnimation(index + 1, f); });
   }
   // This frame: the animation invalidated the view.
   choreographer_->PostCallback(kPhaseInsetsAnimation,
-                               [this, index](const FrameInfo& f) {
-                                 RunPhase(f, index, kPhaseInsetsAnimation);
-                               });
-  choreographer_->ScheduleTraversals(
-      [this, index](const FrameInfo& f) { RunPhase(f, index, kPhaseTraversal); });
+                               [this, index](const FrameInfo& f) { RunPhase(f, index, kPhaseInsetsAnimation); });
+  choreographer_->ScheduleTraversals([this, index](const FrameInfo& f) { RunPhase(f, index, kPhaseTraversal); });
   choreographer_->PostCallback(kPhaseCommit, [this, index, last](const FrameInfo& f) {
     RunPhase(f, index, kPhaseCommit);
     if (commit_hook_) commit_hook_(index, f);

@@ -58,9 +58,7 @@ class Choreographer {
   // order posted) and schedules a frame.
   void PostCallback(FramePhase phase, FrameCallback callback);
   // An ANIMATION callback (Choreographer.postFrameCallback).
-  void PostFrameCallback(FrameCallback callback) {
-    PostCallback(kPhaseAnimation, std::move(callback));
-  }
+  void PostFrameCallback(FrameCallback callback) { PostCallback(kPhaseAnimation, std::move(callback)); }
   // ViewRootImpl.scheduleTraversals: unless a traversal is already
   // scheduled, posts a sync barrier and a TRAVERSAL callback that removes it
   // (doTraversal), then runs every `traversal` scheduled until then, in order
@@ -115,16 +113,13 @@ class Animator {
  public:
   using Plan = std::function<FrameWork(uint64_t index)>;
   // `on_done` runs (on the looper thread) in the COMMIT phase of the last frame.
-  Animator(Choreographer* choreographer, uint64_t frames, Plan plan,
-           std::function<void()> on_done);
+  Animator(Choreographer* choreographer, uint64_t frames, Plan plan, std::function<void()> on_done);
   // Looper thread (or before the looper runs).
   void Start();
   // The frame in progress (or the next one) is the last.
   void Stop() { stop_ = true; }
   // Runs in each frame's COMMIT phase, after the frame's planned work.
-  void SetCommitHook(std::function<void(uint64_t index, const FrameInfo&)> hook) {
-    commit_hook_ = std::move(hook);
-  }
+  void SetCommitHook(std::function<void(uint64_t index, const FrameInfo&)> hook) { commit_hook_ = std::move(hook); }
   uint64_t frames_drawn() const { return drawn_; }
 
   // Light work of a normal frame: 2-4 ms in total, spread over the phases.

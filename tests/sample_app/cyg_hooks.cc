@@ -13,7 +13,5 @@
 #include "hook_asm.h"
 #include "hooks.h"
 
-asm(".pushsection .text\n"
-    LOOPTRACE_SAMPLE_HOOK(__cyg_profile_func_enter)
-    LOOPTRACE_SAMPLE_HOOK(__cyg_profile_func_exit)
-    ".popsection\n");
+asm(".pushsection .text\n" LOOPTRACE_SAMPLE_HOOK(__cyg_profile_func_enter)
+        LOOPTRACE_SAMPLE_HOOK(__cyg_profile_func_exit) ".popsection\n");

@@ -9,14 +9,17 @@
 #error "the sample target's hooks are only written for x86-64 so far"
 #endif
 
-#define LOOPTRACE_SAMPLE_HOOK(name)                 \
-  ".globl " #name "\n"                              \
-  ".type " #name ", @function\n"                    \
-  ".p2align 4\n" #name ":\n"                        \
-  ".cfi_startproc\n"                                \
-  ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"            \
-  "ret\n"                                           \
-  ".cfi_endproc\n"                                  \
+#define LOOPTRACE_SAMPLE_HOOK(name)      \
+  ".globl " #name                        \
+  "\n"                                   \
+  ".type " #name                         \
+  ", @function\n"                        \
+  ".p2align 4\n" #name                   \
+  ":\n"                                  \
+  ".cfi_startproc\n"                     \
+  ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n" \
+  "ret\n"                                \
+  ".cfi_endproc\n"                       \
   ".size " #name ", . - " #name "\n"
 
 #endif  // LOOPTRACE_TESTS_SAMPLE_APP_HOOK_ASM_H_

@@ -80,8 +80,7 @@ void InputChannel::OnReadable() {
     const uint64_t receive_ns = NowNs();
     sample_input_receive(event.seq);
     const uint64_t receive_after_ns = NowNs();
-    handler_.Post("ViewRootImpl#processInputEvent", [this, event, receive_ns,
-                                                     receive_after_ns] {
+    handler_.Post("ViewRootImpl#processInputEvent", [this, event, receive_ns, receive_after_ns] {
       handle_(event.seq);
       const uint64_t finish_ns = NowNs();
       sample_input_finish(event.seq);

@@ -15,8 +15,8 @@ const char* g_launched = nullptr;  // the last launched activity
 bool g_warm = false;
 bool g_first_frame_pending = false;
 
-void Record(const char* name, uint64_t ts_ns, uint64_t ts_after_ns,
-            const char* activity, bool warm, uint64_t frame_id = 0) {
+void Record(const char* name, uint64_t ts_ns, uint64_t ts_after_ns, const char* activity, bool warm,
+            uint64_t frame_id = 0) {
   JsonLine line("milestone");
   line.S("name", name).I("tid", CurrentTid()).U("ts_ns", ts_ns);
   if (ts_after_ns != 0) line.U("ts_after_ns", ts_after_ns);

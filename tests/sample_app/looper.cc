@@ -13,10 +13,8 @@
 
 #if LOOPTRACE_SAMPLE_HAVE_SDT
 #include <sys/sdt.h>
-#define LOOPTRACE_SAMPLE_USDT_DISPATCH_BEGIN(id, name) \
-  STAP_PROBE2(looptrace_sample, dispatch__begin, id, name)
-#define LOOPTRACE_SAMPLE_USDT_DISPATCH_END(id) \
-  STAP_PROBE1(looptrace_sample, dispatch__end, id)
+#define LOOPTRACE_SAMPLE_USDT_DISPATCH_BEGIN(id, name) STAP_PROBE2(looptrace_sample, dispatch__begin, id, name)
+#define LOOPTRACE_SAMPLE_USDT_DISPATCH_END(id) STAP_PROBE1(looptrace_sample, dispatch__end, id)
 #else
 #define LOOPTRACE_SAMPLE_USDT_DISPATCH_BEGIN(id, name) ((void)0)
 #define LOOPTRACE_SAMPLE_USDT_DISPATCH_END(id) ((void)0)
@@ -49,9 +47,7 @@ Looper* Looper::PrepareMainLooper() {
   return looper;
 }
 
-std::unique_ptr<Looper> Looper::ReleaseMyLooper() {
-  return std::move(t_looper);
-}
+std::unique_ptr<Looper> Looper::ReleaseMyLooper() { return std::move(t_looper); }
 
 Looper* Looper::MyLooper() { return t_looper.get(); }
 
@@ -101,9 +97,8 @@ void Looper::Dispatch(Message& msg) {
   t_current_msg_id = 0;
   TruthRecorder::Global().RecordMessage(
       tid_, msg_id, name, begin_ns, end_ns,
-      t_method_calls_reported ? std::optional<uint64_t>(t_method_calls)
-                              : std::nullopt,
-      begin_after_ns, end_after_ns, cpu_before_ns, cpu_after_ns);
+      t_method_calls_reported ? std::optional<uint64_t>(t_method_calls) : std::nullopt, begin_after_ns, end_after_ns,
+      cpu_before_ns, cpu_after_ns);
 }
 
 // ---------------------------------------------------------------- Handler
@@ -140,20 +135,15 @@ bool Handler::Post(const char* name, std::function<void()> callback) {
   return SendMessageAtTime(Obtain(name, std::move(callback)), NowNs());
 }
 
-bool Handler::PostDelayed(const char* name, std::function<void()> callback,
-                          uint64_t delay_ns) {
-  return SendMessageAtTime(Obtain(name, std::move(callback)),
-                           NowNs() + delay_ns);
+bool Handler::PostDelayed(const char* name, std::function<void()> callback, uint64_t delay_ns) {
+  return SendMessageAtTime(Obtain(name, std::move(callback)), NowNs() + delay_ns);
 }
 
-bool Handler::PostAtTime(const char* name, std::function<void()> callback,
-                         uint64_t when_ns) {
+bool Handler::PostAtTime(const char* name, std::function<void()> callback, uint64_t when_ns) {
   return SendMessageAtTime(Obtain(name, std::move(callback)), when_ns);
 }
 
-bool Handler::SendMessage(Message msg) {
-  return SendMessageAtTime(std::move(msg), NowNs());
-}
+bool Handler::SendMessage(Message msg) { return SendMessageAtTime(std::move(msg), NowNs()); }
 
 bool Handler::SendMessageDelayed(Message msg, uint64_t delay_ns) {
   return SendMessageAtTime(std::move(msg), NowNs() + delay_ns);
@@ -165,17 +155,11 @@ bool Handler::SendMessageAtTime(Message msg, uint64_t when_ns) {
   return looper_->queue().Enqueue(std::move(msg), when_ns);
 }
 
-bool Handler::SendEmptyMessage(int32_t what, const char* name) {
-  return SendMessage(Obtain(what, name));
-}
+bool Handler::SendEmptyMessage(int32_t what, const char* name) { return SendMessage(Obtain(what, name)); }
 
-void Handler::RemoveMessages(int32_t what) {
-  looper_->queue().RemoveMessages(this, what);
-}
+void Handler::RemoveMessages(int32_t what) { looper_->queue().RemoveMessages(this, what); }
 
-bool Handler::HasMessages(int32_t what) const {
-  return looper_->queue().HasMessages(this, what);
-}
+bool Handler::HasMessages(int32_t what) const { return looper_->queue().HasMessages(this, what); }
 
 // ---------------------------------------------------------- HandlerThread
 

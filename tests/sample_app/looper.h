@@ -85,10 +85,8 @@ class Handler {
 
   // All thread-safe; false if the looper is quitting.
   bool Post(const char* name, std::function<void()> callback);
-  bool PostDelayed(const char* name, std::function<void()> callback,
-                   uint64_t delay_ns);
-  bool PostAtTime(const char* name, std::function<void()> callback,
-                  uint64_t when_ns);
+  bool PostDelayed(const char* name, std::function<void()> callback, uint64_t delay_ns);
+  bool PostAtTime(const char* name, std::function<void()> callback, uint64_t when_ns);
   bool SendMessage(Message msg);
   bool SendMessageDelayed(Message msg, uint64_t delay_ns);
   bool SendMessageAtTime(Message msg, uint64_t when_ns);

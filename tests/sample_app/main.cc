@@ -90,13 +90,11 @@ void PrintUsage() {
       kProgram);
 }
 
-std::optional<uint64_t> ParseUint(std::string_view text, uint64_t min,
-                                  uint64_t max) {
+std::optional<uint64_t> ParseUint(std::string_view text, uint64_t min, uint64_t max) {
   uint64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < min ||
-      value > max) {
+  if (text.empty() || ec != std::errc() || ptr != end || value < min || value > max) {
     return std::nullopt;
   }
   return value;
@@ -128,9 +126,8 @@ std::string ParseArgs(int argc, char** argv, Options* options) {
       if (!value(&text)) return std::string(arg) + " needs a value";
       const std::optional<uint64_t> parsed = ParseUint(text, min, max);
       if (!parsed) {
-        return "invalid number '" + std::string(text) + "' for " +
-               std::string(arg) + " (expected " + std::to_string(min) + ".." +
-               std::to_string(max) + ")";
+        return "invalid number '" + std::string(text) + "' for " + std::string(arg) + " (expected " +
+               std::to_string(min) + ".." + std::to_string(max) + ")";
       }
       *out = *parsed;
       return "";
@@ -196,8 +193,7 @@ void PrintHooks() {
     const uintptr_t address = reinterpret_cast<uintptr_t>(hook.address);
     // name, runtime address, offset from the executable's load base (the
     // symbol value in the ELF file)
-    std::printf("%s 0x%jx 0x%jx\n", hook.name, static_cast<uintmax_t>(address),
-                static_cast<uintmax_t>(address - base));
+    std::printf("%s 0x%jx 0x%jx\n", hook.name, static_cast<uintmax_t>(address), static_cast<uintmax_t>(address - base));
   }
   std::fflush(stdout);
 }
@@ -220,22 +216,20 @@ int Main(uint64_t process_start_ns, int argc, char** argv) {
     } else if (WriteMethodMapping(out, &error)) {
       return 0;
     }
-    std::fprintf(stderr, "%s: cannot write method mapping %s: %s\n", kProgram,
-                 options.method_mapping_path->c_str(), error.c_str());
+    std::fprintf(stderr, "%s: cannot write method mapping %s: %s\n", kProgram, options.method_mapping_path->c_str(),
+                 error.c_str());
     return 1;
   }
   if (options.list_scenarios) {
     for (const ScenarioInfo* info : ScenarioRegistry::Get().All()) {
-      std::printf("%-21.*s %.*s\n", static_cast<int>(info->name.size()),
-                  info->name.data(), static_cast<int>(info->description.size()),
-                  info->description.data());
+      std::printf("%-21.*s %.*s\n", static_cast<int>(info->name.size()), info->name.data(),
+                  static_cast<int>(info->description.size()), info->description.data());
     }
     return 0;
   }
   const ScenarioInfo* info = ScenarioRegistry::Get().Find(options.scenario);
   if (info == nullptr) {
-    std::fprintf(stderr, "%s: unknown scenario '%s' (see --list-scenarios)\n",
-                 kProgram, options.scenario.c_str());
+    std::fprintf(stderr, "%s: unknown scenario '%s' (see --list-scenarios)\n", kProgram, options.scenario.c_str());
     return kExitUsage;
   }
   if (options.print_hooks) {
@@ -247,8 +241,8 @@ int Main(uint64_t process_start_ns, int argc, char** argv) {
   if (options.truth_path) {
     std::FILE* truth_file = std::fopen(options.truth_path->c_str(), "w");
     if (truth_file == nullptr) {
-      std::fprintf(stderr, "%s: cannot open truth file %s: %s\n", kProgram,
-                   options.truth_path->c_str(), std::strerror(errno));
+      std::fprintf(stderr, "%s: cannot open truth file %s: %s\n", kProgram, options.truth_path->c_str(),
+                   std::strerror(errno));
       return 1;
     }
     TruthRecorder::Global().SetOutput(truth_file, getpid(), process_start_ns);
@@ -283,8 +277,7 @@ int Main(uint64_t process_start_ns, int argc, char** argv) {
   }
 
   if (std::string error; !TruthRecorder::Global().Finish(&error)) {
-    std::fprintf(stderr, "%s: cannot write truth file %s: %s\n", kProgram,
-                 options.truth_path->c_str(), error.c_str());
+    std::fprintf(stderr, "%s: cannot write truth file %s: %s\n", kProgram, options.truth_path->c_str(), error.c_str());
     return 1;
   }
   return status;

@@ -11,13 +11,11 @@ namespace looptrace::sample {
 
 // ----------------------------------------------------------- RemotePoster
 
-RemotePoster::RemotePoster(const char* thread_name)
-    : thread_(&RemotePoster::Run, this, thread_name) {}
+RemotePoster::RemotePoster(const char* thread_name) : thread_(&RemotePoster::Run, this, thread_name) {}
 
 RemotePoster::~RemotePoster() { Stop(); }
 
-void RemotePoster::PostAt(Handler* handler, const char* name,
-                          std::function<void()> callback, uint64_t when_ns) {
+void RemotePoster::PostAt(Handler* handler, const char* name, std::function<void()> callback, uint64_t when_ns) {
   {
     std::lock_guard lock(mu_);
     requests_.push_back({handler, name, std::move(callback), when_ns});
@@ -52,12 +50,9 @@ void RemotePoster::Run(const char* thread_name) {
 
 // ----------------------------------------------------------- MessageChain
 
-MessageChain::MessageChain(Handler* handler, std::vector<ChainStep> steps,
-                           std::function<void()> on_done, RemotePoster* poster)
-    : handler_(handler),
-      steps_(std::move(steps)),
-      on_done_(std::move(on_done)),
-      poster_(poster) {}
+MessageChain::MessageChain(Handler* handler, std::vector<ChainStep> steps, std::function<void()> on_done,
+                           RemotePoster* poster)
+    : handler_(handler), steps_(std::move(steps)), on_done_(std::move(on_done)), poster_(poster) {}
 
 void MessageChain::Start(uint64_t start_ns) { Schedule(0, start_ns); }
 
@@ -84,8 +79,8 @@ void MessageChain::Schedule(size_t index, uint64_t base_ns) {
     case StepRoute::kAsyncPastBarrier: {
       barrier_token_ = handler_->looper()->queue().PostSyncBarrier();
       // The next (synchronous) step is due first but held by the barrier.
-      handler_->PostAtTime(steps_[index + 1].name,
-                           [this, index] { Run(index + 1); }, due_ns);
+      handler_->PostAtTime(
+          steps_[index + 1].name, [this, index] { Run(index + 1); }, due_ns);
       Message async = handler_->Obtain(step.name, std::move(run));
       async.asynchronous = true;
       handler_->SendMessageAtTime(std::move(async), due_ns + kBarrierHoldNs);
@@ -96,8 +91,7 @@ void MessageChain::Schedule(size_t index, uint64_t base_ns) {
 
 void MessageChain::Run(size_t index) {
   const ChainStep& step = steps_[index];
-  const bool past_barrier = step.route == StepRoute::kAsyncPastBarrier &&
-                            index + 1 < steps_.size();
+  const bool past_barrier = step.route == StepRoute::kAsyncPastBarrier && index + 1 < steps_.size();
   if (past_barrier) handler_->looper()->queue().RemoveSyncBarrier(barrier_token_);
   DoWork(step.kind, step.cost_ns);
   // After a barrier episode the next step is already queued.

@@ -30,8 +30,7 @@ class RemotePoster {
   RemotePoster& operator=(const RemotePoster&) = delete;
 
   // Thread-safe. The helper sleeps until when_ns, then handler->Post().
-  void PostAt(Handler* handler, const char* name, std::function<void()> callback,
-              uint64_t when_ns);
+  void PostAt(Handler* handler, const char* name, std::function<void()> callback, uint64_t when_ns);
   // Posts what is still pending, then joins the thread.
   void Stop();
 
@@ -77,8 +76,8 @@ class MessageChain {
 
   // `on_done` runs on the handler's thread at the end of the last step.
   // `poster` is needed only for kRemote steps (without one they run local).
-  MessageChain(Handler* handler, std::vector<ChainStep> steps,
-               std::function<void()> on_done, RemotePoster* poster = nullptr);
+  MessageChain(Handler* handler, std::vector<ChainStep> steps, std::function<void()> on_done,
+               RemotePoster* poster = nullptr);
   MessageChain(const MessageChain&) = delete;
   MessageChain& operator=(const MessageChain&) = delete;
 

@@ -31,15 +31,13 @@ thread_local uint64_t t_current_idle_id = 0;
 std::atomic<bool> g_have_epoll_pwait2{true};
 
 [[noreturn]] void DieErrno(const char* what) {
-  std::fprintf(stderr, "looptrace-sample-app: %s: %s\n", what,
-               std::strerror(errno));
+  std::fprintf(stderr, "looptrace-sample-app: %s: %s\n", what, std::strerror(errno));
   std::abort();
 }
 
 int64_t TimeoutMs(int64_t timeout_ns) {
   if (timeout_ns < 0) return -1;
-  return (timeout_ns + static_cast<int64_t>(kNsPerMs) - 1) /
-         static_cast<int64_t>(kNsPerMs);
+  return (timeout_ns + static_cast<int64_t>(kNsPerMs) - 1) / static_cast<int64_t>(kNsPerMs);
 }
 
 }  // namespace
@@ -70,18 +68,15 @@ bool MessageQueue::Enqueue(Message msg, uint64_t when_ns) {
     msg.when_ns = when_ns;
     // Under the lock: the hook precedes the message's dispatch in any case.
     sample_message_enqueue(when_ns, msg.asynchronous ? 1 : 0);
-    const auto it =
-        messages_.emplace(Key{when_ns, next_seq_++}, std::move(msg)).first;
+    const auto it = messages_.emplace(Key{when_ns, next_seq_++}, std::move(msg)).first;
     if (it == messages_.begin()) {
       // New head: the poll timeout is now wrong if the looper is blocked.
       need_wake = blocked_;
-    } else if (blocked_ && messages_.begin()->second.IsBarrier() &&
-               it->second.asynchronous) {
+    } else if (blocked_ && messages_.begin()->second.IsBarrier() && it->second.asynchronous) {
       // Behind a barrier only asynchronous messages count: wake if this is
       // the earliest one.
-      need_wake = std::none_of(
-          std::next(messages_.begin()), it,
-          [](const auto& entry) { return entry.second.asynchronous; });
+      need_wake =
+          std::none_of(std::next(messages_.begin()), it, [](const auto& entry) { return entry.second.asynchronous; });
     }
   }
   if (need_wake) Wake();
@@ -91,9 +86,8 @@ bool MessageQueue::Enqueue(Message msg, uint64_t when_ns) {
 MessageQueue::MessageMap::iterator MessageQueue::NextDeliverableLocked() {
   auto it = messages_.begin();
   if (it != messages_.end() && it->second.IsBarrier()) {
-    it = std::find_if(std::next(it), messages_.end(), [](const auto& entry) {
-      return entry.second.asynchronous && !entry.second.IsBarrier();
-    });
+    it = std::find_if(std::next(it), messages_.end(),
+                      [](const auto& entry) { return entry.second.asynchronous && !entry.second.IsBarrier(); });
   }
   return it;
 }
@@ -127,8 +121,7 @@ std::optional<Message> MessageQueue::Next() {
 
       // Idle handlers run only when the queue is empty or its head (possibly
       // a barrier, as in Android) is in the future.
-      if (pending_idle_count < 0 &&
-          (messages_.empty() || now < messages_.begin()->first.when_ns)) {
+      if (pending_idle_count < 0 && (messages_.empty() || now < messages_.begin()->first.when_ns)) {
         pending_idle = idle_handlers_;
         pending_idle_count = static_cast<int>(pending_idle.size());
       }
@@ -170,20 +163,17 @@ void MessageQueue::PollOnce(int64_t timeout_ns) {
     n = epoll_pwait2(epoll_fd_, events, kMaxEpollEvents, &timeout, nullptr);
     if (n < 0 && errno == ENOSYS) {
       g_have_epoll_pwait2.store(false, std::memory_order_relaxed);
-      n = epoll_wait(epoll_fd_, events, kMaxEpollEvents,
-                     static_cast<int>(TimeoutMs(timeout_ns)));
+      n = epoll_wait(epoll_fd_, events, kMaxEpollEvents, static_cast<int>(TimeoutMs(timeout_ns)));
     }
   } else {
-    n = epoll_wait(epoll_fd_, events, kMaxEpollEvents,
-                   static_cast<int>(TimeoutMs(timeout_ns)));
+    n = epoll_wait(epoll_fd_, events, kMaxEpollEvents, static_cast<int>(TimeoutMs(timeout_ns)));
   }
   sample_looper_poll_end();
   for (int i = 0; i < n; ++i) {
     const int fd = events[i].data.fd;
     if (fd == wake_fd_) {
       uint64_t counter;
-      while (read(wake_fd_, &counter, sizeof(counter)) ==
-             static_cast<ssize_t>(sizeof(counter))) {
+      while (read(wake_fd_, &counter, sizeof(counter)) == static_cast<ssize_t>(sizeof(counter))) {
       }
       continue;
     }
@@ -228,10 +218,8 @@ bool MessageQueue::RemoveSyncBarrier(int token) {
   bool need_wake = false;
   {
     std::lock_guard lock(mu_);
-    const auto it =
-        std::find_if(messages_.begin(), messages_.end(), [&](const auto& e) {
-          return e.second.IsBarrier() && e.second.arg1 == token;
-        });
+    const auto it = std::find_if(messages_.begin(), messages_.end(),
+                                 [&](const auto& e) { return e.second.IsBarrier() && e.second.arg1 == token; });
     if (it == messages_.end()) return false;
     const uint64_t remove_ns = NowNs();
     sample_barrier_remove(static_cast<uint64_t>(token));
@@ -251,8 +239,7 @@ bool MessageQueue::RemoveSyncBarrier(int token) {
     messages_.erase(it);
     if (was_head) {
       // Synchronous messages held back by the barrier may be due now.
-      need_wake = !quitting_ && (messages_.empty() ||
-                                 !messages_.begin()->second.IsBarrier());
+      need_wake = !quitting_ && (messages_.empty() || !messages_.begin()->second.IsBarrier());
     }
   }
   if (need_wake) Wake();
@@ -262,8 +249,7 @@ bool MessageQueue::RemoveSyncBarrier(int token) {
 void MessageQueue::AddFd(int fd, std::function<void()> callback) {
   {
     std::lock_guard lock(mu_);
-    fd_callbacks_[fd] =
-        std::make_shared<std::function<void()>>(std::move(callback));
+    fd_callbacks_[fd] = std::make_shared<std::function<void()>>(std::move(callback));
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -288,31 +274,26 @@ uint64_t MessageQueue::AddIdleHandler(IdleHandler handler) {
 
 bool MessageQueue::RemoveIdleHandler(uint64_t registration) {
   std::lock_guard lock(mu_);
-  return std::erase_if(idle_handlers_, [&](const auto& entry) {
-           return entry.first == registration;
-         }) > 0;
+  return std::erase_if(idle_handlers_, [&](const auto& entry) { return entry.first == registration; }) > 0;
 }
 
 void MessageQueue::RemoveMessages(const Handler* target, int32_t what) {
   std::lock_guard lock(mu_);
   std::erase_if(messages_, [&](const auto& entry) {
-    return entry.second.target == target && entry.second.what == what &&
-           !entry.second.IsBarrier();
+    return entry.second.target == target && entry.second.what == what && !entry.second.IsBarrier();
   });
 }
 
 void MessageQueue::RemoveAllMessages(const Handler* target) {
   std::lock_guard lock(mu_);
-  std::erase_if(messages_, [&](const auto& entry) {
-    return entry.second.target == target && !entry.second.IsBarrier();
-  });
+  std::erase_if(messages_,
+                [&](const auto& entry) { return entry.second.target == target && !entry.second.IsBarrier(); });
 }
 
 bool MessageQueue::HasMessages(const Handler* target, int32_t what) const {
   std::lock_guard lock(mu_);
   return std::any_of(messages_.begin(), messages_.end(), [&](const auto& e) {
-    return e.second.target == target && e.second.what == what &&
-           !e.second.IsBarrier();
+    return e.second.target == target && e.second.what == what && !e.second.IsBarrier();
   });
 }
 
@@ -333,8 +314,7 @@ void MessageQueue::Quit(bool safe) {
     quitting_ = true;
     if (safe) {
       const uint64_t now = NowNs();
-      std::erase_if(messages_,
-                    [&](const auto& entry) { return entry.first.when_ns > now; });
+      std::erase_if(messages_, [&](const auto& entry) { return entry.first.when_ns > now; });
     } else {
       messages_.clear();
     }

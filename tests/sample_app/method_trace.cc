@@ -17,25 +17,24 @@ namespace {
 
 using Activity = ::sample::app::TestTraceMainActivity;
 using Storm = ::sample::app::MethodStorm;
-using ::sample::app::SampleApplication;
 using ::sample::app::MainActivity;
+using ::sample::app::SampleApplication;
 using ::sample::app::SplashActivity;
 
 constexpr uint32_t kPublic = 1;  // ACC_PUBLIC
 
-#define LOOPTRACE_SAMPLE_ACTIVITY_METHOD(id, name, mangled)                 \
-  MethodInfo {                                                              \
-    id, kPublic, "sample.app.TestTraceMainActivity", #name, "()V",          \
-        "_ZN6sample3app21TestTraceMainActivity" mangled "Ev",               \
-        "sample::app::TestTraceMainActivity::" #name "()", &Activity::name  \
+#define LOOPTRACE_SAMPLE_ACTIVITY_METHOD(id, name, mangled)                                                      \
+  MethodInfo {                                                                                                   \
+    id, kPublic, "sample.app.TestTraceMainActivity", #name, "()V",                                               \
+        "_ZN6sample3app21TestTraceMainActivity" mangled "Ev", "sample::app::TestTraceMainActivity::" #name "()", \
+        &Activity::name                                                                                          \
   }
 
 // Any class: java_class "sample.app.X", cpp "X", mangled_class "<len>X".
-#define LOOPTRACE_SAMPLE_METHOD(id, cls, mangled_class, name, mangled)       \
-  MethodInfo {                                                              \
-    id, kPublic, "sample.app." #cls, #name, "()V",                          \
-        "_ZN6sample3app" mangled_class mangled "Ev",                        \
-        "sample::app::" #cls "::" #name "()", &cls::name                    \
+#define LOOPTRACE_SAMPLE_METHOD(id, cls, mangled_class, name, mangled)                          \
+  MethodInfo {                                                                                  \
+    id, kPublic, "sample.app." #cls, #name, "()V", "_ZN6sample3app" mangled_class mangled "Ev", \
+        "sample::app::" #cls "::" #name "()", &cls::name                                        \
   }
 
 // The static id table: ids are assigned here, once, starting at 1, in
@@ -54,18 +53,22 @@ const MethodInfo kMethods[] = {
     LOOPTRACE_SAMPLE_ACTIVITY_METHOD(kMethodK, K, "1K"),
     LOOPTRACE_SAMPLE_ACTIVITY_METHOD(kMethodL, L, "1L"),
     LOOPTRACE_SAMPLE_ACTIVITY_METHOD(kMethodShortWork, shortWork, "9shortWork"),
-    MethodInfo{kMethodStormLeaf, kPublic, "sample.app.MethodStorm", "leaf", "()V",
-               "_ZN6sample3app11MethodStorm4leafEv",
+    MethodInfo{kMethodStormLeaf, kPublic, "sample.app.MethodStorm", "leaf", "()V", "_ZN6sample3app11MethodStorm4leafEv",
                "sample::app::MethodStorm::leaf()", &Storm::leaf},
     LOOPTRACE_SAMPLE_METHOD(kMethodAppOnCreate, SampleApplication, "17SampleApplication", onCreate, "8onCreate"),
-    LOOPTRACE_SAMPLE_METHOD(kMethodInitCrashReporter, SampleApplication, "17SampleApplication", initCrashReporter, "17initCrashReporter"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodInitCrashReporter, SampleApplication, "17SampleApplication", initCrashReporter,
+                            "17initCrashReporter"),
     LOOPTRACE_SAMPLE_METHOD(kMethodInitNetwork, SampleApplication, "17SampleApplication", initNetwork, "11initNetwork"),
     LOOPTRACE_SAMPLE_METHOD(kMethodLoadConfig, SampleApplication, "17SampleApplication", loadConfig, "10loadConfig"),
     LOOPTRACE_SAMPLE_METHOD(kMethodConnectPool, SampleApplication, "17SampleApplication", connectPool, "11connectPool"),
-    LOOPTRACE_SAMPLE_METHOD(kMethodInitDatabase, SampleApplication, "17SampleApplication", initDatabase, "12initDatabase"),
-    LOOPTRACE_SAMPLE_METHOD(kMethodOpenDatabase, SampleApplication, "17SampleApplication", openDatabase, "12openDatabase"),
-    LOOPTRACE_SAMPLE_METHOD(kMethodMigrateSchema, SampleApplication, "17SampleApplication", migrateSchema, "13migrateSchema"),
-    LOOPTRACE_SAMPLE_METHOD(kMethodInitImageLoader, SampleApplication, "17SampleApplication", initImageLoader, "15initImageLoader"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodInitDatabase, SampleApplication, "17SampleApplication", initDatabase,
+                            "12initDatabase"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodOpenDatabase, SampleApplication, "17SampleApplication", openDatabase,
+                            "12openDatabase"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodMigrateSchema, SampleApplication, "17SampleApplication", migrateSchema,
+                            "13migrateSchema"),
+    LOOPTRACE_SAMPLE_METHOD(kMethodInitImageLoader, SampleApplication, "17SampleApplication", initImageLoader,
+                            "15initImageLoader"),
     LOOPTRACE_SAMPLE_METHOD(kMethodMainOnCreate, MainActivity, "12MainActivity", onCreate, "8onCreate"),
     LOOPTRACE_SAMPLE_METHOD(kMethodMainOnResume, MainActivity, "12MainActivity", onResume, "8onResume"),
     LOOPTRACE_SAMPLE_METHOD(kMethodSplashOnCreate, SplashActivity, "14SplashActivity", onCreate, "8onCreate"),
@@ -92,11 +95,9 @@ const MethodInfo* FindMethod(uint32_t id) {
 
 bool WriteMethodMapping(std::FILE* out, std::string* error) {
   for (const MethodInfo& m : kMethods) {
-    std::fprintf(out, "%u,%u,%s %s %s\n", m.id, m.access_flags, m.class_name,
-                 m.method_name, m.descriptor);
+    std::fprintf(out, "%u,%u,%s %s %s\n", m.id, m.access_flags, m.class_name, m.method_name, m.descriptor);
   }
-  std::fprintf(out, "%u,1,android.os.Handler dispatchMessage (Landroid.os.Message;)V\n",
-               kMethodIdDispatch);
+  std::fprintf(out, "%u,1,android.os.Handler dispatchMessage (Landroid.os.Message;)V\n", kMethodIdDispatch);
   const bool write_failed = std::ferror(out) != 0 || std::fflush(out) != 0;
   const int saved_errno = errno;
   const bool close_failed = std::fclose(out) != 0;
@@ -112,8 +113,7 @@ std::vector<std::string> CheckMethodTable() {
   uint32_t expected_id = 1;
   for (const MethodInfo& m : kMethods) {
     if (m.id != expected_id) {
-      problems.push_back("method " + std::string(m.method_name) + " has id " +
-                         std::to_string(m.id) + ", expected " +
+      problems.push_back("method " + std::string(m.method_name) + " has id " + std::to_string(m.id) + ", expected " +
                          std::to_string(expected_id));
     }
     ++expected_id;
@@ -121,38 +121,26 @@ std::vector<std::string> CheckMethodTable() {
     const void* address = reinterpret_cast<const void*>(m.fn);
     if (dladdr(address, &info) == 0 || info.dli_sname == nullptr) {
       problems.push_back(std::string("dladdr finds no symbol for ") + m.symbol);
-    } else if (std::strcmp(info.dli_sname, m.symbol) != 0 ||
-               info.dli_saddr != address) {
-      problems.push_back(std::string("dladdr names ") + m.symbol + " " +
-                         info.dli_sname);
+    } else if (std::strcmp(info.dli_sname, m.symbol) != 0 || info.dli_saddr != address) {
+      problems.push_back(std::string("dladdr names ") + m.symbol + " " + info.dli_sname);
     }
   }
   return problems;
 }
 
-void SetEvilSleepDivisor(uint64_t divisor) {
-  g_evil_sleep_divisor = divisor == 0 ? 1 : divisor;
-}
+void SetEvilSleepDivisor(uint64_t divisor) { g_evil_sleep_divisor = divisor == 0 ? 1 : divisor; }
 
-void EvilSleepMs(uint64_t planned_ms) {
-  SleepFor(planned_ms * kNsPerMs / g_evil_sleep_divisor);
-}
+void EvilSleepMs(uint64_t planned_ms) { SleepFor(planned_ms * kNsPerMs / g_evil_sleep_divisor); }
 
 void MethodSpinMs(uint64_t ms) { SpinFor(ms * kNsPerMs); }
 
 void MethodSleepMs(uint64_t ms) { SleepFor(ms * kNsPerMs); }
 
-void SetStartupDivisor(uint64_t divisor) {
-  g_startup_divisor = divisor == 0 ? 1 : divisor;
-}
+void SetStartupDivisor(uint64_t divisor) { g_startup_divisor = divisor == 0 ? 1 : divisor; }
 
-void StartupSpinMs(uint64_t planned_ms) {
-  SpinFor(planned_ms * kNsPerMs / g_startup_divisor);
-}
+void StartupSpinMs(uint64_t planned_ms) { SpinFor(planned_ms * kNsPerMs / g_startup_divisor); }
 
-void StartupSleepMs(uint64_t planned_ms) {
-  SleepFor(planned_ms * kNsPerMs / g_startup_divisor);
-}
+void StartupSleepMs(uint64_t planned_ms) { SleepFor(planned_ms * kNsPerMs / g_startup_divisor); }
 
 uint64_t MethodScopeBegin(uint32_t* depth) {
   *depth = t_depth++;
@@ -167,12 +155,10 @@ uint64_t MethodScopeBegin(uint32_t* depth) {
 
 uint64_t MethodScopeEndNs() { return NowNs(); }
 
-void MethodScopeRecord(uint32_t id, uint32_t depth, uint64_t begin_ns,
-                       uint64_t end_ns) {
+void MethodScopeRecord(uint32_t id, uint32_t depth, uint64_t begin_ns, uint64_t end_ns) {
   t_depth = depth;
   Looper::AddMethodCalls(1);
-  TruthRecorder::Global().RecordMethod(CurrentTid(), *FindMethod(id), depth,
-                                       begin_ns, end_ns,
+  TruthRecorder::Global().RecordMethod(CurrentTid(), *FindMethod(id), depth, begin_ns, end_ns,
                                        Looper::CurrentMessageId());
 }
 

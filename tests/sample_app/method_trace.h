@@ -31,8 +31,7 @@
 #define LOOPTRACE_SAMPLE_CYG 0
 #endif
 
-#define LOOPTRACE_SAMPLE_INLINE_NO_INSTRUMENT \
-  inline __attribute__((always_inline, no_instrument_function))
+#define LOOPTRACE_SAMPLE_INLINE_NO_INSTRUMENT inline __attribute__((always_inline, no_instrument_function))
 
 namespace looptrace::sample {
 
@@ -119,16 +118,14 @@ uint64_t MethodScopeBegin(uint32_t* depth);
 // Reads the end timestamp.
 uint64_t MethodScopeEndNs();
 // Leaves the nesting level and adds the truth record.
-void MethodScopeRecord(uint32_t id, uint32_t depth, uint64_t begin_ns,
-                       uint64_t end_ns);
+void MethodScopeRecord(uint32_t id, uint32_t depth, uint64_t begin_ns, uint64_t end_ns);
 // cyg flavour: saves CLOCK_MONOTONIC as the begin time of the method about to
 // be called (see LOOPTRACE_SAMPLE_CALL).
 void MarkMethodCall();
 
 class MethodScope {
  public:
-  LOOPTRACE_SAMPLE_INLINE_NO_INSTRUMENT explicit MethodScope(uint32_t id)
-      : id_(id) {
+  LOOPTRACE_SAMPLE_INLINE_NO_INSTRUMENT explicit MethodScope(uint32_t id) : id_(id) {
     begin_ns_ = MethodScopeBegin(&depth_);
 #if !LOOPTRACE_SAMPLE_CYG
     sample_method_enter(id_);

@@ -13,8 +13,8 @@ ScenarioRegistry& ScenarioRegistry::Get() {
 
 void ScenarioRegistry::Register(const ScenarioInfo& info) {
   if (Find(info.name) != nullptr) {
-    std::fprintf(stderr, "looptrace-sample-app: duplicate scenario %.*s\n",
-                 static_cast<int>(info.name.size()), info.name.data());
+    std::fprintf(stderr, "looptrace-sample-app: duplicate scenario %.*s\n", static_cast<int>(info.name.size()),
+                 info.name.data());
     std::abort();
   }
   scenarios_.push_back(info);
@@ -30,10 +30,7 @@ const ScenarioInfo* ScenarioRegistry::Find(std::string_view name) const {
 std::vector<const ScenarioInfo*> ScenarioRegistry::All() const {
   std::vector<const ScenarioInfo*> all;
   for (const ScenarioInfo& info : scenarios_) all.push_back(&info);
-  std::sort(all.begin(), all.end(),
-            [](const ScenarioInfo* a, const ScenarioInfo* b) {
-              return a->name < b->name;
-            });
+  std::sort(all.begin(), all.end(), [](const ScenarioInfo* a, const ScenarioInfo* b) { return a->name < b->name; });
   return all;
 }
 

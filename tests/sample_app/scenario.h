@@ -70,11 +70,9 @@ class ScenarioRegistry {
 
 template <typename T>
 struct ScenarioRegistrar {
-  ScenarioRegistrar(std::string_view name, std::string_view description,
-                    uint64_t default_count) {
+  ScenarioRegistrar(std::string_view name, std::string_view description, uint64_t default_count) {
     ScenarioRegistry::Get().Register(
-        {name, description, default_count,
-         []() -> std::unique_ptr<Scenario> { return std::make_unique<T>(); }});
+        {name, description, default_count, []() -> std::unique_ptr<Scenario> { return std::make_unique<T>(); }});
   }
 };
 
@@ -85,10 +83,9 @@ struct ScenarioRegistrar {
 // namespace scope in the scenario's .cc file. The file must be compiled into
 // the executable itself (not a static library, whose unreferenced objects the
 // linker would drop).
-#define LOOPTRACE_SAMPLE_SCENARIO(type, name, description, default_count) \
-  static const ::looptrace::sample::ScenarioRegistrar<type>              \
-      LOOPTRACE_SAMPLE_CONCAT(looptrace_sample_scenario_, __LINE__)(      \
-          name, description, default_count)
+#define LOOPTRACE_SAMPLE_SCENARIO(type, name, description, default_count)            \
+  static const ::looptrace::sample::ScenarioRegistrar<type> LOOPTRACE_SAMPLE_CONCAT( \
+      looptrace_sample_scenario_, __LINE__)(name, description, default_count)
 
 }  // namespace looptrace::sample
 

@@ -65,10 +65,9 @@ class StallScenarioBase : public Scenario {
  private:
   // Steps 0..n-1: anr.before; n: the stall; n+1..2n: anr.after.
   void Schedule(uint64_t index, uint64_t due_ns) {
-    const char* name = index < count_    ? "anr.before"
-                       : index == count_ ? StallName()
-                                         : "anr.after";
-    handler_->PostAtTime(name, [this, index] { Run(index); }, due_ns);
+    const char* name = index < count_ ? "anr.before" : index == count_ ? StallName() : "anr.after";
+    handler_->PostAtTime(
+        name, [this, index] { Run(index); }, due_ns);
   }
 
   void Run(uint64_t index) {
@@ -97,8 +96,7 @@ class AnrBusyScenario : public StallScenarioBase {
     const uint64_t begin_ns = NowNs();
     SpinUntil(begin_ns + stall_ns);
     const uint64_t end_ns = NowNs();
-    TruthRecorder::Global().RecordLine(
-        StallLine("busy", begin_ns, stall_ns).U("end_ns", end_ns).Take());
+    TruthRecorder::Global().RecordLine(StallLine("busy", begin_ns, stall_ns).U("end_ns", end_ns).Take());
   }
 };
 
@@ -109,8 +107,7 @@ class AnrSleepScenario : public StallScenarioBase {
     const uint64_t begin_ns = NowNs();
     SleepUntil(begin_ns + stall_ns);
     const uint64_t end_ns = NowNs();
-    TruthRecorder::Global().RecordLine(
-        StallLine("sleep", begin_ns, stall_ns).U("end_ns", end_ns).Take());
+    TruthRecorder::Global().RecordLine(StallLine("sleep", begin_ns, stall_ns).U("end_ns", end_ns).Take());
   }
 };
 
@@ -185,8 +182,8 @@ class AnrIoScenario : public StallScenarioBase {
 
   void Prepare() override {
     const char* tmp = std::getenv("TMPDIR");
-    path_ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-            "/looptrace-sample-io-" + std::to_string(getpid()) + ".dat";
+    path_ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/looptrace-sample-io-" +
+            std::to_string(getpid()) + ".dat";
     buffer_.assign(kChunk, 0);
     for (size_t i = 0; i < kChunk; ++i) buffer_[i] = static_cast<char>(i * 131 + 7);
   }
@@ -199,8 +196,7 @@ class AnrIoScenario : public StallScenarioBase {
       while (NowNs() < begin_ns + stall_ns) {
         // Each chunk differs from the last so the page cache has real work.
         buffer_[writes % kChunk] ^= 1;
-        const ssize_t n = pwrite(fd, buffer_.data(), kChunk,
-                                 static_cast<off_t>((writes % kFileChunks) * kChunk));
+        const ssize_t n = pwrite(fd, buffer_.data(), kChunk, static_cast<off_t>((writes % kFileChunks) * kChunk));
         if (n < 0) break;
         bytes += static_cast<uint64_t>(n);
         ++writes;
@@ -209,8 +205,7 @@ class AnrIoScenario : public StallScenarioBase {
       close(fd);
       unlink(path_.c_str());
     } else {
-      std::fprintf(stderr, "looptrace-sample-app: cannot create %s: %s\n",
-                   path_.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "looptrace-sample-app: cannot create %s: %s\n", path_.c_str(), std::strerror(errno));
     }
     const uint64_t end_ns = NowNs();
     TruthRecorder::Global().RecordLine(StallLine("io", begin_ns, stall_ns)
@@ -280,31 +275,26 @@ class AnrDeadlockScenario : public StallScenarioBase {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    AnrBusyScenario, "anr-busy",
-    "--count 2 ms messages (default 5), one message anr.busy spinning "
-    "--stall-ms (default 6000), --count more; ~6.1 s",
-    5);
-LOOPTRACE_SAMPLE_SCENARIO(
-    AnrSleepScenario, "anr-sleep",
-    "like anr-busy, the stalling message anr.sleep sleeps --stall-ms "
-    "(default 6000)",
-    5);
-LOOPTRACE_SAMPLE_SCENARIO(
-    AnrLockScenario, "anr-lock",
-    "like anr-busy, the message anr.lock waits --stall-ms (default 6000) for a "
-    "mutex held by the thread sample-holder",
-    5);
-LOOPTRACE_SAMPLE_SCENARIO(
-    AnrIoScenario, "anr-io",
-    "like anr-busy, the message anr.io writes 1 MiB + fsync in a loop to a "
-    "file in $TMPDIR for --stall-ms (default 6000)",
-    5);
-LOOPTRACE_SAMPLE_SCENARIO(
-    AnrDeadlockScenario, "anr-deadlock",
-    "--count 2 ms messages (default 5), then anr.deadlock: main and "
-    "sample-deadlock deadlock on two mutexes; never ends (kill it), truth "
-    "streamed",
-    5);
+LOOPTRACE_SAMPLE_SCENARIO(AnrBusyScenario, "anr-busy",
+                          "--count 2 ms messages (default 5), one message anr.busy spinning "
+                          "--stall-ms (default 6000), --count more; ~6.1 s",
+                          5);
+LOOPTRACE_SAMPLE_SCENARIO(AnrSleepScenario, "anr-sleep",
+                          "like anr-busy, the stalling message anr.sleep sleeps --stall-ms "
+                          "(default 6000)",
+                          5);
+LOOPTRACE_SAMPLE_SCENARIO(AnrLockScenario, "anr-lock",
+                          "like anr-busy, the message anr.lock waits --stall-ms (default 6000) for a "
+                          "mutex held by the thread sample-holder",
+                          5);
+LOOPTRACE_SAMPLE_SCENARIO(AnrIoScenario, "anr-io",
+                          "like anr-busy, the message anr.io writes 1 MiB + fsync in a loop to a "
+                          "file in $TMPDIR for --stall-ms (default 6000)",
+                          5);
+LOOPTRACE_SAMPLE_SCENARIO(AnrDeadlockScenario, "anr-deadlock",
+                          "--count 2 ms messages (default 5), then anr.deadlock: main and "
+                          "sample-deadlock deadlock on two mutexes; never ends (kill it), truth "
+                          "streamed",
+                          5);
 
 }  // namespace looptrace::sample

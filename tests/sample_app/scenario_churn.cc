@@ -38,18 +38,15 @@ class ChurnScenario : public Scenario {
   int Finish() override {
     stop_.store(true);
     churner_.join();
-    TruthRecorder::Global().RecordLine(JsonLine("churn")
-                                           .U("forks", forks_)
-                                           .U("execs", execs_)
-                                           .U("spawns", spawns_)
-                                           .U("threads", threads_)
-                                           .Take());
+    TruthRecorder::Global().RecordLine(
+        JsonLine("churn").U("forks", forks_).U("execs", execs_).U("spawns", spawns_).U("threads", threads_).Take());
     return failures_ == 0 ? 0 : 1;
   }
 
  private:
   void PostNext() {
-    handler_->PostAtTime("churn.tick", [this] { Tick(); }, next_ns_);
+    handler_->PostAtTime(
+        "churn.tick", [this] { Tick(); }, next_ns_);
   }
 
   void Tick() {
@@ -80,8 +77,10 @@ class ChurnScenario : public Scenario {
       } else if (p > 0) {
         int status = 0;
         waitpid(p, &status, 0);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++execs_;
-        else ++failures_;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          ++execs_;
+        else
+          ++failures_;
       }
       pid_t child = 0;
       if (posix_spawn(&child, true_path, nullptr, nullptr, argv, environ) == 0) {
@@ -108,10 +107,9 @@ class ChurnScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    ChurnScenario, "churn",
-    "for --count ms (default 3000): a helper thread forks, execs, posix_spawns and starts "
-    "threads as fast as it can while the main looper runs 200 us messages every ms",
-    3000);
+LOOPTRACE_SAMPLE_SCENARIO(ChurnScenario, "churn",
+                          "for --count ms (default 3000): a helper thread forks, execs, posix_spawns and starts "
+                          "threads as fast as it can while the main looper runs 200 us messages every ms",
+                          3000);
 
 }  // namespace looptrace::sample

@@ -24,8 +24,7 @@ constexpr uint64_t kGapNs = 5 * kNsPerMs;
 
 class EvilScenarioBase : public Scenario {
  public:
-  explicit EvilScenarioBase(uint64_t sleep_divisor)
-      : sleep_divisor_(sleep_divisor) {}
+  explicit EvilScenarioBase(uint64_t sleep_divisor) : sleep_divisor_(sleep_divisor) {}
 
   void Start(const ScenarioContext& ctx) override {
     SetEvilSleepDivisor(sleep_divisor_);
@@ -38,10 +37,9 @@ class EvilScenarioBase : public Scenario {
  private:
   // Steps 0..n-1: evil.before; step n: evil.jank; n+1..2n: evil.after.
   void Schedule(uint64_t index, uint64_t due_ns) {
-    const char* name = index < short_count_    ? "evil.before"
-                       : index == short_count_ ? "evil.jank"
-                                               : "evil.after";
-    handler_->PostAtTime(name, [this, index] { Run(index); }, due_ns);
+    const char* name = index < short_count_ ? "evil.before" : index == short_count_ ? "evil.jank" : "evil.after";
+    handler_->PostAtTime(
+        name, [this, index] { Run(index); }, due_ns);
   }
 
   void Run(uint64_t index) {
@@ -75,15 +73,13 @@ class EvilShortScenario : public EvilScenarioBase {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    EvilScenario, "evil",
-    "Matrix's sample call tree A..L (method ids 1-12) in one ~2.24 s message, "
-    "--count (default 3) 3 ms messages before and after; ~2.3 s",
-    3);
-LOOPTRACE_SAMPLE_SCENARIO(
-    EvilShortScenario, "evil-short",
-    "evil with every sleep divided by 10: the A..L message takes ~224 ms; "
-    "~0.3 s",
-    3);
+LOOPTRACE_SAMPLE_SCENARIO(EvilScenario, "evil",
+                          "Matrix's sample call tree A..L (method ids 1-12) in one ~2.24 s message, "
+                          "--count (default 3) 3 ms messages before and after; ~2.3 s",
+                          3);
+LOOPTRACE_SAMPLE_SCENARIO(EvilShortScenario, "evil-short",
+                          "evil with every sleep divided by 10: the A..L message takes ~224 ms; "
+                          "~0.3 s",
+                          3);
 
 }  // namespace looptrace::sample

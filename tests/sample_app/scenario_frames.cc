@@ -53,14 +53,15 @@ class FramesScenarioBase : public Scenario {
     looper_ = ctx.main_looper;
     choreographer_ = std::make_unique<Choreographer>(looper_, RefreshHz(ctx));
     animator_ = std::make_unique<Animator>(
-        choreographer_.get(), Frames(ctx),
-        [this](uint64_t index) { return Plan(index); },
-        [this] { looper_->Quit(); });
-    ctx.main_handler->PostAtTime("windowFocusChanged", [this] {
-      lifecycle::ActivityFocus(kMainActivity);
-      animator_->Start();
-      OnStarted();
-    }, ctx.start_ns);
+        choreographer_.get(), Frames(ctx), [this](uint64_t index) { return Plan(index); }, [this] { looper_->Quit(); });
+    ctx.main_handler->PostAtTime(
+        "windowFocusChanged",
+        [this] {
+          lifecycle::ActivityFocus(kMainActivity);
+          animator_->Start();
+          OnStarted();
+        },
+        ctx.start_ns);
   }
 
   int Finish() override {
@@ -90,10 +91,13 @@ class FramesSmoothScenario : public FramesScenarioBase {
 
  private:
   void Tick() {
-    ctx_.main_handler->PostDelayed("app.tick", [this] {
-      SpinFor(300 * kNsPerUs);
-      Tick();
-    }, 50 * kNsPerMs);
+    ctx_.main_handler->PostDelayed(
+        "app.tick",
+        [this] {
+          SpinFor(300 * kNsPerUs);
+          Tick();
+        },
+        50 * kNsPerMs);
   }
 };
 
@@ -108,10 +112,8 @@ struct JankFrame {
 
 // Documented in README.md: which frame drops how many, in which phase, how.
 constexpr JankFrame kJankFrames[] = {
-    {20, 1, kPhaseTraversal, WorkKind::kSpin},
-    {45, 3, kPhaseAnimation, WorkKind::kSpin},
-    {70, 9, kPhaseInput, WorkKind::kSleep},
-    {95, 24, kPhaseTraversal, WorkKind::kMixed},
+    {20, 1, kPhaseTraversal, WorkKind::kSpin},   {45, 3, kPhaseAnimation, WorkKind::kSpin},
+    {70, 9, kPhaseInput, WorkKind::kSleep},      {95, 24, kPhaseTraversal, WorkKind::kMixed},
     {120, 42, kPhaseTraversal, WorkKind::kSpin},
 };
 
@@ -146,9 +148,8 @@ class FramesBusyBetweenScenario : public FramesScenarioBase {
       const uint64_t delay_ns = Draw(ctx_.seed ^ 0xb5, index, 2 * kNsPerMs, 12 * kNsPerMs);
       const uint64_t cost_ns = Draw(ctx_.seed ^ 0xc7, index, 10 * kNsPerMs, 30 * kNsPerMs);
       const WorkKind kind = static_cast<WorkKind>(Draw(ctx_.seed ^ 0xd3, index, 0, 2));
-      ctx_.main_handler->PostDelayed("bg.work",
-                                     [kind, cost_ns] { DoWork(kind, cost_ns); },
-                                     delay_ns);
+      ctx_.main_handler->PostDelayed(
+          "bg.work", [kind, cost_ns] { DoWork(kind, cost_ns); }, delay_ns);
     });
   }
 };
@@ -162,36 +163,35 @@ class FramesRefreshChangeScenario : public FramesScenarioBase {
   void OnStarted() override {
     const uint64_t phase_ns = ctx_.count * kNsPerMs;
     const uint64_t now = NowNs();
-    ctx_.main_handler->PostAtTime("displayChanged", [this] {
-      lifecycle::ActivityFocus(kVideoActivity);
-      choreographer_->SetRefreshRate(120);
-    }, now + phase_ns);
-    ctx_.main_handler->PostAtTime("animation.end", [this] { animator_->Stop(); },
-                                  now + 2 * phase_ns);
+    ctx_.main_handler->PostAtTime(
+        "displayChanged",
+        [this] {
+          lifecycle::ActivityFocus(kVideoActivity);
+          choreographer_->SetRefreshRate(120);
+        },
+        now + phase_ns);
+    ctx_.main_handler->PostAtTime(
+        "animation.end", [this] { animator_->Stop(); }, now + 2 * phase_ns);
   }
 };
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    FramesSmoothScenario, "frames-smooth",
-    "--count frames (default 120) of 2-4 ms at --refresh-rate Hz (default 60) "
-    "in sample.app.MainActivity, a 0.3 ms non-UI message every 50 ms; no drop",
-    120);
-LOOPTRACE_SAMPLE_SCENARIO(
-    FramesJankScenario, "frames-jank",
-    "--count frames (default 150) of 2-4 ms; frames 20/45/70/95/120 drop "
-    "exactly 1/3/9/24/42 frames at --refresh-rate Hz (default 60); ~4 s",
-    150);
-LOOPTRACE_SAMPLE_SCENARIO(
-    FramesBusyBetweenScenario, "frames-busy-between",
-    "--count frames (default 120) of 2-4 ms; every 4th frame posts a 10-30 ms "
-    "non-UI message bg.work that delays the next doFrame",
-    120);
-LOOPTRACE_SAMPLE_SCENARIO(
-    FramesRefreshChangeScenario, "frames-refresh-change",
-    "frames at 60 Hz in sample.app.MainActivity for --count ms (default 1000), "
-    "then 120 Hz in sample.app.VideoActivity for --count ms",
-    1000);
+LOOPTRACE_SAMPLE_SCENARIO(FramesSmoothScenario, "frames-smooth",
+                          "--count frames (default 120) of 2-4 ms at --refresh-rate Hz (default 60) "
+                          "in sample.app.MainActivity, a 0.3 ms non-UI message every 50 ms; no drop",
+                          120);
+LOOPTRACE_SAMPLE_SCENARIO(FramesJankScenario, "frames-jank",
+                          "--count frames (default 150) of 2-4 ms; frames 20/45/70/95/120 drop "
+                          "exactly 1/3/9/24/42 frames at --refresh-rate Hz (default 60); ~4 s",
+                          150);
+LOOPTRACE_SAMPLE_SCENARIO(FramesBusyBetweenScenario, "frames-busy-between",
+                          "--count frames (default 120) of 2-4 ms; every 4th frame posts a 10-30 ms "
+                          "non-UI message bg.work that delays the next doFrame",
+                          120);
+LOOPTRACE_SAMPLE_SCENARIO(FramesRefreshChangeScenario, "frames-refresh-change",
+                          "frames at 60 Hz in sample.app.MainActivity for --count ms (default 1000), "
+                          "then 120 Hz in sample.app.VideoActivity for --count ms",
+                          1000);
 
 }  // namespace looptrace::sample

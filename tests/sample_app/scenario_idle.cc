@@ -37,10 +37,9 @@ class IdleScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    IdleScenario, "idle",
-    "the main looper stays blocked in its epoll wait for --count ms (default "
-    "2000) and dispatches no message",
-    2000);
+LOOPTRACE_SAMPLE_SCENARIO(IdleScenario, "idle",
+                          "the main looper stays blocked in its epoll wait for --count ms (default "
+                          "2000) and dispatches no message",
+                          2000);
 
 }  // namespace looptrace::sample

@@ -53,9 +53,7 @@ std::vector<ChainStep> PlanMessages(uint64_t count, uint64_t seed) {
       step.cost_ns = rng.Uniform(20 * kNsPerMs, kMaxCostNs);
     }
     const uint64_t kind = rng.Next() % 10;
-    step.kind = kind < 4 ? WorkKind::kSpin
-                : kind < 7 ? WorkKind::kSleep
-                           : WorkKind::kMixed;
+    step.kind = kind < 4 ? WorkKind::kSpin : kind < 7 ? WorkKind::kSleep : WorkKind::kMixed;
     step.name = NameFor(step.kind);
     step.gap_ns = rng.Uniform(0, kMaxGapNs);
     if (i > 0 && rng.Percent(kRemotePercent)) {
@@ -91,8 +89,7 @@ class MessagesScenario : public Scenario {
                                       return ++idle_gc_runs_ < kIdleGcRuns;
                                     }});
     chain_ = std::make_unique<MessageChain>(
-        ctx.main_handler, PlanMessages(ctx.count, ctx.seed),
-        [looper] { looper->Quit(); }, &poster_);
+        ctx.main_handler, PlanMessages(ctx.count, ctx.seed), [looper] { looper->Quit(); }, &poster_);
     chain_->Start(ctx.start_ns);
   }
 
@@ -109,11 +106,10 @@ class MessagesScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    MessagesScenario, "messages",
-    "--count main-thread messages (default 300) of 0.1-45 ms (spin/sleep/mixed), "
-    "0-5 ms idle gaps, some posted from another thread, sync barrier + async "
-    "messages, an IdleHandler; ~3-4 s",
-    300);
+LOOPTRACE_SAMPLE_SCENARIO(MessagesScenario, "messages",
+                          "--count main-thread messages (default 300) of 0.1-45 ms (spin/sleep/mixed), "
+                          "0-5 ms idle gaps, some posted from another thread, sync barrier + async "
+                          "messages, an IdleHandler; ~3-4 s",
+                          300);
 
 }  // namespace looptrace::sample

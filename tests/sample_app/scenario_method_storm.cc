@@ -24,8 +24,7 @@ constexpr uint64_t kBatch = 64;  // calls between clock reads
 
 // Calls leaf() until duration_ns has passed, at beats_per_sec (two beats per
 // call) or as fast as possible for 0. Returns the number of calls.
-__attribute__((noinline)) uint64_t StormFor(uint64_t duration_ns,
-                                            uint64_t beats_per_sec) {
+__attribute__((noinline)) uint64_t StormFor(uint64_t duration_ns, uint64_t beats_per_sec) {
   const uint64_t start_ns = NowNs();
   const uint64_t end_ns = start_ns + duration_ns;
   uint64_t calls = 0;
@@ -36,8 +35,7 @@ __attribute__((noinline)) uint64_t StormFor(uint64_t duration_ns,
     if (beats_per_sec != 0) {
       // Call k (k = 0, 1, ...) is due at k * 2e9 / beats_per_sec ns.
       const uint64_t due =
-          static_cast<uint64_t>(static_cast<unsigned __int128>(now_ns - start_ns) *
-                                beats_per_sec / (2 * kNsPerSec)) +
+          static_cast<uint64_t>(static_cast<unsigned __int128>(now_ns - start_ns) * beats_per_sec / (2 * kNsPerSec)) +
           1;
       if (due <= calls) {
         __builtin_ia32_pause();
@@ -58,7 +56,8 @@ class MethodStormScenario : public Scenario {
     looper_ = ctx.main_looper;
     remaining_ns_ = ctx.count * kNsPerMs;
     beats_per_sec_ = ctx.rate.value_or(kDefaultBeatsPerSec);
-    handler_->PostAtTime("storm.beats", [this] { Run(); }, ctx.start_ns);
+    handler_->PostAtTime(
+        "storm.beats", [this] { Run(); }, ctx.start_ns);
   }
 
  private:
@@ -81,10 +80,9 @@ class MethodStormScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    MethodStormScenario, "method-storm",
-    "back-to-back 100 ms messages calling an instrumented leaf method at --rate "
-    "beats/s (default 1000000) for --count ms (default 30000)",
-    30000);
+LOOPTRACE_SAMPLE_SCENARIO(MethodStormScenario, "method-storm",
+                          "back-to-back 100 ms messages calling an instrumented leaf method at --rate "
+                          "beats/s (default 1000000) for --count ms (default 30000)",
+                          30000);
 
 }  // namespace looptrace::sample

@@ -59,7 +59,8 @@ class ReportTourScenario : public Scenario {
     lifecycle::RecordProcessStart(ctx.process_start_ns);
     StartHolder();
     choreographer_ = std::make_unique<Choreographer>(looper_, ctx.refresh_hz);
-    handler_->PostAtTime("bindApplication", [this] { BindApplication(); }, ctx.start_ns);
+    handler_->PostAtTime(
+        "bindApplication", [this] { BindApplication(); }, ctx.start_ns);
   }
 
   int Finish() override {
@@ -85,8 +86,8 @@ class ReportTourScenario : public Scenario {
     animator_ = std::make_unique<Animator>(
         choreographer_.get(), ctx_.count,
         [seed](uint64_t index) {
-          FrameWork work = Animator::LightWork(
-              Prng(seed * 0x9e3779b97f4a7c15ULL + index + 1).Uniform(2 * kNsPerMs, 4 * kNsPerMs));
+          FrameWork work =
+              Animator::LightWork(Prng(seed * 0x9e3779b97f4a7c15ULL + index + 1).Uniform(2 * kNsPerMs, 4 * kNsPerMs));
           if (index == kJankFrameIndex) {
             work.stretch_dropped = kJankDropped;
             work.planned_dropped = kJankDropped;
@@ -98,32 +99,40 @@ class ReportTourScenario : public Scenario {
           MaybeExit();
         });
     animator_->SetCommitHook([this](uint64_t index, const FrameInfo&) {
-      if (index == 0) handler_->PostDelayed("windowFocusChanged", [this] { Focused(); }, 5 * kNsPerMs);
+      if (index == 0)
+        handler_->PostDelayed(
+            "windowFocusChanged", [this] { Focused(); }, 5 * kNsPerMs);
     });
     animator_->Start();
   }
 
   void Focused() {
     lifecycle::ActivityFocus(kMainActivity);
-    handler_->PostDelayed("reportFullyDrawn", [] { lifecycle::FullyDrawn(); }, 100 * kNsPerMs);
-    handler_->PostDelayed("evil.jank", [] { LOOPTRACE_SAMPLE_CALL(::sample::app::TestTraceMainActivity::A); },
-                          300 * kNsPerMs);
-    handler_->PostDelayed("anr.lock", [this] { Stall(); }, 700 * kNsPerMs);
+    handler_->PostDelayed(
+        "reportFullyDrawn", [] { lifecycle::FullyDrawn(); }, 100 * kNsPerMs);
+    handler_->PostDelayed(
+        "evil.jank", [] { LOOPTRACE_SAMPLE_CALL(::sample::app::TestTraceMainActivity::A); }, 300 * kNsPerMs);
+    handler_->PostDelayed(
+        "anr.lock", [this] { Stall(); }, 700 * kNsPerMs);
     Tick();
   }
 
   void Tick() {
     if (exiting_) return;
-    handler_->PostDelayed("app.tick", [this] {
-      SpinFor(300 * kNsPerUs);
-      Tick();
-    }, 50 * kNsPerMs);
+    handler_->PostDelayed(
+        "app.tick",
+        [this] {
+          SpinFor(300 * kNsPerUs);
+          Tick();
+        },
+        50 * kNsPerMs);
   }
 
   void MaybeExit() {
     if (!animation_done_ || !stall_done_ || exiting_) return;
     exiting_ = true;
-    handler_->PostDelayed("app.exit", [this] { looper_->Quit(); }, 50 * kNsPerMs);
+    handler_->PostDelayed(
+        "app.exit", [this] { looper_->Quit(); }, 50 * kNsPerMs);
   }
 
   // The holder locks the mutex first and keeps it until the main thread has
@@ -189,11 +198,10 @@ class ReportTourScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    ReportTourScenario, "report-tour",
-    "cold start, --count frames (default 90) with one dropping 3, app.tick "
-    "every 50 ms, a ~224 ms evil.jank (A..L), and anr.lock waiting --stall-ms "
-    "(default 1500) for sample-holder's mutex; ~3.5 s",
-    90);
+LOOPTRACE_SAMPLE_SCENARIO(ReportTourScenario, "report-tour",
+                          "cold start, --count frames (default 90) with one dropping 3, app.tick "
+                          "every 50 ms, a ~224 ms evil.jank (A..L), and anr.lock waiting --stall-ms "
+                          "(default 1500) for sample-holder's mutex; ~3.5 s",
+                          90);
 
 }  // namespace looptrace::sample

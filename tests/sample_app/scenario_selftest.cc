@@ -46,11 +46,16 @@ class SelftestScenario : public Scenario {
                                      }});
     // Phase 1: FIFO among equal times; an earlier time posted later goes first.
     const uint64_t t = ctx.start_ns + 5 * kNsPerMs;
-    handler_->PostAtTime("st.fifo", [this] { Record(1); }, t);
-    handler_->PostAtTime("st.fifo", [this] { Record(2); }, t);
-    handler_->PostAtTime("st.fifo", [this] { Record(3); }, t);
-    handler_->PostAtTime("st.early", [this] { Record(0); }, t - kNsPerMs);
-    handler_->PostAtTime("st.phase2", [this] { Phase2(); }, t + kNsPerMs);
+    handler_->PostAtTime(
+        "st.fifo", [this] { Record(1); }, t);
+    handler_->PostAtTime(
+        "st.fifo", [this] { Record(2); }, t);
+    handler_->PostAtTime(
+        "st.fifo", [this] { Record(3); }, t);
+    handler_->PostAtTime(
+        "st.early", [this] { Record(0); }, t - kNsPerMs);
+    handler_->PostAtTime(
+        "st.phase2", [this] { Phase2(); }, t + kNsPerMs);
   }
 
   int Finish() override {
@@ -100,8 +105,7 @@ class SelftestScenario : public Scenario {
     const std::string pid = std::to_string(getpid());
     if (dump.find("----- pid " + pid + " at ") == std::string::npos ||
         dump.find("----- end " + pid + " -----") == std::string::npos ||
-        dump.find("\"Signal Catcher\"") == std::string::npos ||
-        dump.find(" (main)\n") == std::string::npos) {
+        dump.find("\"Signal Catcher\"") == std::string::npos || dump.find(" (main)\n") == std::string::npos) {
       Fail("unexpected thread dump:\n" + dump);
     }
   }
@@ -153,8 +157,7 @@ class SelftestScenario : public Scenario {
     }
     choreographer_ = std::make_unique<Choreographer>(looper_, 120);
     animator_ = std::make_unique<Animator>(
-        choreographer_.get(), 3,
-        [](uint64_t) { return Animator::LightWork(200 * kNsPerUs); },
+        choreographer_.get(), 3, [](uint64_t) { return Animator::LightWork(200 * kNsPerUs); },
         [this] { handler_->Post("st.frames.done", [this] { Phase5(); }); });
     animator_->SetCommitHook([this](uint64_t index, const FrameInfo& frame) {
       frames_.push_back(frame);
@@ -164,9 +167,7 @@ class SelftestScenario : public Scenario {
     });
     for (uint32_t phase = 0; phase < kPhaseCount; ++phase) {
       choreographer_->PostCallback(static_cast<FramePhase>(phase),
-                                   [this, phase](const FrameInfo&) {
-                                     phases_seen_.push_back(phase);
-                                   });
+                                   [this, phase](const FrameInfo&) { phases_seen_.push_back(phase); });
     }
     animator_->Start();
   }
@@ -197,7 +198,8 @@ class SelftestScenario : public Scenario {
     Record(6);
     handler_->RemoveMessages(kWatchdogWhat);
     handler_->Post("st.last", [this] { Record(7); });
-    handler_->PostDelayed("st.future", [this] { Record(99); }, kNsPerSec);
+    handler_->PostDelayed(
+        "st.future", [this] { Record(99); }, kNsPerSec);
     looper_->QuitSafely();
   }
 
@@ -217,12 +219,11 @@ class SelftestScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    SelftestScenario, "selftest",
-    "checks queue ordering, sync barriers, async messages, IdleHandlers, "
-    "cross-thread wake, Choreographer frames, quitSafely, the hooks' nop5 "
-    "entries and .dynsym, the Signal Catcher and the method table; exit 1 on "
-    "failure",
-    1);
+LOOPTRACE_SAMPLE_SCENARIO(SelftestScenario, "selftest",
+                          "checks queue ordering, sync barriers, async messages, IdleHandlers, "
+                          "cross-thread wake, Choreographer frames, quitSafely, the hooks' nop5 "
+                          "entries and .dynsym, the Signal Catcher and the method table; exit 1 on "
+                          "failure",
+                          1);
 
 }  // namespace looptrace::sample

@@ -54,8 +54,8 @@ class IdleStallScenario : public Scenario {
 
  private:
   void Schedule(uint64_t index, uint64_t due_ns) {
-    handler_->PostAtTime(index < count_ ? "stall.before" : "stall.after",
-                         [this, index] { Run(index); }, due_ns);
+    handler_->PostAtTime(
+        index < count_ ? "stall.before" : "stall.after", [this, index] { Run(index); }, due_ns);
   }
 
   void Run(uint64_t index) {
@@ -63,16 +63,16 @@ class IdleStallScenario : public Scenario {
     if (index + 1 == count_) {
       // Runs once, as soon as the queue is idle (the next message is 5 ms away).
       looper_->queue().AddIdleHandler({"idle.stall", [this] {
-        const uint64_t begin_ns = NowNs();
-        SpinUntil(begin_ns + stall_ns_);
-        const uint64_t end_ns = NowNs();
-        TruthRecorder::Global().RecordLine(
-            StallLine("idle_handler", begin_ns, stall_ns_)
-                .U("end_ns", end_ns)
-                .U("idle_id", MessageQueue::CurrentIdleId())
-                .Take());
-        return false;
-      }});
+                                         const uint64_t begin_ns = NowNs();
+                                         SpinUntil(begin_ns + stall_ns_);
+                                         const uint64_t end_ns = NowNs();
+                                         TruthRecorder::Global().RecordLine(
+                                             StallLine("idle_handler", begin_ns, stall_ns_)
+                                                 .U("end_ns", end_ns)
+                                                 .U("idle_id", MessageQueue::CurrentIdleId())
+                                                 .Take());
+                                         return false;
+                                       }});
     }
     if (index + 1 == 2 * count_) {
       looper_->Quit();
@@ -114,10 +114,8 @@ class InputLagScenario : public Scenario {
       const uint64_t begin_ns = NowNs();
       SpinUntil(begin_ns + stall_ns_);
       const uint64_t end_ns = NowNs();
-      TruthRecorder::Global().RecordLine(StallLine("input", begin_ns, stall_ns_)
-                                             .U("end_ns", end_ns)
-                                             .U("seq", seq)
-                                             .Take());
+      TruthRecorder::Global().RecordLine(
+          StallLine("input", begin_ns, stall_ns_).U("end_ns", end_ns).U("seq", seq).Take());
     } else {
       SpinFor(500 * kNsPerUs);
     }
@@ -143,7 +141,8 @@ class BarrierLeakScenario : public Scenario {
     handler_ = ctx.main_handler;
     async_handler_ = std::make_unique<Handler>(looper_, /*async=*/true);
     stall_ns_ = ctx.stall_ms.value_or(3000) * kNsPerMs;
-    handler_->PostAtTime("leak.start", [this] { Leak(); }, ctx.start_ns);
+    handler_->PostAtTime(
+        "leak.start", [this] { Leak(); }, ctx.start_ns);
   }
 
   int Finish() override {
@@ -169,23 +168,28 @@ class BarrierLeakScenario : public Scenario {
     for (uint64_t t = kAsyncPeriodNs; t < stall_ns_; t += kAsyncPeriodNs) {
       posts.push_back({begin_ns_ + t, true});
     }
-    std::stable_sort(posts.begin(), posts.end(),
-                     [](const Post& a, const Post& b) { return a.when_ns < b.when_ns; });
+    std::stable_sort(posts.begin(), posts.end(), [](const Post& a, const Post& b) { return a.when_ns < b.when_ns; });
     for (const Post& post : posts) {
       if (post.async) {
-        poster_.PostAt(async_handler_.get(), "leak.async", [this] {
-          ++async_ran_;
-          SpinFor(500 * kNsPerUs);
-        }, post.when_ns);
+        poster_.PostAt(
+            async_handler_.get(), "leak.async",
+            [this] {
+              ++async_ran_;
+              SpinFor(500 * kNsPerUs);
+            },
+            post.when_ns);
       } else {
-        poster_.PostAt(handler_, "leak.sync", [this] {
-          ++(removed_ ? sync_after_ : sync_before_);
-          SpinFor(500 * kNsPerUs);
-        }, post.when_ns);
+        poster_.PostAt(
+            handler_, "leak.sync",
+            [this] {
+              ++(removed_ ? sync_after_ : sync_before_);
+              SpinFor(500 * kNsPerUs);
+            },
+            post.when_ns);
       }
     }
-    poster_.PostAt(async_handler_.get(), "leak.remove", [this] { Remove(); },
-                   begin_ns_ + stall_ns_);
+    poster_.PostAt(
+        async_handler_.get(), "leak.remove", [this] { Remove(); }, begin_ns_ + stall_ns_);
   }
 
   void Remove() {
@@ -194,19 +198,18 @@ class BarrierLeakScenario : public Scenario {
     removed_ = true;
     // Due now: runs after the starved messages, which were due earlier.
     handler_->Post("leak.done", [this] {
-      TruthRecorder::Global().RecordLine(
-          JsonLine("stall")
-              .S("kind", "barrier_leak")
-              .I("tid", CurrentTid())
-              .U("msg_id", start_msg_id_)
-              .U("begin_ns", begin_ns_)
-              .U("planned_ns", stall_ns_)
-              .U("end_ns", end_ns_)
-              .U("token", static_cast<uint64_t>(token_))
-              .U("sync_waited", sync_after_)
-              .U("sync_ran_during", sync_before_)
-              .U("async_ran", async_ran_)
-              .Take());
+      TruthRecorder::Global().RecordLine(JsonLine("stall")
+                                             .S("kind", "barrier_leak")
+                                             .I("tid", CurrentTid())
+                                             .U("msg_id", start_msg_id_)
+                                             .U("begin_ns", begin_ns_)
+                                             .U("planned_ns", stall_ns_)
+                                             .U("end_ns", end_ns_)
+                                             .U("token", static_cast<uint64_t>(token_))
+                                             .U("sync_waited", sync_after_)
+                                             .U("sync_ran_during", sync_before_)
+                                             .U("async_ran", async_ran_)
+                                             .Take());
       looper_->Quit();
     });
   }
@@ -231,21 +234,27 @@ class IdleLongScenario : public Scenario {
     looper_ = ctx.main_looper;
     handler_ = ctx.main_handler;
     idle_ns_ = ctx.stall_ms.value_or(10000) * kNsPerMs;
-    handler_->PostAtTime("idle.before", [this] {
-      SpinFor(kNsPerMs);
-      begin_ns_ = NowNs();
-      poster_.PostAt(handler_, "idle.after", [this] {
-        const uint64_t end_ns = NowNs();
-        TruthRecorder::Global().RecordLine(JsonLine("idle_span")
-                                               .I("tid", CurrentTid())
-                                               .U("begin_ns", begin_ns_)
-                                               .U("end_ns", end_ns)
-                                               .U("planned_ns", idle_ns_)
-                                               .Take());
-        SpinFor(kNsPerMs);
-        looper_->Quit();
-      }, begin_ns_ + idle_ns_);
-    }, ctx.start_ns);
+    handler_->PostAtTime(
+        "idle.before",
+        [this] {
+          SpinFor(kNsPerMs);
+          begin_ns_ = NowNs();
+          poster_.PostAt(
+              handler_, "idle.after",
+              [this] {
+                const uint64_t end_ns = NowNs();
+                TruthRecorder::Global().RecordLine(JsonLine("idle_span")
+                                                       .I("tid", CurrentTid())
+                                                       .U("begin_ns", begin_ns_)
+                                                       .U("end_ns", end_ns)
+                                                       .U("planned_ns", idle_ns_)
+                                                       .Take());
+                SpinFor(kNsPerMs);
+                looper_->Quit();
+              },
+              begin_ns_ + idle_ns_);
+        },
+        ctx.start_ns);
   }
 
   int Finish() override {
@@ -263,25 +272,21 @@ class IdleLongScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    IdleStallScenario, "idle-stall",
-    "--count 2 ms messages (default 5), an IdleHandler idle.stall spinning "
-    "--stall-ms (default 3000), --count more; ~3.1 s",
-    5);
-LOOPTRACE_SAMPLE_SCENARIO(
-    InputLagScenario, "input-lag",
-    "--count input events (default 40) at 10 Hz handled in 0.5 ms, except "
-    "seq 10 which takes --stall-ms (default 3000); ~4.1 s",
-    40);
-LOOPTRACE_SAMPLE_SCENARIO(
-    BarrierLeakScenario, "barrier-leak",
-    "a sync barrier stays --stall-ms (default 3000): sync messages starve "
-    "(every 100 ms), async ones run (every 250 ms), then it is removed",
-    1);
-LOOPTRACE_SAMPLE_SCENARIO(
-    IdleLongScenario, "idle-long",
-    "one message, then the looper idles in epoll_wait(-1) for --stall-ms "
-    "(default 10000), then one message; not an ANR",
-    1);
+LOOPTRACE_SAMPLE_SCENARIO(IdleStallScenario, "idle-stall",
+                          "--count 2 ms messages (default 5), an IdleHandler idle.stall spinning "
+                          "--stall-ms (default 3000), --count more; ~3.1 s",
+                          5);
+LOOPTRACE_SAMPLE_SCENARIO(InputLagScenario, "input-lag",
+                          "--count input events (default 40) at 10 Hz handled in 0.5 ms, except "
+                          "seq 10 which takes --stall-ms (default 3000); ~4.1 s",
+                          40);
+LOOPTRACE_SAMPLE_SCENARIO(BarrierLeakScenario, "barrier-leak",
+                          "a sync barrier stays --stall-ms (default 3000): sync messages starve "
+                          "(every 100 ms), async ones run (every 250 ms), then it is removed",
+                          1);
+LOOPTRACE_SAMPLE_SCENARIO(IdleLongScenario, "idle-long",
+                          "one message, then the looper idles in epoll_wait(-1) for --stall-ms "
+                          "(default 10000), then one message; not an ANR",
+                          1);
 
 }  // namespace looptrace::sample

@@ -50,8 +50,7 @@ class StartupScenarioBase : public Scenario {
  public:
   enum class Flow { kPlain, kSplash, kWarm };
 
-  StartupScenarioBase(Flow flow, uint64_t app_divisor)
-      : flow_(flow), app_divisor_(app_divisor) {}
+  StartupScenarioBase(Flow flow, uint64_t app_divisor) : flow_(flow), app_divisor_(app_divisor) {}
 
   void Start(const ScenarioContext& ctx) override {
     ctx_ = ctx;
@@ -60,7 +59,8 @@ class StartupScenarioBase : public Scenario {
     SetStartupDivisor(app_divisor_);
     lifecycle::RecordProcessStart(ctx.process_start_ns);
     choreographer_ = std::make_unique<Choreographer>(looper_, ctx.refresh_hz);
-    handler_->PostAtTime("bindApplication", [this] { BindApplication(); }, ctx.start_ns);
+    handler_->PostAtTime(
+        "bindApplication", [this] { BindApplication(); }, ctx.start_ns);
   }
 
   int Finish() override {
@@ -76,9 +76,8 @@ class StartupScenarioBase : public Scenario {
     lifecycle::AppCreateEnd();
     // ActivityThread then handles the launch the system sent meanwhile.
     const bool splash = flow_ == Flow::kSplash;
-    handler_->Post("launchActivity", [this, splash] {
-      Launch(splash ? kSplashActivity : kMainActivity, /*warm=*/false);
-    });
+    handler_->Post("launchActivity",
+                   [this, splash] { Launch(splash ? kSplashActivity : kMainActivity, /*warm=*/false); });
   }
 
   void Launch(const char* activity, bool warm) {
@@ -96,16 +95,16 @@ class StartupScenarioBase : public Scenario {
     auto animator = std::make_unique<Animator>(
         choreographer_.get(), UINT64_MAX,
         [seed](uint64_t index) {
-          FrameWork work = Animator::LightWork(
-              Prng(seed * 0x9e3779b97f4a7c15ULL + index + 1).Uniform(2 * kNsPerMs, 4 * kNsPerMs));
+          FrameWork work =
+              Animator::LightWork(Prng(seed * 0x9e3779b97f4a7c15ULL + index + 1).Uniform(2 * kNsPerMs, 4 * kNsPerMs));
           if (index == 0) work.phase_ns[kPhaseTraversal] = kFirstFrameTraversalNs;
           return work;
         },
         nullptr);
     animator->SetCommitHook([this, activity](uint64_t index, const FrameInfo&) {
       if (index != 0) return;
-      handler_->PostDelayed("windowFocusChanged",
-                            [this, activity] { Focused(activity); }, kFocusDelayNs);
+      handler_->PostDelayed(
+          "windowFocusChanged", [this, activity] { Focused(activity); }, kFocusDelayNs);
     });
     animator->Start();
     animators_.push_back(std::move(animator));
@@ -114,26 +113,32 @@ class StartupScenarioBase : public Scenario {
   void Focused(const char* activity) {
     lifecycle::ActivityFocus(activity);
     if (activity == kSplashActivity) {
-      handler_->PostDelayed("launchActivity",
-                            [this] { Launch(kMainActivity, /*warm=*/false); }, kSplashNs);
+      handler_->PostDelayed(
+          "launchActivity", [this] { Launch(kMainActivity, /*warm=*/false); }, kSplashNs);
       return;
     }
-    handler_->PostDelayed("reportFullyDrawn", [this] {
-      lifecycle::FullyDrawn();
-      if (flow_ == Flow::kWarm && !warm_done_) {
-        warm_done_ = true;
-        handler_->PostDelayed("destroyActivity", [this] {
-          animators_.back()->Stop();
-          handler_->PostDelayed("launchActivity",
-                                [this] { Launch(kMainActivity, /*warm=*/true); },
-                                kWarmGapNs);
-        }, kExitDelayNs);
-      }
-    }, kFullyDrawnDelayNs);
+    handler_->PostDelayed(
+        "reportFullyDrawn",
+        [this] {
+          lifecycle::FullyDrawn();
+          if (flow_ == Flow::kWarm && !warm_done_) {
+            warm_done_ = true;
+            handler_->PostDelayed(
+                "destroyActivity",
+                [this] {
+                  animators_.back()->Stop();
+                  handler_->PostDelayed(
+                      "launchActivity", [this] { Launch(kMainActivity, /*warm=*/true); }, kWarmGapNs);
+                },
+                kExitDelayNs);
+          }
+        },
+        kFullyDrawnDelayNs);
     // The last focus of the scenario (in startup-warm the second one) arms
     // the exit.
     if (flow_ == Flow::kWarm && focus_count_++ == 0) return;
-    handler_->PostDelayed("app.exit", [this] { looper_->Quit(); }, kExitDelayNs);
+    handler_->PostDelayed(
+        "app.exit", [this] { looper_->Quit(); }, kExitDelayNs);
   }
 
   const Flow flow_;
@@ -169,25 +174,21 @@ class StartupWarmScenario : public StartupScenarioBase {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    StartupScenario, "startup",
-    "cold start: bindApplication (~150 ms), launchActivity MainActivity, first "
-    "frame, focus, fully drawn, exit 300 ms after the focus; ~0.5 s",
-    1);
-LOOPTRACE_SAMPLE_SCENARIO(
-    StartupSplashScenario, "startup-splash",
-    "cold start through sample.app.SplashActivity (focused, 300 ms), then "
-    "MainActivity launched and focused; ~0.9 s",
-    1);
-LOOPTRACE_SAMPLE_SCENARIO(
-    StartupSlowCreateScenario, "startup-slow-create",
-    "startup with a ~1.5 s Application.onCreate (instrumented call tree, ids "
-    "15-23); ~1.9 s",
-    1);
-LOOPTRACE_SAMPLE_SCENARIO(
-    StartupWarmScenario, "startup-warm",
-    "startup, then MainActivity finished and launched again in the same "
-    "process (warm start); ~1.4 s",
-    1);
+LOOPTRACE_SAMPLE_SCENARIO(StartupScenario, "startup",
+                          "cold start: bindApplication (~150 ms), launchActivity MainActivity, first "
+                          "frame, focus, fully drawn, exit 300 ms after the focus; ~0.5 s",
+                          1);
+LOOPTRACE_SAMPLE_SCENARIO(StartupSplashScenario, "startup-splash",
+                          "cold start through sample.app.SplashActivity (focused, 300 ms), then "
+                          "MainActivity launched and focused; ~0.9 s",
+                          1);
+LOOPTRACE_SAMPLE_SCENARIO(StartupSlowCreateScenario, "startup-slow-create",
+                          "startup with a ~1.5 s Application.onCreate (instrumented call tree, ids "
+                          "15-23); ~1.9 s",
+                          1);
+LOOPTRACE_SAMPLE_SCENARIO(StartupWarmScenario, "startup-warm",
+                          "startup, then MainActivity finished and launched again in the same "
+                          "process (warm start); ~1.4 s",
+                          1);
 
 }  // namespace looptrace::sample

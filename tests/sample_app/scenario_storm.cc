@@ -48,9 +48,9 @@ class StormScenario : public Scenario {
 
  private:
   void PostNext() {
-    const uint64_t due = start_ns_ + static_cast<uint64_t>(static_cast<unsigned __int128>(sent_) *
-                                                           kNsPerSec / rate_);
-    handler_->PostAtTime(kNames[sent_ % 8], [this] { Run(); }, due);
+    const uint64_t due = start_ns_ + static_cast<uint64_t>(static_cast<unsigned __int128>(sent_) * kNsPerSec / rate_);
+    handler_->PostAtTime(
+        kNames[sent_ % 8], [this] { Run(); }, due);
   }
 
   void Run() {
@@ -76,10 +76,9 @@ class StormScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    StormScenario, "storm",
-    "--rate short messages/s (default 100000), each with two method beats, for --count ms "
-    "(default 10000); truth: message counts only",
-    10000);
+LOOPTRACE_SAMPLE_SCENARIO(StormScenario, "storm",
+                          "--rate short messages/s (default 100000), each with two method beats, for --count ms "
+                          "(default 10000); truth: message counts only",
+                          10000);
 
 }  // namespace looptrace::sample

@@ -62,11 +62,9 @@ class TwoLoopersScenario : public Scenario {
       if (remaining_.fetch_sub(1) == 1) main_looper->Quit();
     };
     Prng rng(ctx.seed);
-    main_chain_ = std::make_unique<MessageChain>(
-        ctx.main_handler, Plan(ctx.count, rng.Fork(1), kMainNames), on_done);
-    worker_chain_ = std::make_unique<MessageChain>(
-        worker_handler_.get(), Plan(ctx.count, rng.Fork(2), kWorkerNames),
-        on_done);
+    main_chain_ = std::make_unique<MessageChain>(ctx.main_handler, Plan(ctx.count, rng.Fork(1), kMainNames), on_done);
+    worker_chain_ =
+        std::make_unique<MessageChain>(worker_handler_.get(), Plan(ctx.count, rng.Fork(2), kWorkerNames), on_done);
     main_chain_->Start(ctx.start_ns);
     worker_chain_->Start(ctx.start_ns);  // wakes the worker via its eventfd
   }
@@ -89,10 +87,9 @@ class TwoLoopersScenario : public Scenario {
 
 }  // namespace
 
-LOOPTRACE_SAMPLE_SCENARIO(
-    TwoLoopersScenario, "two-loopers",
-    "main looper and a HandlerThread (sample-worker) each dispatch --count "
-    "messages (default 100) of 0.1-9 ms concurrently; ~0.6 s",
-    100);
+LOOPTRACE_SAMPLE_SCENARIO(TwoLoopersScenario, "two-loopers",
+                          "main looper and a HandlerThread (sample-worker) each dispatch --count "
+                          "messages (default 100) of 0.1-9 ms concurrently; ~0.6 s",
+                          100);
 
 }  // namespace looptrace::sample

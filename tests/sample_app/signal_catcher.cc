@@ -100,11 +100,10 @@ std::vector<ThreadInfo> ListThreads() {
   }
   closedir(dir);
   const pid_t pid = getpid();
-  std::sort(threads.begin(), threads.end(),
-            [pid](const ThreadInfo& a, const ThreadInfo& b) {
-              if ((a.tid == pid) != (b.tid == pid)) return a.tid == pid;
-              return a.tid < b.tid;
-            });
+  std::sort(threads.begin(), threads.end(), [pid](const ThreadInfo& a, const ThreadInfo& b) {
+    if ((a.tid == pid) != (b.tid == pid)) return a.tid == pid;
+    return a.tid < b.tid;
+  });
   return threads;
 }
 
@@ -122,8 +121,8 @@ std::string DumpThreads(const std::vector<ThreadInfo>& threads) {
 
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "\n----- pid %d at %s -----\nCmd line: %s\n\nTHREADS (%zu):\n",
-                pid, when, cmdline.c_str(), threads.size());
+  std::snprintf(line, sizeof(line), "\n----- pid %d at %s -----\nCmd line: %s\n\nTHREADS (%zu):\n", pid, when,
+                cmdline.c_str(), threads.size());
   out += line;
   int index = 0;
   for (const ThreadInfo& t : threads) {
@@ -133,9 +132,8 @@ std::string DumpThreads(const std::vector<ThreadInfo>& threads) {
                   "\"%s\" tid=%d %s%s\n"
                   "  | sysTid=%d state=%c nice=%lld utm=%lld stm=%lld core=%lld\n"
                   "  | wchan=%s\n\n",
-                  t.comm.c_str(), ++index, StateName(t.state),
-                  t.tid == pid ? " (main)" : "", t.tid, t.state, t.nice, t.utime,
-                  t.stime, t.processor, wchan.c_str());
+                  t.comm.c_str(), ++index, StateName(t.state), t.tid == pid ? " (main)" : "", t.tid, t.state, t.nice,
+                  t.utime, t.stime, t.processor, wchan.c_str());
     out += line;
   }
   std::snprintf(line, sizeof(line), "----- end %d -----\n", pid);
@@ -165,15 +163,14 @@ void CatcherLoop() {
     const uint64_t ts_ns = NowNs();
     const std::vector<ThreadInfo> threads = ListThreads();
     WriteAll(STDERR_FILENO, DumpThreads(threads));
-    TruthRecorder::Global().RecordLine(
-        JsonLine("sigquit")
-            .U("ts_ns", ts_ns)
-            .I("sender_pid", info.si_pid)
-            .U("sender_uid", info.si_uid)
-            .I("tid", CurrentTid())
-            .U("threads", threads.size())
-            .U("dump_end_ns", NowNs())
-            .Take());
+    TruthRecorder::Global().RecordLine(JsonLine("sigquit")
+                                           .U("ts_ns", ts_ns)
+                                           .I("sender_pid", info.si_pid)
+                                           .U("sender_uid", info.si_uid)
+                                           .I("tid", CurrentTid())
+                                           .U("threads", threads.size())
+                                           .U("dump_end_ns", NowNs())
+                                           .Take());
   }
 }
 

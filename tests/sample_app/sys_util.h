@@ -20,8 +20,7 @@ inline constexpr uint64_t kNsPerSec = 1'000'000'000;
 inline uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * kNsPerSec +
-         static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * kNsPerSec + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in nanoseconds: the truth of
@@ -29,8 +28,7 @@ inline uint64_t NowNs() {
 inline uint64_t ThreadCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * kNsPerSec +
-         static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * kNsPerSec + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 inline timespec ToTimespec(uint64_t ns) {

@@ -16,15 +16,13 @@ namespace {
 constexpr size_t kInitialCapacity = 1 << 14;
 constexpr size_t kInitialFrameCapacity = 1 << 11;
 
-const char* const kPhaseNames[5] = {"INPUT", "ANIMATION", "INSETS_ANIMATION",
-                                    "TRAVERSAL", "COMMIT"};
+const char* const kPhaseNames[5] = {"INPUT", "ANIMATION", "INSETS_ANIMATION", "TRAVERSAL", "COMMIT"};
 
 }  // namespace
 
 void AppendJsonString(std::string* out, const char* s) {
   out->push_back('"');
-  for (const unsigned char* p = reinterpret_cast<const unsigned char*>(s); *p;
-       ++p) {
+  for (const unsigned char* p = reinterpret_cast<const unsigned char*>(s); *p; ++p) {
     switch (*p) {
       case '"':
         out->append("\\\"");
@@ -127,10 +125,8 @@ void TruthRecorder::Add(TruthRecord record) {
   }
 }
 
-void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
-                                  uint64_t begin_ns, uint64_t end_ns,
-                                  std::optional<uint64_t> method_calls,
-                                  uint64_t begin_after_ns, uint64_t end_after_ns,
+void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name, uint64_t begin_ns, uint64_t end_ns,
+                                  std::optional<uint64_t> method_calls, uint64_t begin_after_ns, uint64_t end_after_ns,
                                   uint64_t cpu_before_ns, uint64_t cpu_after_ns) {
   if (count_messages_only_.load(std::memory_order_relaxed)) {
     messages_counted_.fetch_add(1, std::memory_order_relaxed);
@@ -151,8 +147,7 @@ void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
   Add(std::move(record));
 }
 
-void TruthRecorder::RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
-                               uint64_t begin_ns, uint64_t end_ns) {
+void TruthRecorder::RecordIdle(pid_t tid, uint64_t idle_id, const char* name, uint64_t begin_ns, uint64_t end_ns) {
   TruthRecord record;
   record.type = TruthRecord::Type::kIdle;
   record.tid = tid;
@@ -163,8 +158,7 @@ void TruthRecorder::RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
   Add(std::move(record));
 }
 
-void TruthRecorder::RecordMethod(pid_t tid, const MethodInfo& method,
-                                 uint32_t depth, uint64_t begin_ns,
+void TruthRecorder::RecordMethod(pid_t tid, const MethodInfo& method, uint32_t depth, uint64_t begin_ns,
                                  uint64_t end_ns, uint64_t msg_id) {
   TruthRecord record;
   record.type = TruthRecord::Type::kMethod;
@@ -191,8 +185,7 @@ void TruthRecorder::RecordFrame(const FrameTruth& frame) {
   Add(std::move(record));
 }
 
-void TruthRecorder::RecordVsync(pid_t tid, uint64_t ts_ns, uint64_t ts_after_ns,
-                                uint64_t vsync_ns) {
+void TruthRecorder::RecordVsync(pid_t tid, uint64_t ts_ns, uint64_t ts_after_ns, uint64_t vsync_ns) {
   TruthRecord record;
   record.type = TruthRecord::Type::kVsync;
   record.tid = tid;
@@ -259,11 +252,9 @@ std::string TruthRecorder::FormatLocked(const TruthRecord& r) const {
       for (int i = 0; i < 5; ++i) {
         const FrameTruth::Phase& p = f.phases[i];
         std::snprintf(buf, sizeof(buf),
-                      "%s{\"phase\":%d,\"name\":\"%s\",\"begin_ns\":%" PRIu64
-                      ",\"end_ns\":%" PRIu64 ",\"begin_after_ns\":%" PRIu64
-                      ",\"end_after_ns\":%" PRIu64 "}",
-                      i == 0 ? "" : ",", i, kPhaseNames[i], p.begin_ns, p.end_ns,
-                      p.begin_after_ns, p.end_after_ns);
+                      "%s{\"phase\":%d,\"name\":\"%s\",\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
+                      ",\"begin_after_ns\":%" PRIu64 ",\"end_after_ns\":%" PRIu64 "}",
+                      i == 0 ? "" : ",", i, kPhaseNames[i], p.begin_ns, p.end_ns, p.begin_after_ns, p.end_after_ns);
         phases.append(buf);
       }
       phases.push_back(']');
@@ -292,8 +283,7 @@ std::string TruthRecorder::FormatLocked(const TruthRecord& r) const {
   return "";
 }
 
-void TruthRecorder::SetOutput(std::FILE* out, pid_t pid,
-                              uint64_t process_start_ns) {
+void TruthRecorder::SetOutput(std::FILE* out, pid_t pid, uint64_t process_start_ns) {
   std::lock_guard lock(mu_);
   out_ = out;
   pid_ = pid;
@@ -301,8 +291,8 @@ void TruthRecorder::SetOutput(std::FILE* out, pid_t pid,
 }
 
 void TruthRecorder::WriteHeaderLocked() {
-  std::fprintf(out_, "{\"type\":\"process\",\"pid\":%d,\"start_ns\":%" PRIu64 "}\n",
-               static_cast<int>(pid_), process_start_ns_);
+  std::fprintf(out_, "{\"type\":\"process\",\"pid\":%d,\"start_ns\":%" PRIu64 "}\n", static_cast<int>(pid_),
+               process_start_ns_);
 }
 
 void TruthRecorder::StartStreaming() {

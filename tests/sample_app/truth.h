@@ -10,9 +10,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -51,7 +51,7 @@ struct FrameTruth {
   };
   pid_t tid = 0;
   uint64_t frame_id = 0;
-  uint64_t msg_id = 0;  // the "Choreographer#doFrame" message
+  uint64_t msg_id = 0;             // the "Choreographer#doFrame" message
   uint64_t vsync_ns = 0;           // after the skipped-frame adjustment
   uint64_t intended_vsync_ns = 0;  // the vsync the message was posted for
   uint64_t skipped_frames = 0;
@@ -68,10 +68,10 @@ struct TruthRecord {
   enum class Type { kMessage, kIdle, kMethod, kFrame, kVsync, kLine };
   Type type = Type::kMessage;
   pid_t tid = 0;
-  uint64_t id = 0;           // msg_id, idle_id or method_id; kVsync: vsync_ns
-  const char* name = "";     // static storage
-  uint64_t begin_ns = 0;     // read right before the *_begin / enter hook
-  uint64_t end_ns = 0;       // read right before the *_end / exit hook
+  uint64_t id = 0;        // msg_id, idle_id or method_id; kVsync: vsync_ns
+  const char* name = "";  // static storage
+  uint64_t begin_ns = 0;  // read right before the *_begin / enter hook
+  uint64_t end_ns = 0;    // read right before the *_end / exit hook
   // kMessage: read right after the hooks returned. [begin_ns, begin_after_ns] is the
   // window in which the begin hook ran (wide only if the thread was preempted there).
   uint64_t begin_after_ns = 0;
@@ -84,8 +84,8 @@ struct TruthRecord {
   // (Looper::AddMethodCalls); absent otherwise.
   std::optional<uint64_t> method_calls;
   // kMethod only:
-  uint32_t depth = 0;        // 0 = outermost instrumented method
-  uint64_t msg_id = 0;       // message it ran in, 0 if none
+  uint32_t depth = 0;   // 0 = outermost instrumented method
+  uint64_t msg_id = 0;  // message it ran in, 0 if none
   const MethodInfo* method = nullptr;
   // kFrame: index into the frames, kLine: into the preformatted lines.
   size_t aux = 0;
@@ -98,20 +98,16 @@ class TruthRecorder {
 
   TruthRecorder();
 
-  void RecordMessage(pid_t tid, uint64_t msg_id, const char* name,
-                     uint64_t begin_ns, uint64_t end_ns,
-                     std::optional<uint64_t> method_calls = std::nullopt,
-                     uint64_t begin_after_ns = 0, uint64_t end_after_ns = 0,
-                     uint64_t cpu_before_ns = 0, uint64_t cpu_after_ns = 0);
-  void RecordIdle(pid_t tid, uint64_t idle_id, const char* name,
-                  uint64_t begin_ns, uint64_t end_ns);
+  void RecordMessage(pid_t tid, uint64_t msg_id, const char* name, uint64_t begin_ns, uint64_t end_ns,
+                     std::optional<uint64_t> method_calls = std::nullopt, uint64_t begin_after_ns = 0,
+                     uint64_t end_after_ns = 0, uint64_t cpu_before_ns = 0, uint64_t cpu_after_ns = 0);
+  void RecordIdle(pid_t tid, uint64_t idle_id, const char* name, uint64_t begin_ns, uint64_t end_ns);
   // One call of an instrumented method (method_trace.h).
-  void RecordMethod(pid_t tid, const MethodInfo& method, uint32_t depth,
-                    uint64_t begin_ns, uint64_t end_ns, uint64_t msg_id);
+  void RecordMethod(pid_t tid, const MethodInfo& method, uint32_t depth, uint64_t begin_ns, uint64_t end_ns,
+                    uint64_t msg_id);
   void RecordFrame(const FrameTruth& frame);
   // ts_ns / ts_after_ns: read right before / after sample_vsync.
-  void RecordVsync(pid_t tid, uint64_t ts_ns, uint64_t ts_after_ns,
-                   uint64_t vsync_ns);
+  void RecordVsync(pid_t tid, uint64_t ts_ns, uint64_t ts_after_ns, uint64_t vsync_ns);
   // Any other record, preformatted (JsonLine(...).Take()). For rare records
   // (stalls, milestones, input events): formatting allocates.
   void RecordLine(std::string json_line);

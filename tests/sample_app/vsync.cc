@@ -14,8 +14,7 @@
 
 namespace looptrace::sample {
 
-VsyncSource::VsyncSource(uint32_t refresh_hz)
-    : base_ns_(NowNs()), hz_(refresh_hz == 0 ? 60 : refresh_hz) {
+VsyncSource::VsyncSource(uint32_t refresh_hz) : base_ns_(NowNs()), hz_(refresh_hz == 0 ? 60 : refresh_hz) {
   fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd_ < 0) {
     std::fprintf(stderr, "looptrace-sample-app: eventfd: %s\n", std::strerror(errno));
@@ -40,14 +39,12 @@ void VsyncSource::Stop() {
 }
 
 uint64_t VsyncSource::TickLocked(uint64_t k) const {
-  return base_ns_ + static_cast<uint64_t>(static_cast<unsigned __int128>(k) *
-                                          kNsPerSec / hz_);
+  return base_ns_ + static_cast<uint64_t>(static_cast<unsigned __int128>(k) * kNsPerSec / hz_);
 }
 
 uint64_t VsyncSource::TickAfterLocked(uint64_t t) const {
   if (t < base_ns_) return base_ns_;
-  uint64_t k = static_cast<uint64_t>(
-      static_cast<unsigned __int128>(t - base_ns_) * hz_ / kNsPerSec);
+  uint64_t k = static_cast<uint64_t>(static_cast<unsigned __int128>(t - base_ns_) * hz_ / kNsPerSec);
   while (TickLocked(k) <= t) ++k;
   while (k > 0 && TickLocked(k - 1) > t) --k;
   return TickLocked(k);

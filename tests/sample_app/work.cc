@@ -29,8 +29,7 @@ __attribute__((noinline)) void SpinUntil(uint64_t deadline_ns) {
 
 __attribute__((noinline)) void SleepUntil(uint64_t deadline_ns) {
   const timespec deadline = ToTimespec(deadline_ns);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) ==
-         EINTR) {
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
   }
 }
 

@@ -26,17 +26,15 @@ constexpr uint32_t kTaskUninterruptible = 0x2;
 
 std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack) {
   if (state == 0) return "preempted";  // still runnable: it lost the CPU, it did not wait
-  if (AnyFrame(kernel_stack, {"futex_wait", "futex_lock_pi", "rt_mutex", "__mutex_lock",
-                              "rwsem_down", "__down"}))
+  if (AnyFrame(kernel_stack, {"futex_wait", "futex_lock_pi", "rt_mutex", "__mutex_lock", "rwsem_down", "__down"}))
     return "lock";
-  if (AnyFrame(kernel_stack, {"io_schedule", "blk_", "bio_", "folio_wait", "wait_on_page",
-                              "ext4_", "xfs_", "btrfs_", "jbd2", "file_write_and_wait",
-                              "filemap_fdatawait", "__filemap_fdatawait", "nvme", "submit_bio"}))
+  if (AnyFrame(kernel_stack,
+               {"io_schedule", "blk_", "bio_", "folio_wait", "wait_on_page", "ext4_", "xfs_", "btrfs_", "jbd2",
+                "file_write_and_wait", "filemap_fdatawait", "__filemap_fdatawait", "nvme", "submit_bio"}))
     return "io";
-  if (AnyFrame(kernel_stack, {"do_nanosleep", "hrtimer_nanosleep", "clock_nanosleep", "msleep"}))
-    return "sleep";
-  if (AnyFrame(kernel_stack, {"ep_poll", "do_epoll_wait", "do_sys_poll", "do_select", "poll_schedule",
-                              "pipe_read", "unix_stream_read", "sk_wait", "tcp_recvmsg"}))
+  if (AnyFrame(kernel_stack, {"do_nanosleep", "hrtimer_nanosleep", "clock_nanosleep", "msleep"})) return "sleep";
+  if (AnyFrame(kernel_stack, {"ep_poll", "do_epoll_wait", "do_sys_poll", "do_select", "poll_schedule", "pipe_read",
+                              "unix_stream_read", "sk_wait", "tcp_recvmsg"}))
     return "poll";
   if (state & kTaskUninterruptible) return "io";  // D state without a known frame: most likely I/O
   return "other";
@@ -45,8 +43,7 @@ std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kerne
 std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start) {
   std::map<uint32_t, uint32_t> waits_on;  // tid -> owner of the futex it waits on
   for (const auto& t : threads)
-    if (t.futex_address && t.futex_owner_tid && t.futex_owner_tid != t.tid)
-      waits_on[t.tid] = t.futex_owner_tid;
+    if (t.futex_address && t.futex_owner_tid && t.futex_owner_tid != t.tid) waits_on[t.tid] = t.futex_owner_tid;
   std::vector<uint32_t> path = {start};
   std::set<uint32_t> seen = {start};
   uint32_t at = start;
@@ -61,8 +58,9 @@ std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, u
 
 Result<uint64_t> ParseAnrThreshold(std::string_view text) {
   static const std::pair<const char*, uint64_t> kPresets[] = {
-      {"input", 5000}, {"broadcast", 10000}, {"broadcast-bg", 60000}, {"service", 20000},
-      {"service-bg", 200000}, {"bind-application", 15000}, {"job", 8000}};
+      {"input", 5000},    {"broadcast", 10000},   {"broadcast-bg", 60000},
+      {"service", 20000}, {"service-bg", 200000}, {"bind-application", 15000},
+      {"job", 8000}};
   for (auto [name, ms] : kPresets)
     if (text == name) return ms * 1'000'000;
   double ms = 0;
@@ -78,15 +76,17 @@ void AnrOptions::Declare(OptionSet& options) {
   OptionDeclaration anr;
   anr.name = "anr-threshold";
   anr.value_name = "MS|PRESET";
-  anr.help = "ANR snapshot when a message runs this long: MS or input|broadcast|broadcast-bg|service|"
-             "service-bg|bind-application|job";
+  anr.help =
+      "ANR snapshot when a message runs this long: MS or input|broadcast|broadcast-bg|service|"
+      "service-bg|bind-application|job";
   anr.default_text = std::to_string(anr_threshold_ns / 1'000'000);
   anr.set = [this](std::string_view text) -> Result<void> {
     ASSIGN_OR_RETURN(anr_threshold_ns, ParseAnrThreshold(text));
     return {};
   };
   options.Custom(std::move(anr));
-  options.Milliseconds("lag-threshold", &lag_threshold_ns, "LAG snapshot of a message running this long (Matrix's 2 s)");
+  options.Milliseconds("lag-threshold", &lag_threshold_ns,
+                       "LAG snapshot of a message running this long (Matrix's 2 s)");
 }
 
 AnrTracer::AnrTracer(const AnrOptions& options, const TracerContext& context)
@@ -102,11 +102,16 @@ bool AnrTracer::MessageOpen(uint32_t tid) const {
 }
 
 void AnrTracer::OnEvent(const Event& event) {
-  if (const auto* sw = std::get_if<ThreadSwitch>(&event)) OnSwitch(*sw);
-  else if (const auto* wakeup = std::get_if<Wakeup>(&event)) last_wakeup_[wakeup->tid] = *wakeup;
-  else if (const auto* snapshot = std::get_if<StallSnapshot>(&event)) OnSnapshot(*snapshot);
-  else if (const auto* signal = std::get_if<SignalSent>(&event)) OnSignal(*signal);
-  else if (const auto* beats = std::get_if<MethodBeats>(&event)) OnOpenBeats(*beats);
+  if (const auto* sw = std::get_if<ThreadSwitch>(&event))
+    OnSwitch(*sw);
+  else if (const auto* wakeup = std::get_if<Wakeup>(&event))
+    last_wakeup_[wakeup->tid] = *wakeup;
+  else if (const auto* snapshot = std::get_if<StallSnapshot>(&event))
+    OnSnapshot(*snapshot);
+  else if (const auto* signal = std::get_if<SignalSent>(&event))
+    OnSignal(*signal);
+  else if (const auto* beats = std::get_if<MethodBeats>(&event))
+    OnOpenBeats(*beats);
 }
 
 void AnrTracer::EndStalls(const Span& span) {
@@ -242,9 +247,12 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
 
   // Why it is stuck: a deadlock; else what the snapshot saw the thread block in; else
   // where the message spent most of its time (on CPU, or off it for one reason).
-  static const std::map<std::string, std::string> kText = {
-      {"lock", "lock wait"}, {"io", "disk I/O"},          {"sleep", "sleep"},
-      {"poll", "poll/epoll wait"}, {"preempted", "waiting for a CPU"}, {"other", "blocked"}};
+  static const std::map<std::string, std::string> kText = {{"lock", "lock wait"},
+                                                           {"io", "disk I/O"},
+                                                           {"sleep", "sleep"},
+                                                           {"poll", "poll/epoll wait"},
+                                                           {"preempted", "waiting for a CPU"},
+                                                           {"other", "blocked"}};
   auto text = [&](const std::string& reason) { return kText.contains(reason) ? kText.at(reason) : reason; };
   static const std::map<std::string, std::string> kCauseText = {{"gc", "garbage collection"},
                                                                 {"monitor", "monitor contention"}};
@@ -253,8 +261,8 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   // when the snapshot was taken (a loaded machine): known now.
   if (pending.open_cause.empty())
     for (const StallCause& c : r.causes)
-      if (c.begin_ns <= r.snapshot.ts_ns && (c.open || c.end_ns >= r.snapshot.ts_ns) && (c.kind != "monitor" || c.tid == tid) &&
-          (pending.open_cause.empty() || c.kind == "monitor"))
+      if (c.begin_ns <= r.snapshot.ts_ns && (c.open || c.end_ns >= r.snapshot.ts_ns) &&
+          (c.kind != "monitor" || c.tid == tid) && (pending.open_cause.empty() || c.kind == "monitor"))
         pending.open_cause = c.kind;
   // The runtime cause that took most of the message, if it took at least half of it.
   std::string main_cause;

@@ -85,8 +85,8 @@ void Nest(std::vector<Slice>* slices) {
   std::vector<uint64_t> open_ends;
   for (Slice& s : *slices) {
     // A slice starting where the open one ends is its sibling, unless it is an instant there.
-    while (!open_ends.empty() && (open_ends.back() < s.begin_ns ||
-                                  (open_ends.back() == s.begin_ns && s.end_ns > s.begin_ns)))
+    while (!open_ends.empty() &&
+           (open_ends.back() < s.begin_ns || (open_ends.back() == s.begin_ns && s.end_ns > s.begin_ns)))
       open_ends.pop_back();
     if (!open_ends.empty() && s.end_ns > open_ends.back()) {
       s.args["clipped_end_ns"] = s.end_ns;
@@ -98,8 +98,8 @@ void Nest(std::vector<Slice>* slices) {
 
 }  // namespace
 
-void RenderChromeTrace(const SessionInfo& session, const MessagesReport& messages,
-                       const FramesReport& frames, std::ostream& out) {
+void RenderChromeTrace(const SessionInfo& session, const MessagesReport& messages, const FramesReport& frames,
+                       std::ostream& out) {
   const uint32_t pid = session.pid ? session.pid : 1;
   std::map<uint32_t, std::vector<Slice>> by_tid;
 
@@ -155,24 +155,25 @@ void RenderChromeTrace(const SessionInfo& session, const MessagesReport& message
   std::vector<std::string> events;
   // Metadata: process and thread names, the main thread first.
   const std::string process = session.command.empty() ? fmt::format("pid {}", pid) : session.command;
-  events.push_back(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                               pid, pid, Quote(process)));
+  events.push_back(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", pid, pid,
+                               Quote(process)));
   std::set<uint32_t> tids;
   for (const auto& [tid, slices] : by_tid) tids.insert(tid);
   for (uint32_t tid : tids) {
     const std::string name = tid == pid ? "main" : fmt::format("looper {}", tid);
-    events.push_back(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                                 pid, tid, Quote(name)));
-    events.push_back(fmt::format(R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-                                 pid, tid, tid == pid ? 0 : 1));
+    events.push_back(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", pid,
+                                 tid, Quote(name)));
+    events.push_back(
+        fmt::format(R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})", pid, tid,
+                    tid == pid ? 0 : 1));
   }
 
   for (auto& [tid, slices] : by_tid) {
     Nest(&slices);
     for (const Slice& s : slices)
-      events.push_back(fmt::format(
-          R"({{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{}}})", Quote(s.name),
-          s.category, ts(s.begin_ns), Micros(s.end_ns - s.begin_ns, 0), pid, s.tid, Dump(s.args)));
+      events.push_back(fmt::format(R"({{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{}}})",
+                                   Quote(s.name), s.category, ts(s.begin_ns), Micros(s.end_ns - s.begin_ns, 0), pid,
+                                   s.tid, Dump(s.args)));
   }
 
   // Janky frames (deadline missed) as instants at their end.
@@ -184,9 +185,10 @@ void RenderChromeTrace(const SessionInfo& session, const MessagesReport& message
               {"bucket", f.bucket},
               {"total_ms", Round3(static_cast<double>(f.total_ns()) / 1e6)},
               {"scene", f.scene}};
-    events.push_back(fmt::format(R"({{"name":{},"cat":"jank","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
-                                 Quote(fmt::format("Jank: Frame {} dropped {} ({})", f.frame_id, f.dropped_frames, f.bucket)),
-                                 ts(f.end_ns), pid, f.tid, Dump(args)));
+    events.push_back(
+        fmt::format(R"({{"name":{},"cat":"jank","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
+                    Quote(fmt::format("Jank: Frame {} dropped {} ({})", f.frame_id, f.dropped_frames, f.bucket)),
+                    ts(f.end_ns), pid, f.tid, Dump(args)));
   }
 
   // FPS counters: Matrix windows on one track, each scene's session totals on its own.

@@ -6,7 +6,7 @@
 namespace looptrace {
 namespace {
 
-constexpr uint32_t kSubBits = 7;                  // 128 sub-buckets per power of two
+constexpr uint32_t kSubBits = 7;                       // 128 sub-buckets per power of two
 constexpr uint64_t kLinear = uint64_t{2} << kSubBits;  // values below 256 are their own bucket
 
 }  // namespace

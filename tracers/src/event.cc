@@ -5,10 +5,14 @@
 namespace looptrace {
 std::string_view MethodIdKindName(MethodIdKind kind) {
   switch (kind) {
-    case MethodIdKind::kId: return "id";
-    case MethodIdKind::kAddress: return "address";
-    case MethodIdKind::kString: return "string";
-    case MethodIdKind::kProbe: return "probe";
+    case MethodIdKind::kId:
+      return "id";
+    case MethodIdKind::kAddress:
+      return "address";
+    case MethodIdKind::kString:
+      return "string";
+    case MethodIdKind::kProbe:
+      return "probe";
   }
   return "id";
 }

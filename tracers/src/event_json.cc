@@ -25,9 +25,8 @@ json ProbeToJson(const ProbeEvent& e) {
       args[arg.name] = arg.value;
     }
   }
-  json j{{"type", "probe"},       {"ts_ns", e.ts_ns},         {"pid", e.pid},
-         {"tid", e.tid},          {"role", RoleName(e.role)}, {"probe_id", e.probe_id},
-         {"args", std::move(args)}};
+  json j{{"type", "probe"},          {"ts_ns", e.ts_ns},       {"pid", e.pid},           {"tid", e.tid},
+         {"role", RoleName(e.role)}, {"probe_id", e.probe_id}, {"args", std::move(args)}};
   if (e.thread_cpu_ns) j["thread_cpu_ns"] = e.thread_cpu_ns;
   if (e.sp) j["sp"] = e.sp;
   return j;
@@ -43,20 +42,26 @@ struct ToJson {
                         {"binary", p.binary},
                         {"point", p.point},
                         {"file_offset", p.file_offset}});
-    json j{{"type", "session_start"}, {"ts_ns", s.ts_ns},     {"wall_time_ns", s.wall_time_ns},
-                {"pid", s.pid},            {"command", s.command}, {"profile", s.profile},
-                {"threads", s.thread_filter}, {"probes", std::move(probes)},
-                {"device", {{"machine", s.device.machine},
-                            {"mem", s.device.mem_total_bytes},
-                            {"mem_free", s.device.mem_available_kb},
-                            {"cpu_app", s.device.cpu_app_percent}}},
-                {"sample_hz", s.sample_hz}, {"dwarf_unwind", s.dwarf_unwind}};
+    json j{{"type", "session_start"},
+           {"ts_ns", s.ts_ns},
+           {"wall_time_ns", s.wall_time_ns},
+           {"pid", s.pid},
+           {"command", s.command},
+           {"profile", s.profile},
+           {"threads", s.thread_filter},
+           {"probes", std::move(probes)},
+           {"device",
+            {{"machine", s.device.machine},
+             {"mem", s.device.mem_total_bytes},
+             {"mem_free", s.device.mem_available_kb},
+             {"cpu_app", s.device.cpu_app_percent}}},
+           {"sample_hz", s.sample_hz},
+           {"dwarf_unwind", s.dwarf_unwind}};
     if (!s.message_definition.empty()) j["message_definition"] = s.message_definition;
     return j;
   }
   json operator()(const StackSample& e) const {
-    json j{{"type", "stack_sample"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"on_cpu", e.on_cpu},
-           {"frames", e.frames}};
+    json j{{"type", "stack_sample"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"on_cpu", e.on_cpu}, {"frames", e.frames}};
     if (!e.stop.empty()) j["stop"] = e.stop;
     return j;
   }
@@ -74,10 +79,15 @@ struct ToJson {
     for (const auto& b : m.beats) beats.push_back(json::array({b.ts_ns, b.id, b.enter ? 1 : 0}));
     json names = json::object();
     for (const auto& [id, name] : m.names) names[std::to_string(id)] = name;
-    return json{{"type", "method_beats"}, {"span", m.span}, {"tid", m.tid},
-                {"begin_ns", m.begin_ns}, {"end_ns", m.end_ns},
-                {"kind", MethodIdKindName(m.kind)}, {"overwritten", m.overwritten},
-                {"beats", std::move(beats)}, {"names", std::move(names)}};
+    return json{{"type", "method_beats"},
+                {"span", m.span},
+                {"tid", m.tid},
+                {"begin_ns", m.begin_ns},
+                {"end_ns", m.end_ns},
+                {"kind", MethodIdKindName(m.kind)},
+                {"overwritten", m.overwritten},
+                {"beats", std::move(beats)},
+                {"names", std::move(names)}};
   }
   json operator()(const ProcessExec& e) const {
     return json{{"type", "exec"}, {"ts_ns", e.ts_ns}, {"pid", e.pid}, {"comm", e.comm}};
@@ -91,23 +101,35 @@ struct ToJson {
     return j;
   }
   json operator()(const Wakeup& e) const {
-    return json{{"type", "wakeup"},          {"ts_ns", e.ts_ns},         {"tid", e.tid},
-                {"waker_tid", e.waker_tid},  {"waker_pid", e.waker_pid}, {"waker_comm", e.waker_comm}};
+    return json{{"type", "wakeup"},         {"ts_ns", e.ts_ns},         {"tid", e.tid},
+                {"waker_tid", e.waker_tid}, {"waker_pid", e.waker_pid}, {"waker_comm", e.waker_comm}};
   }
   json operator()(const SignalSent& e) const {
-    return json{{"type", "signal"},           {"ts_ns", e.ts_ns},           {"signal", e.signal},
-                {"target_tid", e.target_tid}, {"sender_pid", e.sender_pid}, {"sender_tid", e.sender_tid},
-                {"sender_comm", e.sender_comm}, {"result", e.result}};
+    return json{{"type", "signal"},
+                {"ts_ns", e.ts_ns},
+                {"signal", e.signal},
+                {"target_tid", e.target_tid},
+                {"sender_pid", e.sender_pid},
+                {"sender_tid", e.sender_tid},
+                {"sender_comm", e.sender_comm},
+                {"result", e.result}};
   }
   json operator()(const StallSnapshot& s) const {
     json threads = json::array();
     for (const auto& t : s.threads) threads.push_back(ThreadSnapshotToJson(t));
     json memory = json::array();
     for (const auto& [k, v] : s.memory_kb) memory.push_back(json::array({k, v}));
-    return json{{"type", "stall_snapshot"}, {"anr", s.anr}, {"ts_ns", s.ts_ns}, {"tid", s.tid},
-                {"message_begin_ns", s.message_begin_ns}, {"threads", std::move(threads)},
-                {"process_cpu_percent", s.process_cpu_percent}, {"cpu_window_ns", s.cpu_window_ns},
-                {"memory_kb", std::move(memory)}, {"priority", s.priority}, {"nice", s.nice}};
+    return json{{"type", "stall_snapshot"},
+                {"anr", s.anr},
+                {"ts_ns", s.ts_ns},
+                {"tid", s.tid},
+                {"message_begin_ns", s.message_begin_ns},
+                {"threads", std::move(threads)},
+                {"process_cpu_percent", s.process_cpu_percent},
+                {"cpu_window_ns", s.cpu_window_ns},
+                {"memory_kb", std::move(memory)},
+                {"priority", s.priority},
+                {"nice", s.nice}};
   }
   json operator()(const SessionEnd& e) const {
     json j{{"type", "session_end"}, {"ts_ns", e.ts_ns}, {"reason", e.reason}};
@@ -331,8 +353,8 @@ Result<Event> ParseSessionStart(const json& j) {
 }  // namespace
 
 std::string RecordingHeaderLine() {
-  return json{{"type", "recording"}, {"format", kRecordingFormat}, {"version", kRecordingVersion}}
-      .dump(-1, ' ', false, json::error_handler_t::replace);
+  return json{{"type", "recording"}, {"format", kRecordingFormat}, {"version", kRecordingVersion}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 // Invalid UTF-8 (which SanitizingSink already replaces) becomes U+FFFD, never an exception;
@@ -347,8 +369,7 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
   ASSIGN_OR_RETURN(std::string type, Field<std::string>(j, "type"));
   if (type == "recording") {
     if (FieldOr<std::string>(j, "format", "") != kRecordingFormat)
-      return MakeError("not a looptrace recording (format is not '" +
-                       std::string(kRecordingFormat) + "')");
+      return MakeError("not a looptrace recording (format is not '" + std::string(kRecordingFormat) + "')");
     if (FieldOr<int>(j, "version", 0) > kRecordingVersion)
       return MakeError("recording version " + std::to_string(FieldOr<int>(j, "version", 0)) +
                        " is newer than this looptrace understands");

@@ -74,16 +74,12 @@ bool ForEachString(E& e, F&& f) {
 }  // namespace
 
 bool SanitizeEvent(Event* event) {
-  return std::visit([](auto& e) { return ForEachString(e, [](std::string& s) { return MakeSafeText(&s); }); },
-                    *event);
+  return std::visit([](auto& e) { return ForEachString(e, [](std::string& s) { return MakeSafeText(&s); }); }, *event);
 }
 
 bool IsEventSafe(const Event& event) {
   return !std::visit(
-      [](const auto& e) {
-        return ForEachString(e, [](const std::string& s) { return !IsSafeText(s); });
-      },
-      event);
+      [](const auto& e) { return ForEachString(e, [](const std::string& s) { return !IsSafeText(s); }); }, event);
 }
 
 void SanitizingSink::OnEvent(const Event& event) {

@@ -79,15 +79,15 @@ void EvilMethodTracer::ReportSlow(const Span& span) {
     for (const auto& n : report.tree)
       if (report.stack_key == fmt::format("{}|", n.node.id)) report.stack_key_name = n.name;
   } else if (beats) {
-    NamedCallTree tree = BuildNamedCallTree(*beats, max_nodes, message.cost_ns(), context_.namer, stats,
-                                            options_.tree);
+    NamedCallTree tree = BuildNamedCallTree(*beats, max_nodes, message.cost_ns(), context_.namer, stats, options_.tree);
     report.nodes_before_trim = tree.nodes_before_trim;
     report.stack_cost_ns = tree.stack_cost_ns;
     report.stack_key = std::move(tree.stack_key);
     report.stack_key_name = std::move(tree.stack_key_name);
     report.tree = std::move(tree.nodes);
     for (const auto& n : report.tree)
-      report.matrix_stack += fmt::format("{},{},{},{}\n", n.node.depth, n.node.id, n.node.count, n.node.cost_ns / 1'000'000);
+      report.matrix_stack +=
+          fmt::format("{},{},{},{}\n", n.node.depth, n.node.id, n.node.count, n.node.cost_ns / 1'000'000);
     report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;
   } else {
     // No method beats (the profile maps no method roles): the message alone, no stackKey.

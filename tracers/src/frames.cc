@@ -9,10 +9,10 @@ namespace looptrace {
 namespace {
 
 constexpr uint64_t kSecond = 1'000'000'000;
-constexpr uint64_t kFrozenNs = 700'000'000;      // Android vitals / hwui "Davey!"
-constexpr double kSlowNsAt60Hz = 16'000'000;     // Android vitals: slow frame > 16 ms at 60 Hz
+constexpr uint64_t kFrozenNs = 700'000'000;   // Android vitals / hwui "Davey!"
+constexpr double kSlowNsAt60Hz = 16'000'000;  // Android vitals: slow frame > 16 ms at 60 Hz
 constexpr double kDefaultHz = 60;
-constexpr size_t kMaxRecentMessages = 4096;      // per thread, waiting for a frame they may delay
+constexpr size_t kMaxRecentMessages = 4096;  // per thread, waiting for a frame they may delay
 
 // Refresh-rate detection (DetectRefreshRate). Vsync timestamps lie on a grid of the display's
 // period P, but an app only receives the vsyncs it asked for, so consecutive timestamps are
@@ -60,9 +60,7 @@ RefreshSegment SegmentForHz(uint64_t from_ns, double hz) {
   return s;
 }
 
-RefreshSegment SegmentForPeriod(uint64_t from_ns, double period_ns) {
-  return SegmentForHz(from_ns, 1e9 / period_ns);
-}
+RefreshSegment SegmentForPeriod(uint64_t from_ns, double period_ns) { return SegmentForHz(from_ns, 1e9 / period_ns); }
 
 // Java's Math.round for the values we see (non-negative).
 int64_t JavaRound(double x) { return static_cast<int64_t>(std::floor(x + 0.5)); }
@@ -113,8 +111,7 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
       ++period_n;
       period = period_sum / static_cast<double>(period_n);
       continue;
-    } else if (std::max(period, candidate) > 0 &&
-               d > kMaxMultiple * (1 + kTolerance) * std::max(period, candidate)) {
+    } else if (std::max(period, candidate) > 0 && d > kMaxMultiple * (1 + kTolerance) * std::max(period, candidate)) {
       continue;  // a pause: the app asked for no vsync
     } else if (candidate > 0 && Multiple(candidate, d) > 1) {
       candidate = candidate_sum = d;  // the candidate was a run of skips at this rate
@@ -158,7 +155,7 @@ uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_n
   if (to_ns <= from_ns) return 0;
   std::vector<std::pair<uint64_t, uint64_t>> spans;
   for (const DoneMessage& m : thread.recent) {
-    if (m.has_frame) continue;                             // a frame's own doFrame message
+    if (m.has_frame) continue;                              // a frame's own doFrame message
     if (m.begin_ns <= to_ns && to_ns < m.end_ns) continue;  // contains the frame's begin
     const uint64_t b = std::max(m.begin_ns, from_ns);
     const uint64_t e = std::min(m.end_ns, to_ns);
@@ -175,11 +172,11 @@ uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_n
   return total;
 }
 
-
 void FrameTracer::OnEvent(const Event& event) {
   if (const auto* start = std::get_if<SessionStart>(&event)) {
-    frames_possible_ = start->probes.empty() || std::any_of(start->probes.begin(), start->probes.end(),
-                                                            [](const ProbeDescription& p) { return p.role == Role::kFrameBegin; });
+    frames_possible_ =
+        start->probes.empty() || std::any_of(start->probes.begin(), start->probes.end(),
+                                             [](const ProbeDescription& p) { return p.role == Role::kFrameBegin; });
     return;
   }
   const auto* e = std::get_if<ProbeEvent>(&event);
@@ -241,8 +238,7 @@ std::optional<SliceRequest> FrameTracer::WantSlice(const Span& span) {
 void FrameTracer::OnSpanEnd(const Span& span) {
   if (span.kind == SpanKind::kPhase) {
     auto it = open_.find(span.parent_id);
-    if (it != open_.end())
-      it->second.phases.push_back({static_cast<uint32_t>(span.key), span.begin_ns, span.end_ns});
+    if (it != open_.end()) it->second.phases.push_back({static_cast<uint32_t>(span.key), span.begin_ns, span.end_ns});
     return;
   }
   if (span.kind == SpanKind::kFrame) {
@@ -359,8 +355,8 @@ void FrameTracer::Summarize(FramesReport* out) {
     const uint64_t interval = f.interval_ns;
     f.skipped_frames = (f.vsync_ns - f.intended_vsync_ns + interval / 2) / interval;
     f.dropped_frames = total / interval;
-    f.matrix_dropped = std::max(0.0, (static_cast<double>(total) - static_cast<double>(interval)) /
-                                         static_cast<double>(interval));
+    f.matrix_dropped =
+        std::max(0.0, (static_cast<double>(total) - static_cast<double>(interval)) / static_cast<double>(interval));
     f.bucket = DropBucket(f.matrix_dropped);
     f.deadline_missed = total > interval;
     f.slow = static_cast<double>(total) > kSlowNsAt60Hz * 60.0 / f.refresh_hz;
@@ -419,7 +415,6 @@ void FrameTracer::Summarize(FramesReport* out) {
   report.frames = std::move(frames_);
   frames_.clear();
 }
-
 
 void FrameTracer::Contribute(Report& report) {
   Summarize(&report.frames);

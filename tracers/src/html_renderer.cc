@@ -42,12 +42,23 @@ std::string EscapeHtml(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -60,8 +71,8 @@ using nlohmann::json;
 // Message cost histogram edges (ns), shared by every thread: the page draws these
 // buckets for all messages, also those not embedded one by one.
 constexpr std::array<uint64_t, 18> kCostEdgesNs = {
-    0,          100'000,    250'000,     500'000,     1'000'000,   2'000'000,
-    4'000'000,  8'000'000,  16'000'000,  32'000'000,  64'000'000,  128'000'000,
+    0,           100'000,     250'000,       500'000,       1'000'000,     2'000'000,
+    4'000'000,   8'000'000,   16'000'000,    32'000'000,    64'000'000,    128'000'000,
     256'000'000, 512'000'000, 1'000'000'000, 2'000'000'000, 5'000'000'000, 10'000'000'000};
 
 size_t CostBucket(uint64_t cost_ns) {
@@ -89,8 +100,7 @@ Selection Select(const std::vector<T>& items, size_t budget, Less less) {
   }
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return less(items[a], items[b]); });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return less(items[a], items[b]); });
   for (size_t i = 0; i < budget; ++i) s.keep[order[i]] = true;
   s.kept = budget;
   return s;
@@ -138,8 +148,8 @@ class HtmlRenderer : public Renderer {
     const SessionInfo& s = report.session;
     // The command comes from the target: control characters as visible escapes, so the
     // page is also safe to print on a terminal.
-    const std::string title = fmt::format("looptrace report: pid {} ({})", s.pid,
-                                          s.command.empty() ? "?" : EscapeForTerminal(s.command));
+    const std::string title =
+        fmt::format("looptrace report: pid {} ({})", s.pid, s.command.empty() ? "?" : EscapeForTerminal(s.command));
     out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         // Nothing may be fetched: the browser enforces it.
@@ -147,17 +157,19 @@ class HtmlRenderer : public Renderer {
            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
         << "<meta name=\"generator\" content=\"looptrace\">\n"
         << "<title>" << EscapeHtml(title) << "</title>\n"
-        << "<style>\n" << html_assets::kReportCss << "</style>\n</head>\n<body>\n"
+        << "<style>\n"
+        << html_assets::kReportCss << "</style>\n</head>\n<body>\n"
         << "<noscript><p class=\"noscript\">This report is drawn by its inline script. Enable "
            "JavaScript, or use <code>looptrace report RECORDING -f text</code>.</p></noscript>\n"
         << "<main id=\"report\" aria-busy=\"true\"><p class=\"loading\">Drawing the report&hellip;</p></main>\n"
         << "<script type=\"application/x-ndjson\" id=\"" << kHtmlDataId << "\">\n"
         << EscapeJsonForScript(lines.str()) << "</script>\n"
         << "<script type=\"application/json\" id=\"" << kHtmlMetaId << "\">"
-        << EscapeJsonForScript(
-               EscapeJsonForTerminal(Meta(report, messages, frames).dump(-1, ' ', false, json::error_handler_t::replace)))
+        << EscapeJsonForScript(EscapeJsonForTerminal(
+               Meta(report, messages, frames).dump(-1, ' ', false, json::error_handler_t::replace)))
         << "</script>\n"
-        << "<script>\n" << html_assets::kReportJs << "</script>\n</body>\n</html>\n";
+        << "<script>\n"
+        << html_assets::kReportJs << "</script>\n</body>\n</html>\n";
   }
 
  private:
@@ -212,9 +224,12 @@ class HtmlRenderer : public Renderer {
     }
     json mb = json::array(), fb = json::array();
     for (const auto& [key, a] : message_buckets) mb.push_back({key.first, key.second, a.count, a.total, a.max});
-    for (const auto& [key, a] : frame_buckets) fb.push_back({key.first, key.second, a.count, a.total, a.max, a.flagged});
-    meta["timeline"] = {{"messages_total", m.messages.size()}, {"messages_embedded", messages.kept},
-                        {"frames_total", f.frames.size()},     {"frames_embedded", frames.kept},
+    for (const auto& [key, a] : frame_buckets)
+      fb.push_back({key.first, key.second, a.count, a.total, a.max, a.flagged});
+    meta["timeline"] = {{"messages_total", m.messages.size()},
+                        {"messages_embedded", messages.kept},
+                        {"frames_total", f.frames.size()},
+                        {"frames_embedded", frames.kept},
                         {"bucket_ns", bucket_ns},
                         {"message_buckets_fields", {"tid", "bucket", "count", "total_ns", "max_ns"}},
                         {"message_buckets", mb},
@@ -243,6 +258,8 @@ std::unique_ptr<Renderer> MakeHtmlRenderer(RenderOptions options, HtmlOptions ht
   return std::make_unique<HtmlRenderer>(options, html);
 }
 
-std::unique_ptr<Renderer> MakeHtmlRenderer(const RenderOptions& options) { return MakeHtmlRenderer(options, HtmlOptions{}); }
+std::unique_ptr<Renderer> MakeHtmlRenderer(const RenderOptions& options) {
+  return MakeHtmlRenderer(options, HtmlOptions{});
+}
 
 }  // namespace looptrace

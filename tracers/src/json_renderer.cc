@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "json_common.h"
-#include "sampled_render.h"
 #include "looptrace/tracers/frames.h"
 #include "looptrace/tracers/render.h"
 #include "looptrace/util/text_safety.h"
+#include "sampled_render.h"
 
 namespace looptrace {
 
@@ -17,9 +17,8 @@ namespace {
 using nlohmann::json;
 
 json CostJson(const CostSummary& c) {
-  return json{{"count", c.count},   {"total_ns", c.total_ns}, {"min_ns", c.min_ns},
-              {"p50_ns", c.p50_ns}, {"p90_ns", c.p90_ns},     {"p99_ns", c.p99_ns},
-              {"max_ns", c.max_ns}, {"mean_ns", c.mean_ns}};
+  return json{{"count", c.count},   {"total_ns", c.total_ns}, {"min_ns", c.min_ns}, {"p50_ns", c.p50_ns},
+              {"p90_ns", c.p90_ns}, {"p99_ns", c.p99_ns},     {"max_ns", c.max_ns}, {"mean_ns", c.mean_ns}};
 }
 
 json MessageJson(const Message& m, bool finished) {
@@ -37,7 +36,9 @@ json MessageJson(const Message& m, bool finished) {
 
 json DeviceBlock(const Report& report) {
   const DeviceInfo& d = report.session.device;
-  return json{{"machine", d.machine}, {"cpu_app", d.cpu_app_percent}, {"mem", d.mem_total_bytes},
+  return json{{"machine", d.machine},
+              {"cpu_app", d.cpu_app_percent},
+              {"mem", d.mem_total_bytes},
               {"mem_free", d.mem_available_kb}};
 }
 
@@ -65,10 +66,13 @@ json TreeJson(const std::vector<NamedCallNode>& tree) {
   json out = json::array();
   uint64_t root = 1;
   for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
-  for (const auto& n : tree)
-  {
-    json node{{"depth", n.node.depth}, {"id", n.node.id}, {"name", n.name}, {"count", n.node.count},
-              {"cost_ns", n.node.cost_ns}, {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}};
+  for (const auto& n : tree) {
+    json node{{"depth", n.node.depth},
+              {"id", n.node.id},
+              {"name", n.name},
+              {"count", n.node.count},
+              {"cost_ns", n.node.cost_ns},
+              {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}};
     if (n.node.unfinished) node["unfinished"] = true;
     if (n.node.lost_exit) node["exit_lost"] = true;
     out.push_back(std::move(node));
@@ -94,8 +98,7 @@ json EvilJson(const Report& report, const EvilMethodReport& e) {
   json j = MatrixRecord(report, "evil_method", "Trace_EvilMethod", m.end_ns);
   j["detail"] = "NORMAL";
   j["cost"] = e.matrix_cost_ms;
-  j["usage"] = m.cpu_ns ? fmt::format("{:.2f}%", 100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
-                        : std::string();
+  j["usage"] = m.cpu_ns ? fmt::format("{:.2f}%", 100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1)) : std::string();
   j["scene"] = "";
   j["stack"] = e.matrix_stack;
   j["stackKey"] = e.stack_key;
@@ -181,9 +184,14 @@ json StallJson(const Report& report, const StallReport& s) {
   j["stall_causes"] = CausesJson(s.causes);
   json intervals = json::array();
   for (const auto& iv : s.off_cpu)
-    intervals.push_back({{"begin_ns", iv.begin_ns}, {"end_ns", iv.end_ns}, {"reason", iv.reason},
-                         {"state", iv.state}, {"kernel_stack", iv.kernel_stack},
-                         {"waker_tid", iv.waker_tid}, {"waker_comm", iv.waker_comm}, {"open", iv.open}});
+    intervals.push_back({{"begin_ns", iv.begin_ns},
+                         {"end_ns", iv.end_ns},
+                         {"reason", iv.reason},
+                         {"state", iv.state},
+                         {"kernel_stack", iv.kernel_stack},
+                         {"waker_tid", iv.waker_tid},
+                         {"waker_comm", iv.waker_comm},
+                         {"open", iv.open}});
   j["off_cpu"] = intervals;
   j["tree"] = TreeJson(s.tree);
   j["interpreted_stack"] = s.interpreted_stack;
@@ -224,8 +232,11 @@ class JsonRenderer : public Renderer {
     for (const FrameRecord& fr : f.frames) {
       json phases = json::array();
       for (const PhaseCost& p : fr.phases)
-        phases.push_back({{"phase", p.phase}, {"name", PhaseName(p.phase)}, {"begin_ns", p.begin_ns},
-                          {"end_ns", p.end_ns}, {"cost_ns", p.cost_ns()}});
+        phases.push_back({{"phase", p.phase},
+                          {"name", PhaseName(p.phase)},
+                          {"begin_ns", p.begin_ns},
+                          {"end_ns", p.end_ns},
+                          {"cost_ns", p.cost_ns()}});
       json j{{"type", "frame"},
              {"tid", fr.tid},
              {"frame_id", fr.frame_id},
@@ -261,8 +272,8 @@ class JsonRenderer : public Renderer {
   static void RenderStartup(const Report& report, std::ostream& out) {
     const StartupReport& s = report.startup;
     auto ms = [](uint64_t ns) { return ns / 1'000'000; };
-    json j = MatrixRecord(report, "startup", "Trace_StartUp",
-                          s.care_focus_ns ? *s.care_focus_ns : report.session.end_ns);
+    json j =
+        MatrixRecord(report, "startup", "Trace_StartUp", s.care_focus_ns ? *s.care_focus_ns : report.session.end_ns);
     j["application_create"] = ms(s.application_create_ns);
     j["application_create_scene"] = s.app_create_scene;
     j["first_activity_create"] = ms(s.first_screen_ns);
@@ -365,8 +376,7 @@ class JsonRenderer : public Renderer {
     for (const EvilMethodReport& e : report.evil_methods) Line(out, EvilJson(report, e));
     for (const StallReport& s : report.stalls) Line(out, StallJson(report, s));
     for (const SignalAnrReport& s : report.signal_anrs) {
-      json j = MatrixRecord(report, s.from_self ? "self_sigquit" : "signal_anr", "Trace_EvilMethod",
-                            s.signal.ts_ns);
+      json j = MatrixRecord(report, s.from_self ? "self_sigquit" : "signal_anr", "Trace_EvilMethod", s.signal.ts_ns);
       j["detail"] = "SIGNAL_ANR";
       j["scene"] = s.scene;
       j["isProcessForeground"] = true;
@@ -400,8 +410,13 @@ class JsonRenderer : public Renderer {
     }
     if (report.startup.seen) RenderStartup(report, out);
     for (const BarrierLeakReport& b : report.barrier_leaks)
-      Line(out, json{{"type", "barrier_leak"}, {"tid", b.tid}, {"token", b.token}, {"begin_ns", b.begin_ns},
-                     {"end_ns", b.end_ns}, {"duration_ns", b.end_ns - b.begin_ns}, {"removed", b.removed},
+      Line(out, json{{"type", "barrier_leak"},
+                     {"tid", b.tid},
+                     {"token", b.token},
+                     {"begin_ns", b.begin_ns},
+                     {"end_ns", b.end_ns},
+                     {"duration_ns", b.end_ns - b.begin_ns},
+                     {"removed", b.removed},
                      {"sync_messages_enqueued", b.sync_messages_enqueued}});
     json counters = json::object();
     for (int i = 0; i < kStatCount; ++i) {

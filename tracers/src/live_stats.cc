@@ -12,12 +12,12 @@
 namespace looptrace {
 namespace {
 
-constexpr uint64_t kFrozenNs = 700'000'000;   // Android vitals (frames.cc)
-constexpr double kSlowNsAt60Hz = 16'000'000;  // Android vitals: slow frame > 16 ms at 60 Hz
-constexpr size_t kMaxWindowEntries = 200'000; // a window longer than this is shortened
+constexpr uint64_t kFrozenNs = 700'000'000;    // Android vitals (frames.cc)
+constexpr double kSlowNsAt60Hz = 16'000'000;   // Android vitals: slow frame > 16 ms at 60 Hz
+constexpr size_t kMaxWindowEntries = 200'000;  // a window longer than this is shortened
 constexpr size_t kRecentSlow = 8;
 constexpr size_t kVsyncHistory = 240;
-constexpr uint64_t kRedetectEvery = 30;       // vsyncs
+constexpr uint64_t kRedetectEvery = 30;  // vsyncs
 constexpr size_t kMaxStallKeys = 64;
 
 uint64_t IntervalForHz(double hz) {
@@ -125,7 +125,8 @@ void LiveStatsTracer::OnSpanEnd(const Span& span) {
       if (span.close != SpanClose::kLost && span.cost_ns() >= o.barrier_threshold_ns && sync > 0) ++barrier_leaks_;
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 

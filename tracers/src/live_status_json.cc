@@ -30,12 +30,16 @@ LiveMessage MessageFromJson(const json& j) {
 std::string LiveStatusToJson(const LiveStatus& s) {
   json threads = json::array();
   for (const auto& t : s.threads)
-    threads.push_back({{"tid", t.tid}, {"messages", t.messages}, {"busy_ns", t.busy_ns}, {"total_ns", t.total_ns},
+    threads.push_back({{"tid", t.tid},
+                       {"messages", t.messages},
+                       {"busy_ns", t.busy_ns},
+                       {"total_ns", t.total_ns},
                        {"buckets", t.buckets}});
   json slow = json::array();
   for (const auto& m : s.recent_slow) slow.push_back(MessageToJson(m));
   json counters = json::object();
-  for (int i = 0; i < kStatCount; ++i) counters[std::string(StatName(static_cast<StatId>(i)))] = s.stats.Get(static_cast<StatId>(i));
+  for (int i = 0; i < kStatCount; ++i)
+    counters[std::string(StatName(static_cast<StatId>(i)))] = s.stats.Get(static_cast<StatId>(i));
   json j{{"type", "status"},
          {"pid", s.pid},
          {"command", s.command},
@@ -148,9 +152,9 @@ Result<LiveStatus> LiveStatusFromJson(std::string_view text) {
     for (const auto& m : j.at("recent_slow")) s.recent_slow.push_back(MessageFromJson(m));
     if (!j.at("last_stall").is_null()) {
       const json& l = j.at("last_stall");
-      s.last_stall = LiveStall{l.at("kind").get<std::string>(), l.at("tid").get<uint32_t>(),
-                               l.at("at_ns").get<uint64_t>(), l.at("message_begin_ns").get<uint64_t>(),
-                               l.at("name").get<std::string>()};
+      s.last_stall =
+          LiveStall{l.at("kind").get<std::string>(), l.at("tid").get<uint32_t>(), l.at("at_ns").get<uint64_t>(),
+                    l.at("message_begin_ns").get<uint64_t>(), l.at("name").get<std::string>()};
     }
     for (const auto& [name, value] : j.at("counters").items())
       if (auto id = StatFromName(name)) s.stats.Set(*id, value.get<uint64_t>());

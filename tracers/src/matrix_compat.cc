@@ -49,8 +49,8 @@ void AddMethodItem(std::deque<MethodItem>& result, MethodItem item) {
 std::vector<MethodItem> TreeOrder(const std::deque<MethodItem>& result) {
   constexpr size_t kNull = SIZE_MAX;
   struct Node {
-    size_t item = 0;        // index into `result`
-    size_t father = kNull;  // TreeNode.father. The tree root is never anyone's father.
+    size_t item = 0;               // index into `result`
+    size_t father = kNull;         // TreeNode.father. The tree root is never anyone's father.
     std::vector<size_t> children;  // insertion order; Matrix's list order is the reverse
   };
   const auto depth_of = [&](const Node& node) { return result[node.item].depth; };
@@ -115,19 +115,18 @@ int MethodId(int64_t record) { return static_cast<int>((record >> 43) & 0xFFFFF)
 int64_t TimeMs(int64_t record) { return record & kRecordTimeMask; }
 
 std::string MethodItem::ToString() const {
-  return std::to_string(depth) + "," + std::to_string(method_id) + "," + std::to_string(count) +
-         "," + std::to_string(duration_ms);
+  return std::to_string(depth) + "," + std::to_string(method_id) + "," + std::to_string(count) + "," +
+         std::to_string(duration_ms);
 }
 
 std::string MethodItem::Print() const {
   std::string out(depth > 0 ? static_cast<size_t>(depth) : 0, '.');
-  out += std::to_string(method_id) + " " + std::to_string(count) + " " +
-         std::to_string(duration_ms);
+  out += std::to_string(method_id) + " " + std::to_string(count) + " " + std::to_string(duration_ms);
   return out;
 }
 
-std::vector<MethodItem> StructuredDataToStack(std::span<const int64_t> buffer, bool strict,
-                                              int64_t end_time_ms, int64_t diff_time_ms) {
+std::vector<MethodItem> StructuredDataToStack(std::span<const int64_t> buffer, bool strict, int64_t end_time_ms,
+                                              int64_t diff_time_ms) {
   std::deque<MethodItem> result;  // front = LinkedList head
   std::deque<int64_t> raw;        // rawData; front = top of the stack (push/pop at the head)
   // Number of frames per method id in `raw`. Lets an exit without a matching frame be
@@ -247,9 +246,7 @@ std::string GetTreeKey(const std::vector<MethodItem>& stack, int64_t stack_cost)
   }
   // Collections.sort (stable) with Integer.compare((o2.depth + 1) * o2.durTime,
   // (o1.depth + 1) * o1.durTime): descending int (wrapping) weight.
-  const auto weight = [](const MethodItem* item) {
-    return IntMul(IntAdd(item->depth, 1), item->duration_ms);
-  };
+  const auto weight = [](const MethodItem* item) { return IntMul(IntAdd(item->depth, 1), item->duration_ms); };
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](const MethodItem* a, const MethodItem* b) { return weight(a) > weight(b); });
   const MethodItem* key = nullptr;

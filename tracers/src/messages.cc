@@ -68,8 +68,10 @@ constexpr auto Slower = [](const auto& a, const auto& b) {
 void MessagesTracer::OnSpanEnd(const Span& span) {
   if (span.kind != SpanKind::kMessage) return;
   saw_message_ = true;
-  if (span.close == SpanClose::kEnded) Keep(MessageRecord::Of(span));
-  else if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
+  if (span.close == SpanClose::kEnded)
+    Keep(MessageRecord::Of(span));
+  else if (span.close == SpanClose::kUnfinished)
+    unfinished_.push_back(MessageOf(span));
 }
 
 CostSummary SummarizeCosts(std::vector<uint64_t> costs) {

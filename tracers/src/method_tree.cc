@@ -96,8 +96,7 @@ class TreeBuilder {
 
 }  // namespace
 
-std::vector<CallNode> BuildCallTree(const MethodBeats& beats, const CallTreeOptions& options,
-                                    Stats* stats) {
+std::vector<CallNode> BuildCallTree(const MethodBeats& beats, const CallTreeOptions& options, Stats* stats) {
   TreeBuilder tree(beats);
   // Open frames; index -1 is a frame deeper than max_depth (kept only for pairing).
   struct Frame {

@@ -32,8 +32,7 @@ void OptionSet::Milliseconds(std::string name, uint64_t* ns, std::string help) {
   d.set = [name, ns](std::string_view text) -> Result<void> {
     ASSIGN_OR_RETURN(double ms, ParseNumber(name, text));
     if (ms <= 0 || ms > 1e12)
-      return MakeError(fmt::format("--{}: {} must be a positive number of milliseconds", name, text),
-                       ExitCode::kUsage);
+      return MakeError(fmt::format("--{}: {} must be a positive number of milliseconds", name, text), ExitCode::kUsage);
     *ns = static_cast<uint64_t>(std::llround(ms * 1e6));
     return {};
   };
@@ -86,8 +85,7 @@ void OptionSet::Flag(std::string name, bool* value, std::string help) {
   declarations_.push_back(std::move(d));
 }
 
-void OptionSet::List(std::string name, std::vector<std::string>* values, std::string value_name,
-                     std::string help) {
+void OptionSet::List(std::string name, std::vector<std::string>* values, std::string value_name, std::string help) {
   OptionDeclaration d;
   d.name = std::move(name);
   d.value_name = std::move(value_name);

@@ -45,7 +45,7 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices, Pip
   context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
     tracers_.push_back(entry.live_only && use != PipelineUse::kLive ? nullptr
-                                                                     : entry.make(options_.Of(entry.name), context_));
+                                                                    : entry.make(options_.Of(entry.name), context_));
   Subscribe();
 }
 
@@ -73,7 +73,7 @@ void Pipeline::Subscribe() {
           by_cheap_span_end_[k].push_back(tracer.get());
         if (tracer->begin_kinds() & (1u << k)) by_span_begin_[k].push_back(tracer.get());
       }
-  for (int k = 0; k < kSpanKindCount; ++k) cheap_below_ns_[k] = std::min(cheap_below_ns_[k], slice_min_cost_ns_[k]);
+    for (int k = 0; k < kSpanKindCount; ++k) cheap_below_ns_[k] = std::min(cheap_below_ns_[k], slice_min_cost_ns_[k]);
     for (size_t e = 0; e < by_event_.size(); ++e)
       if (tracer->event_types() & (1u << e)) by_event_[e].push_back(tracer.get());
     if (tracer->event_types() & EventBit<ProbeEvent>())
@@ -150,7 +150,8 @@ void Pipeline::EndFully(Span& span) {
     return nullptr;
   };
   for (const Want& w : wants)
-    if (!find(w.request)) fetched.push_back({w.request.label, w.request.tid, w.request.begin_ns, FetchSlice(w.request)});
+    if (!find(w.request))
+      fetched.push_back({w.request.label, w.request.tid, w.request.begin_ns, FetchSlice(w.request)});
   auto next_want = wants.begin();
   for (size_t i = 0; i < tracers.size(); ++i) {
     Fetched* f = nullptr;
@@ -218,7 +219,7 @@ Report Pipeline::TakeReport() {
 
 Report Pipeline::Snapshot(uint64_t now_ns, const Stats& losses) const {
   Pipeline copy(options_);  // a report's pipeline: the live-only tracers report nothing
-  copy.report_ = report_;  // session and counters; the sections are filled at the end
+  copy.report_ = report_;   // session and counters; the sections are filled at the end
   copy.spans_ = spans_;
   copy.spans_.RebindStats(&copy.report_.stats);
   for (size_t i = 0; i < tracers_.size(); ++i)

@@ -15,7 +15,8 @@ const std::vector<RendererEntry>& RendererRegistry() {
       {"json", "JSON lines: one record per message, report, summary (Matrix keys first)", MakeJsonRenderer},
       {"chrome", "Chrome trace event JSON for Perfetto UI / chrome://tracing", MakeChromeRenderer},
       {"html", "one self-contained HTML page: timeline, frame charts, call trees", MakeHtmlRenderer},
-      {"folded", "folded stacks (FlameGraph, speedscope): one line per stack, weight in microseconds", MakeFoldedRenderer},
+      {"folded", "folded stacks (FlameGraph, speedscope): one line per stack, weight in microseconds",
+       MakeFoldedRenderer},
   };
   return kRenderers;
 }

@@ -10,15 +10,33 @@ using K = SpanKind;
 using R = Role;
 
 const std::vector<RoleInfo> kRoles = {
-    {R::kDispatchBegin, "dispatch.begin", E::kBegin, K::kMessage, R::kDispatchEnd, "", {"id", "name", "target", "what"}},
+    {R::kDispatchBegin,
+     "dispatch.begin",
+     E::kBegin,
+     K::kMessage,
+     R::kDispatchEnd,
+     "",
+     {"id", "name", "target", "what"}},
     {R::kDispatchEnd, "dispatch.end", E::kEnd, K::kMessage, R::kDispatchBegin, "", {"id"}},
     {R::kFrameBegin, "frame.begin", E::kBegin, K::kFrame, R::kFrameEnd, "frame_id", {"vsync_ns", "frame_id"}},
     {R::kFrameEnd, "frame.end", E::kEnd, K::kFrame, R::kFrameBegin, "frame_id", {"frame_id"}},
     {R::kPhaseBegin, "phase.begin", E::kBegin, K::kPhase, R::kPhaseEnd, "phase", {"phase"}},
     {R::kPhaseEnd, "phase.end", E::kEnd, K::kPhase, R::kPhaseBegin, "phase", {"phase"}},
     {R::kVsync, "vsync", E::kInstant, K::kFrame, R::kVsync, "", {"vsync_ns"}},
-    {R::kMethodEnter, "method.enter", E::kBeat, K::kMessage, R::kMethodExit, "", {"id", "addr", "class", "name", "sig", "file", "line"}},
-    {R::kMethodExit, "method.exit", E::kBeat, K::kMessage, R::kMethodEnter, "", {"id", "addr", "class", "name", "sig", "file", "line"}},
+    {R::kMethodEnter,
+     "method.enter",
+     E::kBeat,
+     K::kMessage,
+     R::kMethodExit,
+     "",
+     {"id", "addr", "class", "name", "sig", "file", "line"}},
+    {R::kMethodExit,
+     "method.exit",
+     E::kBeat,
+     K::kMessage,
+     R::kMethodEnter,
+     "",
+     {"id", "addr", "class", "name", "sig", "file", "line"}},
     {R::kIdleBegin, "idle.begin", E::kBegin, K::kIdle, R::kIdleEnd, "", {"id", "name"}},
     {R::kIdleEnd, "idle.end", E::kEnd, K::kIdle, R::kIdleBegin, "", {"id"}},
     {R::kInputReceive, "input.receive", E::kBegin, K::kInput, R::kInputFinish, "seq", {"seq"}},
@@ -43,8 +61,8 @@ const std::vector<RoleInfo> kRoles = {
 }  // namespace
 
 std::string_view SpanKindName(SpanKind kind) {
-  static constexpr std::string_view kNames[] = {"message", "poll",       "idle",   "input",  "frame",    "phase",
-                                                "app_create", "launch", "barrier", "gc", "lock_wait"};
+  static constexpr std::string_view kNames[] = {"message",    "poll",   "idle",    "input", "frame",    "phase",
+                                                "app_create", "launch", "barrier", "gc",    "lock_wait"};
   return kNames[static_cast<int>(kind)];
 }
 

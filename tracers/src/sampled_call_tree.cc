@@ -85,8 +85,10 @@ SampledCallTree BuildSampledTree(const std::vector<WeightedStack>& stacks, uint6
   std::map<std::string, uint64_t> stops;
   std::map<std::vector<std::string>, uint64_t> folded;
   for (const WeightedStack& s : stacks) {
-    if (s.on_cpu) ++tree.samples_on_cpu;
-    else ++tree.samples_off_cpu;
+    if (s.on_cpu)
+      ++tree.samples_on_cpu;
+    else
+      ++tree.samples_off_cpu;
     if (!s.stop.empty()) ++stops[s.stop];
     std::vector<std::string> path;  // outermost first
     const bool complete = s.stop.empty() && s.frames && !s.frames->empty();

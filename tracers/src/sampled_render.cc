@@ -28,12 +28,12 @@ std::string Reasons(const SampledNode& n) {
 void RenderSampledTree(const SampledCallTree& tree, const std::string& root_label, const std::string& indent,
                        std::ostream& out) {
   if (tree.empty()) return;
-  out << fmt::format("{}sampled call tree: {} stack sample{} ({} on CPU at {} Hz, {} at switch-outs{}); on CPU {}, "
-                     "off CPU {}\n",
-                     indent, tree.samples_on_cpu + tree.samples_off_cpu,
-                     tree.samples_on_cpu + tree.samples_off_cpu == 1 ? "" : "s", tree.samples_on_cpu, tree.sample_hz,
-                     tree.samples_off_cpu, tree.dwarf ? ", DWARF-unwound" : "", FormatDuration(tree.on_cpu_ns),
-                     FormatDuration(tree.off_cpu_ns));
+  out << fmt::format(
+      "{}sampled call tree: {} stack sample{} ({} on CPU at {} Hz, {} at switch-outs{}); on CPU {}, "
+      "off CPU {}\n",
+      indent, tree.samples_on_cpu + tree.samples_off_cpu, tree.samples_on_cpu + tree.samples_off_cpu == 1 ? "" : "s",
+      tree.samples_on_cpu, tree.sample_hz, tree.samples_off_cpu, tree.dwarf ? ", DWARF-unwound" : "",
+      FormatDuration(tree.on_cpu_ns), FormatDuration(tree.off_cpu_ns));
   if (!tree.common_frames.empty()) {
     const size_t shown = std::min<size_t>(tree.common_frames.size(), 4);
     std::string path = tree.common_frames.size() > shown ? "... > " : "";
@@ -53,7 +53,9 @@ void RenderSampledTree(const SampledCallTree& tree, const std::string& root_labe
     }
     out << fmt::format("{}incomplete stacks: {} ({})\n", indent, total, reasons);
   }
-  if (!tree.stack_key.empty()) out << fmt::format("{}stackKey {}  {}  (sampled)\n", indent, EscapeForTerminal(tree.stack_key), EscapeForTerminal(tree.stack_key_name));
+  if (!tree.stack_key.empty())
+    out << fmt::format("{}stackKey {}  {}  (sampled)\n", indent, EscapeForTerminal(tree.stack_key),
+                       EscapeForTerminal(tree.stack_key_name));
   if (tree.nodes_before_trim > tree.nodes.size())
     out << fmt::format("{}tree trimmed to {} of {} nodes (Matrix's rule; --sampled-max-nodes)\n", indent,
                        tree.nodes.size(), tree.nodes_before_trim);

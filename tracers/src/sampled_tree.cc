@@ -77,8 +77,9 @@ void SampledTreeOptions::Declare(OptionSet& options) {
   OptionDeclaration scope;
   scope.name = "folded-scope";
   scope.value_name = "slow|session";
-  scope.help = "-f folded: the stacks of each slow message, frame and startup (slow), or every sample of the "
-               "session (session)";
+  scope.help =
+      "-f folded: the stacks of each slow message, frame and startup (slow), or every sample of the "
+      "session (session)";
   scope.default_text = folded_scope;
   scope.set = [this](std::string_view v) { return OneOf("folded-scope", v, {"slow", "session"}, &folded_scope); };
   options.Custom(std::move(scope));
@@ -346,9 +347,12 @@ void SampledTreeTracer::Folded(Report& report) {
     };
     for (const EvilMethodReport& e : report.evil_methods)
       if (e.has_beats) add(Label(MessageName(e.message), e.message.begin_ns, base), e.tree);
-    for (const FrameRecord& f : report.frames.frames) add(Label(fmt::format("frame {}", f.frame_id), f.begin_ns, base), f.tree);
-    if (report.startup.app_create_begin_ns) add(Label("startup", *report.startup.app_create_begin_ns, base), report.startup.tree);
-    for (const WarmStart& w : report.startup.warm_starts) add(Label("warm start " + w.activity, w.launch_ns, base), w.tree);
+    for (const FrameRecord& f : report.frames.frames)
+      add(Label(fmt::format("frame {}", f.frame_id), f.begin_ns, base), f.tree);
+    if (report.startup.app_create_begin_ns)
+      add(Label("startup", *report.startup.app_create_begin_ns, base), report.startup.tree);
+    for (const WarmStart& w : report.startup.warm_starts)
+      add(Label("warm start " + w.activity, w.launch_ns, base), w.tree);
     for (auto& [frames, ns] : merged) out.push_back({frames, ns});
     return;
   }

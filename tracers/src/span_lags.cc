@@ -17,10 +17,14 @@ SpanLagTracer::SpanLagTracer(const SpanLagOptions& options, const TracerContext&
 
 uint64_t SpanLagTracer::ThresholdOf(const Span& span) const {
   switch (span.kind) {
-    case SpanKind::kIdle: return options_.idle_lag_threshold_ns;
-    case SpanKind::kInput: return options_.input_lag_threshold_ns;
-    case SpanKind::kBarrier: return options_.barrier_threshold_ns;
-    default: return UINT64_MAX;
+    case SpanKind::kIdle:
+      return options_.idle_lag_threshold_ns;
+    case SpanKind::kInput:
+      return options_.input_lag_threshold_ns;
+    case SpanKind::kBarrier:
+      return options_.barrier_threshold_ns;
+    default:
+      return UINT64_MAX;
   }
 }
 
@@ -71,9 +75,9 @@ void SpanLagTracer::OnSpanEnd(const Span& span) {
   }
   lag.scene = context_.spans->scene();
   if (span.beats)
-    lag.tree = BuildNamedCallTree(*span.beats, context_.common->max_nodes, 0, context_.namer, context_.stats,
-                                  options_.tree)
-                   .nodes;
+    lag.tree =
+        BuildNamedCallTree(*span.beats, context_.common->max_nodes, 0, context_.namer, context_.stats, options_.tree)
+            .nodes;
   span_lags_.push_back(std::move(lag));
 }
 

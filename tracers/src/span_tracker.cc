@@ -8,9 +8,12 @@ namespace looptrace {
 
 std::string_view MessageDefinitionName(MessageDefinition definition) {
   switch (definition) {
-    case MessageDefinition::kDispatch: return "dispatch";
-    case MessageDefinition::kPollBounded: return "poll-bounded";
-    case MessageDefinition::kNone: return "none";
+    case MessageDefinition::kDispatch:
+      return "dispatch";
+    case MessageDefinition::kPollBounded:
+      return "poll-bounded";
+    case MessageDefinition::kNone:
+      return "none";
   }
   return "none";
 }
@@ -32,8 +35,10 @@ void SpanTracker::Configure(const SessionStart& start) {
     poll |= p.role == Role::kPollBegin;
   }
   // The profile's own `messages` line wins (a poll-bounded profile may name dispatches).
-  if (start.message_definition == "poll-bounded" && poll) definition_ = MessageDefinition::kPollBounded;
-  else if (start.message_definition == "dispatch" && dispatch) definition_ = MessageDefinition::kDispatch;
+  if (start.message_definition == "poll-bounded" && poll)
+    definition_ = MessageDefinition::kPollBounded;
+  else if (start.message_definition == "dispatch" && dispatch)
+    definition_ = MessageDefinition::kDispatch;
   else
     definition_ = dispatch ? MessageDefinition::kDispatch
                   : poll   ? MessageDefinition::kPollBounded
@@ -139,7 +144,8 @@ void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, Spa
   const EventArg* id = expect_id ? e.Arg("id") : nullptr;
   if (id && t.messages.back().keyed && !ends(t.messages.back(), id->value)) {
     // The end of an outer open message: the ones inside it lost their ends.
-    auto outer = std::find_if(t.messages.rbegin(), t.messages.rend(), [&](const Span& s) { return ends(s, id->value); });
+    auto outer =
+        std::find_if(t.messages.rbegin(), t.messages.rend(), [&](const Span& s) { return ends(s, id->value); });
     if (outer != t.messages.rend()) {
       const size_t keep = t.messages.size() - static_cast<size_t>(outer - t.messages.rbegin());
       while (t.messages.size() > keep) {
@@ -261,8 +267,10 @@ void SpanTracker::OnOtherProbe(const ProbeEvent& e, SpanListener& listener) {
         OnNestedDispatch(t, e, listener);
         break;
       }
-      if (e.role == Role::kDispatchBegin) BeginMessage(t, e, listener);
-      else EndMessage(t, e, /*expect_id=*/true, listener);
+      if (e.role == Role::kDispatchBegin)
+        BeginMessage(t, e, listener);
+      else
+        EndMessage(t, e, /*expect_id=*/true, listener);
       break;
     case Role::kPollBegin:
       if (definition_ == MessageDefinition::kPollBounded) {
@@ -362,8 +370,7 @@ void SpanTracker::OnOtherProbe(const ProbeEvent& e, SpanListener& listener) {
       listener.OnSpanBegin(*launch_);
       break;
     case Role::kActivityFocus: {
-      if (const EventArg* name = e.Arg("name"); name && name->text && !name->text->empty())
-        scene_ = *name->text;
+      if (const EventArg* name = e.Arg("name"); name && name->text && !name->text->empty()) scene_ = *name->text;
       if (launch_) {
         Span span = std::move(*launch_);
         launch_.reset();

@@ -106,8 +106,10 @@ std::map<std::string, uint64_t> StallCauses::TotalByKind(const std::vector<Stall
   for (const StallCause& c : causes) {
     uint64_t& to = covered_to[c.kind];
     const uint64_t from = std::max(c.begin_ns, to);
-    if (c.end_ns > from) totals[c.kind] += c.end_ns - from;
-    else totals[c.kind] += 0;
+    if (c.end_ns > from)
+      totals[c.kind] += c.end_ns - from;
+    else
+      totals[c.kind] += 0;
     to = std::max(to, c.end_ns);
   }
   return totals;

@@ -5,7 +5,8 @@
 namespace looptrace {
 
 void StartupOptions::Declare(OptionSet& options) {
-  options.Milliseconds("startup-threshold", &cold_threshold_ns, "cold startups this long get a call tree (Matrix: 10000)");
+  options.Milliseconds("startup-threshold", &cold_threshold_ns,
+                       "cold startups this long get a call tree (Matrix: 10000)");
   options.Milliseconds("warm-startup-threshold", &warm_threshold_ns,
                        "warm startups this long get a call tree (Matrix: 4000)");
   options.List("splash", &splash, "A,B", "splash activities: the cold start ends at the next one");
@@ -15,7 +16,8 @@ StartupTracer::StartupTracer(const StartupOptions& options, const TracerContext&
     : CopyableTracer(context), options_(options) {}
 
 void StartupTracer::OnEvent(const Event& event) {
-  if (const auto* probe = std::get_if<ProbeEvent>(&event)) OnProbe(*probe);
+  if (const auto* probe = std::get_if<ProbeEvent>(&event))
+    OnProbe(*probe);
   else if (const auto* exec = std::get_if<ProcessExec>(&event)) {
     r_.exec_ns = exec->ts_ns;
     Add("exec", exec->ts_ns, "", false);

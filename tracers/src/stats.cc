@@ -10,8 +10,7 @@ struct StatInfo {
 };
 
 constexpr StatInfo kStatInfo[] = {
-#define LOOPTRACE_STAT_INFO(name, severity, description) \
-  {#name, StatSeverity::severity, description},
+#define LOOPTRACE_STAT_INFO(name, severity, description) {#name, StatSeverity::severity, description},
     LOOPTRACE_STATS(LOOPTRACE_STAT_INFO)
 #undef LOOPTRACE_STAT_INFO
 };
@@ -30,10 +29,14 @@ StatSeverity StatSeverityOf(StatId id) { return kStatInfo[static_cast<int>(id)].
 
 std::string_view SeverityName(StatSeverity severity) {
   switch (severity) {
-    case StatSeverity::kInfo: return "info";
-    case StatSeverity::kError: return "error";
-    case StatSeverity::kDataLoss: return "data_loss";
-    case StatSeverity::kFilter: return "filter";
+    case StatSeverity::kInfo:
+      return "info";
+    case StatSeverity::kError:
+      return "error";
+    case StatSeverity::kDataLoss:
+      return "data_loss";
+    case StatSeverity::kFilter:
+      return "filter";
   }
   return "unknown";
 }

@@ -3,9 +3,9 @@
 #include <sstream>
 
 #include "looptrace/tracers/render.h"
-#include "sampled_render.h"
 #include "looptrace/tracers/stall_causes.h"
 #include "looptrace/util/text_safety.h"
+#include "sampled_render.h"
 
 #include <algorithm>
 #include <map>
@@ -20,13 +20,20 @@ std::string FormatDuration(uint64_t ns) {
 
 std::string ThreadStateText(char state) {
   switch (state) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "uninterruptible (disk I/O)";
-    case 'T': return "stopped";
-    case 't': return "traced";
-    case 'Z': return "zombie";
-    default: return std::string(1, state);
+    case 'R':
+      return "running";
+    case 'S':
+      return "sleeping";
+    case 'D':
+      return "uninterruptible (disk I/O)";
+    case 'T':
+      return "stopped";
+    case 't':
+      return "traced";
+    case 'Z':
+      return "zombie";
+    default:
+      return std::string(1, state);
   }
 }
 
@@ -95,8 +102,10 @@ class TextRenderer : public Renderer {
     std::ostringstream out;
     RenderUnchecked(report, out);
     const std::string text = std::move(out).str();
-    if (IsTerminalSafe(text, /*keep_layout=*/true)) final_out << text;
-    else final_out << EscapeForTerminalKeepLayout(text);
+    if (IsTerminalSafe(text, /*keep_layout=*/true))
+      final_out << text;
+    else
+      final_out << EscapeForTerminalKeepLayout(text);
   }
 
  private:
@@ -131,22 +140,19 @@ class TextRenderer : public Renderer {
     if (m.threads.empty()) {
       out << "\nmessages: none dispatched during the session\n";
       if (report.session.pid)
-        out << fmt::format("  (profile {} saw none: if the target was busy, its loop may be one another profile sees;\n"
-                           "  `looptrace probes -p {}` shows which profiles fit)\n",
-                           Esc(report.session.profile), report.session.pid);
+        out << fmt::format(
+            "  (profile {} saw none: if the target was busy, its loop may be one another profile sees;\n"
+            "  `looptrace probes -p {}` shows which profiles fit)\n",
+            Esc(report.session.profile), report.session.pid);
     }
     for (const ThreadMessages& t : m.threads) {
       const CostSummary& c = t.cost;
-      double busy_pct = report.session.duration_ns()
-                            ? 100.0 * t.busy_ns / report.session.duration_ns()
-                            : 0.0;
-      out << fmt::format("\nmessages on thread {}{}\n", t.tid,
-                         t.tid == report.session.pid ? " (main)" : "");
-      out << fmt::format("  count {}   busy {} ({:.1f}% of the session)\n", c.count,
-                         FormatDuration(t.busy_ns), busy_pct);
-      out << fmt::format("  cost  p50 {}   p90 {}   p99 {}   max {}   mean {}\n",
-                         FormatDuration(c.p50_ns), FormatDuration(c.p90_ns),
-                         FormatDuration(c.p99_ns), FormatDuration(c.max_ns),
+      double busy_pct = report.session.duration_ns() ? 100.0 * t.busy_ns / report.session.duration_ns() : 0.0;
+      out << fmt::format("\nmessages on thread {}{}\n", t.tid, t.tid == report.session.pid ? " (main)" : "");
+      out << fmt::format("  count {}   busy {} ({:.1f}% of the session)\n", c.count, FormatDuration(t.busy_ns),
+                         busy_pct);
+      out << fmt::format("  cost  p50 {}   p90 {}   p99 {}   max {}   mean {}\n", FormatDuration(c.p50_ns),
+                         FormatDuration(c.p90_ns), FormatDuration(c.p99_ns), FormatDuration(c.max_ns),
                          FormatDuration(c.mean_ns));
     }
     if (m.not_listed)
@@ -155,20 +161,17 @@ class TextRenderer : public Renderer {
                          m.approximate_percentiles ? ", percentiles within 0.4% (histogram)" : "");
     if (!m.slowest.empty()) {
       out << fmt::format("\nslowest messages (begin relative to session start)\n");
-      out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", "#", "begin s", "cost",
-                         "tid", "id", "name");
+      out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", "#", "begin s", "cost", "tid", "id", "name");
       int rank = 1;
       for (const Message& msg : m.slowest) {
-        out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", rank++,
-                           Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()), msg.tid,
-                           msg.msg_id ? std::to_string(*msg.msg_id) : "-",
+        out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", rank++, Relative(msg.begin_ns, base),
+                           FormatDuration(msg.cost_ns()), msg.tid, msg.msg_id ? std::to_string(*msg.msg_id) : "-",
                            msg.name.empty() ? "-" : Esc(msg.name));
       }
     }
     if (!m.by_name.empty()) {
       out << "\nmessages by name (by total cost)\n";
-      out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", "name", "count", "total",
-                         "p50", "max");
+      out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", "name", "count", "total", "p50", "max");
       size_t shown = 0;
       for (const NamedMessages& n : m.by_name) {
         if (shown++ == options_.top_n) break;
@@ -178,11 +181,11 @@ class TextRenderer : public Renderer {
       }
     }
     for (const Message& msg : m.unfinished) {
-      out << fmt::format("\nunfinished: message {} on thread {} began {} and was still running "
-                         "after {} at session end\n",
-                         msg.name.empty() ? (msg.msg_id ? std::to_string(*msg.msg_id) : "-")
-                                          : Esc(msg.name),
-                         msg.tid, Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()));
+      out << fmt::format(
+          "\nunfinished: message {} on thread {} began {} and was still running "
+          "after {} at session end\n",
+          msg.name.empty() ? (msg.msg_id ? std::to_string(*msg.msg_id) : "-") : Esc(msg.name), msg.tid,
+          Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()));
     }
   }
 
@@ -190,13 +193,11 @@ class TextRenderer : public Renderer {
     if (report.evil_methods.empty()) return;
     const uint64_t base = report.session.begin_ns;
     out << fmt::format("\nevil methods: {} message{} of at least {}\n", report.evil_methods.size(),
-                       report.evil_methods.size() == 1 ? "" : "s",
-                       FormatDuration(report.evil_threshold_ns));
+                       report.evil_methods.size() == 1 ? "" : "s", FormatDuration(report.evil_threshold_ns));
     int index = 1;
     for (const EvilMethodReport& e : report.evil_methods) {
       const Message& m = e.message;
-      std::string what = m.name.empty() ? (m.msg_id ? fmt::format("message {}", *m.msg_id) : "message")
-                                        : Esc(m.name);
+      std::string what = m.name.empty() ? (m.msg_id ? fmt::format("message {}", *m.msg_id) : "message") : Esc(m.name);
       std::string cpu = m.cpu_ns ? fmt::format("{} cpu ({:.1f}%)", FormatDuration(m.cpu_ns),
                                                100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
                                  : "cpu unknown";
@@ -219,19 +220,20 @@ class TextRenderer : public Renderer {
     out << fmt::format("    stackKey {}  {}{}\n", Esc(e.stack_key), Esc(e.stack_key_name),
                        e.matrix_compat ? "  (matrix-compat)" : "");
     if (e.nodes_before_trim > e.tree.size())
-      out << fmt::format("    tree trimmed to {} of {} nodes (Matrix's rule)\n", e.tree.size(),
-                         e.nodes_before_trim);
+      out << fmt::format("    tree trimmed to {} of {} nodes (Matrix's rule)\n", e.tree.size(), e.nodes_before_trim);
     if (e.beats_overwritten)
-      out << fmt::format("    warning: {} beats were overwritten before they were read; the tree "
-                         "is incomplete (raise --beat-buffer)\n", e.beats_overwritten);
+      out << fmt::format(
+          "    warning: {} beats were overwritten before they were read; the tree "
+          "is incomplete (raise --beat-buffer)\n",
+          e.beats_overwritten);
     const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
     for (const NamedCallNode& n : e.tree) {
       std::string label = n.node.depth == 0 ? "[message] " + what : Esc(n.name);
       if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
       if (n.node.unfinished) label += "  (unfinished)";
       if (n.node.lost_exit) label += "  (exit lost)";
-      out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns),
-                         100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
+      out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns), 100.0 * n.node.cost_ns / root,
+                         std::string(2 * n.node.depth, ' '), label);
     }
   }
 
@@ -248,12 +250,12 @@ class TextRenderer : public Renderer {
     std::string rates;
     for (double hz : f.refresh_rates) rates += fmt::format("{}{:.0f} Hz", rates.empty() ? "" : ", ", hz);
     out << fmt::format("\nframes: {} (refresh {})\n", f.frames.size(), rates);
-    out << fmt::format("  {:<28} {:>6} {:>10} {:>10} {:>6} {:>6} {:>6} {:>12}\n", "scene", "frames",
-                       "fps", "Matrix fps", "janky", "slow", "frozen", "msg delay");
+    out << fmt::format("  {:<28} {:>6} {:>10} {:>10} {:>6} {:>6} {:>6} {:>12}\n", "scene", "frames", "fps",
+                       "Matrix fps", "janky", "slow", "frozen", "msg delay");
     for (const FpsSummary& s : f.scenes)
       out << fmt::format("  {:<28} {:>6} {:>10.1f} {:>10.1f} {:>6} {:>6} {:>6} {:>12}\n",
-                         s.scene.empty() ? "-" : Esc(s.scene), s.frames, s.delivered_fps, s.matrix_fps, s.janky,
-                         s.slow, s.frozen, FormatDuration(s.delay_by_messages_ns));
+                         s.scene.empty() ? "-" : Esc(s.scene), s.frames, s.delivered_fps, s.matrix_fps, s.janky, s.slow,
+                         s.frozen, FormatDuration(s.delay_by_messages_ns));
     out << "  dropped-frame buckets (Matrix): ";
     std::map<std::string, size_t> levels;
     for (const FpsSummary& s : f.scenes)
@@ -277,7 +279,9 @@ class TextRenderer : public Renderer {
       out << fmt::format("  frame {:>5} at {} s: total {} (doFrame {}), dropped {} [{}]{}{}{}\n", fr.frame_id,
                          Relative(fr.begin_ns, report.session.begin_ns), FormatDuration(fr.total_ns()),
                          FormatDuration(fr.cost_ns()), fr.dropped_frames, fr.bucket, phases,
-                         fr.delay_by_messages_ns ? fmt::format(", delayed {} by messages", FormatDuration(fr.delay_by_messages_ns)) : "",
+                         fr.delay_by_messages_ns
+                             ? fmt::format(", delayed {} by messages", FormatDuration(fr.delay_by_messages_ns))
+                             : "",
                          fr.finished ? "" : " (unfinished)");
       if (fr.tree.size() > 1) RenderTree(fr.tree, fmt::format("frame {}", fr.frame_id), "      ", out);
       RenderSampledTree(fr.sampled, fmt::format("[frame] {}", fr.frame_id), "      ", out);
@@ -336,8 +340,8 @@ class TextRenderer : public Renderer {
                          Relative(s.snapshot.ts_ns, base));
       out << fmt::format("Cmd line: {}\n", Esc(report.session.command));
       out << fmt::format("Cause: {} running for {} on thread {} (threshold {}): {}\n", MessageLabel(m),
-                         FormatDuration(s.snapshot.ts_ns - m.begin_ns), m.tid,
-                         FormatDuration(s.threshold_ns), Esc(s.stuck_reason));
+                         FormatDuration(s.snapshot.ts_ns - m.begin_ns), m.tid, FormatDuration(s.threshold_ns),
+                         Esc(s.stuck_reason));
       if (!s.deadlock_cycle.empty()) {
         std::string cycle;
         for (uint32_t tid : s.deadlock_cycle) {
@@ -358,7 +362,8 @@ class TextRenderer : public Renderer {
                            FormatDuration(s.snapshot.cpu_window_ns));
       if (!s.snapshot.memory_kb.empty()) {
         std::string mem;
-        for (const auto& [k, v] : s.snapshot.memory_kb) mem += fmt::format("{}{} {} kB", mem.empty() ? "" : ", ", Esc(k), v);
+        for (const auto& [k, v] : s.snapshot.memory_kb)
+          mem += fmt::format("{}{} {} kB", mem.empty() ? "" : ", ", Esc(k), v);
         out << "Memory: " << mem << "\n";
       }
       out << fmt::format("Off-CPU during the message: ");
@@ -370,10 +375,11 @@ class TextRenderer : public Renderer {
       RenderCauses(s.causes, base, "", out);
       for (size_t i = 0; i < s.off_cpu.size() && i < 5; ++i) {
         const auto& iv = s.off_cpu[i];
-        out << fmt::format("  {:>12} {:<9} from {} s{}{}\n", FormatDuration(iv.end_ns - iv.begin_ns), iv.reason,
-                           Relative(iv.begin_ns, base),
-                           iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, Esc(iv.waker_comm)) : "",
-                           iv.open ? ", still waiting" : "");
+        out << fmt::format(
+            "  {:>12} {:<9} from {} s{}{}\n", FormatDuration(iv.end_ns - iv.begin_ns), iv.reason,
+            Relative(iv.begin_ns, base),
+            iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, Esc(iv.waker_comm)) : "",
+            iv.open ? ", still waiting" : "");
       }
       if (s.tree.size() == 1) {
         out << "No instrumented method was running at the snapshot\n";
@@ -418,11 +424,11 @@ class TextRenderer : public Renderer {
       if (!l.tree.empty()) RenderTree(l.tree, l.name, "  ", out);
     }
     for (const BarrierLeakReport& b : report.barrier_leaks) {
-      out << fmt::format("\nleaked sync barrier: token {} on thread {} stood for {} from {} s while {} "
-                         "synchronous message{} waited{}\n",
-                         b.token, b.tid, FormatDuration(b.end_ns - b.begin_ns), Relative(b.begin_ns, base),
-                         b.sync_messages_enqueued, b.sync_messages_enqueued == 1 ? "" : "s",
-                         b.removed ? "" : " (never removed)");
+      out << fmt::format(
+          "\nleaked sync barrier: token {} on thread {} stood for {} from {} s while {} "
+          "synchronous message{} waited{}\n",
+          b.token, b.tid, FormatDuration(b.end_ns - b.begin_ns), Relative(b.begin_ns, base), b.sync_messages_enqueued,
+          b.sync_messages_enqueued == 1 ? "" : "s", b.removed ? "" : " (never removed)");
     }
   }
 
@@ -434,7 +440,8 @@ class TextRenderer : public Renderer {
     uint64_t previous = origin;
     for (const Milestone& m : s.milestones) {
       out << fmt::format("  {:>12}  {:>12}  {:<18} {}{}\n", "+" + FormatDuration(m.ts_ns - origin),
-                         "+" + FormatDuration(m.ts_ns - previous), Esc(m.name), Esc(m.activity), m.warm ? "  (warm)" : "");
+                         "+" + FormatDuration(m.ts_ns - previous), Esc(m.name), Esc(m.activity),
+                         m.warm ? "  (warm)" : "");
       previous = m.ts_ns;
     }
     auto line = [&](const char* what, uint64_t ns, const char* note) {
@@ -463,10 +470,10 @@ class TextRenderer : public Renderer {
     if (!s.tree.empty()) RenderTree(s.tree, "startup", "  ", out);
     RenderSampledTree(s.sampled, "[startup]", "  ", out);
     for (const WarmStart& w : s.warm_starts) {
-      out << fmt::format("  warm start of {}: {}{}{}\n", Esc(w.activity),
-                         w.focus_ns ? FormatDuration(w.cost_ns()) : "never focused",
-                         w.first_frame_ns ? fmt::format(", first frame after {}", FormatDuration(w.first_frame_ns - w.launch_ns)) : "",
-                         w.excessive ? " (excessive by Android vitals, >= 2 s)" : "");
+      out << fmt::format(
+          "  warm start of {}: {}{}{}\n", Esc(w.activity), w.focus_ns ? FormatDuration(w.cost_ns()) : "never focused",
+          w.first_frame_ns ? fmt::format(", first frame after {}", FormatDuration(w.first_frame_ns - w.launch_ns)) : "",
+          w.excessive ? " (excessive by Android vitals, >= 2 s)" : "");
       if (!w.tree.empty()) RenderTree(w.tree, "warm start", "    ", out);
       RenderSampledTree(w.sampled, "[warm start]", "    ", out);
     }
@@ -486,8 +493,8 @@ class TextRenderer : public Renderer {
     for (int i = 0; i < kStatCount; ++i) {
       auto id = static_cast<StatId>(i);
       if (uint64_t v = stats.Get(id); v && shown(id))
-        out << fmt::format("  {:<10} {:<26} {:>8}  {}\n", SeverityName(StatSeverityOf(id)),
-                           StatName(id), v, StatDescription(id));
+        out << fmt::format("  {:<10} {:<26} {:>8}  {}\n", SeverityName(StatSeverityOf(id)), StatName(id), v,
+                           StatDescription(id));
     }
   }
 

@@ -36,9 +36,12 @@ void ClassifyMainThread(ThreadDump* dump) {
   } else if (self->futex_address) {
     dump->main_state = "lock wait";
   } else {
-    static const std::map<std::string, std::string> kText = {
-        {"lock", "lock wait"}, {"io", "disk I/O"}, {"sleep", "sleep"}, {"poll", "poll/epoll wait"},
-        {"preempted", "waiting for a CPU"}, {"other", "blocked"}};
+    static const std::map<std::string, std::string> kText = {{"lock", "lock wait"},
+                                                             {"io", "disk I/O"},
+                                                             {"sleep", "sleep"},
+                                                             {"poll", "poll/epoll wait"},
+                                                             {"preempted", "waiting for a CPU"},
+                                                             {"other", "blocked"}};
     const std::string reason = ClassifyOffCpu(self->state == 'D' ? 0x2 : 1, self->kernel_stack);
     dump->main_state = kText.contains(reason) ? kText.at(reason) : reason;
   }
@@ -102,7 +105,8 @@ std::string RenderThreadDumpText(const ThreadDump& d) {
       }
       out += fmt::format("  - waiting on futex {:#x} ({})\n", t.futex_address, owner);
     }
-    for (size_t i = 0; i < t.kernel_stack.size() && i < 12; ++i) out += fmt::format("  kernel: {}\n", t.kernel_stack[i]);
+    for (size_t i = 0; i < t.kernel_stack.size() && i < 12; ++i)
+      out += fmt::format("  kernel: {}\n", t.kernel_stack[i]);
     for (size_t i = 0; i < t.user_stack.size() && i < 24; ++i)
       out += fmt::format("  native: #{:02} {}\n", i, t.user_stack[i]);
     out += "\n";
@@ -143,8 +147,12 @@ std::string RenderThreadDumpJson(const ThreadDump& d) {
   uint64_t root = 1;
   for (const auto& n : d.tree) root = std::max(root, n.node.cost_ns);
   for (const auto& n : d.tree)
-    tree.push_back({{"depth", n.node.depth}, {"id", n.node.id}, {"name", n.name}, {"count", n.node.count},
-                    {"cost_ns", n.node.cost_ns}, {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}});
+    tree.push_back({{"depth", n.node.depth},
+                    {"id", n.node.id},
+                    {"name", n.name},
+                    {"count", n.node.count},
+                    {"cost_ns", n.node.cost_ns},
+                    {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}});
   j["tree"] = tree;
   json threads = json::array();
   for (const auto& t : s.threads) threads.push_back(ThreadSnapshotToJson(t));

@@ -14,43 +14,49 @@ std::string Prefix(const std::string& path, std::string_view what) {
   return what.empty() ? fmt::format("cannot read {}", path) : fmt::format("cannot read {} {}", what, path);
 }
 
-std::unexpected<Error> Failure(const std::string& path, std::string_view what, int err, ExitCode code,
-                               std::string hint, int* error_number) {
+std::unexpected<Error> Failure(const std::string& path, std::string_view what, int err, ExitCode code, std::string hint,
+                               int* error_number) {
   if (error_number) *error_number = err;
   if (err == EACCES || err == EPERM) code = ExitCode::kPermission;
   return SystemError(Prefix(path, what), err, code, std::move(hint));
 }
 
-std::unexpected<Error> TooBig(const std::string& path, std::string_view what, uint64_t size,
-                              uint64_t max_bytes, ExitCode code, int* error_number) {
+std::unexpected<Error> TooBig(const std::string& path, std::string_view what, uint64_t size, uint64_t max_bytes,
+                              ExitCode code, int* error_number) {
   if (error_number) *error_number = 0;
-  return MakeError(fmt::format("{}: {} is over the {} limit for {}", Prefix(path, what),
-                               size ? FormatBytes(size) : "the content", FormatBytes(max_bytes),
-                               what.empty() ? "this file" : what),
-                   code);
+  return MakeError(
+      fmt::format("{}: {} is over the {} limit for {}", Prefix(path, what), size ? FormatBytes(size) : "the content",
+                  FormatBytes(max_bytes), what.empty() ? "this file" : what),
+      code);
 }
 
 }  // namespace
 
-int OpenForReading(const std::string& path) {
-  return open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-}
+int OpenForReading(const std::string& path) { return open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); }
 
 std::string_view FileTypeName(unsigned mode) {
   switch (mode & S_IFMT) {
-    case S_IFREG: return "a regular file";
-    case S_IFDIR: return "a directory";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
-    case S_IFLNK: return "a symbolic link";
-    default: return "not a regular file";
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a directory";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    case S_IFIFO:
+      return "a FIFO";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFLNK:
+      return "a symbolic link";
+    default:
+      return "not a regular file";
   }
 }
 
-Result<OpenedFile> OpenRegularFile(const std::string& path, std::string_view what, uint64_t max_bytes,
-                                   ExitCode code, std::string hint, int* error_number) {
+Result<OpenedFile> OpenRegularFile(const std::string& path, std::string_view what, uint64_t max_bytes, ExitCode code,
+                                   std::string hint, int* error_number) {
   OpenedFile file;
   file.fd = UniqueFd(OpenForReading(path));
   if (!file.fd.valid()) return Failure(path, what, errno, code, std::move(hint), error_number);
@@ -69,8 +75,8 @@ Result<OpenedFile> OpenRegularFile(const std::string& path, std::string_view wha
   return file;
 }
 
-Result<std::string> ReadRegularFile(const std::string& path, std::string_view what, uint64_t max_bytes,
-                                    ExitCode code, std::string hint, int* error_number) {
+Result<std::string> ReadRegularFile(const std::string& path, std::string_view what, uint64_t max_bytes, ExitCode code,
+                                    std::string hint, int* error_number) {
   ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(path, what, max_bytes, code, hint, error_number));
   std::string text;
   text.reserve(static_cast<size_t>(file.size));
@@ -82,8 +88,7 @@ Result<std::string> ReadRegularFile(const std::string& path, std::string_view wh
       return Failure(path, what, errno, code, std::move(hint), error_number);
     }
     if (n == 0) break;
-    if (text.size() + static_cast<size_t>(n) > max_bytes)
-      return TooBig(path, what, 0, max_bytes, code, error_number);
+    if (text.size() + static_cast<size_t>(n) > max_bytes) return TooBig(path, what, 0, max_bytes, code, error_number);
     text.append(buffer, static_cast<size_t>(n));
   }
   if (error_number) *error_number = 0;

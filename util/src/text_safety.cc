@@ -24,12 +24,12 @@ size_t Decode(std::string_view text, size_t i, char32_t* cp, size_t* invalid) {
     length = 2;
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
     length = 3;
-    if (b0 == 0xE0) low = 0xA0;    // no overlong forms
-    if (b0 == 0xED) high = 0x9F;   // no surrogates
+    if (b0 == 0xE0) low = 0xA0;   // no overlong forms
+    if (b0 == 0xED) high = 0x9F;  // no surrogates
   } else if (b0 >= 0xF0 && b0 <= 0xF4) {
     length = 4;
-    if (b0 == 0xF0) low = 0x90;    // no overlong forms
-    if (b0 == 0xF4) high = 0x8F;   // nothing above U+10FFFF
+    if (b0 == 0xF0) low = 0x90;   // no overlong forms
+    if (b0 == 0xF4) high = 0x8F;  // nothing above U+10FFFF
   } else {
     return 0;
   }
@@ -53,12 +53,12 @@ size_t Decode(std::string_view text, size_t i, char32_t* cp, size_t* invalid) {
 
 bool IsDangerous(char32_t cp, bool keep_layout) {
   if (cp == '\n' || cp == '\t') return !keep_layout;
-  if (cp < 0x20 || cp == 0x7F) return true;           // C0 controls, DEL
-  if (cp >= 0x80 && cp <= 0x9F) return true;           // C1 controls (CSI is U+009B)
-  if (cp == 0x2028 || cp == 0x2029) return true;       // line / paragraph separator
+  if (cp < 0x20 || cp == 0x7F) return true;                       // C0 controls, DEL
+  if (cp >= 0x80 && cp <= 0x9F) return true;                      // C1 controls (CSI is U+009B)
+  if (cp == 0x2028 || cp == 0x2029) return true;                  // line / paragraph separator
   if (cp == 0x061C || cp == 0x200E || cp == 0x200F) return true;  // bidi marks
-  if (cp >= 0x202A && cp <= 0x202E) return true;       // bidi embeddings and overrides
-  if (cp >= 0x2066 && cp <= 0x2069) return true;       // bidi isolates
+  if (cp >= 0x202A && cp <= 0x202E) return true;                  // bidi embeddings and overrides
+  if (cp >= 0x2066 && cp <= 0x2069) return true;                  // bidi isolates
   return false;
 }
 
@@ -70,13 +70,22 @@ void AppendHex(std::string* out, const char* prefix, uint32_t value, int digits)
 
 void AppendEscaped(std::string* out, char32_t cp) {
   switch (cp) {
-    case '\n': out->append("\\n"); return;
-    case '\t': out->append("\\t"); return;
-    case '\r': out->append("\\r"); return;
-    default: break;
+    case '\n':
+      out->append("\\n");
+      return;
+    case '\t':
+      out->append("\\t");
+      return;
+    case '\r':
+      out->append("\\r");
+      return;
+    default:
+      break;
   }
-  if (cp < 0x80) AppendHex(out, "\\x", cp, 2);
-  else AppendHex(out, "\\u", cp, 4);
+  if (cp < 0x80)
+    AppendHex(out, "\\x", cp, 2);
+  else
+    AppendHex(out, "\\u", cp, 4);
 }
 
 std::string Escape(std::string_view text, size_t max_bytes, bool keep_layout) {

@@ -21,7 +21,8 @@ void AddAnalysisOptions(CLI::App* command, AnalysisOptions& options) {
     const std::string flag = "--" + d.name;
     auto set = d.set;
     if (d.is_flag) {
-      command->add_flag_callback(flag, [set] { (void)set("true"); }, d.help);
+      command->add_flag_callback(
+          flag, [set] { (void)set("true"); }, d.help);
       continue;
     }
     CLI::Option* option = nullptr;
@@ -70,10 +71,14 @@ Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t mi
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   std::string_view suffix(ptr, text.data() + text.size() - ptr);
   int shift = 0;
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (!suffix.empty()) ec = std::errc::invalid_argument;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    ec = std::errc::invalid_argument;
   if (ec != std::errc() || ptr == text.data())
     return MakeError(fmt::format("{}: invalid size '{}'", flag, text), ExitCode::kUsage, "example: 16M");
   if (value > (max >> shift))

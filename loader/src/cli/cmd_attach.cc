@@ -27,7 +27,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kExamples = R"(  looptrace attach -p 1234 -o /var/log/app.json -f json     trace in the background, then:
+constexpr const char* kExamples =
+    R"(  looptrace attach -p 1234 -o /var/log/app.json -f json     trace in the background, then:
   looptrace status -p 1234                      live figures from any shell
   looptrace top -p 1234                         a live view
   looptrace snapshot -p 1234                    every thread now, like kill -3
@@ -66,8 +67,9 @@ std::vector<pid_t> PidsNamed(const std::string& name) {
 // the daemon runs from /.
 Result<std::string> OutputFor(const std::string& pattern, pid_t pid, size_t targets, std::string_view flag) {
   if (pattern.empty() || pattern == "-") {
-    if (pattern == "-") return MakeError(fmt::format("{} -: a background session has no terminal to write to", flag),
-                                         ExitCode::kUsage, "give a file");
+    if (pattern == "-")
+      return MakeError(fmt::format("{} -: a background session has no terminal to write to", flag), ExitCode::kUsage,
+                       "give a file");
     return std::string();
   }
   std::string path = pattern;
@@ -104,8 +106,9 @@ class AttachCommand : public Command {
     cmd->add_option("--method-mapping", output_.method_mapping, "Matrix methodMapping.txt naming method ids");
     cmd->add_option("--metrics", metrics_,
                     "serve Prometheus/OpenMetrics text at http://ADDR:PORT/metrics (:PORT = every interface)");
-    cmd->add_option("--clickhouse", clickhouse_,
-                    "insert report rows into ClickHouse over HTTP: http://[user:pass@]host[:8123][/?database=looptrace]");
+    cmd->add_option(
+        "--clickhouse", clickhouse_,
+        "insert report rows into ClickHouse over HTTP: http://[user:pass@]host[:8123][/?database=looptrace]");
     cmd->add_option("--clickhouse-interval", clickhouse_interval_, "seconds between ClickHouse inserts")
         ->check(CLI::Range(1.0, 3600.0))
         ->capture_default_str();
@@ -141,7 +144,8 @@ BACKGROUND SESSIONS:
     if (!name_.empty()) {
       auto named = PidsNamed(name_);
       if (named.empty())
-        return Fail(Error{fmt::format("no running process is named '{}'", name_), "check with pgrep -l", ExitCode::kTarget});
+        return Fail(
+            Error{fmt::format("no running process is named '{}'", name_), "check with pgrep -l", ExitCode::kTarget});
       pids.insert(pids.end(), named.begin(), named.end());
     }
     if (pids.empty())
@@ -242,8 +246,10 @@ BACKGROUND SESSIONS:
         dup2(null, 0);
         dup2(null, 1);
       }
-      if (log >= 0) dup2(log, 2);
-      else if (null >= 0) dup2(null, 2);
+      if (log >= 0)
+        dup2(log, 2);
+      else if (null >= 0)
+        dup2(null, 2);
       if (null > 2) close(null);
       if (log > 2) close(log);
       log::WithTimestamps() = true;
@@ -300,7 +306,8 @@ BACKGROUND SESSIONS:
 
   int Report(int ready_fd, const Error& error) {
     if (ready_fd >= 0) {
-      Tell(ready_fd, json{{"ok", false}, {"error", error.message}, {"hint", error.hint}, {"code", static_cast<int>(error.code)}});
+      Tell(ready_fd,
+           json{{"ok", false}, {"error", error.message}, {"hint", error.hint}, {"code", static_cast<int>(error.code)}});
       close(ready_fd);
     }
     return Fail(error);

@@ -24,7 +24,8 @@ uint64_t WallNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-Result<std::string> Ask(pid_t pid, const std::string& command, const std::string& format = "", int timeout_ms = 60'000) {
+Result<std::string> Ask(pid_t pid, const std::string& command, const std::string& format = "",
+                        int timeout_ms = 60'000) {
   ASSIGN_OR_RETURN(auto response, loader::CallSession(pid, loader::ControlRequest{command, format}, timeout_ms));
   if (!response.ok) return MakeError(response.error, static_cast<ExitCode>(response.code), response.hint);
   return response.body;
@@ -55,7 +56,8 @@ class SessionsCommand : public Command {
     cmd->add_option("-f,--format", format_, "text (a table) or json (one object a line)")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
-    cmd->footer(Footer(R"(  looptrace sessions                           every background session: pid, target, since, counters
+    cmd->footer(
+        Footer(R"(  looptrace sessions                           every background session: pid, target, since, counters
   looptrace sessions -f json | jq .pid
 )") + kControlTroubleshooting);
   }
@@ -100,7 +102,8 @@ class StatusCommand : public Command {
     cmd->add_option("-f,--format", format_, "text, or json ({\"session\": ..., \"status\": ...})")
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
-    cmd->footer(Footer(R"(  looptrace status -p 1234                     messages/s, p50/p99, busy %, FPS, the running message
+    cmd->footer(
+        Footer(R"(  looptrace status -p 1234                     messages/s, p50/p99, busy %, FPS, the running message
   looptrace status -p 1234 -f json | jq .status.p99_ns
   watch -n1 looptrace status -p 1234           or: looptrace top -p 1234
 )") + kControlTroubleshooting);
@@ -132,9 +135,12 @@ class SnapshotCommand : public Command {
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     cmd->add_option("-o,--output", output_, "write it to FILE (.gz compresses) instead of stdout");
-    cmd->footer(Footer(R"(  looptrace snapshot -p 1234                   every thread now: state, wait channel, lock owner, stacks
+    cmd->footer(
+        Footer(
+            R"(  looptrace snapshot -p 1234                   every thread now: state, wait channel, lock owner, stacks
   looptrace snapshot -p 1234 -f json -o dump.json
-)") + kControlTroubleshooting + R"(
+)") + kControlTroubleshooting +
+        R"(
   The snapshot is taken now, whatever the main thread does; it is not added to the session's
   report (ANR and LAG snapshots, taken at their thresholds, are).
 )");
@@ -161,7 +167,8 @@ class DetachCommand : public Command {
         ->delimiter(',');
     cmd->footer(Footer(R"(  looptrace detach -p 1234                     final report to attach's -o, probes removed
   looptrace detach -p 1234,1250
-)") + kControlTroubleshooting + R"(
+)") + kControlTroubleshooting +
+                R"(
   A session whose target exited on its own already wrote its report: detach then says where
   it went and exits 0.
 )");

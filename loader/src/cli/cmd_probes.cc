@@ -59,18 +59,18 @@ class ProbesCommand : public Command {
       if (!d.picked) {
         std::cout.flush();
         // A runtime looptrace knows, missing what its profiles need, says so (runtimes.h).
-        std::string why = loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_)
-                                                                   : loader::TargetCommand{});
-        return Fail(Error{fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
-                          !why.empty() ? why
-                                       : "pass --profile FILE with the target's probe points (see README \"Profiles\")",
-                          ExitCode::kProfile});
+        std::string why =
+            loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_) : loader::TargetCommand{});
+        return Fail(
+            Error{fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
+                  !why.empty() ? why : "pass --profile FILE with the target's probe points (see README \"Profiles\")",
+                  ExitCode::kProfile});
       }
       profile = std::move(d.profile);
       plan = std::move(d.plan);
       if (profile.runtimes.empty())
-        if (std::string why = loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_)
-                                                                       : loader::TargetCommand{});
+        if (std::string why =
+                loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_) : loader::TargetCommand{});
             !why.empty())
           log::Warning("{}; detected profile {} sees only what it defines", why, profile.name);
     } else {
@@ -82,10 +82,11 @@ class ProbesCommand : public Command {
     const size_t slow = loader::PrintProbeList(profile, plan, std::cout);
     std::cout.flush();  // the table before any warning on stderr
     if (slow)
-      log::Warning("{} probe point{} start with an instruction the kernel single-steps (~15x slower "
-                   "per hit than an emulated nop/push) and could not be moved (see above); prefer a "
-                   "nop5-padded or frame-pointer entry",
-                   slow, slow == 1 ? "" : "s");
+      log::Warning(
+          "{} probe point{} start with an instruction the kernel single-steps (~15x slower "
+          "per hit than an emulated nop/push) and could not be moved (see above); prefer a "
+          "nop5-padded or frame-pointer entry",
+          slow, slow == 1 ? "" : "s");
     return 0;
   }
 

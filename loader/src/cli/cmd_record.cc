@@ -12,7 +12,8 @@
 namespace looptrace::cli {
 namespace {
 
-constexpr const char* kRecordExamples = R"(  looptrace record -p 1234                    trace pid 1234 until Ctrl-C, text report
+constexpr const char* kRecordExamples =
+    R"(  looptrace record -p 1234                    trace pid 1234 until Ctrl-C, text report
   looptrace record -p 1234 -d 10 -f json -o msgs.json.gz
   looptrace record -p 1234 --save rec.jsonl.gz   also keep the event stream
   looptrace record -p 1234 --evil-threshold 300 --method-mapping methodMapping.txt
@@ -29,8 +30,7 @@ class TraceCommand : public Command {
   bool TakesCommand() const override { return run_; }
 
   void Setup(CLI::App* cmd) override {
-    if (!run_)
-      cmd->add_option("-p,--pid", pid_, "process to trace")->required()->check(CLI::PositiveNumber);
+    if (!run_) cmd->add_option("-p,--pid", pid_, "process to trace")->required()->check(CLI::PositiveNumber);
     AddSessionOptions(cmd, flags_);
     cmd->add_option("-d,--duration", flags_.session.duration_s, "stop after S seconds")->check(CLI::PositiveNumber);
     cmd->add_option("--save", save_, "also save the decoded event stream (JSON lines, .gz ok)");
@@ -40,7 +40,8 @@ class TraceCommand : public Command {
   }
 
   int Run(std::vector<std::string> command) override {
-    if (run_ && command.empty()) return Fail(Error{"run needs a command", "looptrace run ./app --flag", ExitCode::kUsage});
+    if (run_ && command.empty())
+      return Fail(Error{"run needs a command", "looptrace run ./app --flag", ExitCode::kUsage});
     if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
     if (auto ok = flags_.Resolve(); !ok) return Fail(ok.error());
 

@@ -37,8 +37,8 @@ class ReportCommand : public Command {
     if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
     if (pid_ > 0) return FromSession();
     if (recording_.empty())
-      return Fail(Error{"report needs a RECORDING or -p PID", "looptrace report rec.jsonl.gz, or looptrace report -p 1234",
-                        ExitCode::kUsage});
+      return Fail(Error{"report needs a RECORDING or -p PID",
+                        "looptrace report rec.jsonl.gz, or looptrace report -p 1234", ExitCode::kUsage});
     auto namer = LoadMethodMapping(output_, analysis_);
     if (!namer) return Fail(namer.error());
     auto out = loader::OutputFile::Create(output_.path);
@@ -59,8 +59,7 @@ class ReportCommand : public Command {
   int FromSession() {
     auto response = loader::CallSession(pid_, loader::ControlRequest{"report", output_.format});
     if (!response) return Fail(response.error());
-    if (!response->ok)
-      return Fail(Error{response->error, response->hint, static_cast<ExitCode>(response->code)});
+    if (!response->ok) return Fail(Error{response->error, response->hint, static_cast<ExitCode>(response->code)});
     auto out = loader::OutputFile::Create(output_.path);
     if (!out) return Fail(out.error());
     (*out)->stream() << response->body;

@@ -97,13 +97,16 @@ class TopCommand : public Command {
     cmd->add_option("-p,--pid", pid_, "process to watch (its background session, or traced by top itself)")
         ->required()
         ->check(CLI::PositiveNumber);
-    cmd->add_option("-d,--delay", delay_s_, "seconds between refreshes")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+    cmd->add_option("-d,--delay", delay_s_, "seconds between refreshes")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
     cmd->add_option("-n,--iterations", iterations_, "refresh this many times, then quit (0 = until q)")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     AddSessionOptions(cmd, flags_);
     AddAnalysisOptions(cmd, analysis_);
-    cmd->footer(Footer(R"(  looptrace top -p 1234                        live view of a background session (or trace it now)
+    cmd->footer(
+        Footer(R"(  looptrace top -p 1234                        live view of a background session (or trace it now)
   looptrace top -p 1234 -n 10 -d 2 > top.log   plain lines when stdout is not a terminal
 )") + R"(
 KEYS:
@@ -153,8 +156,10 @@ KEYS:
       auto response = loader::CallSession(pid_, loader::ControlRequest{"status", ""}, 10'000);
       if (!response || !response->ok) {
         std::string why = response ? response->error : response.error().message;
-        if (terminal.interactive()) terminal.Draw({fmt::format("looptrace top: {}", why), "", "q: quit"});
-        else terminal.Line(fmt::format("looptrace top: {}", why));
+        if (terminal.interactive())
+          terminal.Draw({fmt::format("looptrace top: {}", why), "", "q: quit"});
+        else
+          terminal.Line(fmt::format("looptrace top: {}", why));
         break;  // the session ended (or cannot be asked): nothing more to show
       }
       auto parsed = loader::ParseStatusBody(response->body);
@@ -172,7 +177,8 @@ KEYS:
       return Fail(Error{fmt::format("pid {} has no background session, and tracing it needs root", pid_),
                         "run as root, or `looptrace attach -p PID` first", ExitCode::kPermission});
     if (auto ok = flags_.Resolve(); !ok) return Fail(ok.error());
-    if (!(app_ && app_->count("--keep-messages"))) analysis_.Mutable<MessagesOptions>("messages").keep_messages = 100'000;
+    if (!(app_ && app_->count("--keep-messages")))
+      analysis_.Mutable<MessagesOptions>("messages").keep_messages = 100'000;
     loader::LiveSessionConfig config;
     config.pid = pid_;
     config.session = flags_.session;

@@ -57,8 +57,9 @@ Result<size_t> CommandStart(CLI::App* app, CLI::App* sub, const std::vector<std:
       }
       if (option) break;
     }
-    if (!option) return MakeError(fmt::format("unknown option '{}' before the command", arg), ExitCode::kUsage,
-                                  "looptrace run --help lists the options; the command comes after them");
+    if (!option)
+      return MakeError(fmt::format("unknown option '{}' before the command", arg), ExitCode::kUsage,
+                       "looptrace run --help lists the options; the command comes after them");
     const bool inline_value = arg.find('=') != std::string::npos || (arg[1] != '-' && arg.size() > 2);
     if (option->get_expected_min() > 0 && !inline_value) ++i;  // the option's value
   }

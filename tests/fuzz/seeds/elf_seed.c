@@ -12,9 +12,7 @@ unsigned short seed_probe_semaphore __attribute__((section(".probes"))) = 0;
 #endif
 
 static inline __attribute__((always_inline)) int seed_inner(int x) { return x * 3 + 1; }
-static inline __attribute__((always_inline)) int seed_outer(int x) {
-  return seed_inner(x) + seed_inner(x + 1);
-}
+static inline __attribute__((always_inline)) int seed_outer(int x) { return seed_inner(x) + seed_inner(x + 1); }
 
 __attribute__((noinline)) int seed_leaf(int x) {
   DTRACE_PROBE1(seed, leaf, x);

@@ -41,8 +41,8 @@ __attribute__((noinline)) static void Capture(void) {
       :
       : "r"(regs)
       : "rax", "memory");
-  header.valid_mask = (1u << 16) | (1u << 7) | (1u << 6) | (1u << 3) | (1u << 12) | (1u << 13) |
-                      (1u << 14) | (1u << 15);
+  header.valid_mask =
+      (1u << 16) | (1u << 7) | (1u << 6) | (1u << 3) | (1u << 12) | (1u << 13) | (1u << 14) | (1u << 15);
   header.stack_base = regs[7];
   uint64_t size = StackEnd(regs[7]) - regs[7];
   if (size > 6144) size = 6144;

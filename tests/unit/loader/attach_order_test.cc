@@ -21,12 +21,10 @@ ResolvedProbe Usdt(uint16_t id, Role role, std::string point) {
 // before the dispatch method's enter beat, and after its exit beat.
 TEST(AttachOrder, EndsFirstAndMethodRolesAroundTheSpanRolesOfASharedPoint) {
   AttachPlan plan;
-  plan.probes = {Usdt(0, Role::kDispatchBegin, "hotspot:method__entry"),
-                 Usdt(1, Role::kDispatchEnd, "hotspot:method__return"),
-                 Usdt(2, Role::kMethodEnter, "hotspot:method__entry"),
-                 Usdt(3, Role::kMethodExit, "hotspot:method__return"),
-                 Usdt(4, Role::kGcBegin, "hotspot:gc__begin"),
-                 Usdt(5, Role::kGcEnd, "hotspot:gc__end")};
+  plan.probes = {
+      Usdt(0, Role::kDispatchBegin, "hotspot:method__entry"), Usdt(1, Role::kDispatchEnd, "hotspot:method__return"),
+      Usdt(2, Role::kMethodEnter, "hotspot:method__entry"),   Usdt(3, Role::kMethodExit, "hotspot:method__return"),
+      Usdt(4, Role::kGcBegin, "hotspot:gc__begin"),           Usdt(5, Role::kGcEnd, "hotspot:gc__end")};
   std::vector<uint16_t> order;
   for (const auto& group : AttachGroups(plan))
     for (const ResolvedProbe* p : group) order.push_back(p->probe_id);

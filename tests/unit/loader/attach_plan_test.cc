@@ -45,9 +45,10 @@ TEST(AttachPlan, PointerPointsProbeTheFunctionATableStores) {
     ASSERT_FALSE(missing);
     EXPECT_NE(missing.error().message.find("'no_such_table' not found"), std::string::npos);
 
-    auto plan = Resolve("probe dispatch.begin uprobe exe *(lt_exported_funcs+16) name=arg1:sym\n"
-                        "probe dispatch.end uretprobe exe *(lt_exported_funcs+16)\n",
-                        Exe(exe));
+    auto plan = Resolve(
+        "probe dispatch.begin uprobe exe *(lt_exported_funcs+16) name=arg1:sym\n"
+        "probe dispatch.end uretprobe exe *(lt_exported_funcs+16)\n",
+        Exe(exe));
     ASSERT_TRUE(plan) << plan.error().message;
     ASSERT_EQ(plan->probes.size(), 2u);
     EXPECT_EQ(plan->probes[0].address, dispatch[0]->address);
@@ -74,19 +75,21 @@ optional probe idle.end uprobe exe "*::no_such_glob*"
   EXPECT_NE(plan->left_out[0].find("t.profile:3: optional idle.begin no_such_function left out"), std::string::npos)
       << plan->left_out[0];
 
-  auto required = Resolve("probe idle.begin uprobe exe no_such_function\nprobe idle.end uprobe exe main\n",
-                          Exe("loop_shapes_pie"));
+  auto required =
+      Resolve("probe idle.begin uprobe exe no_such_function\nprobe idle.end uprobe exe main\n", Exe("loop_shapes_pie"));
   ASSERT_FALSE(required);
   EXPECT_NE(required.error().message.find("symbol 'no_such_function' not found"), std::string::npos);
 }
 
 TEST(AttachPlan, RequirementsMarkTheRuntime) {
-  auto fits = Resolve("requires exe lt_table_dispatch\nprobe idle.begin uprobe exe main\nprobe idle.end uprobe exe main\n",
-                      Exe("loop_shapes_pie"));
+  auto fits =
+      Resolve("requires exe lt_table_dispatch\nprobe idle.begin uprobe exe main\nprobe idle.end uprobe exe main\n",
+              Exe("loop_shapes_pie"));
   EXPECT_TRUE(fits) << fits.error().message;
-  auto lacks = Resolve("requires exe g_main_context_iteration\nprobe idle.begin uprobe exe main\n"
-                       "probe idle.end uprobe exe main\n",
-                       Exe("loop_shapes_pie"));
+  auto lacks = Resolve(
+      "requires exe g_main_context_iteration\nprobe idle.begin uprobe exe main\n"
+      "probe idle.end uprobe exe main\n",
+      Exe("loop_shapes_pie"));
   ASSERT_FALSE(lacks);
   EXPECT_NE(lacks.error().message.find("t.profile line 1: needs g_main_context_iteration in exe"), std::string::npos)
       << lacks.error().message;
@@ -129,9 +132,10 @@ TEST(AttachPlan, AutoDetectionSaysWhyEachBuiltinFitsOrNot) {
     const char* picked;
     const char* mark;
   };
-  for (const Expect& e : {Expect{"looptrace-glib-loop", "glib", "g_main_context_iteration in libglib-2.0.so"},
-                          Expect{"looptrace-android-looper", "android-looper", "android::Looper::pollOnce in libutils.so"},
-                          Expect{"looptrace-epoll-loop", "epoll", "looptrace-epoll-loop calls "}}) {
+  for (const Expect& e :
+       {Expect{"looptrace-glib-loop", "glib", "g_main_context_iteration in libglib-2.0.so"},
+        Expect{"looptrace-android-looper", "android-looper", "android::Looper::pollOnce in libutils.so"},
+        Expect{"looptrace-epoll-loop", "epoll", "looptrace-epoll-loop calls "}}) {
     SCOPED_TRACE(e.program);
     Detection d = DetectProfile(program(e.program), /*stop_at_first=*/false);
     ASSERT_TRUE(d.picked);

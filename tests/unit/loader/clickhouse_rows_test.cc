@@ -164,7 +164,8 @@ TEST(ClickHouseUrl, ParsesHostPortDatabaseAndCredentials) {
 
 TEST(ClickHouseErrors, KnowsWhichOnesRetryingCannotFix) {
   EXPECT_TRUE(PermanentClickHouseError(404, ""));
-  EXPECT_TRUE(PermanentClickHouseError(500, "Code: 60, e.displayText() = DB::Exception: Table looptrace.x doesn't exist"));
+  EXPECT_TRUE(
+      PermanentClickHouseError(500, "Code: 60, e.displayText() = DB::Exception: Table looptrace.x doesn't exist"));
   EXPECT_TRUE(PermanentClickHouseError(500, "Code: 26, e.displayText() = DB::Exception: Cannot parse JSON"));
   EXPECT_FALSE(PermanentClickHouseError(500, "Code: 241, e.displayText() = DB::Exception: Memory limit exceeded"));
   EXPECT_FALSE(PermanentClickHouseError(503, ""));

@@ -323,8 +323,9 @@ class FakeAddresses : public AddressNamer {
 TEST(EventDecoder, SymArgumentsAreNamedByTheirFunctionAndFuncByTheProbedSymbol) {
   AttachPlan plan;
   ArgSpec func = Arg("name", kSourceFunction, ArgType::kSym);
-  plan.probes = {Probe(0, Role::kDispatchBegin, {Arg("name", 1, ArgType::kSym)}, "*(g_idle_funcs+16) = g_idle_dispatch"),
-                 Probe(1, Role::kDispatchBegin, {Arg("what", 1), func}, "SlowHandler::handleMessage(android::Message const&)")};
+  plan.probes = {
+      Probe(0, Role::kDispatchBegin, {Arg("name", 1, ArgType::kSym)}, "*(g_idle_funcs+16) = g_idle_dispatch"),
+      Probe(1, Role::kDispatchBegin, {Arg("what", 1), func}, "SlowHandler::handleMessage(android::Message const&)")};
   Stats stats;
   FakeAddresses addresses;
   EventDecoder decoder(&plan, nullptr, &stats, kPid, nullptr, nullptr, &addresses);
@@ -332,7 +333,7 @@ TEST(EventDecoder, SymArgumentsAreNamedByTheirFunctionAndFuncByTheProbedSymbol) 
   decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 10, 0, {0x4000}), &out);
   decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 20, 0, {0x4000}), &out);  // cached
   decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 30, 0, {0x5000}), &out);  // unknown: hex
-  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 40, 0, {0}), &out);  // no callback
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 40, 0, {0}), &out);       // no callback
   decoder.Decode(Record(1, LT_ROLE_DISPATCH_BEGIN, 50, 0, {7}), &out);
   ASSERT_EQ(out.size(), 5u);
   auto name = [&](size_t i) { return std::get<ProbeEvent>(out[i]).Arg("name"); };

@@ -41,9 +41,9 @@ TEST(LiveView, StatusSaysWhatRunsAndTheFigures) {
   summary.format = "json";
   summary.probe_points = 23;
   std::string text = FormatStatus(summary, Status());
-  for (const char* expected : {"pid 4242", "\"msg.sleep\" (id 12) running for 1.000 s [running]", "123.4/s",
-                               "p99 43.10 ms", "busy 45.2%", "ANR 1", "records_full 3", "/var/log/app.json (json)",
-                               "23 probe points", "1m00s ago"})
+  for (const char* expected :
+       {"pid 4242", "\"msg.sleep\" (id 12) running for 1.000 s [running]", "123.4/s", "p99 43.10 ms", "busy 45.2%",
+        "ANR 1", "records_full 3", "/var/log/app.json (json)", "23 probe points", "1m00s ago"})
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   EXPECT_EQ(text.find('\x1b'), std::string::npos);  // the target's name cannot drive the terminal
   EXPECT_NE(text.find("app\\x1b[31m"), std::string::npos);
@@ -57,7 +57,8 @@ TEST(LiveView, TopFitsTheTerminal) {
   EXPECT_NE(lines[1].find("running"), std::string::npos);
   auto tall = TopScreen(SessionSummary{}, Status(), 200, 60);
   bool slow_listed = false;
-  for (const auto& line : tall) slow_listed |= line.find("msg.sleep") != std::string::npos && line.find("30.00 ms") != std::string::npos;
+  for (const auto& line : tall)
+    slow_listed |= line.find("msg.sleep") != std::string::npos && line.find("30.00 ms") != std::string::npos;
   EXPECT_TRUE(slow_listed);
 }
 

@@ -24,9 +24,9 @@ LiveStatus Sample() {
   t.messages = 6;
   t.busy_ns = 2'500'000'000;
   t.total_ns = 3'000'000'000;
-  t.buckets[0] = 2;                     // <= 1 ms
+  t.buckets[0] = 2;  // <= 1 ms
   t.buckets[MessageBucketOf(30'000'000)] = 3;
-  t.buckets[kMessageBuckets - 1] = 1;   // > 10 s
+  t.buckets[kMessageBuckets - 1] = 1;  // > 10 s
   s.threads.push_back(t);
   s.frames = 10;
   s.frames_by_jank = {7, 2, 1};
@@ -85,7 +85,8 @@ TEST(MetricsText, OpenMetricsIsWellFormed) {
   EXPECT_EQ(samples.at("looptrace_message_duration_seconds_bucket{" + target + ",tid=\"4242\",le=\"+Inf\"}"), 6);
   EXPECT_EQ(samples.at("looptrace_frames_total{" + target + ",class=\"janky\"}"), 2);
   EXPECT_EQ(samples.at("looptrace_frames_by_bucket_total{" + target + ",bucket=\"HIGH\"}"), 0);
-  EXPECT_EQ(samples.at("looptrace_data_quality_total{" + target + ",counter=\"records_full\",severity=\"data_loss\"}"), 5);
+  EXPECT_EQ(samples.at("looptrace_data_quality_total{" + target + ",counter=\"records_full\",severity=\"data_loss\"}"),
+            5);
   EXPECT_EQ(samples.at("looptrace_busy_seconds_total{" + target + ",tid=\"4242\"}"), 2.5);
   EXPECT_EQ(samples.at("looptrace_session_info{" + target + ",message_definition=\"dispatch\"}"), 1);
 }
@@ -135,8 +136,9 @@ TEST(MetricsText, ManySessionsShareFamiliesAndExportersAreShownOnce) {
 }
 
 TEST(MetricsText, NegotiatesTheFormatPrometheusPrefers) {
-  EXPECT_TRUE(WantsOpenMetrics("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
-                               "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+  EXPECT_TRUE(
+      WantsOpenMetrics("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+                       "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
   EXPECT_FALSE(WantsOpenMetrics("text/plain;version=0.0.4"));
   EXPECT_FALSE(WantsOpenMetrics(""));
   EXPECT_FALSE(WantsOpenMetrics("*/*"));

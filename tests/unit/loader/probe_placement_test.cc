@@ -35,9 +35,9 @@ bool Contains(const std::string& text, const std::string& part) { return text.fi
 
 TEST(ProbePlacement, EntryBlockCallSitesAndAfterCalls) {
   const std::string bin = Shapes();
-  AttachPlan plan = Resolve("probe vsync uprobe " + bin + " shape_skip vsync_ns=arg1\n" +
-                            "probe method.enter uprobe " + bin + " shape_ret_hook addr=arg1\n" +
-                            "probe method.exit uretprobe " + bin + " shape_ret_hook addr=ret\n");
+  AttachPlan plan =
+      Resolve("probe vsync uprobe " + bin + " shape_skip vsync_ns=arg1\n" + "probe method.enter uprobe " + bin +
+              " shape_ret_hook addr=arg1\n" + "probe method.exit uretprobe " + bin + " shape_ret_hook addr=ret\n");
   const ResolvedProbe& vsync = Probe(plan, Role::kVsync);
   EXPECT_EQ(vsync.placement, Placement::kEntryBlock) << vsync.placement_note;
   ASSERT_EQ(vsync.locations.size(), 1u);
@@ -112,9 +112,9 @@ TEST(ProbePlacement, AfterCallThatIsAnotherProbesLocationKeepsTheUretprobe) {
   // instruction fire in no defined order, so the uretprobe stays (and so does the entry
   // probe of shape_ret_hook, which would only add a trap).
   const std::string bin = Shapes();
-  AttachPlan plan = Resolve("probe vsync uprobe " + bin + " shape_dispatch vsync_ns=arg1\n" +
-                            "probe method.enter uprobe " + bin + " shape_ret_hook addr=arg1\n" +
-                            "probe method.exit uretprobe " + bin + " shape_ret_hook addr=ret\n");
+  AttachPlan plan =
+      Resolve("probe vsync uprobe " + bin + " shape_dispatch vsync_ns=arg1\n" + "probe method.enter uprobe " + bin +
+              " shape_ret_hook addr=arg1\n" + "probe method.exit uretprobe " + bin + " shape_ret_hook addr=ret\n");
   EXPECT_EQ(Probe(plan, Role::kVsync).placement, Placement::kCallSites);
   const ResolvedProbe& exit = Probe(plan, Role::kMethodExit);
   EXPECT_EQ(exit.placement, Placement::kEntry);
@@ -124,10 +124,10 @@ TEST(ProbePlacement, AfterCallThatIsAnotherProbesLocationKeepsTheUretprobe) {
 
 TEST(ProbePlacement, ExactEntryMovesNothing) {
   const std::string bin = Shapes();
-  AttachPlan plan = Resolve("probe vsync uprobe " + bin + " shape_skip vsync_ns=arg1\n" +
-                                "probe method.enter uprobe " + bin + " shape_ret_hook addr=arg1\n" +
-                                "probe method.exit uprobe " + bin + " shape_ret_hook addr=arg1\n",
-                            /*exact=*/true);
+  AttachPlan plan =
+      Resolve("probe vsync uprobe " + bin + " shape_skip vsync_ns=arg1\n" + "probe method.enter uprobe " + bin +
+                  " shape_ret_hook addr=arg1\n" + "probe method.exit uprobe " + bin + " shape_ret_hook addr=arg1\n",
+              /*exact=*/true);
   for (const auto& p : plan.probes) {
     EXPECT_EQ(p.placement, Placement::kEntry);
     EXPECT_EQ(p.placement_note, "entry kept (single-stepped): --exact-entry");

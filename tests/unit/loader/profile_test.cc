@@ -51,12 +51,9 @@ TEST(Profile, ErrorsNameFileAndLine) {
        "p.profile:1: argument 'id': source 'arg13'"},
       {"probe dispatch.begin uprobe exe f colour=arg1\nprobe dispatch.end uprobe exe g\n",
        "role dispatch.begin has no argument 'colour'"},
-      {"probe dispatch.begin uprobe exe f id=arg1:float\nprobe dispatch.end uprobe exe g\n",
-       "unknown type 'float'"},
-      {"probe dispatch.begin uprobe exe f id=ret\nprobe dispatch.end uprobe exe g\n",
-       "'ret' needs a uretprobe"},
-      {"probe dispatch.begin uprobe exe f id=arg1 id=arg2\nprobe dispatch.end uprobe exe g\n",
-       "bound twice"},
+      {"probe dispatch.begin uprobe exe f id=arg1:float\nprobe dispatch.end uprobe exe g\n", "unknown type 'float'"},
+      {"probe dispatch.begin uprobe exe f id=ret\nprobe dispatch.end uprobe exe g\n", "'ret' needs a uretprobe"},
+      {"probe dispatch.begin uprobe exe f id=arg1 id=arg2\nprobe dispatch.end uprobe exe g\n", "bound twice"},
       {"probe dispatch.begin usdt exe nocolon\n", "must be provider:name"},
       {"probe dispatch.begin uprobe exe f\n", "p.profile:1: maps dispatch.begin but no dispatch.end"},
       {"probe dispatch.begin usdt exe p:f if arg1 == 5x\nprobe dispatch.end uprobe exe g\n", "'5x' is not a number"},
@@ -79,8 +76,7 @@ TEST(Profile, ErrorsNameFileAndLine) {
       {"include nosuchprofile\n", "p.profile:1: include nosuchprofile: no built-in profile named"},
       {"frobnicate\n", "p.profile:1: unknown directive 'frobnicate'"},
       {"# only a comment\n", "defines no probe"},
-      {"probe dispatch.begin uprobe exe f id\nprobe dispatch.end uprobe exe g\n",
-       "is not NAME=SOURCE"},
+      {"probe dispatch.begin uprobe exe f id\nprobe dispatch.end uprobe exe g\n", "is not NAME=SOURCE"},
   };
   for (const auto& c : cases) {
     auto profile = ParseProfile(c.text, "p.profile");
@@ -214,14 +210,19 @@ TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
       {"optional dispatch.begin\n", "p.profile:1: 'optional' goes before 'probe'"},
       {"messages sometimes\n", "p.profile:1: 'messages' takes dispatch or poll-bounded"},
       {"requires libx.so\n", "p.profile:1: requires needs: requires BINARY SYMBOL"},
-      {"messages dispatch\nmessages poll-bounded\n", "p.profile:2: messages poll-bounded conflicts with messages "
-                                                     "dispatch at p.profile:1"},
+      {"messages dispatch\nmessages poll-bounded\n",
+       "p.profile:2: messages poll-bounded conflicts with messages "
+       "dispatch at p.profile:1"},
       {"messages poll-bounded\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n",
        "p.profile:1: messages poll-bounded needs poll.begin"},
-      {"probe dispatch.begin uprobe exe f if func == 1\nprobe dispatch.end uprobe exe g\n", "'func' is known in user space only"},
-      {"probe dispatch.begin uprobe exe f if arg1:sym == 1\nprobe dispatch.end uprobe exe g\n", "cannot be compared in BPF"},
-      {"probe dispatch.begin usdt exe p:f name=func\nprobe dispatch.end uprobe exe g\n", "'func' names a uprobe's function"},
-      {"probe dispatch.begin uprobe exe f name=func:str\nprobe dispatch.end uprobe exe g\n", "'func' is a name (sym), not str"},
+      {"probe dispatch.begin uprobe exe f if func == 1\nprobe dispatch.end uprobe exe g\n",
+       "'func' is known in user space only"},
+      {"probe dispatch.begin uprobe exe f if arg1:sym == 1\nprobe dispatch.end uprobe exe g\n",
+       "cannot be compared in BPF"},
+      {"probe dispatch.begin usdt exe p:f name=func\nprobe dispatch.end uprobe exe g\n",
+       "'func' names a uprobe's function"},
+      {"probe dispatch.begin uprobe exe f name=func:str\nprobe dispatch.end uprobe exe g\n",
+       "'func' is a name (sym), not str"},
       {"probe method.enter uprobe exe f addr=arg1:sym\nprobe method.exit uprobe exe g\n", "binds addr="},
       {"requires-call\n", "p.profile:1: requires-call needs: requires-call SYMBOL[|SYMBOL...]"},
       {"requires-call |\n", "p.profile:1: requires-call names no function"},
@@ -233,10 +234,12 @@ TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
         << "got: " << profile.error().message << "\nwant: " << c.expected;
   }
   // Composed profiles that define messages differently: an error naming both lines.
-  auto a = ParseProfile("messages dispatch\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n"
-                        "probe poll.begin uprobe exe p\nprobe poll.end uprobe exe q\n",
-                        "a.profile");
-  auto b = ParseProfile("messages poll-bounded\nprobe poll.begin uprobe exe p\nprobe poll.end uprobe exe q\n", "b.profile");
+  auto a = ParseProfile(
+      "messages dispatch\nprobe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n"
+      "probe poll.begin uprobe exe p\nprobe poll.end uprobe exe q\n",
+      "a.profile");
+  auto b =
+      ParseProfile("messages poll-bounded\nprobe poll.begin uprobe exe p\nprobe poll.end uprobe exe q\n", "b.profile");
   ASSERT_TRUE(a && b);
   auto conflict = ComposeProfiles({*a, *b});
   ASSERT_FALSE(conflict);

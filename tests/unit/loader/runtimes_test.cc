@@ -21,7 +21,8 @@ TargetCommand Command(std::vector<std::string> argv, std::vector<std::string> en
 }
 
 TEST(JvmProbeFlags, ComeFromTheCommandLineAndTheEnvironmentInHotSpotsOrder) {
-  auto flags = jvm::ParseProbeFlags(Command({"java", "-XX:+DTraceMethodProbes", "-cp", "-XX:+DTraceMonitorProbes", "Main"}));
+  auto flags =
+      jvm::ParseProbeFlags(Command({"java", "-XX:+DTraceMethodProbes", "-cp", "-XX:+DTraceMonitorProbes", "Main"}));
   EXPECT_TRUE(flags.method);
   EXPECT_FALSE(flags.monitor);  // it was -cp's value
   EXPECT_TRUE(flags.certain);
@@ -36,13 +37,14 @@ TEST(JvmProbeFlags, ComeFromTheCommandLineAndTheEnvironmentInHotSpotsOrder) {
   flags = jvm::ParseProbeFlags(
       Command({"java", "-XX:-DTraceMethodProbes", "Main"}, {"JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes"}));
   EXPECT_FALSE(flags.method);
-  flags = jvm::ParseProbeFlags(Command({"java", "-XX:-DTraceMethodProbes", "Main"},
-                                       {"_JAVA_OPTIONS=-Xmx1g -XX:+DTraceMethodProbes"}));
+  flags = jvm::ParseProbeFlags(
+      Command({"java", "-XX:-DTraceMethodProbes", "Main"}, {"_JAVA_OPTIONS=-Xmx1g -XX:+DTraceMethodProbes"}));
   EXPECT_TRUE(flags.method);
   // JDK_JAVA_OPTIONS is the java launcher's only.
   flags = jvm::ParseProbeFlags(Command({"java", "Main"}, {"JDK_JAVA_OPTIONS=-XX:+DTraceMethodProbes"}));
   EXPECT_TRUE(flags.method);
-  flags = jvm::ParseProbeFlags(Command({"/opt/app/bin/launcher", "Main"}, {"JDK_JAVA_OPTIONS=-XX:+DTraceMethodProbes"}));
+  flags =
+      jvm::ParseProbeFlags(Command({"/opt/app/bin/launcher", "Main"}, {"JDK_JAVA_OPTIONS=-XX:+DTraceMethodProbes"}));
   EXPECT_FALSE(flags.method);
 
   // ExtendedDTraceProbes turns on both.
@@ -163,7 +165,8 @@ TEST(PythonTypeMethods, ACMethodIsFoundThroughItsTypesMethodTableInPieAndNonPieB
     auto run = elf->FindFunctions("context_run");
     ASSERT_EQ(run.size(), 1u);
     EXPECT_EQ(python::ResolveTypeMethod(*elf, "PyContext_Type.run"), run.front()->address);
-    EXPECT_EQ(python::ResolveTypeMethod(*elf, "PyContext_Type.copy"), elf->FindFunctions("context_copy").front()->address);
+    EXPECT_EQ(python::ResolveTypeMethod(*elf, "PyContext_Type.copy"),
+              elf->FindFunctions("context_copy").front()->address);
     EXPECT_EQ(python::ResolveTypeMethod(*elf, "PyContext_Type.missing"), std::nullopt);
     EXPECT_EQ(python::ResolveTypeMethod(*elf, "NoSuchType.run"), std::nullopt);
     EXPECT_EQ(python::ResolveTypeMethod(*elf, "context_run"), std::nullopt);
@@ -171,9 +174,10 @@ TEST(PythonTypeMethods, ACMethodIsFoundThroughItsTypesMethodTableInPieAndNonPieB
 }
 
 TEST(PythonTypeMethods, AProfileLineNamesTheMethodAsItsPoint) {
-  auto profile = ParseProfile("probe dispatch.begin uprobe exe PyContext_Type.run\n"
-                              "probe dispatch.end uretprobe exe PyContext_Type.run\n",
-                              "t.profile");
+  auto profile = ParseProfile(
+      "probe dispatch.begin uprobe exe PyContext_Type.run\n"
+      "probe dispatch.end uretprobe exe PyContext_Type.run\n",
+      "t.profile");
   ASSERT_TRUE(profile) << profile.error().message;
   TargetBinaries target;
   target.exe_path = Fixture("fake_cpython_type_pie");

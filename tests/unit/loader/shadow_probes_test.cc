@@ -38,7 +38,8 @@ TEST(ShadowStack, ShadowOnlyEntryProbeForAUretprobeWithoutOne) {
   std::vector<lt_probe_config> configs(plan.probes.size());
   MarkShadowProbes(plan, &configs);
   EXPECT_EQ(configs[0].flags & LT_PROBE_SHADOW_POP, LT_PROBE_SHADOW_POP);
-  EXPECT_EQ(configs[1].flags & (LT_PROBE_SHADOW_PUSH | LT_PROBE_SHADOW_ONLY), LT_PROBE_SHADOW_PUSH | LT_PROBE_SHADOW_ONLY);
+  EXPECT_EQ(configs[1].flags & (LT_PROBE_SHADOW_PUSH | LT_PROBE_SHADOW_ONLY),
+            LT_PROBE_SHADOW_PUSH | LT_PROBE_SHADOW_ONLY);
 }
 
 }  // namespace

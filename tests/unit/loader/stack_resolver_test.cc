@@ -285,7 +285,8 @@ TEST(StackResolver, NamesJitCodeFromThePerfMap) {
   const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
   {
     std::ofstream out(path, std::ios::trunc);
-    out << std::hex << base << " 40 LazyCompile:*handler app.js:10\n" << "bogus\n";
+    out << std::hex << base << " 40 LazyCompile:*handler app.js:10\n"
+        << "bogus\n";
   }
   symbols::ProcessSymbolizer symbolizer(getpid());
   Stats stats;

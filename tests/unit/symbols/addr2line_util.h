@@ -20,8 +20,7 @@ struct ExpectedFrame {
 inline bool HaveEuAddr2line() { return !RunCommand("command -v eu-addr2line").empty(); }
 
 // [start, end) of an ELF section as `readelf -SW` prints it; {0, 0} if absent.
-inline std::pair<uint64_t, uint64_t> SectionRange(const std::string& path,
-                                                  const std::string& section) {
+inline std::pair<uint64_t, uint64_t> SectionRange(const std::string& path, const std::string& section) {
   for (const std::string& line : SplitLines(RunCommand("readelf -SW '" + path + "'"))) {
     std::vector<std::string> words = SplitWords(line);
     for (size_t i = 0; i + 4 < words.size(); ++i) {
@@ -36,8 +35,7 @@ inline std::pair<uint64_t, uint64_t> SectionRange(const std::string& path,
 }
 
 // `count` addresses drawn uniformly from .text with a fixed seed.
-inline std::vector<uint64_t> RandomTextAddresses(const std::string& path, size_t count,
-                                                 uint64_t seed) {
+inline std::vector<uint64_t> RandomTextAddresses(const std::string& path, size_t count, uint64_t seed) {
   const auto [start, end] = SectionRange(path, ".text");
   std::vector<uint64_t> out;
   if (end <= start) return out;

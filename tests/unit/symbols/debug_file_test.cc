@@ -11,17 +11,15 @@
 namespace looptrace::symbols {
 namespace {
 
-using ::testing::HasSubstr;
 using test_util::FixturePath;
 using test_util::ReadFile;
 using test_util::TempDir;
 using test_util::WriteFile;
+using ::testing::HasSubstr;
 
 constexpr char kBase[] = "symtest_o2_nofp_pie";
 
-std::string Variant(const std::string& relative) {
-  return FixturePath(std::string("debug/") + kBase + "/" + relative);
-}
+std::string Variant(const std::string& relative) { return FixturePath(std::string("debug/") + kBase + "/" + relative); }
 
 TEST(DebugFileTest, ReadsDebuglinkAndItsCrcMatchesTheDebugFile) {
   auto stripped = ElfFile::Open(Variant(std::string("debuglink/") + kBase));
@@ -73,8 +71,7 @@ TEST(DebugFileTest, FindsDebugFilesInEveryLayout) {
 
   // The debug-directory mirror of the file's directory: <root>/<dir>/<name>.
   TempDir dir;
-  const std::string mirror =
-      dir.path() + std::filesystem::path(link).parent_path().string() + "/" + kBase + ".debug";
+  const std::string mirror = dir.path() + std::filesystem::path(link).parent_path().string() + "/" + kBase + ".debug";
   std::filesystem::create_directories(std::filesystem::path(mirror).parent_path());
   std::filesystem::copy_file(Variant(std::string(kBase) + ".debug"), mirror);
   const std::string moved = dir.File("elsewhere_binary");
@@ -90,8 +87,7 @@ TEST(DebugFileTest, FindsDebugFilesInEveryLayout) {
 }
 
 TEST(DebugFileTest, BuildIdPaths) {
-  EXPECT_EQ(BuildIdDebugPath("/usr/lib/debug", "abcdef0123"),
-            "/usr/lib/debug/.build-id/ab/cdef0123.debug");
+  EXPECT_EQ(BuildIdDebugPath("/usr/lib/debug", "abcdef0123"), "/usr/lib/debug/.build-id/ab/cdef0123.debug");
   EXPECT_EQ(BuildIdDebugPath("/d/", "ab1"), "/d/.build-id/ab/1.debug");
   EXPECT_EQ(BuildIdDebugPath("/d", "a"), "");
 }
@@ -111,7 +107,10 @@ TEST(MiniDebugInfoTest, CorruptXzDegradesToDynsym) {
   TempDir dir;
   std::string contents = ReadFile(Variant(std::string(kBase) + "_mini"));
   // Corrupt the xz stream magic ("\xFD" "7zXZ") inside .gnu_debugdata.
-  const size_t magic = contents.find(std::string("\xFD" "7zXZ", 5));
+  const size_t magic =
+      contents.find(std::string("\xFD"
+                                "7zXZ",
+                                5));
   ASSERT_NE(magic, std::string::npos);
   contents[magic + 1] = 'Q';
   const std::string path = dir.File("corrupt_mini");
@@ -126,16 +125,13 @@ TEST(XzTest, DecompressesAndRejectsBadInput) {
   const std::string text(10000, 'x');
   const std::string compressed = test_util::RunCommand("printf '%10000s' | tr ' ' x | xz -c");
   ASSERT_FALSE(compressed.empty());
-  auto out = DecompressXz(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size(),
-                          1 << 20);
+  auto out = DecompressXz(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size(), 1 << 20);
   ASSERT_TRUE(out) << out.error().message;
   EXPECT_EQ(std::string(out->begin(), out->end()), text);
-  auto limited = DecompressXz(reinterpret_cast<const uint8_t*>(compressed.data()),
-                              compressed.size(), 100);
+  auto limited = DecompressXz(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size(), 100);
   ASSERT_FALSE(limited);
   EXPECT_THAT(limited.error().message, HasSubstr("beyond"));
-  auto truncated = DecompressXz(reinterpret_cast<const uint8_t*>(compressed.data()),
-                                compressed.size() / 2, 1 << 20);
+  auto truncated = DecompressXz(reinterpret_cast<const uint8_t*>(compressed.data()), compressed.size() / 2, 1 << 20);
   EXPECT_FALSE(truncated);
   const uint8_t junk[] = {1, 2, 3, 4, 5, 6, 7, 8};
   EXPECT_FALSE(DecompressXz(junk, sizeof(junk), 1 << 20));

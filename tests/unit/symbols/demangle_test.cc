@@ -44,8 +44,7 @@ TEST(StripParameters, RemovesTemplateReturnType) {
 }
 
 TEST(StripParameters, KeepsAnonymousNamespaceAndOperators) {
-  EXPECT_EQ(StripParameters("ns::(anonymous namespace)::Helper(int)"),
-            "ns::(anonymous namespace)::Helper");
+  EXPECT_EQ(StripParameters("ns::(anonymous namespace)::Helper(int)"), "ns::(anonymous namespace)::Helper");
   EXPECT_EQ(StripParameters("(anonymous namespace)::Helper(int)"), "(anonymous namespace)::Helper");
   EXPECT_EQ(StripParameters("ns::Functor::operator()(int) const"), "ns::Functor::operator()");
   EXPECT_EQ(StripParameters("ns::Value::operator<(ns::Value const&) const"), "ns::Value::operator<");

@@ -11,17 +11,14 @@
 #include <set>
 #include <tuple>
 
+#include "../fuzz_corpus.h"
 #include "looptrace/symbols/debug_file.h"
 #include "looptrace/symbols/probe_cost.h"
-#include "../fuzz_corpus.h"
 #include "symbols_test_util.h"
 
 namespace looptrace::symbols {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using test_util::FixturePath;
 using test_util::ReadFile;
 using test_util::RunCommand;
@@ -29,6 +26,9 @@ using test_util::SplitLines;
 using test_util::SplitWords;
 using test_util::TempDir;
 using test_util::WriteFile;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kLibc[] = "/lib/x86_64-linux-gnu/libc.so.6";
 
@@ -91,8 +91,8 @@ void ExpectSameFunctionsAsReadelf(const std::string& path) {
   for (const ReadelfFunction& f : ReadelfFunctions(path)) {
     auto [it, inserted] = expected.emplace(std::make_pair(f.name, f.address), f);
     // Several versions of one name at one address: the default (@@) version wins.
-    if (!inserted && (it->second.version.empty() ||
-                      (!it->second.default_version && f.default_version && !f.version.empty()))) {
+    if (!inserted &&
+        (it->second.version.empty() || (!it->second.default_version && f.default_version && !f.version.empty()))) {
       it->second.version = f.version;
       it->second.default_version = f.default_version;
     }
@@ -100,8 +100,7 @@ void ExpectSameFunctionsAsReadelf(const std::string& path) {
   ASSERT_FALSE(expected.empty());
   std::set<std::pair<std::string, uint64_t>> actual;
   for (const Symbol& symbol : file.functions()) {
-    EXPECT_TRUE(actual.emplace(symbol.name, symbol.address).second)
-        << "duplicate " << symbol.name;
+    EXPECT_TRUE(actual.emplace(symbol.name, symbol.address).second) << "duplicate " << symbol.name;
     auto it = expected.find({symbol.name, symbol.address});
     if (it == expected.end()) {
       ADD_FAILURE() << "unexpected function " << symbol.name;
@@ -119,9 +118,8 @@ void ExpectSameFunctionsAsReadelf(const std::string& path) {
 }
 
 TEST(ElfFile, FunctionsMatchReadelfForFixtures) {
-  for (const char* name : {"cpp_symbols_pie", "cpp_symbols_nopie", "probe_shapes_pie",
-                           "probe_shapes_nopie", "libltfixture.so", "libltfixture_stripped.so",
-                           "lib_user"}) {
+  for (const char* name : {"cpp_symbols_pie", "cpp_symbols_nopie", "probe_shapes_pie", "probe_shapes_nopie",
+                           "libltfixture.so", "libltfixture_stripped.so", "lib_user"}) {
     ExpectSameFunctionsAsReadelf(FixturePath(name));
   }
 }
@@ -164,8 +162,7 @@ TEST(ElfFile, BasicProperties) {
 
 TEST(ElfFile, BuildIdMatchesReadelf) {
   for (const std::string& path :
-       {FixturePath("probe_shapes_pie"), FixturePath("libltfixture_stripped.so"),
-        std::string(kLibc)}) {
+       {FixturePath("probe_shapes_pie"), FixturePath("libltfixture_stripped.so"), std::string(kLibc)}) {
     const ElfFile file = OpenOrDie(path);
     const std::string notes = RunCommand("readelf -n '" + path + "'");
     const size_t at = notes.find("Build ID: ");
@@ -267,8 +264,7 @@ TEST(ElfFile, FileOffsetsPointAtTheFunctionBytes) {
       ASSERT_TRUE(bytes.has_value()) << bytes.error().message;
       ASSERT_EQ(bytes->size(), 8u);
       ASSERT_LE(symbol.file_offset + 8, contents.size());
-      EXPECT_EQ(std::memcmp(bytes->data(), contents.data() + symbol.file_offset, 8), 0)
-          << symbol.name;
+      EXPECT_EQ(std::memcmp(bytes->data(), contents.data() + symbol.file_offset, 8), 0) << symbol.name;
     }
   }
 }
@@ -415,8 +411,8 @@ std::vector<ReadelfProbe> ReadelfUsdt(const std::string& path) {
       probes.back().name = line.substr(6);
     } else if (line.starts_with("Location: ")) {
       std::string text(line);
-      std::sscanf(text.c_str(), "Location: %lx, Base: %lx, Semaphore: %lx",
-                  &probes.back().location, &probes.back().base, &probes.back().semaphore);
+      std::sscanf(text.c_str(), "Location: %lx, Base: %lx, Semaphore: %lx", &probes.back().location,
+                  &probes.back().base, &probes.back().semaphore);
     } else if (line.starts_with("Arguments:")) {
       std::string_view args = line.substr(10);
       if (args.starts_with(' ')) args.remove_prefix(1);
@@ -427,8 +423,7 @@ std::vector<ReadelfProbe> ReadelfUsdt(const std::string& path) {
 }
 
 TEST(ElfFile, UsdtProbesMatchReadelf) {
-  for (const char* name : {"probe_shapes_pie", "probe_shapes_nopie", "libltfixture.so",
-                           "libltfixture_stripped.so"}) {
+  for (const char* name : {"probe_shapes_pie", "probe_shapes_nopie", "libltfixture.so", "libltfixture_stripped.so"}) {
     SCOPED_TRACE(name);
     const std::string path = FixturePath(name);
     const ElfFile file = OpenOrDie(path);
@@ -516,8 +511,7 @@ TEST(ElfFile, ReadAtAddressStopsAtTheEndOfTheSegmentContents) {
 TEST(ElfFile, MissingFileIsAnError) {
   auto file = ElfFile::Open("/nonexistent/dir/libnothing.so");
   ASSERT_FALSE(file.has_value());
-  EXPECT_EQ(file.error().message,
-            "cannot open /nonexistent/dir/libnothing.so: No such file or directory");
+  EXPECT_EQ(file.error().message, "cannot open /nonexistent/dir/libnothing.so: No such file or directory");
   EXPECT_EQ(file.error().code, ExitCode::kProfile);
 }
 
@@ -525,7 +519,9 @@ TEST(ElfFile, NonElfFilesAreErrors) {
   TempDir dir;
   WriteFile(dir.File("text"), "#!/bin/sh\necho this is not an ELF file\n");
   WriteFile(dir.File("empty"), "");
-  WriteFile(dir.File("magic_only"), "\x7f" "ELF");
+  WriteFile(dir.File("magic_only"),
+            "\x7f"
+            "ELF");
   for (const char* name : {"text", "empty", "magic_only"}) {
     auto file = ElfFile::Open(dir.File(name));
     ASSERT_FALSE(file.has_value()) << name;
@@ -550,8 +546,8 @@ TEST(ElfFile, TruncatedFilesFailCleanly) {
   TempDir dir;
   const std::string contents = ReadFile(FixturePath("probe_shapes_pie"));
   ASSERT_GT(contents.size(), 4096u);
-  const size_t cuts[] = {5, 16, 63, 64, 200, 1000, 4096, contents.size() / 2, contents.size() - 64,
-                         contents.size() - 1};
+  const size_t cuts[] = {
+      5, 16, 63, 64, 200, 1000, 4096, contents.size() / 2, contents.size() - 64, contents.size() - 1};
   for (size_t cut : cuts) {
     SCOPED_TRACE(cut);
     const std::string path = dir.File("truncated_" + std::to_string(cut));
@@ -564,8 +560,7 @@ TEST(ElfFile, TruncatedFilesFailCleanly) {
 }
 
 // Rewrites one field of the section header of `type` in a copy of a 64-bit ELF file.
-std::string CorruptSection(const std::string& contents, uint32_t type, size_t field_offset,
-                           uint64_t value) {
+std::string CorruptSection(const std::string& contents, uint32_t type, size_t field_offset, uint64_t value) {
   std::string out = contents;
   Elf64_Ehdr ehdr;
   std::memcpy(&ehdr, out.data(), sizeof(ehdr));
@@ -582,16 +577,14 @@ TEST(ElfFile, CorruptSectionsFailCleanly) {
   TempDir dir;
   const std::string contents = ReadFile(FixturePath("probe_shapes_pie"));
   const std::string symtab_far = dir.File("symtab_far");
-  WriteFile(symtab_far, CorruptSection(contents, SHT_SYMTAB, offsetof(Elf64_Shdr, sh_offset),
-                                       contents.size() * 4));
+  WriteFile(symtab_far, CorruptSection(contents, SHT_SYMTAB, offsetof(Elf64_Shdr, sh_offset), contents.size() * 4));
   auto far = ElfFile::Open(symtab_far);
   ASSERT_FALSE(far.has_value());
   EXPECT_THAT(far.error().message, HasSubstr(".symtab"));
   EXPECT_THAT(far.error().message, HasSubstr(symtab_far));
 
   const std::string symtab_huge = dir.File("symtab_huge");
-  WriteFile(symtab_huge, CorruptSection(contents, SHT_SYMTAB, offsetof(Elf64_Shdr, sh_size),
-                                        ~0ull / 2));
+  WriteFile(symtab_huge, CorruptSection(contents, SHT_SYMTAB, offsetof(Elf64_Shdr, sh_size), ~0ull / 2));
   EXPECT_FALSE(ElfFile::Open(symtab_huge).has_value());
 
   // A string table link out of range: names cannot be read, symbols are skipped and
@@ -633,9 +626,15 @@ TEST(ElfFile, RandomlyCorruptedFilesNeverCrash) {
         // Mostly the ELF/program headers at the front and the section headers at the end.
         size_t at;
         switch (rng() % 3) {
-          case 0: at = rng() % 4096; break;
-          case 1: at = data.size() - 1 - rng() % 3072; break;
-          default: at = rng() % data.size(); break;
+          case 0:
+            at = rng() % 4096;
+            break;
+          case 1:
+            at = data.size() - 1 - rng() % 3072;
+            break;
+          default:
+            at = rng() % data.size();
+            break;
         }
         data[at] = static_cast<char>(rng());
       }
@@ -699,8 +698,7 @@ TEST(DynamicInfo, ReadsRunpathAndNeeded) {
 // ReadDynamicInfo the first, so `run`'s library search and the symbolizer saw different
 // DT_NEEDED/RUNPATH. Both now take the one PT_DYNAMIC points at, as ld.so does.
 TEST(ElfFileTest, FuzzTwoDynamicSectionsReadTheOneTheLoaderUses) {
-  const std::string path =
-      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_two_dynamic_sections");
+  const std::string path = looptrace::test_util::FuzzCorpusPath("elf_file", "regress_two_dynamic_sections");
   ASSERT_EQ(ReadFile(path).size(), 16584u);
   ElfFile file = OpenOrDie(path);
   auto dynamic = ReadDynamicInfo(path);
@@ -714,8 +712,7 @@ TEST(ElfFileTest, FuzzTwoDynamicSectionsReadTheOneTheLoaderUses) {
 // id, ReadBuildId (like elfutils, the kernel and perf) did not, so the file's own debug
 // file would be rejected for a build-id mismatch. Owners now match exactly.
 TEST(ElfFileTest, FuzzBuildIdNoteOwnerMustBeExactlyGnu) {
-  const std::string path =
-      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_8");
+  const std::string path = looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_8");
   ASSERT_EQ(ReadFile(path).size(), 13688u);
   ElfFile file = OpenOrDie(path);
   EXPECT_EQ(file.build_id(), "");
@@ -729,8 +726,7 @@ TEST(ElfFileTest, FuzzBuildIdNoteOwnerMustBeExactlyGnu) {
 // build-id note with n_namesz 3 ("GNU" without its NUL) was still a build id for ElfFile.
 // A name must end with its NUL to own a note.
 TEST(ElfFileTest, FuzzBuildIdNoteOwnerNeedsItsNul) {
-  const std::string path =
-      looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_3");
+  const std::string path = looptrace::test_util::FuzzCorpusPath("elf_file", "regress_build_id_owner_namesz_3");
   ASSERT_EQ(ReadFile(path).size(), 5930u);
   ElfFile file = OpenOrDie(path);
   EXPECT_EQ(file.build_id(), "");

@@ -13,12 +13,12 @@
 namespace looptrace::symbols {
 namespace {
 
+using test_util::TempDir;
+using test_util::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
-using test_util::TempDir;
-using test_util::WriteFile;
 
 // Lines in the exact shape the Matrix Gradle plugin writes (sorted by id, dispatch last).
 constexpr std::string_view kMapping =
@@ -46,8 +46,7 @@ TEST(MethodMapping, ParsesMatrixLines) {
   EXPECT_EQ(on_create->class_name, "sample.tencent.matrix.trace.TestTraceMainActivity");
   EXPECT_EQ(on_create->method_name, "onCreate");
   EXPECT_EQ(on_create->descriptor, "(Landroid.os.Bundle;)V");
-  EXPECT_EQ(on_create->Display(),
-            "sample.tencent.matrix.trace.TestTraceMainActivity.onCreate(Landroid.os.Bundle;)V");
+  EXPECT_EQ(on_create->Display(), "sample.tencent.matrix.trace.TestTraceMainActivity.onCreate(Landroid.os.Bundle;)V");
 
   const MappedMethod* join = mapping.Find(6);
   ASSERT_NE(join, nullptr);
@@ -120,21 +119,21 @@ TEST(MethodMapping, EmptyText) {
 TEST(MethodMapping, MalformedLinesAreSkippedWithLineNumbers) {
   std::vector<std::string> warnings;
   const MethodMapping mapping = MethodMapping::Parse(
-      "1,1,a.B good ()V\n"                 // 1 ok
-      "just some text\n"                   // 2 no comma
-      "2,1\n"                              // 3 no second comma
-      "3,1,\n"                             // 4 no class
-      "4,1,a.B\n"                          // 5 no method
-      "x5,1,a.B m ()V\n"                   // 6 non-numeric id
-      ",1,a.B m ()V\n"                     // 7 empty id
-      "-6,1,a.B m ()V\n"                   // 8 negative id
-      "1048576,1,a.B m ()V\n"              // 9 id > 0xFFFFF
-      "99999999999999999999,1,a.B m ()V\n" // 10 id overflows
-      "7,public,a.B m ()V\n"               // 11 non-numeric access flag
-      "8,-1,a.B m ()V\n"                   // 12 negative access flag
-      "9,1,a.B m ()V extra\n"              // 13 extra field
-      "10,1,a.B m ()V\n"                   // 14 ok
-      "1048575,1,a.B max ()V\n",           // 15 ok: 0xFFFFF fits the 20-bit id field
+      "1,1,a.B good ()V\n"                  // 1 ok
+      "just some text\n"                    // 2 no comma
+      "2,1\n"                               // 3 no second comma
+      "3,1,\n"                              // 4 no class
+      "4,1,a.B\n"                           // 5 no method
+      "x5,1,a.B m ()V\n"                    // 6 non-numeric id
+      ",1,a.B m ()V\n"                      // 7 empty id
+      "-6,1,a.B m ()V\n"                    // 8 negative id
+      "1048576,1,a.B m ()V\n"               // 9 id > 0xFFFFF
+      "99999999999999999999,1,a.B m ()V\n"  // 10 id overflows
+      "7,public,a.B m ()V\n"                // 11 non-numeric access flag
+      "8,-1,a.B m ()V\n"                    // 12 negative access flag
+      "9,1,a.B m ()V extra\n"               // 13 extra field
+      "10,1,a.B m ()V\n"                    // 14 ok
+      "1048575,1,a.B max ()V\n",            // 15 ok: 0xFFFFF fits the 20-bit id field
       "bad.txt", &warnings);
   EXPECT_EQ(mapping.size(), 3u);
   EXPECT_EQ(mapping.malformed_lines(), 12u);
@@ -171,16 +170,14 @@ TEST(MethodMapping, MalformedLinesAreCountedWithoutWarningSink) {
 TEST(MethodMapping, DuplicateIdLastWins) {
   std::vector<std::string> warnings;
   const MethodMapping mapping = MethodMapping::Parse(
-      "1,1,a.B first ()V\n2,1,a.B other ()V\n1,2,a.C second (I)V\n1,4,a.D third ()I\n",
-      "dup.txt", &warnings);
+      "1,1,a.B first ()V\n2,1,a.B other ()V\n1,2,a.C second (I)V\n1,4,a.D third ()I\n", "dup.txt", &warnings);
   EXPECT_EQ(mapping.size(), 2u);
   EXPECT_EQ(mapping.malformed_lines(), 0u);
   ASSERT_NE(mapping.Find(1), nullptr);
   EXPECT_EQ(mapping.Find(1)->Display(), "a.D.third()I");
   EXPECT_EQ(mapping.Find(1)->access_flags, 4);
-  EXPECT_THAT(warnings,
-              ElementsAre("dup.txt:3: duplicate method id 1 (replaces the entry of line 1)",
-                          "dup.txt:4: duplicate method id 1 (replaces the entry of line 3)"));
+  EXPECT_THAT(warnings, ElementsAre("dup.txt:3: duplicate method id 1 (replaces the entry of line 1)",
+                                    "dup.txt:4: duplicate method id 1 (replaces the entry of line 3)"));
 }
 
 TEST(MethodMapping, LoadsAFile) {

@@ -14,16 +14,17 @@ namespace {
 TEST(PerfMap, ParsesLinesAndCountsMalformedOnes) {
   std::vector<PerfMapEntry> entries;
   size_t bad = 0;
-  ParsePerfMap("7f0000001000 40 LazyCompile:*foo /app/index.js:3\n"
-               "0x7f0000002000 0x10 Interpreter\n"
-               "\n"
-               "zz 10 not-hex\n"
-               "7f0000003000\n"
-               "7f0000004000 0 zero-size\n"
-               "7f0000005000 10\n"
-               "ffffffffffffffff 10 wraps\n"
-               "7f0000006000 8 last-no-newline",
-               &entries, &bad);
+  ParsePerfMap(
+      "7f0000001000 40 LazyCompile:*foo /app/index.js:3\n"
+      "0x7f0000002000 0x10 Interpreter\n"
+      "\n"
+      "zz 10 not-hex\n"
+      "7f0000003000\n"
+      "7f0000004000 0 zero-size\n"
+      "7f0000005000 10\n"
+      "ffffffffffffffff 10 wraps\n"
+      "7f0000006000 8 last-no-newline",
+      &entries, &bad);
   ASSERT_EQ(entries.size(), 3u);
   EXPECT_EQ(entries[0].start, 0x7f0000001000u);
   EXPECT_EQ(entries[0].size, 0x40u);
@@ -77,8 +78,8 @@ TEST(PerfMap, AMissingFileNamesNothing) {
 }
 
 TEST(PerfMap, PathIsTheOneTheProcessSeesThroughItsRoot) {
-  EXPECT_EQ(PerfMapPath(getpid()), "/proc/" + std::to_string(getpid()) + "/root/tmp/perf-" +
-                                       std::to_string(getpid()) + ".map");
+  EXPECT_EQ(PerfMapPath(getpid()),
+            "/proc/" + std::to_string(getpid()) + "/root/tmp/perf-" + std::to_string(getpid()) + ".map");
 }
 
 }  // namespace

@@ -12,8 +12,7 @@ namespace {
 
 InstructionInfo Classify(std::vector<uint8_t> bytes) { return ClassifyProbeInstruction(bytes); }
 
-void ExpectInstruction(std::vector<uint8_t> bytes, ProbeCost cost, const std::string& mnemonic,
-                       size_t length) {
+void ExpectInstruction(std::vector<uint8_t> bytes, ProbeCost cost, const std::string& mnemonic, size_t length) {
   SCOPED_TRACE(::testing::PrintToString(bytes));
   const InstructionInfo info = ClassifyProbeInstruction(bytes);
   EXPECT_EQ(info.cost, cost) << ProbeCostName(info.cost);
@@ -35,10 +34,8 @@ TEST(ProbeCost, NopsAreEmulated) {
   ExpectInstruction({0x0f, 0x1f, 0x44, 0x00, 0x00, 0x55}, ProbeCost::kEmulated, "nop5", 5);
   ExpectInstruction({0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00}, ProbeCost::kEmulated, "nop6", 6);
   ExpectInstruction({0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00}, ProbeCost::kEmulated, "nop7", 7);
-  ExpectInstruction({0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00}, ProbeCost::kEmulated, "nop8",
-                    8);
-  ExpectInstruction({0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
-                    ProbeCost::kEmulated, "nop10", 10);
+  ExpectInstruction({0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00}, ProbeCost::kEmulated, "nop8", 8);
+  ExpectInstruction({0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00}, ProbeCost::kEmulated, "nop10", 10);
   ExpectInstruction({0xf3, 0x90}, ProbeCost::kEmulated, "pause", 2);
 }
 
@@ -97,8 +94,7 @@ TEST(ProbeCost, CommonFunctionStartsAreSingleStepped) {
   ExpectInstruction({0x48, 0x8b, 0x44, 0x24, 0x08}, ProbeCost::kSingleStep, "mov (single-step)",
                     5);  // SIB + disp8
   ExpectInstruction({0xb8, 1, 0, 0, 0}, ProbeCost::kSingleStep, "mov (single-step)", 5);
-  ExpectInstruction({0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8}, ProbeCost::kSingleStep,
-                    "mov (single-step)", 10);  // movabs
+  ExpectInstruction({0x48, 0xb8, 1, 2, 3, 4, 5, 6, 7, 8}, ProbeCost::kSingleStep, "mov (single-step)", 10);  // movabs
   ExpectInstruction({0xc7, 0x45, 0xfc, 0, 0, 0, 0}, ProbeCost::kSingleStep, "mov (single-step)", 7);
   ExpectInstruction({0x48, 0x83, 0xec, 0x18}, ProbeCost::kSingleStep, "sub (single-step)", 4);
   ExpectInstruction({0x48, 0x81, 0xec, 0, 1, 0, 0}, ProbeCost::kSingleStep, "sub (single-step)", 7);
@@ -106,8 +102,7 @@ TEST(ProbeCost, CommonFunctionStartsAreSingleStepped) {
   ExpectInstruction({0x8d, 0x04, 0x37}, ProbeCost::kSingleStep, "lea (single-step)", 3);
   ExpectInstruction({0x48, 0x85, 0xff}, ProbeCost::kSingleStep, "test (single-step)", 3);
   ExpectInstruction({0xc3}, ProbeCost::kSingleStep, "ret (single-step)", 1);
-  ExpectInstruction({0x48, 0x83, 0x3d, 1, 2, 3, 4, 0}, ProbeCost::kSingleStep, "cmp (single-step)",
-                    8);
+  ExpectInstruction({0x48, 0x83, 0x3d, 1, 2, 3, 4, 0}, ProbeCost::kSingleStep, "cmp (single-step)", 8);
   ExpectInstruction({0xff, 0x25, 1, 2, 3, 4}, ProbeCost::kSingleStep, "jmp (single-step)", 6);
   ExpectInstruction({0xff, 0xd0}, ProbeCost::kSingleStep, "call (single-step)", 2);
   ExpectInstruction({0x0f, 0xb6, 0x07}, ProbeCost::kSingleStep, "movzx (single-step)", 3);

@@ -48,7 +48,7 @@ TEST_P(ProbeRelocationTest, EntryBlockSkipsToTheFirstEmulatedInstruction) {
   EXPECT_EQ(skip.point->address, Address("shape_skip") + 3);
   EXPECT_EQ(skip.point->instruction.cost, ProbeCost::kEmulated);
   EXPECT_EQ(skip.point->instruction.mnemonic, "push %rbx");
-  EXPECT_EQ(skip.skipped, "movq");  // AT&T, as objdump
+  EXPECT_EQ(skip.skipped, "movq");        // AT&T, as objdump
   EXPECT_EQ(skip.written_arguments, 0u);  // mov %rdi, %rax writes %rax only
   EXPECT_FALSE(skip.writes_memory);
   EXPECT_EQ(*elf_->AddressToFileOffset(skip.point->address), skip.point->file_offset);

@@ -18,13 +18,13 @@ extern char** environ;
 namespace looptrace::symbols {
 namespace {
 
-using ::testing::EndsWith;
-using ::testing::HasSubstr;
-using ::testing::Optional;
 using test_util::FixturePath;
 using test_util::ReadFile;
 using test_util::TempDir;
 using test_util::WriteFile;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Optional;
 
 constexpr std::string_view kMaps =
     "55d4a1c00000-55d4a1c02000 r--p 00000000 08:01 1311234                    /usr/bin/app\n"
@@ -115,15 +115,13 @@ TEST(ParseProcMaps, CountsMalformedLines) {
 
 TEST(FindMappedFile, MatchesPathsAndBasenames) {
   const std::vector<MapEntry> maps = ParseProcMaps(kMaps);
-  EXPECT_THAT(FindMappedFile(maps, "libc.so.6"),
-              Optional(std::string("/usr/lib/x86_64-linux-gnu/libc.so.6")));
+  EXPECT_THAT(FindMappedFile(maps, "libc.so.6"), Optional(std::string("/usr/lib/x86_64-linux-gnu/libc.so.6")));
   EXPECT_THAT(FindMappedFile(maps, "libglib-2.0.so"),
               Optional(std::string("/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0.7400.6")));
   EXPECT_THAT(FindMappedFile(maps, "libc"), Optional(std::string("/usr/lib/x86_64-linux-gnu/libc.so.6")));
   EXPECT_THAT(FindMappedFile(maps, "/usr/bin/app"), Optional(std::string("/usr/bin/app")));
   EXPECT_THAT(FindMappedFile(maps, "libspace y.so"), Optional(std::string("/opt/my app/libspace y.so")));
-  EXPECT_THAT(FindMappedFile(maps, "lib/libplugin.so"),
-              Optional(std::string("/opt/app/lib/libplugin.so")));
+  EXPECT_THAT(FindMappedFile(maps, "lib/libplugin.so"), Optional(std::string("/opt/app/lib/libplugin.so")));
   // Only a deleted mapping matches: it is still returned.
   EXPECT_THAT(FindMappedFile(maps, "libplugin.so"), Optional(std::string("/opt/app/lib/libplugin.so")));
   EXPECT_EQ(FindMappedFile(maps, "libnothing.so"), std::nullopt);
@@ -184,8 +182,7 @@ TEST(ReadProcMaps, FindsLibcInThisProcess) {
 TEST(ReadProcMaps, MissingProcessIsAnError) {
   auto maps = ReadProcMaps(INT_MAX);
   ASSERT_FALSE(maps.has_value());
-  EXPECT_EQ(maps.error().message,
-            "cannot read /proc/" + std::to_string(INT_MAX) + "/maps: No such file or directory");
+  EXPECT_EQ(maps.error().message, "cannot read /proc/" + std::to_string(INT_MAX) + "/maps: No such file or directory");
   EXPECT_EQ(maps.error().code, ExitCode::kTarget);
 }
 
@@ -275,11 +272,9 @@ TEST(SearchLibrary, PathsAreReturnedIfTheyExist) {
 
 TEST(SearchLibrary, UsesLdLibraryPathFirst) {
   const std::string fixtures = LOOPTRACE_FIXTURE_DIR;
-  EXPECT_THAT(SearchLibrary("libltfixture.so.1", fixtures, ""),
-              Optional(fixtures + "/libltfixture.so.1"));
+  EXPECT_THAT(SearchLibrary("libltfixture.so.1", fixtures, ""), Optional(fixtures + "/libltfixture.so.1"));
   // Prefix match: the shortest .so name starting with the prefix.
-  EXPECT_THAT(SearchLibrary("libltfix", "/nonexistent:" + fixtures, ""),
-              Optional(fixtures + "/libltfixture.so"));
+  EXPECT_THAT(SearchLibrary("libltfix", "/nonexistent:" + fixtures, ""), Optional(fixtures + "/libltfixture.so"));
 
   TempDir dir;
   WriteFile(dir.File("libltfixture.so.1"), ReadFile(fixtures + "/libltfixture.so.1.2.3"));

@@ -11,9 +11,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string SamplePath() {
-  return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/fixtures/mappings/r8_mapping.txt";
-}
+std::string SamplePath() { return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/fixtures/mappings/r8_mapping.txt"; }
 
 ProguardMapping LoadSample() {
   std::vector<std::string> warnings;
@@ -51,8 +49,7 @@ TEST(ProguardMappingTest, DeobfuscatesClassNames) {
   EXPECT_EQ(mapping.DeobfuscateClass("c/a/a/c"), "com.example.app.model.Frame");
   EXPECT_EQ(mapping.DeobfuscateClass("c.a.a.c$a"), "com.example.app.model.Frame$Builder");
   EXPECT_EQ(mapping.DeobfuscateClass("c.a.a.c[][]"), "com.example.app.model.Frame[][]");
-  EXPECT_EQ(mapping.DeobfuscateClass("com.example.app.MainActivity"),
-            "com.example.app.MainActivity");
+  EXPECT_EQ(mapping.DeobfuscateClass("com.example.app.MainActivity"), "com.example.app.MainActivity");
   EXPECT_EQ(mapping.DeobfuscateClass("x.y.Unknown"), "x.y.Unknown");
   EXPECT_EQ(mapping.DeobfuscateDescriptor("(Lc/a/a/c;[Lc/a/a/c;IJ)Lc.a.a.b;"),
             "(Lcom.example.app.model.Frame;[Lcom.example.app.model.Frame;IJ)"
@@ -75,8 +72,7 @@ TEST(ProguardMappingTest, DeobfuscatesMethodsWithAndWithoutDescriptors) {
   // Different names sharing one obfuscated name are ambiguous without a descriptor.
   DeobfuscatedMethod b = mapping.DeobfuscateMethod("com.example.app.MainActivity", "b");
   EXPECT_EQ(b.method_name, "dispatch");
-  DeobfuscatedMethod render = mapping.DeobfuscateMethod("com.example.app.MainActivity", "a",
-                                                        "([Lc.a.a.c;)V");
+  DeobfuscatedMethod render = mapping.DeobfuscateMethod("com.example.app.MainActivity", "a", "([Lc.a.a.c;)V");
   EXPECT_EQ(render.signature, "void render(com.example.app.model.Frame[])");
 
   DeobfuscatedMethod clear = mapping.DeobfuscateMethod("c.a.a.b", "b", "()V");
@@ -101,8 +97,8 @@ TEST(ProguardMappingTest, LineNumbersSelectInlineChains) {
   EXPECT_EQ(chain[1]->name, "computeScore");
   EXPECT_EQ(chain[2]->name, "onCreate");
   EXPECT_EQ(chain[2]->original_start, 23u);
-  DeobfuscatedMethod outer = mapping.DeobfuscateMethod("com.example.app.MainActivity", "onCreate",
-                                                       "(Landroid/os/Bundle;)V", 4);
+  DeobfuscatedMethod outer =
+      mapping.DeobfuscateMethod("com.example.app.MainActivity", "onCreate", "(Landroid/os/Bundle;)V", 4);
   EXPECT_EQ(outer.method_name, "onCreate");
   EXPECT_EQ(outer.class_name, "com.example.app.MainActivity");
   // Without a line, inlined members from other classes are not candidates.
@@ -116,30 +112,28 @@ TEST(ProguardMappingTest, LineNumbersSelectInlineChains) {
 
 TEST(ProguardMappingTest, MalformedLinesWarnWithFileAndLine) {
   const std::string text =
-      "    void orphan() -> a\n"              // 1: member before any class
-      "com.example.A -> a.a:\n"               // 2
-      "    void ok() -> a\n"                  // 3
-      "    x:y:void bad() -> b\n"             // 4: bad range
-      "    void broken(int -> c\n"            // 5: unbalanced
-      "    void noarrow()\n"                  // 6
-      "    5:3:void backwards() -> d\n"       // 7: range ends before start
-      "com.example.B -> a.b\n"                // 8: class without ':'
-      "com.example.C -> a.a:\n"               // 9: duplicate obfuscated name
-      "    int field -> \n"                   // 10: empty obfuscated name
+      "    void orphan() -> a\n"         // 1: member before any class
+      "com.example.A -> a.a:\n"          // 2
+      "    void ok() -> a\n"             // 3
+      "    x:y:void bad() -> b\n"        // 4: bad range
+      "    void broken(int -> c\n"       // 5: unbalanced
+      "    void noarrow()\n"             // 6
+      "    5:3:void backwards() -> d\n"  // 7: range ends before start
+      "com.example.B -> a.b\n"           // 8: class without ':'
+      "com.example.C -> a.a:\n"          // 9: duplicate obfuscated name
+      "    int field -> \n"              // 10: empty obfuscated name
       "\r\n"
-      "com.example.D -> a.d:\r\n"             // 12
-      "    1:2:void fine(int):3 -> a\r\n";    // 13
+      "com.example.D -> a.d:\r\n"           // 12
+      "    1:2:void fine(int):3 -> a\r\n";  // 13
   std::vector<std::string> warnings;
   const ProguardMapping mapping = ProguardMapping::Parse(text, "mapping.txt", &warnings);
   EXPECT_EQ(mapping.malformed_lines(), warnings.size());
-  EXPECT_THAT(warnings, ElementsAre(HasSubstr("mapping.txt:1: member line outside a class"),
-                                    HasSubstr("mapping.txt:4: bad line range"),
-                                    HasSubstr("mapping.txt:5: unbalanced parentheses"),
-                                    HasSubstr("mapping.txt:6: expected"),
-                                    HasSubstr("mapping.txt:7: line range"),
-                                    HasSubstr("mapping.txt:8: class line must end with ':'"),
-                                    HasSubstr("mapping.txt:9: class a.a is mapped twice"),
-                                    HasSubstr("mapping.txt:10: expected")));
+  EXPECT_THAT(
+      warnings,
+      ElementsAre(HasSubstr("mapping.txt:1: member line outside a class"), HasSubstr("mapping.txt:4: bad line range"),
+                  HasSubstr("mapping.txt:5: unbalanced parentheses"), HasSubstr("mapping.txt:6: expected"),
+                  HasSubstr("mapping.txt:7: line range"), HasSubstr("mapping.txt:8: class line must end with ':'"),
+                  HasSubstr("mapping.txt:9: class a.a is mapped twice"), HasSubstr("mapping.txt:10: expected")));
   EXPECT_EQ(mapping.class_count(), 2u);
   EXPECT_EQ(mapping.DeobfuscateMethod("a.d", "a").signature, "void fine(int)");
   EXPECT_EQ(mapping.DeobfuscateMethod("a.a", "a").method_name, "ok");

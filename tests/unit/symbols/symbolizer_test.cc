@@ -11,25 +11,25 @@
 #include <map>
 #include <random>
 
+#include "../fuzz_corpus.h"
 #include "addr2line_util.h"
 #include "looptrace/symbols/debug_file.h"
 #include "looptrace/symbols/process_symbolizer.h"
-#include "../fuzz_corpus.h"
 #include "symbols_test_util.h"
 
 namespace looptrace::symbols {
 namespace {
 
-using ::testing::HasSubstr;
+using looptrace::test_util::FuzzCorpusPath;
 using test_util::AsFrames;
 using test_util::Describe;
 using test_util::ExpectedFrame;
 using test_util::FixturePath;
-using looptrace::test_util::FuzzCorpusPath;
 using test_util::ReadFile;
 using test_util::RunCommand;
 using test_util::TempDir;
 using test_util::WriteFile;
+using ::testing::HasSubstr;
 
 constexpr size_t kAddressesPerFixture = 1000;
 constexpr uint64_t kSeed = 20240607;
@@ -39,10 +39,10 @@ std::string DebugVariant(const std::string& base, const std::string& relative) {
 }
 
 struct Addr2lineCase {
-  std::string name;       // test name
-  std::string file;       // what the Symbolizer reads
-  std::string reference;  // what eu-addr2line reads (same addresses and DWARF)
-  std::string debug_root; // debug directory for the build-id tree ("" = none)
+  std::string name;        // test name
+  std::string file;        // what the Symbolizer reads
+  std::string reference;   // what eu-addr2line reads (same addresses and DWARF)
+  std::string debug_root;  // debug directory for the build-id tree ("" = none)
   bool expect_lines = true;
 };
 
@@ -58,8 +58,7 @@ std::vector<Addr2lineCase> Addr2lineCases() {
       }
     }
   }
-  cases.push_back({"symtest_o2_gz_pie", FixturePath("symtest_o2_gz_pie"),
-                   FixturePath("symtest_o2_gz_pie"), ""});
+  cases.push_back({"symtest_o2_gz_pie", FixturePath("symtest_o2_gz_pie"), FixturePath("symtest_o2_gz_pie"), ""});
   for (const char* name : {"symtest_cxx_o2_pie", "symtest_cxx_o2_nofp_nopie", "symtest_cxx_o0_pie"}) {
     cases.push_back({name, FixturePath(name), FixturePath(name), ""});
   }
@@ -67,11 +66,10 @@ std::vector<Addr2lineCase> Addr2lineCases() {
     const std::string b = base;
     cases.push_back({b + "_debuglink", DebugVariant(b, "debuglink/" + b), FixturePath(b), ""});
     cases.push_back({b + "_dotdebug", DebugVariant(b, "dotdebug/" + b), FixturePath(b), ""});
-    cases.push_back({b + "_buildid", DebugVariant(b, "buildid/" + b), FixturePath(b),
-                     DebugVariant(b, "root")});
+    cases.push_back({b + "_buildid", DebugVariant(b, "buildid/" + b), FixturePath(b), DebugVariant(b, "root")});
     cases.push_back({b + "_zdebug", DebugVariant(b, b + "_zdebug"), DebugVariant(b, b + "_zdebug"), ""});
-    cases.push_back({b + "_minidebuginfo", DebugVariant(b, b + "_mini"), DebugVariant(b, b + "_mini"),
-                     "", /*expect_lines=*/false});
+    cases.push_back(
+        {b + "_minidebuginfo", DebugVariant(b, b + "_mini"), DebugVariant(b, b + "_mini"), "", /*expect_lines=*/false});
   }
   return cases;
 }
@@ -88,8 +86,7 @@ TEST_P(Addr2lineAgreementTest, MatchesEuAddr2line) {
   if (!c.debug_root.empty()) options.debug.debug_directories.push_back(c.debug_root);
   Symbolizer symbolizer({}, std::make_shared<ModuleCache>(options));
 
-  const std::vector<uint64_t> addresses =
-      test_util::RandomTextAddresses(c.reference, kAddressesPerFixture, kSeed);
+  const std::vector<uint64_t> addresses = test_util::RandomTextAddresses(c.reference, kAddressesPerFixture, kSeed);
   ASSERT_EQ(addresses.size(), kAddressesPerFixture);
   const auto expected = test_util::EuAddr2line(c.reference, addresses);
   ASSERT_EQ(expected.size(), addresses.size());
@@ -106,11 +103,9 @@ TEST_P(Addr2lineAgreementTest, MatchesEuAddr2line) {
       ++agree;
     } else if (failures.size() < 5) {
       char address[32];
-      std::snprintf(address, sizeof(address), "0x%llx",
-                    static_cast<unsigned long long>(addresses[i]));
-      failures.push_back(std::string(address) + " (" +
-                         std::string(DegradationName(result->degradation)) + ")\n  expected:" +
-                         Describe(expected[i]) + "\n  actual:" + Describe(actual));
+      std::snprintf(address, sizeof(address), "0x%llx", static_cast<unsigned long long>(addresses[i]));
+      failures.push_back(std::string(address) + " (" + std::string(DegradationName(result->degradation)) +
+                         ")\n  expected:" + Describe(expected[i]) + "\n  actual:" + Describe(actual));
     }
     if (result->degradation == Degradation::kNone) ++with_line;
     if (result->frames.size() > 1) ++inlined;
@@ -207,13 +202,11 @@ TEST(SymbolizerTest, NamesAddressesOfAProcessWithLines) {
   ASSERT_NE(maps, nullptr);
   for (const MapEntry& map : *maps) {
     if (map.path == "[stack]") {
-      EXPECT_EQ(symbolizer.Symbolize(process.pid(), map.start)->degradation,
-                Degradation::kNotFileBacked);
+      EXPECT_EQ(symbolizer.Symbolize(process.pid(), map.start)->degradation, Degradation::kNotFileBacked);
     }
   }
   const SymbolizerStats stats = symbolizer.stats();
-  EXPECT_EQ(stats.lookups, stats.by_degradation[0] + stats.by_degradation[1] +
-                               stats.by_degradation[2]);
+  EXPECT_EQ(stats.lookups, stats.by_degradation[0] + stats.by_degradation[1] + stats.by_degradation[2]);
   EXPECT_EQ(stats.dwarf_in_file, 1u);
   EXPECT_THAT(stats.ToString(), HasSubstr("unmapped=1"));
 }
@@ -286,20 +279,16 @@ class SymbolizerDebugFileTest : public ::testing::Test {
     return stripped;
   }
   std::string DebugFileName() const { return dir_.File(std::string(kBase) + ".debug"); }
-  std::string OriginalDebugFile() const {
-    return DebugVariant(kBase, std::string(kBase) + ".debug");
-  }
+  std::string OriginalDebugFile() const { return DebugVariant(kBase, std::string(kBase) + ".debug"); }
   // An address in st_level_c (whose name is not in the stripped .dynsym).
   uint64_t Address() const {
     auto elf = ElfFile::Open(FixturePath(kBase));
     return elf->FindFunctions("st_level_c").front()->address + 2;
   }
-  std::shared_ptr<const Symbolization> Lookup(const std::string& path,
-                                              std::vector<std::string> roots = {}) {
+  std::shared_ptr<const Symbolization> Lookup(const std::string& path, std::vector<std::string> roots = {}) {
     ModuleCacheOptions options;
     options.debug.debug_directories = std::move(roots);
-    symbolizer_ = std::make_unique<Symbolizer>(SymbolizerOptions{},
-                                               std::make_shared<ModuleCache>(options));
+    symbolizer_ = std::make_unique<Symbolizer>(SymbolizerOptions{}, std::make_shared<ModuleCache>(options));
     return symbolizer_->SymbolizeModule(path, Address());
   }
   TempDir dir_;
@@ -338,8 +327,7 @@ TEST_F(SymbolizerDebugFileTest, BuildIdMismatchIsRejectedAndCounted) {
   ASSERT_TRUE(elf);
   const std::string target = BuildIdDebugPath(dir_.File("root"), elf->build_id());
   std::filesystem::create_directories(std::filesystem::path(target).parent_path());
-  std::filesystem::copy_file(DebugVariant("symtest_o0_fp_nopie", "symtest_o0_fp_nopie.debug"),
-                             target);
+  std::filesystem::copy_file(DebugVariant("symtest_o0_fp_nopie", "symtest_o0_fp_nopie.debug"), target);
   auto result = Lookup(stripped, {dir_.File("root")});
   EXPECT_EQ(result->degradation, Degradation::kDebugBuildIdMismatch);
   EXPECT_EQ(symbolizer_->stats().debug_build_id_mismatch, 1u);
@@ -391,8 +379,8 @@ TEST(SymbolizerBadInputTest, TruncatedAndCorruptFilesNeverCrash) {
     stats.module_corrupt += symbolizer.stats().module_corrupt;
     stats.lookups += symbolizer.stats().lookups;
   };
-  for (size_t length : {size_t{0}, size_t{3}, size_t{64}, size_t{100}, original.size() / 4,
-                        original.size() / 2, original.size() - 100}) {
+  for (size_t length : {size_t{0}, size_t{3}, size_t{64}, size_t{100}, original.size() / 4, original.size() / 2,
+                        original.size() - 100}) {
     check(original.substr(0, length));
   }
   for (int i = 0; i < 40; ++i) {

@@ -10,9 +10,7 @@
 
 namespace looptrace::symbols::test_util {
 
-inline std::string FixturePath(const std::string& name) {
-  return std::string(LOOPTRACE_FIXTURE_DIR) + "/" + name;
-}
+inline std::string FixturePath(const std::string& name) { return std::string(LOOPTRACE_FIXTURE_DIR) + "/" + name; }
 
 // stdout of a shell command ("" if it cannot run).
 inline std::string RunCommand(const std::string& command) {

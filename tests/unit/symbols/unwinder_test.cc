@@ -113,9 +113,7 @@ Capture CaptureStopped(pid_t pid) {
     }
     capture.stack.resize(stack_end - r.rsp);
     const int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY);
-    const ssize_t n = fd < 0 ? -1
-                             : pread(fd, capture.stack.data(), capture.stack.size(),
-                                     static_cast<off_t>(r.rsp));
+    const ssize_t n = fd < 0 ? -1 : pread(fd, capture.stack.data(), capture.stack.size(), static_cast<off_t>(r.rsp));
     if (fd >= 0) close(fd);
     if (n <= 0) capture.error = "cannot read /proc/PID/mem";
     capture.stack.resize(n > 0 ? static_cast<size_t>(n) : 0);
@@ -131,8 +129,7 @@ struct NamedFrame {
 };
 
 // Frames up to and including main, each physical frame expanded into its inlined frames.
-std::vector<NamedFrame> Name(Symbolizer* symbolizer, int pid,
-                             const std::vector<UnwoundFrame>& frames) {
+std::vector<NamedFrame> Name(Symbolizer* symbolizer, int pid, const std::vector<UnwoundFrame>& frames) {
   std::vector<NamedFrame> out;
   for (const UnwoundFrame& frame : frames) {
     auto s = symbolizer->Symbolize(pid, frame.lookup_pc);
@@ -156,7 +153,8 @@ std::vector<NamedFrame> Name(Symbolizer* symbolizer, int pid,
 std::vector<NamedFrame> GdbBacktrace(int pid) {
   const std::string output = RunCommand(
       "gdb -nx -batch -iex 'set debuginfod enabled off' -ex 'set print frame-arguments none' "
-      "-ex bt -p " + std::to_string(pid) + " 2>/dev/null");
+      "-ex bt -p " +
+      std::to_string(pid) + " 2>/dev/null");
   static const std::regex kFrame(R"(^#(\d+)\s+(?:0x([0-9a-f]+) in )?(.+?) \(.*$)");
   std::vector<NamedFrame> out;
   for (const std::string& line : SplitLines(output)) {
@@ -216,8 +214,7 @@ TEST_P(UnwindAgainstGdbTest, MatchesGdbBacktrace) {
   ASSERT_EQ(ours.size(), gdb.size()) << "ours:" << Describe(ours) << "\ngdb:" << Describe(gdb);
   for (size_t i = 0; i < gdb.size(); ++i) {
     if (gdb[i].pc != 0) {
-      EXPECT_EQ(ours[i].pc, gdb[i].pc) << "frame " << i << "\nours:" << Describe(ours)
-                                       << "\ngdb:" << Describe(gdb);
+      EXPECT_EQ(ours[i].pc, gdb[i].pc) << "frame " << i << "\nours:" << Describe(ours) << "\ngdb:" << Describe(gdb);
     }
     if (c.compare_names) {
       EXPECT_EQ(ours[i].function, gdb[i].function) << "frame " << i;
@@ -248,8 +245,8 @@ TEST_P(UnwindAgainstGdbTest, MatchesGdbBacktrace) {
   }
   RecordProperty("frames", std::to_string(ours.size()));
   if (std::getenv("LOOPTRACE_TEST_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "ours:%s\ngdb:%s\nframe pointers:%s\n", Describe(ours).c_str(),
-                 Describe(gdb).c_str(), Describe(by_fp).c_str());
+    std::fprintf(stderr, "ours:%s\ngdb:%s\nframe pointers:%s\n", Describe(ours).c_str(), Describe(gdb).c_str(),
+                 Describe(by_fp).c_str());
   }
 }
 
@@ -321,16 +318,15 @@ TEST(UnwinderTest, RegistersArePlainData) {
   EXPECT_EQ(UnwindRegisters::kNeeded & UnwindRegisters::kAll, UnwindRegisters::kNeeded);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, UnwindAgainstGdbTest,
-    ::testing::Values(UnwindCase{"symtest_o2_nofp_pie", false, true},
-                      UnwindCase{"symtest_o2_nofp_nopie", false, true},
-                      UnwindCase{"symtest_o0_nofp_pie", false, true},
-                      UnwindCase{"symtest_o0_fp_pie", true, true},
-                      UnwindCase{"symtest_o2_fp_nopie", true, true},
-                      UnwindCase{"symtest_cxx_o2_nofp_nopie", false, false},
-                      UnwindCase{"symtest_cxx_o2_pie", true, false}),
-    [](const auto& info) { return info.param.fixture; });
+INSTANTIATE_TEST_SUITE_P(Fixtures, UnwindAgainstGdbTest,
+                         ::testing::Values(UnwindCase{"symtest_o2_nofp_pie", false, true},
+                                           UnwindCase{"symtest_o2_nofp_nopie", false, true},
+                                           UnwindCase{"symtest_o0_nofp_pie", false, true},
+                                           UnwindCase{"symtest_o0_fp_pie", true, true},
+                                           UnwindCase{"symtest_o2_fp_nopie", true, true},
+                                           UnwindCase{"symtest_cxx_o2_nofp_nopie", false, false},
+                                           UnwindCase{"symtest_cxx_o2_pie", true, false}),
+                         [](const auto& info) { return info.param.fixture; });
 
 }  // namespace
 }  // namespace looptrace::symbols

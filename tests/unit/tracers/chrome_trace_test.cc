@@ -9,8 +9,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "looptrace/tracers/frames.h"
 #include "event_script.h"
+#include "looptrace/tracers/frames.h"
 
 namespace looptrace {
 namespace {

@@ -13,8 +13,8 @@ namespace looptrace {
 namespace {
 
 TEST(CostAccumulator, BucketsAreContiguousAndNarrow) {
-  for (uint64_t v : std::initializer_list<uint64_t>{0ull, 1ull, 255ull, 256ull, 257ull, 1000ull, 123456789ull, 1ull << 40, (1ull << 63) + 12345,
-                     UINT64_MAX}) {
+  for (uint64_t v : std::initializer_list<uint64_t>{0ull, 1ull, 255ull, 256ull, 257ull, 1000ull, 123456789ull,
+                                                    1ull << 40, (1ull << 63) + 12345, UINT64_MAX}) {
     uint32_t b = CostAccumulator::BucketOf(v);
     EXPECT_LE(CostAccumulator::BucketLow(b), v) << v;
     if (v != UINT64_MAX) {
@@ -52,7 +52,8 @@ TEST(CostAccumulator, ExactUntilTheLimitThenWithinHalfAPercent) {
   EXPECT_EQ(approx.min_ns, exact.min_ns);
   EXPECT_EQ(approx.max_ns, exact.max_ns);
   EXPECT_EQ(approx.mean_ns, exact.mean_ns);
-  for (auto [a, e] : {std::pair{approx.p50_ns, exact.p50_ns}, {approx.p90_ns, exact.p90_ns}, {approx.p99_ns, exact.p99_ns}})
+  for (auto [a, e] :
+       {std::pair{approx.p50_ns, exact.p50_ns}, {approx.p90_ns, exact.p90_ns}, {approx.p99_ns, exact.p99_ns}})
     EXPECT_NEAR(static_cast<double>(a), static_cast<double>(e), static_cast<double>(e) * 0.004);
 }
 

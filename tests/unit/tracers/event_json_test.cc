@@ -115,15 +115,13 @@ TEST(EventJson, IntegerFieldsTakeOnlyIntegersInRange) {
   EXPECT_EQ(signal.sender_pid, 4294967295u);
   EXPECT_EQ(signal.result, -22);
   // Optional fields out of range fall back to their defaults, as other wrong types do.
-  auto probe = EventFromJsonLine(
-      R"({"type":"probe","ts_ns":1,"tid":2,"role":"dispatch.end","probe_id":70000})");
+  auto probe = EventFromJsonLine(R"({"type":"probe","ts_ns":1,"tid":2,"role":"dispatch.end","probe_id":70000})");
   ASSERT_TRUE(probe && probe->has_value());
   EXPECT_EQ(std::get<ProbeEvent>(**probe).probe_id, 0);
 }
 
 TEST(EventJson, MethodNameKeysAreWholeNumbers) {
-  const std::string prefix =
-      R"({"type":"method_beats","tid":1,"begin_ns":1,"end_ns":2,"beats":[],"names":{)";
+  const std::string prefix = R"({"type":"method_beats","tid":1,"begin_ns":1,"end_ns":2,"beats":[],"names":{)";
   for (const char* key : {R"("12abc")", R"("-1")", R"(" 7")", R"("")"}) {
     auto parsed = EventFromJsonLine(prefix + key + R"(:"x"}})");
     ASSERT_FALSE(parsed) << key;

@@ -59,8 +59,8 @@ class EventScript {
     if (m.msg_id) args.push_back(U("id", *m.msg_id));
     if (!m.name.empty()) args.push_back(S("name", m.name));
     Add(Probe(Role::kDispatchBegin, m.begin_ns, std::move(args), m.tid));
-    Add(Probe(Role::kDispatchEnd, m.end_ns, m.msg_id ? std::vector<EventArg>{U("id", *m.msg_id)} : std::vector<EventArg>{},
-              m.tid));
+    Add(Probe(Role::kDispatchEnd, m.end_ns,
+              m.msg_id ? std::vector<EventArg>{U("id", *m.msg_id)} : std::vector<EventArg>{}, m.tid));
   }
   // Runs every event in time order (ties keep the order they were added in), then ends the
   // session at `end_ns` (0: no SessionEnd, the stream ends at its last event).

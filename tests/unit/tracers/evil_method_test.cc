@@ -34,7 +34,8 @@ TEST(EvilMethodTracer, OnlyMessagesOverTheThresholdWithTheirTreeAndKey) {
   testing::EventScript script;
   AddMessage(script, 1, 10, 20);  // 10 ms: fast
   AddMessage(script, 2, 100, 1100);
-  script.Add(Slice(100, 1100, {{100 * kMs, 1, true}, {150 * kMs, 2, true}, {950 * kMs, 2, false}, {1000 * kMs, 1, false}}));
+  script.Add(
+      Slice(100, 1100, {{100 * kMs, 1, true}, {150 * kMs, 2, true}, {950 * kMs, 2, false}, {1000 * kMs, 1, false}}));
   AnalysisOptions options;
   options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 500 * kMs;
   Report r = script.Run(options, 2'000 * kMs);
@@ -61,7 +62,8 @@ TEST(EvilMethodTracer, TheThresholdItselfIsSlow) {
   script.Add(Probe(Role::kDispatchEnd, 600 * kMs - 1, {U("id", 1)}, kMain));
   script.Add(Slice(100, 600, {{100 * kMs, 1, true}, {599 * kMs, 1, false}}));
   AddMessage(script, 2, 1000, 1500);
-  script.Add(Slice(1000, 1500, {{1000 * kMs, 1, true}, {1100 * kMs, 2, true}, {1400 * kMs, 2, false}, {1499 * kMs, 1, false}}));
+  script.Add(Slice(1000, 1500,
+                   {{1000 * kMs, 1, true}, {1100 * kMs, 2, true}, {1400 * kMs, 2, false}, {1499 * kMs, 1, false}}));
   AnalysisOptions options;
   options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 500 * kMs;
   Report r = script.Run(options, 2'000 * kMs);

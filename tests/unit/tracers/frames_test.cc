@@ -7,8 +7,8 @@
 #include <functional>
 #include <sstream>
 
-#include "looptrace/tracers/chrome_trace.h"
 #include "event_script.h"
+#include "looptrace/tracers/chrome_trace.h"
 
 namespace looptrace {
 namespace {
@@ -141,11 +141,11 @@ class Sim {
 
 bool NoProblems(const Stats& p) {
   uint64_t sum = 0;
-  for (StatId id : {StatId::phase_without_frame, StatId::phase_end_without_begin, StatId::phase_mismatch,
-                    StatId::phase_unclosed, StatId::frame_end_without_begin, StatId::frame_id_mismatch,
-                    StatId::nested_frames, StatId::frame_end_lost, StatId::unfinished_frames,
-                    StatId::frame_without_vsync, StatId::vsync_without_timestamp, StatId::refresh_rate_assumed,
-                    StatId::refresh_rate_changes})
+  for (StatId id :
+       {StatId::phase_without_frame, StatId::phase_end_without_begin, StatId::phase_mismatch, StatId::phase_unclosed,
+        StatId::frame_end_without_begin, StatId::frame_id_mismatch, StatId::nested_frames, StatId::frame_end_lost,
+        StatId::unfinished_frames, StatId::frame_without_vsync, StatId::vsync_without_timestamp,
+        StatId::refresh_rate_assumed, StatId::refresh_rate_changes})
     sum += p.Get(id);
   return sum == 0;
 }
@@ -205,7 +205,8 @@ TEST_P(JankFrames, DropsNPlusHalfIntervalsAsNFrames) {
   }
   FramesReport r = sim.Finish();
   ASSERT_EQ(r.frames.size(), 150u);
-  const std::map<uint64_t, std::string> bucket = {{1, "BEST"}, {3, "NORMAL"}, {9, "MIDDLE"}, {24, "HIGH"}, {42, "FROZEN"}};
+  const std::map<uint64_t, std::string> bucket = {
+      {1, "BEST"}, {3, "NORMAL"}, {9, "MIDDLE"}, {24, "HIGH"}, {42, "FROZEN"}};
   size_t unplanned = 0;
   for (const auto& f : r.frames) {
     EXPECT_EQ(f.interval_ns, interval);
@@ -365,8 +366,8 @@ TEST(RefreshDetection, SkippedVsyncsKeepTheRate) {
 
 TEST(RefreshDetection, StartingWithSkipsFindsTheBasePeriod) {
   Grid grid{kBase, 120};
-  std::vector<uint64_t> ts = {grid.Tick(0), grid.Tick(2), grid.Tick(4), grid.Tick(5), grid.Tick(6),
-                              grid.Tick(7), grid.Tick(8)};
+  std::vector<uint64_t> ts = {grid.Tick(0), grid.Tick(2), grid.Tick(4), grid.Tick(5),
+                              grid.Tick(6), grid.Tick(7), grid.Tick(8)};
   bool guessed = true;
   auto segments = DetectRefreshRate(ts, &guessed);
   ASSERT_EQ(segments.size(), 1u);
@@ -506,16 +507,16 @@ TEST(Frames, PhaseCosts) {
 TEST(Frames, BadPhaseAndFrameEventsAreCounted) {
   Sim sim;
   const uint64_t v = kBase;
-  sim.Add(Probe(Role::kPhaseBegin, v, {U("phase", 0)}));  // no frame
-  sim.Add(Probe(Role::kPhaseEnd, v, {U("phase", 0)}));    // no frame
-  sim.Add(Probe(Role::kFrameEnd, v, {U("frame_id", 1)})); // no frame
+  sim.Add(Probe(Role::kPhaseBegin, v, {U("phase", 0)}));   // no frame
+  sim.Add(Probe(Role::kPhaseEnd, v, {U("phase", 0)}));     // no frame
+  sim.Add(Probe(Role::kFrameEnd, v, {U("frame_id", 1)}));  // no frame
   sim.Add(Probe(Role::kFrameBegin, v + kMs, {U("frame_id", 2), U("vsync_ns", v)}));
-  sim.Add(Probe(Role::kPhaseEnd, v + 2 * kMs, {U("phase", 1)}));    // never began
+  sim.Add(Probe(Role::kPhaseEnd, v + 2 * kMs, {U("phase", 1)}));  // never began
   sim.Add(Probe(Role::kPhaseBegin, v + 2 * kMs, {U("phase", 1)}));
-  sim.Add(Probe(Role::kPhaseBegin, v + 3 * kMs, {U("phase", 3)}));  // 1 never ended
-  sim.Add(Probe(Role::kPhaseEnd, v + 4 * kMs, {U("phase", 4)}));    // mismatch
-  sim.Add(Probe(Role::kPhaseBegin, v + 4 * kMs, {U("phase", 4)}));  // open at the frame's end
-  sim.Add(Probe(Role::kFrameEnd, v + 5 * kMs, {U("frame_id", 99)}));  // wrong id
+  sim.Add(Probe(Role::kPhaseBegin, v + 3 * kMs, {U("phase", 3)}));     // 1 never ended
+  sim.Add(Probe(Role::kPhaseEnd, v + 4 * kMs, {U("phase", 4)}));       // mismatch
+  sim.Add(Probe(Role::kPhaseBegin, v + 4 * kMs, {U("phase", 4)}));     // open at the frame's end
+  sim.Add(Probe(Role::kFrameEnd, v + 5 * kMs, {U("frame_id", 99)}));   // wrong id
   sim.Add(Probe(Role::kFrameBegin, v + 6 * kMs, {U("frame_id", 3)}));  // no vsync_ns
   sim.Add(Probe(Role::kFrameEnd, v + 7 * kMs, {U("frame_id", 3)}));
   sim.Add(Probe(Role::kFrameBegin, v + 8 * kMs, {U("frame_id", 4), U("vsync_ns", v + 9 * kMs)}));  // vsync after begin

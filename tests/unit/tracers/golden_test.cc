@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "golden_case.h"
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/recording.h"
-#include "golden_case.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
@@ -64,9 +64,8 @@ TEST(Golden, ReportsMatchExpectedFiles) {
         if (!more_got && !more_want) break;
         if (got != want || more_got != more_want) break;
       }
-      ADD_FAILURE() << "golden " << (dir / file) << " differs at line " << line << "\n  got:  "
-                    << got.substr(0, 400) << "\n  want: " << want.substr(0, 400)
-                    << "\nrerun with UPDATE_GOLDENS=1 and review the diff";
+      ADD_FAILURE() << "golden " << (dir / file) << " differs at line " << line << "\n  got:  " << got.substr(0, 400)
+                    << "\n  want: " << want.substr(0, 400) << "\nrerun with UPDATE_GOLDENS=1 and review the diff";
     }
   }
 }

@@ -8,8 +8,8 @@
 #include "looptrace/tracers/chrome_trace.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/tracers/event_sanitize.h"
-#include "looptrace/tracers/text_pool.h"
 #include "looptrace/tracers/render.h"
+#include "looptrace/tracers/text_pool.h"
 #include "looptrace/util/text_safety.h"
 
 namespace looptrace {
@@ -21,7 +21,11 @@ using nlohmann::json;
 // Retitles the terminal, clears it, rings, moves the cursor; then bytes that are not UTF-8,
 // a C1 CSI, a right-to-left override, a newline and a NUL.
 const std::string kEscapes = "\x1b]0;pwned\x07\x1b[2J\x1b[H\a\r\x7f";
-const std::string kHostile = "evil" + kEscapes + "\xFF\xFE\xC3" "\xC2\x9B" "1m\xE2\x80\xAE" "txt\nline2\0nul"s;
+const std::string kHostile = "evil" + kEscapes +
+                             "\xFF\xFE\xC3"
+                             "\xC2\x9B"
+                             "1m\xE2\x80\xAE"
+                             "txt\nline2\0nul"s;
 const std::string kHuge = std::string(100'000, 'A') + "\x1b[31m";
 
 // No byte a terminal would act on, apart from the report's own newlines and tabs.
@@ -30,8 +34,8 @@ void ExpectNoRawControlBytes(const std::string& text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n' || c == '\t') continue;
-    ASSERT_FALSE(c < 0x20 || c == 0x7F) << "raw byte " << int(c) << " at " << i << " near: "
-                                        << EscapeForTerminal(text.substr(i > 40 ? i - 40 : 0, 80));
+    ASSERT_FALSE(c < 0x20 || c == 0x7F) << "raw byte " << int(c) << " at " << i
+                                        << " near: " << EscapeForTerminal(text.substr(i > 40 ? i - 40 : 0, 80));
   }
   EXPECT_EQ(text.find("\xC2\x9B"), std::string::npos);      // C1 CSI
   EXPECT_EQ(text.find("\xE2\x80\xAE"), std::string::npos);  // RLO

@@ -12,10 +12,10 @@
 #include <regex>
 #include <sstream>
 
+#include "golden_case.h"
 #include "looptrace/loader/mapping_namer.h"
 #include "looptrace/loader/recording.h"
 #include "looptrace/util/text_safety.h"
-#include "golden_case.h"
 
 namespace looptrace {
 namespace {
@@ -72,9 +72,7 @@ std::string RenderHtml(const Report& report, HtmlOptions html) {
 
 Report ReplayGolden(const fs::path& dir, RenderOptions* render) { return testing::ReplayGoldenCase(dir, render); }
 
-TEST(HtmlRenderer, FormatIsSelectableByName) {
-  EXPECT_NE(MakeRenderer("html"), nullptr);
-}
+TEST(HtmlRenderer, FormatIsSelectableByName) { EXPECT_NE(MakeRenderer("html"), nullptr); }
 
 // Golden: for every golden case, the page's data block is the case's expected.json.
 TEST(HtmlRenderer, EmbeddedDataIsTheGoldenJsonReport) {
@@ -132,8 +130,9 @@ TEST(HtmlRenderer, NamesCannotBreakOutOfTheScriptBlocks) {
   ASSERT_GE(lines.size(), 2u);
   EXPECT_EQ(json::parse(lines[1])["name"], report.messages.messages[0].name);
   // The title is HTML-escaped.
-  EXPECT_NE(html.find("<title>looptrace report: pid 42 (&lt;b&gt;app&lt;/b&gt; &amp; &quot;co&quot; &#39;x&#39;)</title>"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("<title>looptrace report: pid 42 (&lt;b&gt;app&lt;/b&gt; &amp; &quot;co&quot; &#39;x&#39;)</title>"),
+      std::string::npos);
 }
 
 // Names come from the target's memory: any bytes. They must not make the report throw.
@@ -171,7 +170,8 @@ TEST(HtmlRenderer, PageIsSelfContained) {
   EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none';"), std::string::npos);
   // The assets are compiled in byte for byte.
   for (const char* asset : {"report.js", "report.css"})
-    EXPECT_NE(html.find(ReadFile(fs::path(LOOPTRACE_SOURCE_DIR) / "tracers/assets" / asset)), std::string::npos) << asset;
+    EXPECT_NE(html.find(ReadFile(fs::path(LOOPTRACE_SOURCE_DIR) / "tracers/assets" / asset)), std::string::npos)
+        << asset;
   // The page's code is plain ASCII (it is compiled in as raw string literals).
   for (char c : Block(html, kHtmlMetaId) + html.substr(html.rfind("<script>")))
     ASSERT_TRUE(static_cast<unsigned char>(c) < 0x80) << "non-ASCII byte in the page code";

@@ -26,7 +26,8 @@ SessionStart Start(uint64_t ts) {
   s.pid = kPid;
   s.command = "app";
   s.profile = "sample";
-  s.probes = {{1, Role::kDispatchBegin, "uprobe", "/app", "begin", 0}, {2, Role::kDispatchEnd, "uprobe", "/app", "end", 0}};
+  s.probes = {{1, Role::kDispatchBegin, "uprobe", "/app", "begin", 0},
+              {2, Role::kDispatchEnd, "uprobe", "/app", "end", 0}};
   return s;
 }
 

@@ -60,15 +60,12 @@ std::vector<std::string> ToLines(const std::vector<MethodItem>& stack) {
   return out;
 }
 
-std::vector<std::string> Analyse(const std::string& records, bool strict, int64_t end_time = 0,
-                                 int64_t diff_time = 0) {
+std::vector<std::string> Analyse(const std::string& records, bool strict, int64_t end_time = 0, int64_t diff_time = 0) {
   const std::vector<int64_t> buffer = Records(records);
   return ToLines(StructuredDataToStack(buffer, strict, end_time, diff_time));
 }
 
-MethodItem Item(int id, int duration, int depth, int count = 1) {
-  return MethodItem{id, duration, depth, count};
-}
+MethodItem Item(int id, int duration, int depth, int count = 1) { return MethodItem{id, duration, depth, count}; }
 
 std::vector<int> Ids(const std::vector<MethodItem>& stack) {
   std::vector<int> ids;
@@ -139,10 +136,9 @@ constexpr char kV1[] =
 
 TEST(MatrixVectors, V1SampleScenarioFullMessage) {
   const std::vector<MethodItem> stack = StructuredDataToStack(Records(kV1), true, 99999);
-  EXPECT_EQ(ToLines(stack),
-            Lines("0,D,1,11236 / 1,1,1,11236 / 2,2,1,380 / 3,3,1,160 / 4,4,1,20 / 4,5,1,20 / "
-                  "4,6,1,20 / 3,7,1,20 / 2,8,1,56 / 3,9,1,20 / 3,10,1,6 / 3,11,1,10 / "
-                  "2,12,1,10000"));
+  EXPECT_EQ(ToLines(stack), Lines("0,D,1,11236 / 1,1,1,11236 / 2,2,1,380 / 3,3,1,160 / 4,4,1,20 / 4,5,1,20 / "
+                                  "4,6,1,20 / 3,7,1,20 / 2,8,1,56 / 3,9,1,20 / 3,10,1,6 / 3,11,1,10 / "
+                                  "2,12,1,10000"));
   std::vector<MethodItem> trimmed = stack;
   TrimStack(trimmed, kTargetEvilMethodStack);
   EXPECT_EQ(trimmed, stack);  // 13 items: no trim
@@ -160,10 +156,9 @@ TEST(MatrixVectors, V2AnrSnapshotClosesOpenFramesAtEndTime) {
       "i7@1160 o7@1180 o2@1380 i8@1380 i9@1400 o9@1420 i10@1420 o10@1426 i11@1426 o11@1436 "
       "o8@1436 i12@1436";
   const std::vector<MethodItem> stack = StructuredDataToStack(Records(records), true, 6000);
-  EXPECT_EQ(ToLines(stack),
-            Lines("0,D,1,5000 / 1,1,1,5000 / 2,2,1,380 / 3,3,1,160 / 4,4,1,20 / 4,5,1,20 / "
-                  "4,6,1,20 / 3,7,1,20 / 2,8,1,56 / 3,9,1,20 / 3,10,1,6 / 3,11,1,10 / "
-                  "2,12,1,4564"));
+  EXPECT_EQ(ToLines(stack), Lines("0,D,1,5000 / 1,1,1,5000 / 2,2,1,380 / 3,3,1,160 / 4,4,1,20 / 4,5,1,20 / "
+                                  "4,6,1,20 / 3,7,1,20 / 2,8,1,56 / 3,9,1,20 / 3,10,1,6 / 3,11,1,10 / "
+                                  "2,12,1,4564"));
   int64_t max_duration = -1;
   StackToString(stack, &max_duration);
   EXPECT_EQ(max_duration, 5000);
@@ -171,8 +166,7 @@ TEST(MatrixVectors, V2AnrSnapshotClosesOpenFramesAtEndTime) {
 }
 
 TEST(MatrixVectors, V3ConsecutiveLeafCallsMerge) {
-  EXPECT_EQ(Analyse("iD@0 i20@0 o20@10 i20@10 o20@25 i20@25 o20@30 oD@30", true),
-            Lines("0,D,1,30 / 1,20,3,30"));
+  EXPECT_EQ(Analyse("iD@0 i20@0 o20@10 i20@10 o20@25 i20@25 o20@30 oD@30", true), Lines("0,D,1,30 / 1,20,3,30"));
 }
 
 TEST(MatrixVectors, V3bNonLeafSiblingsDoNotMerge) {
@@ -229,17 +223,14 @@ TEST(MatrixStructuredData, ZeroSlotsAreSkipped) {
 TEST(MatrixStructuredData, StrictSkipsRecordsBeforeTheDispatchEnter) {
   // o7 has nothing to pop either way; i5/o5 are skipped ("never begin"), and a DISPATCH exit
   // does not begin the slice.
-  EXPECT_EQ(Analyse("oD@0 i5@0 o5@10 o7@15 iD@20 i1@20 o1@30 oD@40", true),
-            Lines("0,D,1,20 / 1,1,1,10"));
+  EXPECT_EQ(Analyse("oD@0 i5@0 o5@10 o7@15 iD@20 i1@20 o1@30 oD@40", true), Lines("0,D,1,20 / 1,1,1,10"));
   // The same buffer in non-strict mode keeps 5 as a second root (call order restored).
-  EXPECT_EQ(Analyse("i5@0 o5@10 iD@20 i1@20 o1@30 oD@40", false),
-            Lines("0,5,1,10 / 0,D,1,20 / 1,1,1,10"));
+  EXPECT_EQ(Analyse("i5@0 o5@10 iD@20 i1@20 o1@30 oD@40", false), Lines("0,5,1,10 / 0,D,1,20 / 1,1,1,10"));
 }
 
 TEST(MatrixStructuredData, StrictOpenFramesUseEndTimeAndDiffTime) {
   // Enter times are relative to AppMethodBeat's class init; endTime is absolute uptime.
-  EXPECT_EQ(Analyse("iD@100 i1@150", true, /*end_time=*/1300, /*diff_time=*/1000),
-            Lines("0,D,1,200 / 1,1,1,150"));
+  EXPECT_EQ(Analyse("iD@100 i1@150", true, /*end_time=*/1300, /*diff_time=*/1000), Lines("0,D,1,200 / 1,1,1,150"));
   // An end time before the enter gives a negative duration, which is kept (no check there).
   EXPECT_EQ(Analyse("iD@100", true, 50), Lines("0,D,1,-50"));
 }
@@ -247,14 +238,12 @@ TEST(MatrixStructuredData, StrictOpenFramesUseEndTimeAndDiffTime) {
 TEST(MatrixStructuredData, StrictOpenFramesMergeWithTheLastCompletedSibling) {
   // 2 completes, then a second 2 is still open: closed at endTime and merged (same id and
   // depth, consecutive).
-  EXPECT_EQ(Analyse("iD@0 i1@0 i2@0 o2@10 i2@10", true, 40),
-            Lines("0,D,1,40 / 1,1,1,40 / 2,2,2,40"));
+  EXPECT_EQ(Analyse("iD@0 i1@0 i2@0 o2@10 i2@10", true, 40), Lines("0,D,1,40 / 1,1,1,40 / 2,2,2,40"));
 }
 
 TEST(MatrixStructuredData, StrayExitInsideTheMessageKeepsDepths) {
   // o9 pops everything down to DISPATCH, finds no 9 and restores the frames.
-  EXPECT_EQ(Analyse("iD@0 i1@0 o9@5 i2@5 o2@10 o1@20 oD@20", true),
-            Lines("0,D,1,20 / 1,1,1,20 / 2,2,1,5"));
+  EXPECT_EQ(Analyse("iD@0 i1@0 o9@5 i2@5 o2@10 o1@20 oD@20", true), Lines("0,D,1,20 / 1,1,1,20 / 2,2,1,5"));
 }
 
 TEST(MatrixStructuredData, StrayExitWithoutDispatchConsumesTheWholeStack) {
@@ -269,12 +258,10 @@ TEST(MatrixStructuredData, SiblingWithoutFatherIsDroppedFromTheTree) {
   // 2 never exits (exception), so 3 (depth 2) completes right under DISPATCH. stackToTree
   // then sees D(0), 3(2), 1(1): walking up from 3 for 1 reaches D, whose father is null,
   // so 1 is dropped although it completed normally.
-  EXPECT_EQ(Analyse("iD@0 i1@0 o1@10 i2@10 i3@10 o3@20 oD@30", true),
-            Lines("0,D,1,30 / 2,3,1,10"));
+  EXPECT_EQ(Analyse("iD@0 i1@0 o1@10 i2@10 i3@10 o3@20 oD@30", true), Lines("0,D,1,30 / 2,3,1,10"));
   // The dropped node still becomes lastNode: its father is the node before it (3), so a
   // following same-depth sibling (4, completed earlier) is attached under 3.
-  EXPECT_EQ(Analyse("iD@0 i4@0 o4@5 i1@5 o1@10 i2@10 i3@10 o3@20 oD@30", true),
-            Lines("0,D,1,30 / 2,3,1,10 / 1,4,1,5"));
+  EXPECT_EQ(Analyse("iD@0 i4@0 o4@5 i1@5 o1@10 i2@10 i3@10 o3@20 oD@30", true), Lines("0,D,1,30 / 2,3,1,10 / 1,4,1,5"));
 }
 
 TEST(MatrixStructuredData, DepthZeroItemsNeverMerge) {
@@ -295,8 +282,7 @@ TEST(MatrixStructuredData, SecondDispatchEnterResetsDepth) {
   // head of the result (the outer DISPATCH, depth -2) fails the depth-0 check.
   EXPECT_THAT(Analyse("iD@0 i1@0 iD@5 oD@6 o1@7 oD@8", true), IsEmpty());
   // Two complete messages back to back are two roots.
-  EXPECT_EQ(Analyse("iD@0 i1@0 o1@5 oD@5 iD@5 i2@5 o2@9 oD@9", true),
-            Lines("0,D,1,5 / 1,1,1,5 / 0,D,1,4 / 1,2,1,4"));
+  EXPECT_EQ(Analyse("iD@0 i1@0 o1@5 oD@5 iD@5 i2@5 o2@9 oD@9", true), Lines("0,D,1,5 / 1,1,1,5 / 0,D,1,4 / 1,2,1,4"));
 }
 
 TEST(MatrixStructuredData, DeepChainsDoNotOverflowTheStack) {
@@ -340,8 +326,7 @@ struct TreeNode {
 
 void AddMethodItem(std::list<MethodItem>& result, MethodItem item) {
   MethodItem* last = result.empty() ? nullptr : &result.front();
-  if (last != nullptr && last->method_id == item.method_id && last->depth == item.depth &&
-      item.depth != 0) {
+  if (last != nullptr && last->method_id == item.method_id && last->depth == item.depth && item.depth != 0) {
     item.duration_ms = item.duration_ms == 5000 ? last->duration_ms : item.duration_ms;
     last->count++;
     last->duration_ms += item.duration_ms;
@@ -357,8 +342,7 @@ void TreeToStack(TreeNode* root, std::vector<MethodItem>& list) {
   }
 }
 
-std::vector<MethodItem> StructuredDataToStack(const std::vector<int64_t>& buffer, bool is_strict,
-                                              int64_t end_time) {
+std::vector<MethodItem> StructuredDataToStack(const std::vector<int64_t>& buffer, bool is_strict, int64_t end_time) {
   std::list<MethodItem> result;
   int depth = 0;
   std::list<int64_t> raw_data;
@@ -557,12 +541,10 @@ TEST(MatrixTrim, SurvivorDepthsAreNotChanged) {
 // ---- 9.2 vectors: getTreeKey --------------------------------------------------------------
 
 TEST(MatrixTreeKey, K1TieKeepsStableOrder) {
-  const std::vector<MethodItem> stack{Item(kD, 1000, 0), Item(1, 900, 1), Item(2, 600, 2),
-                                      Item(3, 250, 2)};
+  const std::vector<MethodItem> stack{Item(kD, 1000, 0), Item(1, 900, 1), Item(2, 600, 2), Item(3, 250, 2)};
   EXPECT_EQ(StackKeyLimit(1000), 300);
   EXPECT_EQ(GetTreeKey(stack, 1000), "1|");
-  const std::vector<MethodItem> heavier_b{Item(kD, 1000, 0), Item(1, 900, 1), Item(2, 610, 2),
-                                          Item(3, 250, 2)};
+  const std::vector<MethodItem> heavier_b{Item(kD, 1000, 0), Item(1, 900, 1), Item(2, 610, 2), Item(3, 250, 2)};
   EXPECT_EQ(GetTreeKey(heavier_b, 1000), "2|");
 }
 
@@ -597,8 +579,8 @@ TEST(MatrixTreeKey, DispatchRemovedOnlyWhenFirstOfSeveral) {
 
 TEST(MatrixTreeKey, LimitUsesFloatMultiplyAndTruncation) {
   EXPECT_EQ(StackKeyLimit(0), 0);
-  EXPECT_EQ(StackKeyLimit(3), 0);     // 0.90000004f
-  EXPECT_EQ(StackKeyLimit(7), 2);     // 2.1000001f
+  EXPECT_EQ(StackKeyLimit(3), 0);  // 0.90000004f
+  EXPECT_EQ(StackKeyLimit(7), 2);  // 2.1000001f
   EXPECT_EQ(StackKeyLimit(11236), 3370);
   EXPECT_EQ(StackKeyLimit(33333333), 10000000);   // double maths would give 9999999
   EXPECT_EQ(StackKeyLimit(100000000), 30000002);  // double maths would give 30000000
@@ -610,20 +592,16 @@ TEST(MatrixTreeKey, LimitUsesFloatMultiplyAndTruncation) {
 
 TEST(MatrixTreeKey, WeightIsAWrappingIntProduct) {
   // (2 + 1) * 1e9 overflows int and becomes negative, so the 6e8 item ranks first.
-  EXPECT_EQ(GetTreeKey({Item(5, 10, 0), Item(1, 1000000000, 2), Item(2, 600000000, 0)},
-                       1000000000),
-            "2|");
+  EXPECT_EQ(GetTreeKey({Item(5, 10, 0), Item(1, 1000000000, 2), Item(2, 600000000, 0)}, 1000000000), "2|");
 }
 
 // ---- stackToString --------------------------------------------------------------------------
 
 TEST(MatrixStackToString, ReportStringAndMaxDuration) {
   int64_t max_duration = -1;
-  EXPECT_EQ(StackToString({Item(kD, 1006, 0), Item(243, 1000, 1)}, &max_duration),
-            "0,1048574,1,1006\n1,243,1,1000\n");
+  EXPECT_EQ(StackToString({Item(kD, 1006, 0), Item(243, 1000, 1)}, &max_duration), "0,1048574,1,1006\n1,243,1,1000\n");
   EXPECT_EQ(max_duration, 1006);
-  EXPECT_EQ(StackToString({Item(1, 10, 0), Item(2, 30, 1, 3)}, &max_duration),
-            "0,1,1,10\n1,2,3,30\n");
+  EXPECT_EQ(StackToString({Item(1, 10, 0), Item(2, 30, 1, 3)}, &max_duration), "0,1,1,10\n1,2,3,30\n");
   EXPECT_EQ(max_duration, 30);
   EXPECT_EQ(StackToString({Item(1, 10, 0)}, nullptr), "0,1,1,10\n");
 }

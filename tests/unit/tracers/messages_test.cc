@@ -29,7 +29,8 @@ Report RunEvents(std::vector<ProbeEvent> events, uint64_t end_ns, size_t top_n =
 }
 
 TEST(Messages, PairsBeginAndEndPerThread) {
-  Report r = RunEvents({Begin(100, 1000, 1, "a"), Begin(200, 1500, 7, "w"), End(200, 1600, 7), End(100, 3000, 1)}, 10'000);
+  Report r =
+      RunEvents({Begin(100, 1000, 1, "a"), Begin(200, 1500, 7, "w"), End(200, 1600, 7), End(100, 3000, 1)}, 10'000);
   const MessagesReport& report = r.messages;
   ASSERT_EQ(report.messages.size(), 2u);
   EXPECT_EQ(report.messages[0].tid, 100u);
@@ -52,12 +53,11 @@ TEST(Messages, NestedMessagesAreNotDoubleCountedAsBusy) {
 }
 
 TEST(Messages, CountsUnmatchedEndsMismatchedIdsAndUnfinished) {
-  Report r = RunEvents({End(1, 5, 9),      // end of a message that began before tracing
-                  Begin(1, 10, 1),
-                  End(1, 20, 2),     // id differs
-                  End(1, 25, 2),     // nothing open: lost begin
-                  Begin(1, 30, 3)},  // still running at the end
-                 50);
+  Report r = RunEvents({End(1, 5, 9),                    // end of a message that began before tracing
+                        Begin(1, 10, 1), End(1, 20, 2),  // id differs
+                        End(1, 25, 2),                   // nothing open: lost begin
+                        Begin(1, 30, 3)},                // still running at the end
+                       50);
   EXPECT_EQ(r.stats.Get(StatId::messages_running_at_start), 1u);
   EXPECT_EQ(r.stats.Get(StatId::unmatched_dispatch_end), 1u);
   EXPECT_EQ(r.stats.Get(StatId::dispatch_id_mismatch), 1u);

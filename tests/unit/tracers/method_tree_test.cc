@@ -22,9 +22,8 @@ MethodBeats Beats(uint64_t begin_ms, uint64_t end_ms,
 std::vector<std::string> Lines(const std::vector<CallNode>& nodes) {
   std::vector<std::string> out;
   for (const auto& n : nodes)
-    out.push_back(std::to_string(n.depth) + "," + std::to_string(n.id) + "," +
-                  std::to_string(n.count) + "," + std::to_string(n.cost_ns / kMs) +
-                  (n.unfinished ? " unfinished" : "") + (n.lost_exit ? " lost" : ""));
+    out.push_back(std::to_string(n.depth) + "," + std::to_string(n.id) + "," + std::to_string(n.count) + "," +
+                  std::to_string(n.cost_ns / kMs) + (n.unfinished ? " unfinished" : "") + (n.lost_exit ? " lost" : ""));
   return out;
 }
 
@@ -32,9 +31,8 @@ using Lines_t = std::vector<std::string>;
 
 TEST(CallTree, BuildsThePreOrderTreeWithTheMessageAsRoot) {
   Stats stats;
-  auto tree = BuildCallTree(Beats(0, 100, {{'i', 1, 0}, {'i', 2, 10}, {'o', 2, 30}, {'i', 3, 40},
-                                          {'o', 3, 45}, {'o', 1, 90}}),
-                            {}, &stats);
+  auto tree = BuildCallTree(
+      Beats(0, 100, {{'i', 1, 0}, {'i', 2, 10}, {'o', 2, 30}, {'i', 3, 40}, {'o', 3, 45}, {'o', 1, 90}}), {}, &stats);
   EXPECT_EQ(Lines(tree), (Lines_t{"0,1048574,1,100", "1,1,1,90", "2,2,1,20", "2,3,1,5"}));
   EXPECT_FALSE(stats.AnyNonZero());
 }
@@ -42,13 +40,23 @@ TEST(CallTree, BuildsThePreOrderTreeWithTheMessageAsRoot) {
 TEST(CallTree, MergesConsecutiveIdenticalLeavesOnly) {
   Stats stats;
   // Leaf 20 three times in a row merges; non-leaf 1{2} twice does not (Matrix V3/V3b).
-  auto tree = BuildCallTree(Beats(0, 100, {{'i', 20, 0}, {'o', 20, 10}, {'i', 20, 10}, {'o', 20, 25},
-                                          {'i', 20, 25}, {'o', 20, 30}, {'i', 1, 30}, {'i', 2, 30},
-                                          {'o', 2, 35}, {'o', 1, 40}, {'i', 1, 40}, {'i', 2, 40},
-                                          {'o', 2, 50}, {'o', 1, 50}}),
+  auto tree = BuildCallTree(Beats(0, 100,
+                                  {{'i', 20, 0},
+                                   {'o', 20, 10},
+                                   {'i', 20, 10},
+                                   {'o', 20, 25},
+                                   {'i', 20, 25},
+                                   {'o', 20, 30},
+                                   {'i', 1, 30},
+                                   {'i', 2, 30},
+                                   {'o', 2, 35},
+                                   {'o', 1, 40},
+                                   {'i', 1, 40},
+                                   {'i', 2, 40},
+                                   {'o', 2, 50},
+                                   {'o', 1, 50}}),
                             {}, &stats);
-  EXPECT_EQ(Lines(tree), (Lines_t{"0,1048574,1,100", "1,20,3,30", "1,1,1,10", "2,2,1,5",
-                                  "1,1,1,10", "2,2,1,10"}));
+  EXPECT_EQ(Lines(tree), (Lines_t{"0,1048574,1,100", "1,20,3,30", "1,1,1,10", "2,2,1,5", "1,1,1,10", "2,2,1,10"}));
 }
 
 TEST(CallTree, MissingExitsCloseAtTheCallersExitAndAreKept) {
@@ -76,9 +84,8 @@ TEST(CallTree, FramesDeeperThanTheLimitAreCountedNotKept) {
   Stats stats;
   CallTreeOptions options;
   options.max_depth = 2;
-  auto tree = BuildCallTree(Beats(0, 100, {{'i', 1, 0}, {'i', 2, 1}, {'i', 3, 2}, {'o', 3, 3},
-                                          {'o', 2, 4}, {'o', 1, 5}}),
-                            options, &stats);
+  auto tree = BuildCallTree(
+      Beats(0, 100, {{'i', 1, 0}, {'i', 2, 1}, {'i', 3, 2}, {'o', 3, 3}, {'o', 2, 4}, {'o', 1, 5}}), options, &stats);
   EXPECT_EQ(Lines(tree), (Lines_t{"0,1048574,1,100", "1,1,1,5", "2,2,1,3"}));
   EXPECT_EQ(stats.Get(StatId::method_depth_exceeded), 1u);
   EXPECT_EQ(stats.Get(StatId::unmatched_method_exit), 0u);

@@ -68,7 +68,9 @@ TEST(BuildSampledTree, OnCpuSamplesShareTheCpuTimeAndSwitchOutsCarryTheirOwn) {
   const std::vector<std::string> b = {"D", "A", "main"};
   const std::vector<std::string> sleep = {"nanosleep", "E", "A", "main"};
   std::vector<WeightedStack> stacks = {
-      {&a, 1, 10, true, "", ""},  {&a, 2, 10, true, "", ""}, {&b, 3, 20, true, "", ""},
+      {&a, 1, 10, true, "", ""},
+      {&a, 2, 10, true, "", ""},
+      {&b, 3, 20, true, "", ""},
       {&sleep, 4, 60, false, "sleep", ""},
   };
   SampledCallTree tree = BuildSampledTree(stacks, 100, 40, 100);
@@ -127,8 +129,7 @@ testing::EventScript SlowMessage() {
   testing::EventScript script;
   script.Add(Probe(Role::kDispatchBegin, 100 * kMs, {U("id", 7), S("name", "slow")}, kMain));
   // 100..300 on CPU in compute(): 4 samples.
-  for (uint64_t ms : {150, 200, 250, 290})
-    script.Add(Sample(ms * kMs, true, {"main", "loop", "handle", "compute"}));
+  for (uint64_t ms : {150, 200, 250, 290}) script.Add(Sample(ms * kMs, true, {"main", "loop", "handle", "compute"}));
   // 300..700 waiting for a lock.
   script.Add(Sample(300 * kMs, false, {"main", "loop", "handle", "lock", "futex_wait"}));
   script.Add(Out(300 * kMs, 1, {"futex_wait_queue", "futex_wait", "do_futex"}));
@@ -186,7 +187,7 @@ TEST(SampledTreeTracer, SamplesArrivingBeforeTheirSpansBeginStillCount) {
   pipeline.OnEvent(Start());
   pipeline.OnEvent(Probe(Role::kDispatchBegin, 10 * kMs, {U("id", 1)}, kMain));
   pipeline.OnEvent(Probe(Role::kDispatchEnd, 20 * kMs, {U("id", 1)}, kMain));
-  pipeline.OnEvent(Sample(50 * kMs, true, {"main", "early"}));   // between messages
+  pipeline.OnEvent(Sample(50 * kMs, true, {"main", "early"}));    // between messages
   pipeline.OnEvent(Sample(150 * kMs, true, {"main", "inside"}));  // before its begin arrives
   pipeline.OnEvent(Probe(Role::kDispatchBegin, 100 * kMs, {U("id", 2)}, kMain));
   pipeline.OnEvent(Probe(Role::kDispatchEnd, 300 * kMs, {U("id", 2)}, kMain));
@@ -231,8 +232,10 @@ TEST(SampledTreeTracer, SamplesWhoseSwitchRecordsWereLostDoNotQueueForever) {
     // switch-in; every 7th loses its switch-out record, every 11th its switch-in.
     pipeline.OnEvent(Sample(t + 20'000, false, {"main", "loop", "epoll_wait"}));
     if (i % 7) pipeline.OnEvent(Out(t + 20'000, 1, {"ep_poll"}));
-    if (i % 11) pipeline.OnEvent(In(t + 90'000));
-    else pipeline.OnEvent(Sample(t + 95'000, true, {"main", "loop"}));  // running again, sampled
+    if (i % 11)
+      pipeline.OnEvent(In(t + 90'000));
+    else
+      pipeline.OnEvent(Sample(t + 95'000, true, {"main", "loop"}));  // running again, sampled
     lost += !(i % 7) || !(i % 11);
     max_queued = std::max(max_queued, tracer->queued_samples());
   }

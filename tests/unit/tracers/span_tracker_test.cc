@@ -142,18 +142,18 @@ TEST(SpanTracker, PollBoundedProfilesNestTheirNamedDispatchesInsideIterations) {
   };
   at(Role::kDispatchEnd, 50);  // a handler running at attach: counted, not invented
   at(Role::kPollBegin, 100);
-  at(Role::kPollEnd, 200);     // iteration 1: a handler, then "Java" work
+  at(Role::kPollEnd, 200);  // iteration 1: a handler, then "Java" work
   at(Role::kDispatchBegin, 210, {S("name", "SlowHandler::handleMessage")});
   at(Role::kDispatchEnd, 400);
   at(Role::kPollBegin, 450);
-  at(Role::kPollEnd, 500);     // iteration 2: a handler that polls (a nested loop)
+  at(Role::kPollEnd, 500);  // iteration 2: a handler that polls (a nested loop)
   at(Role::kDispatchBegin, 510, {S("name", "Modal::handleMessage")});
-  at(Role::kPollBegin, 520);   // ends nothing: the handler runs
-  at(Role::kPollEnd, 600);     // nested iteration
-  at(Role::kPollBegin, 650);   // ends the nested iteration
-  at(Role::kPollEnd, 700);     // another nested iteration, closed by the handler's return
+  at(Role::kPollBegin, 520);  // ends nothing: the handler runs
+  at(Role::kPollEnd, 600);    // nested iteration
+  at(Role::kPollBegin, 650);  // ends the nested iteration
+  at(Role::kPollEnd, 700);    // another nested iteration, closed by the handler's return
   at(Role::kDispatchEnd, 800);
-  at(Role::kPollBegin, 900);   // ends iteration 2
+  at(Role::kPollBegin, 900);  // ends iteration 2
   tracker.Finish(1000, rec);
 
   auto messages = rec.Ended(SpanKind::kMessage);
@@ -290,8 +290,10 @@ TEST(SpanTracker, AMessageWhoseEndWasLostClosesWhenTheNextBeginsAtItsStackDepth)
     const uint64_t ts = 1000 + i * 10;
     tracker.OnProbe(At(Role::kDispatchBegin, ts, kLoopSp, {U("id", i)}), rec);
     max_open = std::max(max_open, tracker.Open(kTid, SpanKind::kMessage).size());
-    if (i % 3 == 2) ++lost;
-    else tracker.OnProbe(At(Role::kDispatchEnd, ts + 5, kLoopSp - 64, {U("id", i)}), rec);
+    if (i % 3 == 2)
+      ++lost;
+    else
+      tracker.OnProbe(At(Role::kDispatchEnd, ts + 5, kLoopSp - 64, {U("id", i)}), rec);
   }
   tracker.Finish(1'000'000, rec);
   EXPECT_EQ(max_open, 1u);

@@ -31,7 +31,8 @@ void AddGc(testing::EventScript& script, uint64_t begin_ms, uint64_t end_ms, uin
 }
 
 void AddLockWait(testing::EventScript& script, uint64_t begin_ms, uint64_t release_ms, uint64_t end_ms) {
-  script.Add(Probe(Role::kLockWaitBegin, begin_ms * kMs, {U("monitor", 0x77), S("class", "java/lang/Object")}, kEdt, 1));
+  script.Add(
+      Probe(Role::kLockWaitBegin, begin_ms * kMs, {U("monitor", 0x77), S("class", "java/lang/Object")}, kEdt, 1));
   script.Add(Probe(Role::kLockRelease, release_ms * kMs, {U("monitor", 0x77), S("thread", "lock-holder")}, kHolder, 1));
   script.Add(Probe(Role::kLockWaitEnd, end_ms * kMs, {U("monitor", 0x77)}, kEdt, 1));
 }

@@ -114,9 +114,8 @@ TEST(StartupTracer, ASessionEndingEarlyListsWhatWasMissed) {
   s.At(20, Role::kAppCreateBegin);
   Report r = s.Run();
   EXPECT_FALSE(r.startup.cold_complete);
-  EXPECT_EQ(r.startup.missing,
-            (std::vector<std::string>{"app.create.end", "activity.launch", "first.frame", "activity.focus",
-                                      "care scene focus"}));
+  EXPECT_EQ(r.startup.missing, (std::vector<std::string>{"app.create.end", "activity.launch", "first.frame",
+                                                         "activity.focus", "care scene focus"}));
 }
 
 }  // namespace

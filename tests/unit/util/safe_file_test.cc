@@ -75,9 +75,7 @@ TEST(SafeFile, DirectoryIsAnError) {
 
 TEST(SafeFile, FileOverTheCapIsRefusedBeforeReading) {
   ScratchDir dir;
-  {
-    std::ofstream out(dir / "big");
-  }
+  { std::ofstream out(dir / "big"); }
   ASSERT_EQ(truncate((dir / "big").c_str(), 3 * 1024 * 1024), 0);  // sparse, 3 MiB
   auto text = ReadRegularFile(dir / "big", "profile", kMaxProfileBytes, ExitCode::kProfile);
   ASSERT_FALSE(text);

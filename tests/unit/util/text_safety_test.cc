@@ -15,20 +15,24 @@ TEST(TextSafety, ValidUtf8IsRecognized) {
   EXPECT_TRUE(IsValidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é € 😀
   EXPECT_TRUE(IsValidUtf8("nul\0inside"s));
   EXPECT_FALSE(IsValidUtf8("\xFF"));
-  EXPECT_FALSE(IsValidUtf8("\xC3"));                // truncated
-  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));            // overlong '/'
-  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));        // overlong
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));        // surrogate U+D800
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));    // above U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xC3"));              // truncated
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));      // overlong
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // above U+10FFFF
   EXPECT_FALSE(IsValidUtf8("\x80 stray continuation"));
 }
 
 TEST(TextSafety, SafeTextReplacesEachInvalidSequenceWithOneReplacementCharacter) {
   const std::string fffd = "\xEF\xBF\xBD";
   EXPECT_EQ(SafeText("ok"), "ok");
-  EXPECT_EQ(SafeText("a\xFF" "b"), "a" + fffd + "b");
+  EXPECT_EQ(SafeText("a\xFF"
+                     "b"),
+            "a" + fffd + "b");
   // Maximal subparts (Unicode 3.9): a truncated 3-byte sequence is one U+FFFD.
-  EXPECT_EQ(SafeText("a\xE2\x82" "b"), "a" + fffd + "b");
+  EXPECT_EQ(SafeText("a\xE2\x82"
+                     "b"),
+            "a" + fffd + "b");
   EXPECT_EQ(SafeText("\xC0\xAF"), fffd + fffd);
   EXPECT_EQ(SafeText("\xED\xA0\x80"), fffd + fffd + fffd);
   // Control characters and NULs are data: kept (JSON escapes them, terminals get escapes).
@@ -62,10 +66,16 @@ TEST(TextSafety, EscapeForTerminalMakesControlCharactersVisible) {
   EXPECT_EQ(EscapeForTerminal("a\nb\tc\rd"), "a\\nb\\tc\\rd");
   EXPECT_EQ(EscapeForTerminal("nul\0end"s), "nul\\x00end");
   EXPECT_EQ(EscapeForTerminal("del\x7f"), "del\\x7f");
-  EXPECT_EQ(EscapeForTerminal("\xC2\x9B" "31m"), "\\u009b31m");         // C1 CSI as UTF-8
-  EXPECT_EQ(EscapeForTerminal("\xE2\x80\xAE" "evil"), "\\u202eevil");   // right-to-left override
-  EXPECT_EQ(EscapeForTerminal("\x9B" "31m"), "\\x9b31m");               // raw 8-bit CSI
-  EXPECT_EQ(EscapeForTerminal("caf\xC3\xA9"), "caf\xC3\xA9");          // printable UTF-8 kept
+  EXPECT_EQ(EscapeForTerminal("\xC2\x9B"
+                              "31m"),
+            "\\u009b31m");  // C1 CSI as UTF-8
+  EXPECT_EQ(EscapeForTerminal("\xE2\x80\xAE"
+                              "evil"),
+            "\\u202eevil");  // right-to-left override
+  EXPECT_EQ(EscapeForTerminal("\x9B"
+                              "31m"),
+            "\\x9b31m");                                       // raw 8-bit CSI
+  EXPECT_EQ(EscapeForTerminal("caf\xC3\xA9"), "caf\xC3\xA9");  // printable UTF-8 kept
 }
 
 TEST(TextSafety, EscapeForTerminalCapsItsInput) {

@@ -40,10 +40,10 @@ std::string_view PlacementName(Placement placement);
 
 // One attach point of a relocated probe.
 struct ProbeLocation {
-  uint64_t address = 0;      // virtual address in the ELF
+  uint64_t address = 0;  // virtual address in the ELF
   uint64_t file_offset = 0;
   symbols::InstructionInfo instruction{symbols::ProbeCost::kUnknown, "", 0};
-  std::string where;         // "call in main", "after call in run_loop"
+  std::string where;  // "call in main", "after call in run_loop"
 };
 
 struct ResolvedProbe {
@@ -53,7 +53,7 @@ struct ResolvedProbe {
   std::string symbol;       // resolved symbol (demangled) or provider:name
   uint64_t address = 0;     // virtual address in the ELF (USDT: first site)
   uint64_t file_offset = 0;
-  size_t usdt_sites = 0;    // USDT: number of sites of provider:name
+  size_t usdt_sites = 0;           // USDT: number of sites of provider:name
   uint64_t semaphore_address = 0;  // USDT: its semaphore's virtual address (0 = none)
   // What the probe costs per hit: the first instruction at `address` or, when
   // relocated, the most expensive of `locations`.

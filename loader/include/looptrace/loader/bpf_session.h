@@ -28,19 +28,19 @@ namespace looptrace::loader {
 
 struct BpfSessionOptions {
   uint32_t target_tgid = 0;
-  uint32_t thread_filter = LT_THREADS_MAIN;  // LT_THREADS_*
-  std::string loop_name;   // LT_THREADS_LOOP: the loop thread's name prefix ("" = any thread)
-  bool loop_name_exact = false;  // the name is the whole thread name
-  size_t ringbuf_bytes = 8u << 20;    // side records (strings, identities), power of two
-  size_t record_capacity = 1u << 16;  // record ring records, power of two
-  size_t beat_capacity = 1u << 20;    // method-beat ring records, power of two
+  uint32_t thread_filter = LT_THREADS_MAIN;    // LT_THREADS_*
+  std::string loop_name;                       // LT_THREADS_LOOP: the loop thread's name prefix ("" = any thread)
+  bool loop_name_exact = false;                // the name is the whole thread name
+  size_t ringbuf_bytes = 8u << 20;             // side records (strings, identities), power of two
+  size_t record_capacity = 1u << 16;           // record ring records, power of two
+  size_t beat_capacity = 1u << 20;             // method-beat ring records, power of two
   std::vector<lt_probe_config> probe_configs;  // by probe id
-  bool thread_tracking = true;      // sched/signal/exec programs, stacks, cpu-clock samples
-  bool dwarf_unwind = false;        // copy watched threads' registers + stack top
-  bool sample_records = false;      // stack samples for sampled call trees (sample ring)
-  size_t sample_ring_bytes = 4u << 20;  // the sample ring, power of two
-  bool samples_after_exec = false;  // run: no samples of the held child before its exec
-  std::string btf_path;             // empty: the kernel's /sys/kernel/btf/vmlinux
+  bool thread_tracking = true;                 // sched/signal/exec programs, stacks, cpu-clock samples
+  bool dwarf_unwind = false;                   // copy watched threads' registers + stack top
+  bool sample_records = false;                 // stack samples for sampled call trees (sample ring)
+  size_t sample_ring_bytes = 4u << 20;         // the sample ring, power of two
+  bool samples_after_exec = false;             // run: no samples of the held child before its exec
+  std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
 };
 
 // The loader attaches a group of points in uprobe_multi links of at most this many, so it

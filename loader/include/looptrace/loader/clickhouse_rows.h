@@ -18,7 +18,7 @@ namespace looptrace::loader {
 
 struct RowIdentity {
   std::string host;
-  std::string target;      // the process's comm
+  std::string target;  // the process's comm
   uint32_t pid = 0;
   std::string session_id;  // host:pid:begin, unique per session
   std::string build;       // --build, else the executable's GNU build id
@@ -55,11 +55,11 @@ class RowBuilder {
 
   RowIdentity id_;
   uint64_t slow_message_ns_;
-  uint64_t watermark_ns_ = 0;   // records ending at or before it were taken
-  bool session_row_ = false;    // the running session's row was sent
-  bool cold_startup_ = false;   // the cold startup's row was sent
+  uint64_t watermark_ns_ = 0;  // records ending at or before it were taken
+  bool session_row_ = false;   // the running session's row was sent
+  bool cold_startup_ = false;  // the cold startup's row was sent
   size_t warm_starts_ = 0;
-  Stats counters_;              // data-quality values already sent
+  Stats counters_;  // data-quality values already sent
 };
 
 }  // namespace looptrace::loader

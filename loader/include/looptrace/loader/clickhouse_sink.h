@@ -29,9 +29,9 @@ struct ClickHouseOptions {
   std::string user;
   std::string password;
   size_t max_queued_bytes = 16u << 20;
-  int max_attempts = 6;                      // per batch: 0.5 + 1 + 2 + 4 + 8 s of backoff between them
+  int max_attempts = 6;  // per batch: 0.5 + 1 + 2 + 4 + 8 s of backoff between them
   std::chrono::milliseconds first_backoff{500};
-  std::chrono::seconds timeout{10};          // connect + read, per INSERT
+  std::chrono::seconds timeout{10};  // connect + read, per INSERT
 };
 
 // "http://[user[:password]@]host[:port][/][?database=NAME]" (port 8123, database looptrace).

@@ -62,7 +62,7 @@ struct ControlResponse {
   std::string body;
   std::string error;  // when !ok
   std::string hint;
-  int code = 1;       // an ExitCode
+  int code = 1;  // an ExitCode
   static ControlResponse Fail(const Error& error);
 };
 // The header line and the body, as the daemon sends them.

@@ -31,7 +31,7 @@ struct LiveSessionConfig {
   std::string output_path;  // the final report, absolute ("" = none)
   std::string format = "text";
   RenderOptions render;
-  std::string save_path;    // --save: the event stream, absolute ("" = none)
+  std::string save_path;  // --save: the event stream, absolute ("" = none)
 };
 
 class LiveSession {

@@ -65,19 +65,18 @@ class OutputFile {
  private:
   class Buffer;
   OutputFile() = default;
-  static Result<std::unique_ptr<OutputFile>> Open(const std::string& shown_path, const std::string& path,
-                                                  int depth);
+  static Result<std::unique_ptr<OutputFile>> Open(const std::string& shown_path, const std::string& path, int depth);
   void Start(UniqueFd fd, bool owned, bool compress);
   void Fail(int err);
   Result<void> Publish();
 
-  std::string path_;              // as given (empty for stdout)
+  std::string path_;  // as given (empty for stdout)
   Kind kind_ = Kind::kStdout;
-  UniqueFd fd_;                   // owned descriptor (direct or the temporary)
-  UniqueFd dir_fd_;               // kReplace: the target directory
-  std::string name_;              // kReplace: final name in dir_fd_
-  std::string temp_name_;         // kReplace without O_TMPFILE: the named temporary
-  int temp_slot_ = -1;            // its slot in the signal cleanup table
+  UniqueFd fd_;            // owned descriptor (direct or the temporary)
+  UniqueFd dir_fd_;        // kReplace: the target directory
+  std::string name_;       // kReplace: final name in dir_fd_
+  std::string temp_name_;  // kReplace without O_TMPFILE: the named temporary
+  int temp_slot_ = -1;     // its slot in the signal cleanup table
   std::unique_ptr<Buffer> buffer_;
   std::unique_ptr<std::ostream> owned_stream_;
   std::ostream* stream_ = nullptr;

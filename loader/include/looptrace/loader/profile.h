@@ -87,8 +87,8 @@ struct ProbeSpec {
   std::vector<ArgSpec> args;
   std::vector<Condition> conditions;
   bool optional = false;  // `optional probe`: left out when it resolves to nothing
-  std::string source;  // file (or builtin:NAME) the line is in, for messages
-  int line = 0;        // line in that file
+  std::string source;     // file (or builtin:NAME) the line is in, for messages
+  int line = 0;           // line in that file
 
   std::string Where() const { return source + ":" + std::to_string(line); }
 };
@@ -142,9 +142,9 @@ bool IsGlobPoint(std::string_view point);
 struct ThreadChoice {
   enum class Mode { kUnset, kMain, kAll, kLoop };
   Mode mode = Mode::kUnset;
-  std::string name;   // kLoop: prefix of the loop thread's name (comm), "" = any thread
-  bool exact = false; // kLoop: the name is the whole comm (no trailing *)
-  std::string where;  // source:line of the directive, for conflicts
+  std::string name;    // kLoop: prefix of the loop thread's name (comm), "" = any thread
+  bool exact = false;  // kLoop: the name is the whole comm (no trailing *)
+  std::string where;   // source:line of the directive, for conflicts
 
   bool operator==(const ThreadChoice& o) const { return mode == o.mode && name == o.name && exact == o.exact; }
   // "main", "all", "loop", "loop:AWT-EventQueue-*"
@@ -160,14 +160,14 @@ struct Profile {
   std::string description;
   std::string source;  // file path, or "builtin:NAME"
   std::vector<ProbeSpec> probes;
-  std::vector<Requirement> requirements;  // `requires` lines
-  std::vector<CallRequirement> call_requirements;  // `requires-call` lines
+  std::vector<Requirement> requirements;               // `requires` lines
+  std::vector<CallRequirement> call_requirements;      // `requires-call` lines
   std::vector<LoadedRequirement> loaded_requirements;  // `requires-loaded` lines
   // `messages ...`: "dispatch", "poll-bounded", or "" (derived from the roles).
   std::string message_definition;
   std::string message_definition_where;  // the line that set it
-  ThreadChoice thread;               // kUnset: the main thread unless --threads says otherwise
-  std::vector<std::string> runtimes;  // `runtime` directives (python, jvm), in order
+  ThreadChoice thread;                   // kUnset: the main thread unless --threads says otherwise
+  std::vector<std::string> runtimes;     // `runtime` directives (python, jvm), in order
 
   bool HasRole(Role role) const;
 };

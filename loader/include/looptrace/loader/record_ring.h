@@ -37,8 +37,10 @@ class RecordRing {
       if (seq == tail + 1) {
         lt_record copy = slot;
         // A writer a whole ring ahead may have reused the slot while it was copied.
-        if (__atomic_load_n(&slot.seq, __ATOMIC_ACQUIRE) == seq) fn(copy);
-        else ++lost;
+        if (__atomic_load_n(&slot.seq, __ATOMIC_ACQUIRE) == seq)
+          fn(copy);
+        else
+          ++lost;
       } else {
         ++lost;  // overwritten by a writer that raced past the full check
       }

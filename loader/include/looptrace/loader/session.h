@@ -32,10 +32,10 @@
 namespace looptrace::loader {
 
 struct SessionOptions {
-  std::string profile;          // built-in name or file; empty = detect from the target
-  ThreadChoice threads;         // --threads; kUnset: the profile's choice, else main
-  double duration_s = 0;        // 0 = until Ctrl-C / target exit
-  size_t ringbuf_bytes = 4u << 20;     // side records: strings, identities
+  std::string profile;                // built-in name or file; empty = detect from the target
+  ThreadChoice threads;               // --threads; kUnset: the profile's choice, else main
+  double duration_s = 0;              // 0 = until Ctrl-C / target exit
+  size_t ringbuf_bytes = 4u << 20;    // side records: strings, identities
   size_t record_capacity = 1u << 16;  // record ring records (power of two)
   size_t beat_capacity = 1u << 20;    // method-beat ring records (power of two)
   std::string btf_path;
@@ -46,9 +46,9 @@ struct SessionOptions {
   // snapshots only). 997: prime, so it does not beat with periodic work; ~1 ms resolution.
   int sample_hz = 997;
   size_t sample_ring_bytes = 8u << 20;  // --sample-ring: the BPF ring of stack samples
-  bool held_child = false;      // run: the target is looptrace's held child until it execs
-  bool dwarf_unwind = false;    // copy registers + stack top for DWARF unwinding (no frame pointers)
-  bool exact_entry = false;     // --exact-entry: no probe relocation (probe_placement.h)
+  bool held_child = false;              // run: the target is looptrace's held child until it execs
+  bool dwarf_unwind = false;            // copy registers + stack top for DWARF unwinding (no frame pointers)
+  bool exact_entry = false;             // --exact-entry: no probe relocation (probe_placement.h)
 };
 
 // Blocks SIGINT/SIGTERM/SIGHUP and returns a signalfd for them: signals are then handled
@@ -85,7 +85,8 @@ class Session {
   // Every thread of the target now, and the method beats of the main thread's running
   // message so far (when the profile maps method roles): `looptrace snapshot`. Counts
   // nothing into the session's report.
-  std::pair<StallSnapshot, std::optional<MethodBeats>> SnapshotNow(uint64_t message_begin_ns, uint64_t begin_beat_index);
+  std::pair<StallSnapshot, std::optional<MethodBeats>> SnapshotNow(uint64_t message_begin_ns,
+                                                                   uint64_t begin_beat_index);
   uint32_t tgid() const { return tgid_; }
 
   const AttachPlan& plan() const { return plan_; }
@@ -120,8 +121,8 @@ class Session {
   bool primed_ = false;
   bool shadow_stack_ = false;  // uretprobe return addresses kept for stack samples (shadow_probes.h)
   uint32_t tgid_ = 0;
-  ThreadChoice threads_;          // resolved: --threads, else the profile's, else main
-  uint32_t known_loop_tid_ = 0;   // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
+  ThreadChoice threads_;         // resolved: --threads, else the profile's, else main
+  uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
   uint64_t last_cpu_sample_ns_ = 0;
   uint64_t stop_ns_ = UINT64_MAX;      // the session's end: later records are dropped (and counted)
   uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session

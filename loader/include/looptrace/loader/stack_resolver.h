@@ -111,10 +111,10 @@ class StackResolver {
   symbols::Unwinder unwinder_;
   symbols::PerfMap perf_map_;
   std::chrono::steady_clock::time_point perf_map_read_at_{};
-  std::unordered_map<uint64_t, std::vector<ResolvedFrame>> names_;  // by lookup pc
+  std::unordered_map<uint64_t, std::vector<ResolvedFrame>> names_;   // by lookup pc
   std::map<std::string, std::optional<bool>> keeps_frame_pointers_;  // by module path
-  std::unique_ptr<lt_stack_copy> copy_;  // scratch for decoding copies
-  std::vector<uint8_t> bytes_;           // scratch: a stack copy with return addresses put back
+  std::unique_ptr<lt_stack_copy> copy_;                              // scratch for decoding copies
+  std::vector<uint8_t> bytes_;  // scratch: a stack copy with return addresses put back
   uint64_t reported_replaced_ = 0;
 };
 

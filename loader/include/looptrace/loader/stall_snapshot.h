@@ -42,9 +42,14 @@ class SnapshotTaker {
  public:
   // `stacks` names and checks user stacks; `dwarf`: --dwarf-unwind (stack copies of watched
   // threads, and of the threads the stalled one waits for); `all_threads`: --threads all.
-  SnapshotTaker(pid_t pid, const BpfSession* bpf, BpfKernelStacks* kernel_stacks, StackResolver* stacks,
-                Stats* stats, bool dwarf, bool all_threads)
-      : pid_(pid), bpf_(bpf), kernel_stacks_(kernel_stacks), stacks_(stacks), stats_(stats), dwarf_(dwarf),
+  SnapshotTaker(pid_t pid, const BpfSession* bpf, BpfKernelStacks* kernel_stacks, StackResolver* stacks, Stats* stats,
+                bool dwarf, bool all_threads)
+      : pid_(pid),
+        bpf_(bpf),
+        kernel_stacks_(kernel_stacks),
+        stacks_(stacks),
+        stats_(stats),
+        dwarf_(dwarf),
         all_threads_(all_threads) {}
 
   // Samples the process's CPU time; call about twice a second.

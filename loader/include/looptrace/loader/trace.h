@@ -22,8 +22,8 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
 // before it streams, and what a background session (live_session.h) keeps.
 struct AttachedProcess {
   std::unique_ptr<Session> session;
-  UniqueFd pid_fd;       // readable once the process exits
-  std::string command;   // its comm
+  UniqueFd pid_fd;      // readable once the process exits
+  std::string command;  // its comm
   std::string profile;
 };
 Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline);

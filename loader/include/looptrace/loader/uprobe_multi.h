@@ -19,8 +19,7 @@ class AttachedLink {
  public:
   explicit AttachedLink(bpf_link* link) : link_(link) {}
   explicit AttachedLink(UniqueFd link_fd) : fd_(std::move(link_fd)) {}
-  AttachedLink(AttachedLink&& other) noexcept
-      : link_(std::exchange(other.link_, nullptr)), fd_(std::move(other.fd_)) {}
+  AttachedLink(AttachedLink&& other) noexcept : link_(std::exchange(other.link_, nullptr)), fd_(std::move(other.fd_)) {}
   AttachedLink& operator=(AttachedLink&&) = delete;
   AttachedLink(const AttachedLink&) = delete;
   ~AttachedLink();

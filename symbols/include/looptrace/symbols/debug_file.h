@@ -27,13 +27,13 @@ struct DebugSearchOptions {
 
 // What a search found, and what it rejected on the way.
 struct DebugFileSearch {
-  std::string path;                 // the accepted debug file, "" if none
-  bool via_build_id = false;        // accepted through the build-id tree
-  size_t candidates_missing = 0;    // candidate paths that do not exist
-  size_t crc_mismatches = 0;        // debuglink candidates whose CRC-32 differs
-  size_t build_id_mismatches = 0;   // candidates whose build id differs from the file's
-  size_t unreadable = 0;            // candidates that exist but are not readable ELF files
-  size_t without_debug_info = 0;    // ELF candidates without DWARF (e.g. another stripped copy)
+  std::string path;                   // the accepted debug file, "" if none
+  bool via_build_id = false;          // accepted through the build-id tree
+  size_t candidates_missing = 0;      // candidate paths that do not exist
+  size_t crc_mismatches = 0;          // debuglink candidates whose CRC-32 differs
+  size_t build_id_mismatches = 0;     // candidates whose build id differs from the file's
+  size_t unreadable = 0;              // candidates that exist but are not readable ELF files
+  size_t without_debug_info = 0;      // ELF candidates without DWARF (e.g. another stripped copy)
   std::vector<std::string> rejected;  // "PATH: why", for diagnostics
 };
 
@@ -42,8 +42,8 @@ struct DebugFileSearch {
 // `root` is prepended to the module-relative candidates ("" or "/proc/PID/root").
 // Candidates are taken in gdb's order: build id in each debug directory, then the debuglink
 // name in the file's directory, its .debug/ subdirectory and each debug directory.
-DebugFileSearch FindDebugFile(const ElfFile& file, std::string_view path_in_root,
-                              std::string_view root, const DebugSearchOptions& options);
+DebugFileSearch FindDebugFile(const ElfFile& file, std::string_view path_in_root, std::string_view root,
+                              const DebugSearchOptions& options);
 
 // CRC-32 of a file's contents as .gnu_debuglink records it (zlib's crc32).
 Result<uint32_t> DebuglinkCrc32(const std::string& path);

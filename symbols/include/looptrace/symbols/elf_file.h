@@ -17,34 +17,34 @@ struct Elf;  // libelf's handle (<libelf.h> declares `typedef struct Elf Elf;`)
 namespace looptrace::symbols {
 
 struct Symbol {
-  std::string name;          // raw (mangled) name, without @version suffix
-  std::string demangled;     // abi::__cxa_demangle result, or == name if not mangled
-  std::string version;       // from .gnu.version/.gnu.version_d (or a name@VERSION suffix)
+  std::string name;                // raw (mangled) name, without @version suffix
+  std::string demangled;           // abi::__cxa_demangle result, or == name if not mangled
+  std::string version;             // from .gnu.version/.gnu.version_d (or a name@VERSION suffix)
   bool is_default_version = true;  // false for a hidden version (name@VERSION, not @@)
-  uint64_t address = 0;      // st_value (virtual address in the ELF)
+  uint64_t address = 0;            // st_value (virtual address in the ELF)
   uint64_t size = 0;
   uint64_t file_offset = 0;  // file offset of `address`; 0 if no PT_LOAD segment holds it
   bool is_ifunc = false;
-  uint8_t binding = 0;       // STB_LOCAL (0), STB_GLOBAL (1), STB_WEAK (2), ...
-  uint32_t section = 0;      // st_shndx
+  uint8_t binding = 0;   // STB_LOCAL (0), STB_GLOBAL (1), STB_WEAK (2), ...
+  uint32_t section = 0;  // st_shndx
 };
 
 struct UsdtProbe {
   std::string provider;
   std::string name;
-  uint64_t address = 0;      // note pc, adjusted for prelink via .stapsdt.base like libbpf
-  uint64_t file_offset = 0;  // what the kernel's uprobe wants
+  uint64_t address = 0;                // note pc, adjusted for prelink via .stapsdt.base like libbpf
+  uint64_t file_offset = 0;            // what the kernel's uprobe wants
   uint64_t semaphore_address = 0;      // 0 if none
   uint64_t semaphore_file_offset = 0;  // ref_ctr_offset for the kernel; 0 if none
-  std::string arguments;     // the note's argument string, e.g. "8@%rdi -8@%rax"
+  std::string arguments;               // the note's argument string, e.g. "8@%rdi -8@%rax"
 };
 
 // The parts of the dynamic section a library search needs.
 struct DynamicInfo {
-  std::string soname;                // DT_SONAME
-  std::vector<std::string> needed;   // DT_NEEDED, in order
-  std::string rpath;                 // DT_RPATH, unexpanded ("$ORIGIN/../lib")
-  std::string runpath;               // DT_RUNPATH, unexpanded
+  std::string soname;               // DT_SONAME
+  std::vector<std::string> needed;  // DT_NEEDED, in order
+  std::string rpath;                // DT_RPATH, unexpanded ("$ORIGIN/../lib")
+  std::string runpath;              // DT_RUNPATH, unexpanded
 };
 
 // The .gnu_debuglink section: the name of the separate debug file and the CRC-32 of its
@@ -70,7 +70,7 @@ class ElfFile {
 
   const std::string& path() const { return path_; }
   const std::string& build_id() const { return build_id_; }  // lower-case hex, "" if none
-  bool is_pie_or_shared() const { return is_dyn_; }         // ET_DYN
+  bool is_pie_or_shared() const { return is_dyn_; }          // ET_DYN
   const DynamicInfo& dynamic() const { return dynamic_; }
   // .gnu_debuglink, if the file has a well-formed one.
   const std::optional<DebugLink>& debuglink() const { return debuglink_; }
@@ -181,10 +181,9 @@ class ElfFile {
   Result<Layout> ReadHeader();
   Result<void> ReadProgramHeaders(std::vector<NoteSegment>* note_segments);
   Result<void> ScanSections(SectionRefs* refs);
-  Result<void> ReadNotes(const SectionRefs& refs, const std::vector<NoteSegment>& note_segments,
-                         const Layout& layout);
-  void AddNote(std::string_view owner, uint32_t type, const uint8_t* desc, size_t size,
-               const Layout& layout, uint64_t stapsdt_base);
+  Result<void> ReadNotes(const SectionRefs& refs, const std::vector<NoteSegment>& note_segments, const Layout& layout);
+  void AddNote(std::string_view owner, uint32_t type, const uint8_t* desc, size_t size, const Layout& layout,
+               uint64_t stapsdt_base);
   void SetBuildId(const uint8_t* desc, size_t size);
   void AddUsdtNote(const uint8_t* desc, size_t size, bool is64, bool swap, uint64_t stapsdt_base);
   Result<std::vector<Symbol>> ReadSymbols(const SectionRefs& refs);
@@ -202,10 +201,10 @@ class ElfFile {
     uint64_t size = 0;
     uint32_t index = 0;
   };
-  std::vector<Segment> segments_;        // PT_LOAD, or SHF_ALLOC sections as a fallback
-  std::vector<Section> sections_;        // SHF_ALLOC sections with an address, by address
+  std::vector<Segment> segments_;  // PT_LOAD, or SHF_ALLOC sections as a fallback
+  std::vector<Section> sections_;  // SHF_ALLOC sections with an address, by address
   std::vector<Symbol> functions_;
-  std::vector<uint64_t> max_end_;        // max(address + size) over functions_[0..i]
+  std::vector<uint64_t> max_end_;  // max(address + size) over functions_[0..i]
   // raw and parameter-less demangled names -> index into functions_. The keys view
   // strings owned by functions_, whose heap buffer survives moves of this object.
   std::unordered_multimap<std::string_view, uint32_t> by_name_;

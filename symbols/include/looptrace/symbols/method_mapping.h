@@ -43,8 +43,7 @@ class MethodMapping {
   // decimal number in [0, 0xFFFFF], bad access flag, extra fields) are skipped, counted and
   // described in `warnings` (may be null) as "SOURCE:LINE: why". A duplicate id replaces the
   // earlier entry (last wins) with a warning.
-  static MethodMapping Parse(std::string_view text, std::string_view source_name,
-                             std::vector<std::string>* warnings);
+  static MethodMapping Parse(std::string_view text, std::string_view source_name, std::vector<std::string>* warnings);
 
   // The method with `id`, or null.
   const MappedMethod* Find(int id) const;

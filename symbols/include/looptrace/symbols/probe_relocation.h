@@ -74,9 +74,9 @@ struct CallSite {
   // if no control transfer comes first and nothing but that return reaches the skipped
   // instructions or it. Check `after_written` against the registers a probe reads.
   std::optional<CodeLocation> after_emulated;
-  std::string after_skipped;          // "mov, add"
-  ArgumentMask after_written = 0;     // registers the skipped instructions write
-  bool after_writes_memory = false;   // they store to memory not addressed through %rsp
+  std::string after_skipped;         // "mov, add"
+  ArgumentMask after_written = 0;    // registers the skipped instructions write
+  bool after_writes_memory = false;  // they store to memory not addressed through %rsp
 };
 
 struct CallSites {

@@ -20,7 +20,7 @@ struct MapEntry {
   uint32_t dev_major = 0;
   uint32_t dev_minor = 0;
   uint64_t inode = 0;
-  std::string path;   // "" for anonymous mappings; "[heap]", "[vdso]", "/memfd:x", ...
+  std::string path;      // "" for anonymous mappings; "[heap]", "[vdso]", "/memfd:x", ...
   bool deleted = false;  // path had a " (deleted)" suffix, which is stripped
 
   bool is_executable() const { return perms.size() > 2 && perms[2] == 'x'; }
@@ -44,8 +44,8 @@ std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std
 // Same, for process `pid`. With `via_proc_root` the result is the path as seen through
 // /proc/PID/root (the process's mount namespace), and an unmapped absolute path is checked
 // there; a deleted mapped file is returned as /proc/PID/map_files/START-END.
-std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std::string_view name,
-                                          int pid, bool via_proc_root);
+std::optional<std::string> FindMappedFile(const std::vector<MapEntry>& maps, std::string_view name, int pid,
+                                          bool via_proc_root);
 
 // "/proc/PID/root" + path.
 std::string ProcRootPath(int pid, std::string_view path);

@@ -24,14 +24,14 @@
 namespace looptrace::symbols {
 
 struct ProguardMethod {
-  std::string class_name;        // original declaring class (differs for inlined methods)
-  std::string name;              // original method name
-  std::string return_type;       // Java source type: "void", "int[]", "java.lang.String"
+  std::string class_name;              // original declaring class (differs for inlined methods)
+  std::string name;                    // original method name
+  std::string return_type;             // Java source type: "void", "int[]", "java.lang.String"
   std::vector<std::string> arguments;  // Java source types
   std::string obfuscated_name;
   uint32_t obfuscated_start = 0;  // R8 "a:b:" line range; 0 when absent
   uint32_t obfuscated_end = 0;
-  uint32_t original_start = 0;    // ":c[:d]" after the arguments; 0 when absent
+  uint32_t original_start = 0;  // ":c[:d]" after the arguments; 0 when absent
   uint32_t original_end = 0;
 
   // "void run(int,java.lang.String)".
@@ -43,7 +43,7 @@ struct ProguardMethod {
 struct ProguardClass {
   std::string original_name;
   std::string obfuscated_name;
-  std::vector<ProguardMethod> methods;  // in file order
+  std::vector<ProguardMethod> methods;                  // in file order
   std::unordered_map<std::string, std::string> fields;  // obfuscated -> original name
 };
 
@@ -63,8 +63,7 @@ class ProguardMapping {
   // Parses mapping text. Malformed lines (no " -> ", member before any class, bad line
   // numbers, unbalanced parentheses) are skipped, counted and described in `warnings`
   // (may be null) as "SOURCE:LINE: why". CRLF and a UTF-8 BOM are accepted.
-  static ProguardMapping Parse(std::string_view text, std::string_view source_name,
-                               std::vector<std::string>* warnings);
+  static ProguardMapping Parse(std::string_view text, std::string_view source_name, std::vector<std::string>* warnings);
 
   const ProguardClass* FindClass(std::string_view obfuscated) const;
   // "a.b" -> "com.example.Foo"; also "a.b[]" arrays. Unknown names come back unchanged.
@@ -77,16 +76,12 @@ class ProguardMapping {
   // descriptor (obfuscated class names, '/' or '.'), only those whose original descriptor
   // matches; with `line` > 0, only R8 members whose obfuscated range holds the line (an
   // inline chain, innermost first), falling back to unranged members.
-  std::vector<const ProguardMethod*> FindMethods(std::string_view obfuscated_class,
-                                                 std::string_view obfuscated_method,
-                                                 std::string_view obfuscated_descriptor = {},
-                                                 uint32_t line = 0) const;
+  std::vector<const ProguardMethod*> FindMethods(std::string_view obfuscated_class, std::string_view obfuscated_method,
+                                                 std::string_view obfuscated_descriptor = {}, uint32_t line = 0) const;
 
   // Best single answer for a method (the outermost frame when `line` selects a chain).
-  DeobfuscatedMethod DeobfuscateMethod(std::string_view obfuscated_class,
-                                       std::string_view obfuscated_method,
-                                       std::string_view obfuscated_descriptor = {},
-                                       uint32_t line = 0) const;
+  DeobfuscatedMethod DeobfuscateMethod(std::string_view obfuscated_class, std::string_view obfuscated_method,
+                                       std::string_view obfuscated_descriptor = {}, uint32_t line = 0) const;
 
   size_t class_count() const { return classes_.size(); }
   size_t method_count() const { return method_count_; }

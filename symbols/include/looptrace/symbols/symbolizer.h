@@ -65,11 +65,11 @@ struct SymbolFrame {
 };
 
 struct Symbolization {
-  std::string module;          // the module's path ("" when unmapped)
-  std::string build_id;        // lower-case hex, "" if none
-  uint64_t module_offset = 0;  // file offset of the address
-  uint64_t elf_address = 0;    // link-time virtual address (what eu-addr2line -e takes)
-  std::string function;        // demangled ELF symbol covering the address, "" if none
+  std::string module;            // the module's path ("" when unmapped)
+  std::string build_id;          // lower-case hex, "" if none
+  uint64_t module_offset = 0;    // file offset of the address
+  uint64_t elf_address = 0;      // link-time virtual address (what eu-addr2line -e takes)
+  std::string function;          // demangled ELF symbol covering the address, "" if none
   uint64_t function_offset = 0;  // elf_address - the symbol's start
   // Innermost first; the last frame is the physical (outermost) function. Without DWARF a
   // single frame named from the symbol table; empty when the function is unknown.
@@ -81,25 +81,25 @@ struct Symbolization {
 struct SymbolizerStats {
   // Per lookup.
   uint64_t lookups = 0;
-  uint64_t cache_hits = 0;  // answered from a module's address cache
+  uint64_t cache_hits = 0;                                   // answered from a module's address cache
   std::array<uint64_t, kDegradationCount> by_degradation{};  // [kNone] = fully named
 
   // Per module load.
-  uint64_t modules_loaded = 0;         // ELF files opened and read
-  uint64_t modules_shared = 0;         // reused through the cache (same identity or build id)
-  uint64_t modules_replaced = 0;       // mapped files replaced on disk since (read through map_files)
+  uint64_t modules_loaded = 0;    // ELF files opened and read
+  uint64_t modules_shared = 0;    // reused through the cache (same identity or build id)
+  uint64_t modules_replaced = 0;  // mapped files replaced on disk since (read through map_files)
   uint64_t module_missing = 0;
   uint64_t module_unreadable = 0;
   uint64_t module_corrupt = 0;
-  uint64_t module_no_symbols = 0;      // loaded, but without any function symbol
-  uint64_t minidebuginfo_used = 0;     // symbols taken from .gnu_debugdata
-  uint64_t dwarf_in_file = 0;          // DWARF read from the module itself
-  uint64_t debug_file_found = 0;       // separate debug file accepted
-  uint64_t debug_file_missing = 0;     // no DWARF in the file and no debug file found
-  uint64_t debug_crc_mismatch = 0;     // debuglink candidates rejected for their CRC
+  uint64_t module_no_symbols = 0;        // loaded, but without any function symbol
+  uint64_t minidebuginfo_used = 0;       // symbols taken from .gnu_debugdata
+  uint64_t dwarf_in_file = 0;            // DWARF read from the module itself
+  uint64_t debug_file_found = 0;         // separate debug file accepted
+  uint64_t debug_file_missing = 0;       // no DWARF in the file and no debug file found
+  uint64_t debug_crc_mismatch = 0;       // debuglink candidates rejected for their CRC
   uint64_t debug_build_id_mismatch = 0;  // candidates rejected for their build id
-  uint64_t debug_file_unreadable = 0;  // candidates that are not readable ELF files
-  uint64_t corrupt_dwarf = 0;          // DWARF that libdw could not open or read
+  uint64_t debug_file_unreadable = 0;    // candidates that are not readable ELF files
+  uint64_t corrupt_dwarf = 0;            // DWARF that libdw could not open or read
 
   // "name=value" pairs of the non-zero counters, in declaration order, for display.
   std::vector<std::pair<std::string, uint64_t>> NonZero() const;
@@ -141,16 +141,14 @@ class Module {
   std::string debug_file() const;
 
   // Names the file offset `offset` (with DWARF when `use_dwarf`). Results are cached.
-  std::shared_ptr<const Symbolization> SymbolizeOffset(uint64_t offset, bool use_dwarf,
-                                                       bool* cache_hit);
+  std::shared_ptr<const Symbolization> SymbolizeOffset(uint64_t offset, bool use_dwarf, bool* cache_hit);
   // Same for a link-time virtual address.
-  std::shared_ptr<const Symbolization> SymbolizeAddress(uint64_t elf_address, bool use_dwarf,
-                                                        bool* cache_hit);
+  std::shared_ptr<const Symbolization> SymbolizeAddress(uint64_t elf_address, bool use_dwarf, bool* cache_hit);
 
  private:
   friend class ModuleCache;
-  std::shared_ptr<const Symbolization> Compute(uint64_t offset, uint64_t elf_address,
-                                               bool address_known, bool use_dwarf);
+  std::shared_ptr<const Symbolization> Compute(uint64_t offset, uint64_t elf_address, bool address_known,
+                                               bool use_dwarf);
   void LoadDwarfLocked();
 
   ModuleLocation location_;
@@ -211,8 +209,7 @@ struct SymbolizerOptions {
 // Not thread-safe (one per thread); the ModuleCache may be shared between threads.
 class Symbolizer {
  public:
-  explicit Symbolizer(SymbolizerOptions options = {},
-                      std::shared_ptr<ModuleCache> cache = ModuleCache::Default());
+  explicit Symbolizer(SymbolizerOptions options = {}, std::shared_ptr<ModuleCache> cache = ModuleCache::Default());
 
   // An address of process `pid`. /proc/PID/maps is read on first use (or SetMaps).
   std::shared_ptr<const Symbolization> Symbolize(int pid, uint64_t address) {
@@ -221,8 +218,7 @@ class Symbolizer {
   // Same, with or without DWARF whatever the options say.
   std::shared_ptr<const Symbolization> Symbolize(int pid, uint64_t address, bool use_dwarf);
   // A link-time virtual address of the ELF file at `path` (like eu-addr2line -e PATH).
-  std::shared_ptr<const Symbolization> SymbolizeModule(const std::string& path,
-                                                       uint64_t elf_address);
+  std::shared_ptr<const Symbolization> SymbolizeModule(const std::string& path, uint64_t elf_address);
 
   // Uses `maps` for `pid` (e.g. recorded ones) instead of reading /proc/PID/maps.
   void SetMaps(int pid, std::vector<MapEntry> maps);
@@ -238,15 +234,14 @@ class Symbolizer {
 
  private:
   struct Process {
-    std::vector<MapEntry> maps;  // sorted by start
+    std::vector<MapEntry> maps;                    // sorted by start
     std::vector<std::shared_ptr<Module>> modules;  // parallel to maps, loaded lazily
     std::chrono::steady_clock::time_point read_at{};
     bool fixed = false;  // from SetMaps: never re-read
   };
   Process& GetProcess(int pid);
   static void SortMaps(Process* process);
-  std::shared_ptr<const Symbolization> Count(std::shared_ptr<const Symbolization> result,
-                                             bool cache_hit);
+  std::shared_ptr<const Symbolization> Count(std::shared_ptr<const Symbolization> result, bool cache_hit);
 
   SymbolizerOptions options_;
   std::shared_ptr<ModuleCache> cache_;

@@ -51,8 +51,8 @@ struct UnwindRegisters {
   static constexpr int kCount = 17;
   static constexpr uint32_t Bit(int dwarf_regno) { return 1u << dwarf_regno; }
   // rip, rsp, rbp, rbx, r12-r15: what a sampler should capture.
-  static constexpr uint32_t kNeeded = (1u << 16) | (1u << 7) | (1u << 6) | (1u << 3) |
-                                      (1u << 12) | (1u << 13) | (1u << 14) | (1u << 15);
+  static constexpr uint32_t kNeeded =
+      (1u << 16) | (1u << 7) | (1u << 6) | (1u << 3) | (1u << 12) | (1u << 13) | (1u << 14) | (1u << 15);
   static constexpr uint32_t kAll = (1u << kCount) - 1;
 
   bool Has(int dwarf_regno) const { return (valid_mask & Bit(dwarf_regno)) != 0; }
@@ -128,7 +128,6 @@ Result<std::vector<UnwoundFrame>> UnwindStack(const UnwindInput& input);
 // The frame-pointer chain: frame 0 is rip, then [rbp + 8] while rbp points into the stack
 // copy and grows. Stops at the end of the copy, at a return address outside every
 // executable mapping (when maps are given), or after max_frames.
-Result<std::vector<UnwoundFrame>> UnwindFramePointers(const UnwindInput& input,
-                                                      size_t max_frames = 256);
+Result<std::vector<UnwoundFrame>> UnwindFramePointers(const UnwindInput& input, size_t max_frames = 256);
 
 }  // namespace looptrace::symbols

@@ -75,8 +75,8 @@ class AnrTracer : public CopyableTracer<AnrTracer> {
   const AnrOptions& options_;
   // (tid, message begin, anr level) -> stall waiting for its message to end
   std::map<std::tuple<uint32_t, uint64_t, bool>, PendingStall> pending_;
-  std::map<uint32_t, std::deque<OffCpuInterval>> intervals_;   // recent, per tid
-  std::map<uint32_t, OffCpuInterval> off_now_;                 // open interval per tid
+  std::map<uint32_t, std::deque<OffCpuInterval>> intervals_;  // recent, per tid
+  std::map<uint32_t, OffCpuInterval> off_now_;                // open interval per tid
   std::map<uint32_t, Wakeup> last_wakeup_;
   std::vector<StallReport> stalls_;
   std::vector<SignalAnrReport> signals_;

@@ -13,7 +13,7 @@ namespace looptrace {
 // microseconds (with the nanoseconds as 3 decimals) relative to session.begin_ns (or to the
 // earliest slice if one began before it). Slices of a thread are always properly nested:
 // a slice that would end after its enclosing slice is clipped to it (args.clipped_end_ns).
-void RenderChromeTrace(const SessionInfo& session, const MessagesReport& messages,
-                       const FramesReport& frames, std::ostream& out);
+void RenderChromeTrace(const SessionInfo& session, const MessagesReport& messages, const FramesReport& frames,
+                       std::ostream& out);
 
 }  // namespace looptrace

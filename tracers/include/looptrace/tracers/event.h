@@ -89,8 +89,14 @@ struct ProbeEvent {
   ProbeEvent() {}
   ProbeEvent(uint64_t ts_ns, uint32_t pid, uint32_t tid, Role role, uint16_t probe_id, uint64_t thread_cpu_ns,
              uint64_t beat_index, uint32_t sp)
-      : ts_ns(ts_ns), pid(pid), tid(tid), role(role), probe_id(probe_id), thread_cpu_ns(thread_cpu_ns),
-        beat_index(beat_index), sp(sp) {}
+      : ts_ns(ts_ns),
+        pid(pid),
+        tid(tid),
+        role(role),
+        probe_id(probe_id),
+        thread_cpu_ns(thread_cpu_ns),
+        beat_index(beat_index),
+        sp(sp) {}
 
   uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
   uint32_t pid = 0;
@@ -125,8 +131,8 @@ struct ProbeEvent {
   // by the span tracker and the tracers, with names of a few bytes where a memcmp call costs
   // more than the compare. Not for arrays (they are literals, above).
   template <class Name>
-    requires(!std::is_array_v<Name> && std::is_convertible_v<const Name&, std::string_view>)
-  const EventArg* Arg(const Name& name) const {
+  requires(!std::is_array_v<Name> &&
+           std::is_convertible_v<const Name&, std::string_view>) const EventArg* Arg(const Name& name) const {
     const std::string_view wanted = name;
     for (const auto& arg : args)
       if (SameName(arg.name, wanted)) return &arg;
@@ -192,12 +198,12 @@ struct DeviceInfo {
 };
 
 struct SessionStart {
-  uint64_t ts_ns = 0;        // CLOCK_MONOTONIC when probes were live
-  uint64_t wall_time_ns = 0; // CLOCK_REALTIME at the same moment (for "time" fields)
+  uint64_t ts_ns = 0;         // CLOCK_MONOTONIC when probes were live
+  uint64_t wall_time_ns = 0;  // CLOCK_REALTIME at the same moment (for "time" fields)
   uint32_t pid = 0;
-  std::string command;       // target's comm / argv[0]
+  std::string command;  // target's comm / argv[0]
   std::string profile;
-  std::string thread_filter; // main | all
+  std::string thread_filter;  // main | all
   std::vector<ProbeDescription> probes;
   DeviceInfo device;
   // The profile's `messages` line: dispatch | poll-bounded, or "" (derived from the roles).
@@ -214,7 +220,7 @@ struct LossCounters {
 
 struct SessionEnd {
   uint64_t ts_ns = 0;
-  std::string reason;  // duration | interrupted | target-exited | end-of-recording
+  std::string reason;              // duration | interrupted | target-exited | end-of-recording
   std::optional<int> exit_status;  // run: the command's exit status (128+N if killed by N)
 };
 
@@ -222,15 +228,15 @@ struct SessionEnd {
 struct ThreadSwitch {
   uint64_t ts_ns = 0;
   uint32_t tid = 0;
-  bool off_cpu = false;    // true: switch-out; false: switch-in
-  uint32_t state = 0;      // task __state at switch-out (0 = preempted while runnable)
+  bool off_cpu = false;                   // true: switch-out; false: switch-in
+  uint32_t state = 0;                     // task __state at switch-out (0 = preempted while runnable)
   std::vector<std::string> kernel_stack;  // innermost first, resolved by the loader
 };
 
 // Someone woke the main thread (sched_wakeup): who ended its wait.
 struct Wakeup {
   uint64_t ts_ns = 0;
-  uint32_t tid = 0;        // the woken thread
+  uint32_t tid = 0;  // the woken thread
   uint32_t waker_tid = 0;
   uint32_t waker_pid = 0;
   std::string waker_comm;
@@ -251,18 +257,18 @@ struct SignalSent {
   uint32_t sender_pid = 0;
   uint32_t sender_tid = 0;
   std::string sender_comm;
-  int result = 0;          // 0 = delivered (TRACE_SIGNAL_DELIVERED)
+  int result = 0;  // 0 = delivered (TRACE_SIGNAL_DELIVERED)
 };
 
 // One thread as a stall snapshot saw it.
 struct ThreadSnapshot {
   uint32_t tid = 0;
   std::string name;
-  char state = '?';             // /proc state letter: R S D T Z ...
-  uint64_t state_since_ns = 0;  // when it entered that state (0 = unknown)
-  std::string wchan;            // kernel wait channel
-  uint64_t futex_address = 0;   // blocked in futex() on this address (0 = not)
-  uint32_t futex_owner_tid = 0; // owner of that futex when it is a pthread mutex (0 = unknown)
+  char state = '?';                       // /proc state letter: R S D T Z ...
+  uint64_t state_since_ns = 0;            // when it entered that state (0 = unknown)
+  std::string wchan;                      // kernel wait channel
+  uint64_t futex_address = 0;             // blocked in futex() on this address (0 = not)
+  uint32_t futex_owner_tid = 0;           // owner of that futex when it is a pthread mutex (0 = unknown)
   std::vector<std::string> kernel_stack;  // at its last switch-out (or latest sample if running)
   std::vector<std::string> user_stack;    // frame-pointer walk, or DWARF unwinding; symbolized
   std::string user_stack_stop;            // why the user stack ends early ("" = at its outermost frame)
@@ -271,7 +277,7 @@ struct ThreadSnapshot {
 // Taken by the loader's watchdog while a message is still running past the LAG or ANR
 // threshold: everything needed to say why the main thread is stuck, as data.
 struct StallSnapshot {
-  bool anr = false;              // false: LAG level
+  bool anr = false;  // false: LAG level
   uint64_t ts_ns = 0;
   uint32_t tid = 0;
   uint64_t message_begin_ns = 0;
@@ -279,7 +285,7 @@ struct StallSnapshot {
   double process_cpu_percent = -1;      // over the last seconds (-1 = unknown)
   uint64_t cpu_window_ns = 0;
   std::vector<std::pair<std::string, uint64_t>> memory_kb;  // /proc status Vm*/Rss* fields
-  int priority = 0;              // /proc/PID/stat priority and nice (Matrix's processPriority/Nice)
+  int priority = 0;  // /proc/PID/stat priority and nice (Matrix's processPriority/Nice)
   int nice = 0;
 };
 
@@ -295,8 +301,8 @@ struct StackSample {
   std::string stop;                 // why the walk ended early ("" = at the outermost frame)
 };
 
-using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats,
-                           ThreadSwitch, Wakeup, SignalSent, StallSnapshot, ProcessExec, StackSample>;
+using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats, ThreadSwitch, Wakeup,
+                           SignalSent, StallSnapshot, ProcessExec, StackSample>;
 
 // The index of T among the alternatives of a variant (for subscription masks).
 template <typename T, typename V>

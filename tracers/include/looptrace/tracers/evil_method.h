@@ -39,7 +39,8 @@ class EvilMethodTracer : public CopyableTracer<EvilMethodTracer> {
 
  private:
   bool Slow(const Span& span) const {
-    return span.kind == SpanKind::kMessage && span.close == SpanClose::kEnded && span.cost_ns() >= options_.threshold_ns;
+    return span.kind == SpanKind::kMessage && span.close == SpanClose::kEnded &&
+           span.cost_ns() >= options_.threshold_ns;
   }
   void ReportSlow(const Span& span);
 

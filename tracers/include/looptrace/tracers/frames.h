@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/frames_report.h"
+#include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/report.h"
 #include "looptrace/tracers/stats.h"
 #include "looptrace/tracers/tracer.h"
@@ -22,10 +22,11 @@
 namespace looptrace {
 
 struct FrameOptions : TracerOptions {
-  uint64_t jank_tree_threshold_ns = 700'000'000;  // janky frames at least this long (cost) keep the call tree of their message
-  double refresh_hz = 0;                 // 0 = detect from vsync timestamps; else forced
-  uint64_t window_ns = 10'000'000'000;   // Matrix's FPS window (DEFAULT_FPS_TIME_SLICE_ALIVE_MS)
-  size_t min_window_frames = 21;         // Matrix reports a window only with > 20 frames
+  uint64_t jank_tree_threshold_ns =
+      700'000'000;                      // janky frames at least this long (cost) keep the call tree of their message
+  double refresh_hz = 0;                // 0 = detect from vsync timestamps; else forced
+  uint64_t window_ns = 10'000'000'000;  // Matrix's FPS window (DEFAULT_FPS_TIME_SLICE_ALIVE_MS)
+  size_t min_window_frames = 21;        // Matrix reports a window only with > 20 frames
   CallTreeOptions tree;
   void Declare(OptionSet& options) override;
 };
@@ -84,10 +85,10 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
     bool has_frame = false;  // a frame began inside it (a doFrame message)
   };
   struct ThreadState {
-    std::deque<DoneMessage> recent;              // completed messages that may delay a frame
-    std::optional<uint64_t> vsync_received;      // latest vsync event since the last frame.begin
+    std::deque<DoneMessage> recent;          // completed messages that may delay a frame
+    std::optional<uint64_t> vsync_received;  // latest vsync event since the last frame.begin
     std::optional<uint64_t> last_frame_begin_ns;
-    std::vector<size_t> awaiting_message;        // frames_ waiting for their doFrame message
+    std::vector<size_t> awaiting_message;  // frames_ waiting for their doFrame message
   };
 
   uint64_t DelayByMessages(const ThreadState& thread, uint64_t from_ns, uint64_t to_ns) const;

@@ -26,21 +26,21 @@ struct FrameRecord {
   uint64_t intended_vsync_ns = 0;  // the vsync the app received for it (vsync role), else vsync_ns
   uint64_t begin_ns = 0;
   uint64_t end_ns = 0;
-  uint64_t interval_ns = 0;        // of the refresh rate current at vsync_ns
+  uint64_t interval_ns = 0;  // of the refresh rate current at vsync_ns
   double refresh_hz = 0;
-  uint64_t skipped_frames = 0;     // Android's skipped vsyncs: round((vsync - intended) / interval)
-  std::vector<PhaseCost> phases;   // in order, only phases that ran
-  uint64_t dropped_frames = 0;     // Android: floor((end - vsync) / interval), the vsyncs it missed
-  double matrix_dropped = 0;       // Matrix: max(0, (total - interval) / interval), total = end - vsync
-  std::string bucket;              // DropBucket(matrix_dropped)
-  bool deadline_missed = false;    // end > vsync + interval ("janky")
-  bool slow = false;               // end - vsync > 16 ms scaled to the refresh rate (16 * 60 / hz)
-  bool frozen = false;             // end - vsync >= 700 ms
+  uint64_t skipped_frames = 0;        // Android's skipped vsyncs: round((vsync - intended) / interval)
+  std::vector<PhaseCost> phases;      // in order, only phases that ran
+  uint64_t dropped_frames = 0;        // Android: floor((end - vsync) / interval), the vsyncs it missed
+  double matrix_dropped = 0;          // Matrix: max(0, (total - interval) / interval), total = end - vsync
+  std::string bucket;                 // DropBucket(matrix_dropped)
+  bool deadline_missed = false;       // end > vsync + interval ("janky")
+  bool slow = false;                  // end - vsync > 16 ms scaled to the refresh rate (16 * 60 / hz)
+  bool frozen = false;                // end - vsync >= 700 ms
   uint64_t delay_by_messages_ns = 0;  // other (non-frame) messages on the thread in [intended vsync, begin]
-  std::string scene;               // the activity focused last when the frame began
-  bool finished = true;            // false: its end was never seen (session end, or lost)
-  std::vector<NamedCallNode> tree; // janky frame's message call tree (beats, cost >= threshold)
-  SampledCallTree sampled;         // the frame's own span from stack samples (same frames)
+  std::string scene;                  // the activity focused last when the frame began
+  bool finished = true;               // false: its end was never seen (session end, or lost)
+  std::vector<NamedCallNode> tree;    // janky frame's message call tree (beats, cost >= threshold)
+  SampledCallTree sampled;            // the frame's own span from stack samples (same frames)
 
   uint64_t cost_ns() const { return end_ns - begin_ns; }
   uint64_t total_ns() const { return end_ns - vsync_ns; }
@@ -52,16 +52,16 @@ struct FpsSummary {
   uint64_t begin_ns = 0;  // first frame's vsync
   uint64_t end_ns = 0;    // last frame's end
   size_t frames = 0;
-  double matrix_fps = 0;     // Matrix: min(refresh, frames * 1e9 / sum(max(total, interval)))
+  double matrix_fps = 0;  // Matrix: min(refresh, frames * 1e9 / sum(max(total, interval)))
   // What the screen really got: frames * 1e9 / sum over frames of
   // max(end - max(intended vsync, previous frame's end), interval), capped at the refresh rate.
   // Unlike Matrix it counts the vsyncs skipped while other messages held the thread; unlike a
   // plain wall-clock span it does not count idle time when the app asked for no frame.
   double delivered_fps = 0;
-  double refresh_hz = 0;     // mean over the frames (Matrix's REFRESH_RATE)
+  double refresh_hz = 0;                     // mean over the frames (Matrix's REFRESH_RATE)
   std::map<std::string, size_t> drop_level;  // Matrix dropLevel: frames per bucket (all five keys)
   std::map<std::string, double> drop_sum;    // Matrix dropSum: rounded dropped frames per bucket
-  size_t janky = 0;   // deadline_missed
+  size_t janky = 0;                          // deadline_missed
   size_t slow = 0;
   size_t frozen = 0;
   uint64_t delay_by_messages_ns = 0;

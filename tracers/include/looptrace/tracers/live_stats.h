@@ -46,8 +46,8 @@ inline constexpr uint64_t kLiveSlowMessageNs = 16'000'000;
 struct LiveThread {
   uint32_t tid = 0;
   uint64_t messages = 0;
-  uint64_t busy_ns = 0;   // top-level messages only
-  uint64_t total_ns = 0;  // every message (the histogram's sum)
+  uint64_t busy_ns = 0;                             // top-level messages only
+  uint64_t total_ns = 0;                            // every message (the histogram's sum)
   std::array<uint64_t, kMessageBuckets> buckets{};  // per bucket, not cumulative
 };
 
@@ -62,7 +62,7 @@ struct LiveMessage {
 struct LiveStall {
   std::string kind;  // anr | lag
   uint32_t tid = 0;
-  uint64_t at_ns = 0;             // the snapshot
+  uint64_t at_ns = 0;  // the snapshot
   uint64_t message_begin_ns = 0;
   std::string name;
 };
@@ -72,8 +72,8 @@ struct LiveStatus {
   std::string command;
   std::string profile;
   std::string message_definition = "dispatch";
-  uint64_t begin_ns = 0;       // CLOCK_MONOTONIC
-  uint64_t wall_time_ns = 0;   // CLOCK_REALTIME at begin
+  uint64_t begin_ns = 0;      // CLOCK_MONOTONIC
+  uint64_t wall_time_ns = 0;  // CLOCK_REALTIME at begin
   uint64_t now_ns = 0;
   bool messages_enabled = false;
   bool frames_enabled = false;
@@ -85,8 +85,8 @@ struct LiveStatus {
   uint64_t slow_frames = 0;
   std::map<std::string, uint64_t> frames_by_bucket;  // Matrix's five buckets, all present
   uint64_t dropped_frames = 0;
-  uint64_t anrs = 0, lags = 0, signal_anrs = 0, self_sigquits = 0, idle_lags = 0, input_lags = 0,
-           barrier_leaks = 0, evil_methods = 0;
+  uint64_t anrs = 0, lags = 0, signal_anrs = 0, self_sigquits = 0, idle_lags = 0, input_lags = 0, barrier_leaks = 0,
+           evil_methods = 0;
 
   // The main thread over the last window (window_ns: how much of it the session covers).
   uint64_t window_ns = 0;
@@ -102,8 +102,8 @@ struct LiveStatus {
   // Now.
   std::optional<LiveMessage> current;  // the main thread's outermost running message
   uint64_t current_running_ns = 0;
-  std::string state = "idle";          // idle | running | lag | anr (by the running message)
-  std::string frame;                   // "frame 12 phase TRAVERSAL" while one runs
+  std::string state = "idle";  // idle | running | lag | anr (by the running message)
+  std::string frame;           // "frame 12 phase TRAVERSAL" while one runs
   std::string scene;
   uint64_t lag_threshold_ns = 0, anr_threshold_ns = 0;
   std::vector<LiveMessage> recent_slow;  // newest first, at least kLiveSlowMessageNs
@@ -150,7 +150,6 @@ class LiveStatsTracer : public CopyableTracer<LiveStatsTracer> {
   std::vector<MessageInterval> TakeIntervals(uint64_t now_ns);
 
  private:
-
   struct WindowMessage {
     uint64_t begin_ns, end_ns;
     bool top_level;
@@ -174,10 +173,10 @@ class LiveStatsTracer : public CopyableTracer<LiveStatsTracer> {
   std::deque<LiveMessage> recent_slow_;
   std::optional<LiveStall> last_stall_;
   std::set<std::tuple<uint32_t, uint64_t, bool>> stalls_seen_;  // AnrTracer's one-per-level rule
-  std::map<uint64_t, uint64_t> barrier_sync_;  // open barrier span -> sync messages posted
-  std::deque<uint64_t> vsyncs_;                // recent, for the refresh rate
+  std::map<uint64_t, uint64_t> barrier_sync_;                   // open barrier span -> sync messages posted
+  std::deque<uint64_t> vsyncs_;                                 // recent, for the refresh rate
   uint64_t vsyncs_since_detect_ = 0;
-  uint64_t interval_ns_ = 0;                   // the refresh interval measured so far
+  uint64_t interval_ns_ = 0;  // the refresh interval measured so far
   double refresh_hz_ = 0;
   uint64_t frames_ = 0;
   std::array<uint64_t, kJankClasses.size()> frames_by_jank_{};

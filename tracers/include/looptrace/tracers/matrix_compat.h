@@ -15,22 +15,22 @@
 
 namespace looptrace::matrix {
 
-inline constexpr int kMethodIdMax = 0xFFFFF;        // AppMethodBeat.METHOD_ID_MAX
-inline constexpr int kMethodIdDispatch = 0xFFFFE;   // METHOD_ID_DISPATCH = 1048574
-inline constexpr int kTargetEvilMethodStack = 30;   // Constants.TARGET_EVIL_METHOD_STACK
-inline constexpr int kFilterStackMaxCount = 60;     // Constants.FILTER_STACK_MAX_COUNT
-inline constexpr int kTimeUpdateCycleMs = 5;        // Constants.TIME_UPDATE_CYCLE_MS
-inline constexpr int64_t kDefaultAnrMs = 5000;      // Constants.DEFAULT_ANR
-inline constexpr float kFilterStackKeyAllPercent = 0.3f;  // FILTER_STACK_KEY_ALL_PERCENT
+inline constexpr int kMethodIdMax = 0xFFFFF;               // AppMethodBeat.METHOD_ID_MAX
+inline constexpr int kMethodIdDispatch = 0xFFFFE;          // METHOD_ID_DISPATCH = 1048574
+inline constexpr int kTargetEvilMethodStack = 30;          // Constants.TARGET_EVIL_METHOD_STACK
+inline constexpr int kFilterStackMaxCount = 60;            // Constants.FILTER_STACK_MAX_COUNT
+inline constexpr int kTimeUpdateCycleMs = 5;               // Constants.TIME_UPDATE_CYCLE_MS
+inline constexpr int64_t kDefaultAnrMs = 5000;             // Constants.DEFAULT_ANR
+inline constexpr float kFilterStackKeyAllPercent = 0.3f;   // FILTER_STACK_KEY_ALL_PERCENT
 inline constexpr int64_t kRecordTimeMask = 0x7FFFFFFFFFF;  // 43 bits of milliseconds
 
 // AppMethodBeat record encoding: bit 63 = enter, bits 43..62 = method id, bits 0..42 = ms
 // since AppMethodBeat's class init. Like AppMethodBeat.mergeData the id is shifted without
 // masking: callers must keep ids in [0, kMethodIdMax) (i()/o() ignore ids >= METHOD_ID_MAX).
 int64_t EncodeRecord(bool enter, int method_id, int64_t time_ms);
-bool IsEnter(int64_t record);     // ((v >> 63) & 1) == 1
-int MethodId(int64_t record);     // (int) ((v >> 43) & 0xFFFFF)
-int64_t TimeMs(int64_t record);   // v & 0x7FFFFFFFFFF
+bool IsEnter(int64_t record);    // ((v >> 63) & 1) == 1
+int MethodId(int64_t record);    // (int) ((v >> 43) & 0xFFFFF)
+int64_t TimeMs(int64_t record);  // v & 0x7FFFFFFFFFF
 
 // TC/items/MethodItem.java. All fields are Java ints (durations wrap like Java's).
 struct MethodItem {
@@ -49,8 +49,8 @@ struct MethodItem {
 // `end_time_ms` is the absolute uptime used (strict mode only) for frames still open at
 // the end of the buffer, whose enter time is `TimeMs(record) + diff_time_ms`
 // (AppMethodBeat.getDiffTime()). Slots equal to 0 are skipped.
-std::vector<MethodItem> StructuredDataToStack(std::span<const int64_t> buffer, bool strict,
-                                              int64_t end_time_ms, int64_t diff_time_ms = 0);
+std::vector<MethodItem> StructuredDataToStack(std::span<const int64_t> buffer, bool strict, int64_t end_time_ms,
+                                              int64_t diff_time_ms = 0);
 
 // TraceDataUtils.trimStack(stack, targetCount, filter) with the filter every Matrix tracer
 // uses: isFilter = durTime < filterCount * 5, at most 60 passes (walking from the last item

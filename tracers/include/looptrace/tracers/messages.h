@@ -86,7 +86,7 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   std::vector<MessageRecord> completed_;
   size_t oldest_ = 0;
   std::vector<Message> unfinished_;
-  std::vector<Message> slowest_;      // top N by cost, kept as they come
+  std::vector<Message> slowest_;  // top N by cost, kept as they come
   struct ThreadCosts {
     CostAccumulator costs;
     uint64_t busy_ns = 0;  // top-level messages only

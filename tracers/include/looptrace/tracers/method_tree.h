@@ -34,13 +34,12 @@ struct NamedCallNode {
 };
 
 struct CallTreeOptions {
-  uint32_t max_depth = 256;      // deeper frames are counted, not kept
+  uint32_t max_depth = 256;  // deeper frames are counted, not kept
 };
 
 // Builds the pre-order tree of one message: root (kDispatchMethodId, depth 0, the whole
 // message) and its methods at depth >= 1. Problems are counted in `stats`.
-std::vector<CallNode> BuildCallTree(const MethodBeats& beats, const CallTreeOptions& options,
-                                    Stats* stats);
+std::vector<CallNode> BuildCallTree(const MethodBeats& beats, const CallTreeOptions& options, Stats* stats);
 
 // Matrix's trimming rule (docs/matrix-algorithms.md section 3) on nanosecond costs: remove from the end
 // nodes costing under k * 5 ms for k = 1..60 until at most `target` remain, then keep the
@@ -59,8 +58,8 @@ class MethodNamer {
 // a hex address (counted in method_names_unknown). The dispatch root has no name ("").
 std::string NameMethod(const MethodNamer* namer, const MethodBeats* beats, uint64_t id, Stats* stats);
 
-// Matrix's stackKey rule (docs/matrix-algorithms.md section 4): the heaviest node by (depth+1)*cost among those costing at
-// least 30 % of `stack_cost_ns` ("<id>|"), with the dispatch root removed when others qualify.
+// Matrix's stackKey rule (docs/matrix-algorithms.md section 4): the heaviest node by (depth+1)*cost among those costing
+// at least 30 % of `stack_cost_ns` ("<id>|"), with the dispatch root removed when others qualify.
 const CallNode* StackKeyNode(const std::vector<CallNode>& nodes, uint64_t stack_cost_ns);
 
 // "<id>|" (decimal for method ids and the dispatch root, hex for addresses and strings).
@@ -72,8 +71,8 @@ std::string FormatStackKey(uint64_t id, MethodIdKind kind);
 struct NamedCallTree {
   std::vector<NamedCallNode> nodes;  // pre-order, trimmed; nodes[0] is the span itself
   size_t nodes_before_trim = 0;
-  uint64_t stack_cost_ns = 0;        // max(min_stack_cost_ns, costliest node)
-  std::string stack_key;             // "" when there is no node
+  uint64_t stack_cost_ns = 0;  // max(min_stack_cost_ns, costliest node)
+  std::string stack_key;       // "" when there is no node
   std::string stack_key_name;
 };
 NamedCallTree BuildNamedCallTree(const MethodBeats& beats, size_t max_nodes, uint64_t min_stack_cost_ns,

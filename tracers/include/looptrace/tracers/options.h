@@ -19,7 +19,7 @@ struct OptionDeclaration {
   std::string help;
   std::string default_text;  // shown in --help ("" = none)
   bool is_flag = false;
-  bool is_list = false;    // comma-separated, may repeat
+  bool is_list = false;  // comma-separated, may repeat
   // Parses and stores one value (a flag receives "true"); errors name the value.
   std::function<Result<void>(std::string_view)> set;
 };
@@ -32,8 +32,7 @@ class OptionSet {
   void Hertz(std::string name, double* hz, std::string help);
   void Count(std::string name, size_t* value, size_t min, size_t max, std::string help);
   void Flag(std::string name, bool* value, std::string help);
-  void List(std::string name, std::vector<std::string>* values, std::string value_name,
-            std::string help);
+  void List(std::string name, std::vector<std::string>* values, std::string value_name, std::string help);
   // Anything else: the caller parses.
   void Custom(OptionDeclaration declaration);
 

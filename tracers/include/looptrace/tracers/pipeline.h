@@ -25,7 +25,7 @@ namespace looptrace {
 // The options of a run: the shared ones and one object per registered tracer.
 class AnalysisOptions {
  public:
-  AnalysisOptions();  // every tracer's defaults
+  AnalysisOptions();                                 // every tracer's defaults
   AnalysisOptions(const AnalysisOptions&) = delete;  // declarations point into it
   AnalysisOptions& operator=(const AnalysisOptions&) = delete;
   CommonOptions common;
@@ -88,7 +88,8 @@ class Pipeline : public EventSink, private SpanListener {
  private:
   // Inline (into the caller's loop over records): one call frame less per record.
   [[gnu::always_inline]] void OnProbe(const ProbeEvent& probe, const Event& event) {
-    if (!started_ && report_.session.begin_ns == 0) [[unlikely]] report_.session.begin_ns = probe.ts_ns;
+    if (!started_ && report_.session.begin_ns == 0) [[unlikely]]
+      report_.session.begin_ns = probe.ts_ns;
     last_ts_ns_ = std::max(last_ts_ns_, probe.ts_ns);
     causes_.OnProbe(probe);
     spans_.OnProbe(probe, *this);

@@ -32,13 +32,10 @@ const std::vector<TracerEntry>& TracerRegistry();
 // TracerOptions) and a constructor T(const O&, const TracerContext&).
 template <typename T, typename O>
 TracerEntry MakeTracerEntry(std::string_view name, bool live_only = false) {
-  return TracerEntry{
-      name,
-      live_only,
-      [] { return std::make_unique<O>(); },
-      [](const TracerOptions& options, const TracerContext& context) -> std::unique_ptr<Tracer> {
-        return std::make_unique<T>(static_cast<const O&>(options), context);
-      }};
+  return TracerEntry{name, live_only, [] { return std::make_unique<O>(); },
+                     [](const TracerOptions& options, const TracerContext& context) -> std::unique_ptr<Tracer> {
+                       return std::make_unique<T>(static_cast<const O&>(options), context);
+                     }};
 }
 
 }  // namespace looptrace

@@ -74,9 +74,9 @@ struct RoleInfo {
   Role role;
   std::string_view name;  // "dispatch.begin"
   RoleEdge edge;
-  SpanKind span;          // for kBegin / kEnd
-  Role partner;           // the other end of the span (itself for instants and beats)
-  std::string_view key;   // argument pairing begin and end ("seq", "token", "frame_id"), or ""
+  SpanKind span;                         // for kBegin / kEnd
+  Role partner;                          // the other end of the span (itself for instants and beats)
+  std::string_view key;                  // argument pairing begin and end ("seq", "token", "frame_id"), or ""
   std::array<std::string_view, 7> args;  // names a profile may bind
 };
 

@@ -18,8 +18,8 @@ struct WeightedStack {
   uint64_t ts_ns = 0;                                // order of first appearance
   uint64_t weight_ns = 0;
   bool on_cpu = true;
-  std::string reason;      // off-CPU: lock | io | sleep | poll | preempted | other
-  std::string stop;        // why the walk ended early ("" = complete)
+  std::string reason;  // off-CPU: lock | io | sleep | poll | preempted | other
+  std::string stop;    // why the walk ended early ("" = complete)
 };
 
 // A node of a sampled tree: `node.cost_ns` is the time attributed to the frame and its
@@ -40,7 +40,7 @@ struct FoldedStack {
 };
 
 struct SampledCallTree {
-  std::vector<SampledNode> nodes;    // pre-order, trimmed; nodes[0] is the span; empty: no tree
+  std::vector<SampledNode> nodes;  // pre-order, trimmed; nodes[0] is the span; empty: no tree
   size_t nodes_before_trim = 0;
   // Frames every complete stack shared, outermost first, down to (not including) the
   // frame at depth 1: where the span ran, collapsed into its root.
@@ -48,15 +48,15 @@ struct SampledCallTree {
   uint64_t span_ns = 0;
   uint64_t samples_on_cpu = 0;
   uint64_t samples_off_cpu = 0;
-  uint64_t on_cpu_ns = 0;            // the span's time on CPU (switches), sampled or not
+  uint64_t on_cpu_ns = 0;  // the span's time on CPU (switches), sampled or not
   uint64_t off_cpu_ns = 0;
   uint64_t unsampled_on_cpu_ns = 0;  // on-CPU time without any sample (left in the root)
   uint32_t sample_hz = 0;
   bool dwarf = false;
-  std::string stack_key;             // Matrix's rule on the sampled tree ("<hash>|")
+  std::string stack_key;  // Matrix's rule on the sampled tree ("<hash>|")
   std::string stack_key_name;
   std::vector<std::pair<std::string, uint64_t>> walk_stops;  // why walks ended early: reason, samples
-  std::vector<FoldedStack> folded;   // every distinct stack (untrimmed), heaviest first
+  std::vector<FoldedStack> folded;                           // every distinct stack (untrimmed), heaviest first
 
   bool empty() const { return nodes.empty(); }
 };

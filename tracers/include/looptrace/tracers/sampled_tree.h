@@ -57,8 +57,10 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
     Ran(span.tid, span.begin_ns);  // what OnProbe does for the record that opened it
   }
   void OnSpanEnd(const Span& span) override {
-    if (!open_.empty() && open_.back().id == span.id) open_.pop_back();  // mostly the innermost
-    else ForgetOpen(span.id);
+    if (!open_.empty() && open_.back().id == span.id)
+      open_.pop_back();  // mostly the innermost
+    else
+      ForgetOpen(span.id);
     if (!sample_hz_) return;
     if (span.close == SpanClose::kUnfinished || span.cost_ns() >= any_tree_threshold_ns_) [[unlikely]] {
       EndSlowOrUnfinished(span);
@@ -92,8 +94,8 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
     std::string stop;
   };
   struct Thread {
-    std::deque<Sample> samples;   // by ts
-    uint64_t last_event_ns = 0;   // the thread's latest probe event or switch-in
+    std::deque<Sample> samples;  // by ts
+    uint64_t last_event_ns = 0;  // the thread's latest probe event or switch-in
     // No off-CPU sample before it lacks its switch records (Settle looks back to here).
     uint64_t unsettled_from_ns = UINT64_MAX;
   };
@@ -152,12 +154,12 @@ class SampledTreeTracer : public CopyableTracer<SampledTreeTracer> {
   // costs less per message than a map node).
   std::vector<OpenSpan> open_;
   // Startup: samples are kept from app.create.begin until the cold start's care scene.
-  std::optional<std::pair<uint32_t, uint64_t>> startup_;   // (tid, app.create.begin)
+  std::optional<std::pair<uint32_t, uint64_t>> startup_;  // (tid, app.create.begin)
   bool cold_done_ = false;
   std::optional<std::tuple<uint64_t, uint64_t, SampledCallTree>> cold_;  // (begin, focus, tree)
   std::map<Key, SampledCallTree> messages_;
   std::map<Key, SampledCallTree> frames_;
-  std::map<uint64_t, SampledCallTree> warm_;  // by launch time
+  std::map<uint64_t, SampledCallTree> warm_;              // by launch time
   std::map<std::vector<std::string>, uint64_t> session_;  // folded, scope session
 };
 

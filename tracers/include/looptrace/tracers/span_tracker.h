@@ -60,15 +60,15 @@ struct Span {
   uint64_t id = 0;  // 1, 2, ... in begin order (unique in the session)
   SpanKind kind = SpanKind::kMessage;
   uint32_t tid = 0;
-  uint64_t key = 0;     // seq, token, frame_id (or sequence number), phase; 0 if none
-  bool keyed = false;   // key came from the begin event (a message's bound id)
-  uint32_t depth = 0;   // spans of the same kind open below it on the thread
+  uint64_t key = 0;        // seq, token, frame_id (or sequence number), phase; 0 if none
+  bool keyed = false;      // key came from the begin event (a message's bound id)
+  uint32_t depth = 0;      // spans of the same kind open below it on the thread
   uint64_t parent_id = 0;  // phase: its frame
   uint64_t begin_ns = 0;
   uint64_t end_ns = 0;
   uint64_t begin_beat_index = 0;  // method-beat ring heads at begin and end (live)
   uint64_t end_beat_index = 0;
-  uint64_t begin_cpu_ns = 0;      // the thread's CPU time at begin and end (0 = unknown)
+  uint64_t begin_cpu_ns = 0;  // the thread's CPU time at begin and end (0 = unknown)
   uint64_t end_cpu_ns = 0;
   SpanClose close = SpanClose::kOpen;
   ProbeEvent begin;  // the event that opened it (its arguments: id, name, vsync_ns, ...)
@@ -78,9 +78,7 @@ struct Span {
   const MethodBeats* beats = nullptr;
 
   uint64_t cost_ns() const { return end_ns > begin_ns ? end_ns - begin_ns : 0; }
-  uint64_t cpu_ns() const {
-    return begin_cpu_ns && end_cpu_ns >= begin_cpu_ns ? end_cpu_ns - begin_cpu_ns : 0;
-  }
+  uint64_t cpu_ns() const { return begin_cpu_ns && end_cpu_ns >= begin_cpu_ns ? end_cpu_ns - begin_cpu_ns : 0; }
   bool ended() const { return close == SpanClose::kEnded; }
   // The begin event's argument value / text, if bound.
   std::optional<uint64_t> ArgValue(std::string_view name) const;
@@ -153,8 +151,10 @@ class SpanTracker {
         definition_ == MessageDefinition::kDispatch) [[likely]] {
       Thread& t = threads_[event.tid];
       NoteMessageRecord(t, event);
-      if (event.role == Role::kDispatchBegin) BeginMessage(t, event, listener);
-      else EndMessage(t, event, /*expect_id=*/true, listener);
+      if (event.role == Role::kDispatchBegin)
+        BeginMessage(t, event, listener);
+      else
+        EndMessage(t, event, /*expect_id=*/true, listener);
       return;
     }
     OnOtherProbe(event, listener);
@@ -179,17 +179,17 @@ class SpanTracker {
     std::optional<Span> phase;
   };
   struct Thread {
-    SpanStack messages;                   // innermost last
+    SpanStack messages;  // innermost last
     std::optional<Span> poll;
     std::optional<Span> idle;
     std::optional<Span> app_create;
     std::optional<Span> gc;
     std::optional<Span> lock_wait;
-    std::vector<OpenFrame> frames;        // innermost last
-    bool began_message = false;           // a message began on it (vs. one running at attach)
-    bool began_dispatch = false;          // poll-bounded: a nested dispatch began on it
-    bool polled = false;                  // poll-bounded: a poll returned on it
-    uint64_t last_message_ts = 0;         // events_out_of_order
+    std::vector<OpenFrame> frames;  // innermost last
+    bool began_message = false;     // a message began on it (vs. one running at attach)
+    bool began_dispatch = false;    // poll-bounded: a nested dispatch began on it
+    bool polled = false;            // poll-bounded: a poll returned on it
+    uint64_t last_message_ts = 0;   // events_out_of_order
   };
 
   // Sets every field of `s` for a span of `kind` that `e` opens. Inline: once per message.
@@ -242,7 +242,8 @@ class SpanTracker {
   void OnOtherProbe(const ProbeEvent& event, SpanListener& listener);
   // A record bounding a message on `t`: counted when it comes before the last one.
   void NoteMessageRecord(Thread& t, const ProbeEvent& e) {
-    if (e.ts_ns < t.last_message_ts) [[unlikely]] stats_->Add(StatId::events_out_of_order);
+    if (e.ts_ns < t.last_message_ts) [[unlikely]]
+      stats_->Add(StatId::events_out_of_order);
     t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
   }
 

@@ -25,11 +25,13 @@ class StallCauses {
   // gc and lock_wait spans (others are ignored).
   // Inline checks: called for every span and probe event, and few are GC, lock waits or releases.
   void OnSpanEnd(const Span& span) {
-    if (span.kind == SpanKind::kGc || span.kind == SpanKind::kLockWait) [[unlikely]] AddEnded(span);
+    if (span.kind == SpanKind::kGc || span.kind == SpanKind::kLockWait) [[unlikely]]
+      AddEnded(span);
   }
   // lock.release events (others are ignored).
   void OnProbe(const ProbeEvent& event) {
-    if (event.role == Role::kLockRelease) [[unlikely]] AddRelease(event);
+    if (event.role == Role::kLockRelease) [[unlikely]]
+      AddRelease(event);
   }
 
   // The causes overlapping [begin_ns, end_ns] that held thread `tid` back: every GC of the
@@ -50,8 +52,8 @@ class StallCauses {
   };
   StallCause FromSpan(const Span& span) const;
 
-  std::deque<StallCause> closed_;                       // the most recent, in end order
-  std::map<uint64_t, std::deque<Release>> releases_;    // by monitor, the most recent
+  std::deque<StallCause> closed_;                     // the most recent, in end order
+  std::map<uint64_t, std::deque<Release>> releases_;  // by monitor, the most recent
 };
 
 }  // namespace looptrace

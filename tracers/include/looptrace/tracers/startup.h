@@ -49,14 +49,14 @@ class StartupTracer : public CopyableTracer<StartupTracer> {
 
   const StartupOptions& options_;
   StartupReport r_;
-  std::optional<Span> app_create_;    // where a cold startup's call tree begins
+  std::optional<Span> app_create_;  // where a cold startup's call tree begins
   std::optional<MethodBeats> cold_beats_;
   std::optional<MethodBeats> warm_beats_;
-  bool frame_wanted_ = false;         // a launch waits for its first frame
+  bool frame_wanted_ = false;  // a launch waits for its first frame
   bool fully_drawn_frame_wanted_ = false;
   std::string last_launched_;
-  std::optional<WarmStart> warm_;     // a warm start in progress
-  bool warm_phase_ = false;           // after the first warm launch, milestones are warm
+  std::optional<WarmStart> warm_;  // a warm start in progress
+  bool warm_phase_ = false;        // after the first warm launch, milestones are warm
 };
 
 }  // namespace looptrace

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <array>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace looptrace {
@@ -14,67 +14,78 @@ namespace looptrace {
 enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
 
 // X(name, severity, description)
-#define LOOPTRACE_STATS(X)                                                                       \
-  X(ringbuf_full, kDataLoss, "strings or identities dropped in BPF because the ring buffer was full") \
-  X(records_full, kDataLoss, "records dropped in BPF because the record ring was full (raise --record-ring)") \
-  X(records_overwritten, kDataLoss, "records overwritten by a concurrent writer before they were read") \
-  X(predicate_rejected, kFilter, "probe hits whose conditions did not hold (filtered in BPF)")  \
-  X(verdicts_evicted, kFilter, "cached string-condition verdicts replaced by another string's")  \
-  X(records_after_end, kFilter, "records made while probes were being detached, after the session's end") \
-  X(verdicts_stale, kFilter, "cached verdicts re-checked because the string at the address changed") \
-  X(malformed_records, kDataLoss, "ring buffer records with an unknown type or a bad size")     \
-  X(unknown_probe_id, kDataLoss, "records naming a probe the session did not attach")           \
-  X(messages_running_at_start, kInfo, "dispatch.end of messages already running when tracing began") \
-  X(unmatched_dispatch_end, kDataLoss, "dispatch.end with no open dispatch.begin on its thread") \
-  X(dispatch_id_mismatch, kError, "dispatch.end whose id differs from the open message's id")   \
-  X(message_end_lost, kDataLoss, "messages whose end was lost: the next one began no deeper on the thread's stack (closed there, not listed)") \
-  X(message_nesting_capped, kDataLoss, "the outermost open message of a thread closed because more than 64 were nested (its end was lost)") \
-  X(unfinished_messages, kInfo, "messages still running when the session ended")               \
-  X(string_read_failed, kError, "string arguments that could not be read from the target")     \
-  X(arg_read_failed, kError, "USDT arguments BPF could not read")                              \
-  X(other_thread_hits, kFilter, "probe hits on threads the thread filter excludes")             \
-  X(other_process_hits, kFilter, "probe hits from other processes mapping the same binary (filtered in BPF)") \
-  X(bpf_string_copy_failed, kInfo, "strings BPF could not copy (page not resident): read from the target instead") \
-  X(stack_failed, kError, "stacks BPF could not capture (stack map full, or no stack)")   \
-  X(method_beats_overwritten, kDataLoss, "method beats of a slow message overwritten before they were read") \
-  X(unmatched_method_exit, kError, "method exits with no open enter of that method (ignored)")      \
-  X(method_exit_missing, kError, "method frames whose exit never came (exception/longjmp)")        \
-  X(method_depth_exceeded, kError, "method frames deeper than the tree depth limit (not shown)")    \
-  X(method_names_unknown, kInfo, "method ids or addresses without a name in the reports")         \
-  X(snapshot_incomplete, kError, "stall snapshots missing a thread, a stack or the process (it exited)") \
-  X(thread_tracking_off, kInfo, "thread-state tracing unavailable: no off-CPU reasons or stacks")   \
-  X(phase_without_frame, kError, "phase events with no open frame on their thread (ignored)")     \
-  X(phase_end_without_begin, kError, "phase.end with no open phase (ignored)")                      \
-  X(phase_mismatch, kError, "phase.end naming another phase than the open one")                     \
-  X(phase_unclosed, kError, "phases closed by the next phase or by their frame's end")              \
-  X(frame_end_without_begin, kDataLoss, "frame.end with no open frame (ignored)")                   \
-  X(frame_id_mismatch, kError, "frame.end whose frame id is not open")                               \
-  X(nested_frames, kInfo, "frames begun while another frame was open on the thread")                \
-  X(frame_end_lost, kDataLoss, "frames closed by an outer frame or their message ending")           \
-  X(unfinished_frames, kInfo, "frames still running when the session ended")                        \
-  X(frame_without_vsync, kError, "frames without a vsync timestamp (their begin was used)")         \
-  X(vsync_without_timestamp, kError, "vsync events without a timestamp (ignored)")                  \
-  X(refresh_rate_assumed, kInfo, "too few vsyncs to measure the refresh rate (guessed)")            \
-  X(refresh_rate_changes, kInfo, "refresh-rate changes detected")                                   \
-  X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")           \
-  X(events_out_of_order, kError, "events older than the previous event of the same thread")  \
+#define LOOPTRACE_STATS(X)                                                                                             \
+  X(ringbuf_full, kDataLoss, "strings or identities dropped in BPF because the ring buffer was full")                  \
+  X(records_full, kDataLoss, "records dropped in BPF because the record ring was full (raise --record-ring)")          \
+  X(records_overwritten, kDataLoss, "records overwritten by a concurrent writer before they were read")                \
+  X(predicate_rejected, kFilter, "probe hits whose conditions did not hold (filtered in BPF)")                         \
+  X(verdicts_evicted, kFilter, "cached string-condition verdicts replaced by another string's")                        \
+  X(records_after_end, kFilter, "records made while probes were being detached, after the session's end")              \
+  X(verdicts_stale, kFilter, "cached verdicts re-checked because the string at the address changed")                   \
+  X(malformed_records, kDataLoss, "ring buffer records with an unknown type or a bad size")                            \
+  X(unknown_probe_id, kDataLoss, "records naming a probe the session did not attach")                                  \
+  X(messages_running_at_start, kInfo, "dispatch.end of messages already running when tracing began")                   \
+  X(unmatched_dispatch_end, kDataLoss, "dispatch.end with no open dispatch.begin on its thread")                       \
+  X(dispatch_id_mismatch, kError, "dispatch.end whose id differs from the open message's id")                          \
+  X(message_end_lost, kDataLoss,                                                                                       \
+    "messages whose end was lost: the next one began no deeper on the thread's stack (closed there, not listed)")      \
+  X(message_nesting_capped, kDataLoss,                                                                                 \
+    "the outermost open message of a thread closed because more than 64 were nested (its end was lost)")               \
+  X(unfinished_messages, kInfo, "messages still running when the session ended")                                       \
+  X(string_read_failed, kError, "string arguments that could not be read from the target")                             \
+  X(arg_read_failed, kError, "USDT arguments BPF could not read")                                                      \
+  X(other_thread_hits, kFilter, "probe hits on threads the thread filter excludes")                                    \
+  X(other_process_hits, kFilter, "probe hits from other processes mapping the same binary (filtered in BPF)")          \
+  X(bpf_string_copy_failed, kInfo, "strings BPF could not copy (page not resident): read from the target instead")     \
+  X(stack_failed, kError, "stacks BPF could not capture (stack map full, or no stack)")                                \
+  X(method_beats_overwritten, kDataLoss, "method beats of a slow message overwritten before they were read")           \
+  X(unmatched_method_exit, kError, "method exits with no open enter of that method (ignored)")                         \
+  X(method_exit_missing, kError, "method frames whose exit never came (exception/longjmp)")                            \
+  X(method_depth_exceeded, kError, "method frames deeper than the tree depth limit (not shown)")                       \
+  X(method_names_unknown, kInfo, "method ids or addresses without a name in the reports")                              \
+  X(snapshot_incomplete, kError, "stall snapshots missing a thread, a stack or the process (it exited)")               \
+  X(thread_tracking_off, kInfo, "thread-state tracing unavailable: no off-CPU reasons or stacks")                      \
+  X(phase_without_frame, kError, "phase events with no open frame on their thread (ignored)")                          \
+  X(phase_end_without_begin, kError, "phase.end with no open phase (ignored)")                                         \
+  X(phase_mismatch, kError, "phase.end naming another phase than the open one")                                        \
+  X(phase_unclosed, kError, "phases closed by the next phase or by their frame's end")                                 \
+  X(frame_end_without_begin, kDataLoss, "frame.end with no open frame (ignored)")                                      \
+  X(frame_id_mismatch, kError, "frame.end whose frame id is not open")                                                 \
+  X(nested_frames, kInfo, "frames begun while another frame was open on the thread")                                   \
+  X(frame_end_lost, kDataLoss, "frames closed by an outer frame or their message ending")                              \
+  X(unfinished_frames, kInfo, "frames still running when the session ended")                                           \
+  X(frame_without_vsync, kError, "frames without a vsync timestamp (their begin was used)")                            \
+  X(vsync_without_timestamp, kError, "vsync events without a timestamp (ignored)")                                     \
+  X(refresh_rate_assumed, kInfo, "too few vsyncs to measure the refresh rate (guessed)")                               \
+  X(refresh_rate_changes, kInfo, "refresh-rate changes detected")                                                      \
+  X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")                                   \
+  X(events_out_of_order, kError, "events older than the previous event of the same thread")                            \
   X(samples_dropped, kDataLoss, "stack samples dropped in BPF because the sample ring was full (raise --sample-ring)") \
-  X(shadow_overflow, kError, "uretprobe return addresses BPF could not remember (nested deeper than 8, or their thread's slot taken by another thread)") \
-  X(stack_copy_failed, kError, "samples whose stack copy faulted (nothing readable at the stack pointer)") \
-  X(switch_record_lost, kInfo, "off-CPU stretches whose switch record was lost (records_full): reason unknown, ended at the thread's next sample or event") \
-  X(stack_walk_truncated, kInfo, "stack walks that stopped before the outermost frame (why: in the sampled trees)") \
-  X(bogus_frames_dropped, kInfo, "return addresses outside every executable mapping (code without frame pointers or CFI): the walk ended there") \
-  X(uretprobe_frames_restored, kInfo, "return addresses replaced by the uretprobe trampoline, put back from the shadow stack") \
-  X(samples_after_exit, kInfo, "samples unwound after their process exited (named from the maps read last)") \
-  X(module_replaced, kError, "modules replaced on disk after they were mapped: named from the mapped copy, or not at all") \
-  X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped") \
-  X(cpu_switch_untraced, kInfo, "loop-thread switches the kernel made without a sched_switch event: that stretch's CPU time is the kernel's tick-granular count")
+  X(shadow_overflow, kError,                                                                                           \
+    "uretprobe return addresses BPF could not remember (nested deeper than 8, or their thread's slot taken by "        \
+    "another thread)")                                                                                                 \
+  X(stack_copy_failed, kError, "samples whose stack copy faulted (nothing readable at the stack pointer)")             \
+  X(switch_record_lost, kInfo,                                                                                         \
+    "off-CPU stretches whose switch record was lost (records_full): reason unknown, ended at the thread's next "       \
+    "sample or event")                                                                                                 \
+  X(stack_walk_truncated, kInfo, "stack walks that stopped before the outermost frame (why: in the sampled trees)")    \
+  X(bogus_frames_dropped, kInfo,                                                                                       \
+    "return addresses outside every executable mapping (code without frame pointers or CFI): the walk ended there")    \
+  X(uretprobe_frames_restored, kInfo,                                                                                  \
+    "return addresses replaced by the uretprobe trampoline, put back from the shadow stack")                           \
+  X(samples_after_exit, kInfo, "samples unwound after their process exited (named from the maps read last)")           \
+  X(module_replaced, kError,                                                                                           \
+    "modules replaced on disk after they were mapped: named from the mapped copy, or not at all")                      \
+  X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped")                         \
+  X(cpu_switch_untraced, kInfo,                                                                                        \
+    "loop-thread switches the kernel made without a sched_switch event: that stretch's CPU time is the kernel's "      \
+    "tick-granular count")
 
 enum class StatId : int {
 #define LOOPTRACE_STAT_ENUM(name, severity, description) name,
   LOOPTRACE_STATS(LOOPTRACE_STAT_ENUM)
 #undef LOOPTRACE_STAT_ENUM
-  kCount
+      kCount
 };
 
 constexpr int kStatCount = static_cast<int>(StatId::kCount);
@@ -94,7 +105,8 @@ class Stats {
     for (int i = 0; i < kStatCount; ++i) values_[i] += other.values_[i];
   }
   bool AnyNonZero() const {
-    for (uint64_t v : values_) if (v) return true;
+    for (uint64_t v : values_)
+      if (v) return true;
     return false;
   }
 

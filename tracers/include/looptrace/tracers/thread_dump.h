@@ -19,15 +19,15 @@ namespace looptrace {
 struct ThreadDump {
   uint32_t pid = 0;
   std::string command;
-  uint64_t wall_time_ns = 0;  // CLOCK_REALTIME of the snapshot
-  StallSnapshot snapshot;     // anr = false; message_begin_ns = 0 when idle
+  uint64_t wall_time_ns = 0;           // CLOCK_REALTIME of the snapshot
+  StallSnapshot snapshot;              // anr = false; message_begin_ns = 0 when idle
   std::optional<LiveMessage> current;  // the main thread's running message
   uint64_t running_ns = 0;
   std::string frame;
   std::string scene;
   std::vector<NamedCallNode> tree;  // the running message's open method slice
   std::string stack_key;
-  std::string main_state;           // e.g. "running", "lock wait", "sleep", "deadlock"
+  std::string main_state;  // e.g. "running", "lock wait", "sleep", "deadlock"
   std::vector<uint32_t> deadlock_cycle;
 };
 

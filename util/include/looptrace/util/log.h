@@ -3,8 +3,8 @@
 
 #include <time.h>
 
-#include <cstdio>
 #include <fmt/format.h>
+#include <cstdio>
 #include <string_view>
 
 #include "looptrace/util/text_safety.h"
@@ -44,9 +44,14 @@ inline void Write(Level level, std::string_view raw) {
   const std::string text = EscapeForTerminal(raw, kMaxLogLineBytes);
   const char* prefix = "";
   switch (level) {
-    case Level::kError: prefix = "error: "; break;
-    case Level::kWarning: prefix = "warning: "; break;
-    default: break;
+    case Level::kError:
+      prefix = "error: ";
+      break;
+    case Level::kWarning:
+      prefix = "warning: ";
+      break;
+    default:
+      break;
   }
   std::fprintf(stderr, "%slooptrace: %s%.*s\n", TimestampPrefix().c_str(), prefix, static_cast<int>(text.size()),
                text.data());

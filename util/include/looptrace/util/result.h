@@ -42,8 +42,7 @@ inline std::unexpected<Error> MakeError(std::string message, ExitCode code = Exi
 }
 
 // "<what>: <strerror(err)>" for a positive or negative errno value.
-inline std::unexpected<Error> SystemError(const std::string& what, int err,
-                                          ExitCode code = ExitCode::kRuntime,
+inline std::unexpected<Error> SystemError(const std::string& what, int err, ExitCode code = ExitCode::kRuntime,
                                           std::string hint = {}) {
   if (err < 0) err = -err;
   return MakeError(what + ": " + std::strerror(err), code, std::move(hint));
@@ -61,16 +60,15 @@ inline std::string PermissionHint(std::string_view as_root) {
 #define LT_CONCAT(a, b) LT_CONCAT_INNER(a, b)
 
 // Propagates the error of an expression returning Result<void>.
-#define RETURN_IF_ERROR(expr)                                      \
-  do {                                                             \
-    auto lt_status_ = (expr);                                      \
-    if (!lt_status_) return std::unexpected(lt_status_.error());   \
+#define RETURN_IF_ERROR(expr)                                    \
+  do {                                                           \
+    auto lt_status_ = (expr);                                    \
+    if (!lt_status_) return std::unexpected(lt_status_.error()); \
   } while (0)
 
 // `ASSIGN_OR_RETURN(auto x, Foo());` declares x from a Result or returns its error.
-#define ASSIGN_OR_RETURN(decl, expr) \
-  ASSIGN_OR_RETURN_IMPL(LT_CONCAT(lt_result_, __LINE__), decl, expr)
-#define ASSIGN_OR_RETURN_IMPL(tmp, decl, expr)         \
-  auto tmp = (expr);                                   \
-  if (!tmp) return std::unexpected(tmp.error());       \
+#define ASSIGN_OR_RETURN(decl, expr) ASSIGN_OR_RETURN_IMPL(LT_CONCAT(lt_result_, __LINE__), decl, expr)
+#define ASSIGN_OR_RETURN_IMPL(tmp, decl, expr)   \
+  auto tmp = (expr);                             \
+  if (!tmp) return std::unexpected(tmp.error()); \
   decl = std::move(*tmp)

@@ -14,13 +14,13 @@ namespace looptrace {
 
 // Size caps of input files (README "Security").
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
-inline constexpr uint64_t kMaxProfileBytes = 1 * kMiB;              // --profile FILE
-inline constexpr uint64_t kMaxMappingBytes = 1024 * kMiB;           // methodMapping.txt, ProGuard
-inline constexpr uint64_t kMaxBtfBytes = 512 * kMiB;                // --btf FILE
-inline constexpr uint64_t kMaxElfBytes = 64 * 1024 * kMiB;          // binaries and debug files
-inline constexpr uint64_t kMaxProcFileBytes = 256 * kMiB;           // /proc/PID/maps and friends
-inline constexpr uint64_t kMaxRecordingLineBytes = 512 * kMiB;      // one decompressed line
-inline constexpr uint64_t kMaxRecordingBytes = 64 * 1024 * kMiB;    // a whole decompressed recording
+inline constexpr uint64_t kMaxProfileBytes = 1 * kMiB;            // --profile FILE
+inline constexpr uint64_t kMaxMappingBytes = 1024 * kMiB;         // methodMapping.txt, ProGuard
+inline constexpr uint64_t kMaxBtfBytes = 512 * kMiB;              // --btf FILE
+inline constexpr uint64_t kMaxElfBytes = 64 * 1024 * kMiB;        // binaries and debug files
+inline constexpr uint64_t kMaxProcFileBytes = 256 * kMiB;         // /proc/PID/maps and friends
+inline constexpr uint64_t kMaxRecordingLineBytes = 512 * kMiB;    // one decompressed line
+inline constexpr uint64_t kMaxRecordingBytes = 64 * 1024 * kMiB;  // a whole decompressed recording
 
 // open(2) for reading that cannot block or take a controlling terminal:
 // O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY. Returns -1 with errno set.
