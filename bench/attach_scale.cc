@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "bench_child.h"
-#include "looptrace/loader/attach_plan.h"
-#include "looptrace/loader/bpf_session.h"
-#include "looptrace/loader/profile.h"
+#include "loader/bpf/bpf_session.h"
+#include "loader/plan/attach_plan.h"
+#include "loader/plan/profile.h"
 
 namespace {
 

@@ -42,7 +42,7 @@
 
 #include "bench_child.h"
 #include "empty_probe.skel.h"
-#include "looptrace/loader/bpf_session.h"
+#include "loader/bpf/bpf_session.h"
 #include "looptrace/symbols/elf_file.h"
 
 namespace {

@@ -16,11 +16,11 @@
 
 #include "empty_probe.skel.h"
 #include "hooks.h"
-#include "looptrace/loader/attach_plan.h"
-#include "looptrace/loader/bpf_session.h"
-#include "looptrace/loader/event_decoder.h"
-#include "looptrace/loader/profile.h"
-#include "looptrace/loader/string_reader.h"
+#include "loader/bpf/bpf_session.h"
+#include "loader/decode/event_decoder.h"
+#include "loader/decode/string_reader.h"
+#include "loader/plan/attach_plan.h"
+#include "loader/plan/profile.h"
 #include "looptrace/tracers/pipeline.h"
 
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "looptrace/loader/stack_resolver.h"
+#include "loader/decode/stack_resolver.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "loader/decode/event_decoder.h"
 #include "looptrace/events.h"
-#include "looptrace/loader/event_decoder.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/frames.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "loader/plan/profile.h"
 #include "looptrace/events.h"
-#include "looptrace/loader/profile.h"
 #include "looptrace/util/log.h"
 
 namespace {

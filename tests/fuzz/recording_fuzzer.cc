@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "looptrace/loader/recording.h"
+#include "loader/session/recording.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/util/log.h"
 

@@ -5,7 +5,7 @@
  * Plain C that compiles as C (clang -target bpf) and C++ (g++).
  * Fixed-width fields only, explicit padding, sizes checked on both sides.
  * User space decodes these records in exactly one place
- * (loader/src/event_decoder.cc); nothing else reads raw bytes.
+ * (loader/decode/event_decoder.cc); nothing else reads raw bytes.
  *
  * Four channels (docs/ARCHITECTURE.md, "The event ABI"):
  *  - the record ring: fixed-size, time-ordered records (role hits, thread switches,

@@ -1,4 +1,4 @@
-#include "looptrace/loader/attach_order.h"
+#include "loader/plan/attach_order.h"
 
 #include <gtest/gtest.h>
 

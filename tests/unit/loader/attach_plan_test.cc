@@ -1,7 +1,7 @@
 // Resolving the runtime profiles' shapes against fixture binaries (no root, no BPF):
 // function pointers stored in data, thunks left out of globs, optional probes, `requires`
 // marks and auto-detection's explanations.
-#include "looptrace/loader/attach_plan.h"
+#include "loader/plan/attach_plan.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // The beat ring's copy against a ring in a memfd (the same mmap path as the BPF map).
-#include "looptrace/loader/beat_ring.h"
+#include "loader/bpf/beat_ring.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

@@ -1,13 +1,13 @@
 // ClickHouse rows (clickhouse_rows.h): the schema, rows that carry the identity columns,
 // and every record sent exactly once over interim reports and the final one.
-#include "looptrace/loader/clickhouse_rows.h"
+#include "loader/export/clickhouse_rows.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "../tracers/event_script.h"
-#include "looptrace/loader/clickhouse_sink.h"
+#include "loader/export/clickhouse_sink.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/live_stats.h"
 #include "looptrace/tracers/pipeline.h"

@@ -2,7 +2,7 @@
 // answer may look like, and that garbage is refused with a reason instead of acted on.
 #include <gtest/gtest.h>
 
-#include "looptrace/loader/control_socket.h"
+#include "loader/live/control_socket.h"
 
 namespace looptrace::loader {
 namespace {

@@ -1,10 +1,10 @@
-#include "looptrace/loader/event_decoder.h"
+#include "loader/decode/event_decoder.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "looptrace/loader/beat_slicer.h"
+#include "loader/decode/beat_slicer.h"
 
 namespace looptrace::loader {
 namespace {

@@ -1,5 +1,5 @@
 // The text of status, top and sessions (live_view.h).
-#include "looptrace/loader/live_view.h"
+#include "loader/live/live_view.h"
 
 #include <gtest/gtest.h>
 

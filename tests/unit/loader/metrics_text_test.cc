@@ -1,7 +1,7 @@
 // The Prometheus/OpenMetrics exposition of background sessions (metrics_text.h): every
 // family declared once, samples well-formed, histograms cumulative with +Inf, counters with
 // _total, label values escaped, and OpenMetrics ending with # EOF.
-#include "looptrace/loader/metrics_text.h"
+#include "loader/export/metrics_text.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Output files as an attacker sees them: planted links and temporary names, devices,
 // FIFOs, a full disk; and the bounded line reader of recordings.
-#include "looptrace/loader/output_file.h"
+#include "loader/session/output_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

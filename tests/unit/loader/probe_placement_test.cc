@@ -1,12 +1,12 @@
 // Where ResolveProfile places probes on the fixed machine code of relocation_shapes.c
 // (probe_placement.h): the entry block, call sites, after calls, and the rules that keep
 // an entry.
-#include "looptrace/loader/probe_placement.h"
+#include "loader/plan/probe_placement.h"
 
 #include <gtest/gtest.h>
 
-#include "looptrace/loader/attach_plan.h"
-#include "looptrace/loader/profile.h"
+#include "loader/plan/attach_plan.h"
+#include "loader/plan/profile.h"
 
 namespace looptrace::loader {
 namespace {

@@ -1,8 +1,8 @@
-#include "looptrace/loader/profile.h"
+#include "loader/plan/profile.h"
 
 #include <gtest/gtest.h>
 
-#include "looptrace/loader/attach_plan.h"
+#include "loader/plan/attach_plan.h"
 
 namespace looptrace::loader {
 namespace {

@@ -1,11 +1,11 @@
-#include "looptrace/loader/runtimes.h"
+#include "loader/runtimes/runtimes.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "looptrace/loader/attach_plan.h"
+#include "loader/plan/attach_plan.h"
 
 namespace looptrace::loader {
 namespace {

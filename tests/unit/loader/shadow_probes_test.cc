@@ -1,4 +1,4 @@
-#include "looptrace/loader/shadow_probes.h"
+#include "loader/plan/shadow_probes.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // unwinding, return addresses replaced by a uretprobe trampoline put back, bogus frames
 // ending the walk with the reason, sample records (good, malformed, faulted), perf maps for
 // JIT code, a library replaced on disk, a process that exited.
-#include "looptrace/loader/stack_resolver.h"
+#include "loader/decode/stack_resolver.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "golden_case.h"
-#include "looptrace/loader/mapping_namer.h"
-#include "looptrace/loader/recording.h"
+#include "loader/decode/mapping_namer.h"
+#include "loader/session/recording.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "golden_case.h"
-#include "looptrace/loader/mapping_namer.h"
-#include "looptrace/loader/recording.h"
+#include "loader/decode/mapping_namer.h"
+#include "loader/session/recording.h"
 #include "looptrace/util/text_safety.h"
 
 namespace looptrace {

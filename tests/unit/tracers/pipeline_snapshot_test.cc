@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "event_script.h"
-#include "looptrace/loader/mapping_namer.h"
-#include "looptrace/loader/recording.h"
+#include "loader/decode/mapping_namer.h"
+#include "loader/session/recording.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/tracers/registry.h"
 #include "looptrace/tracers/render.h"

@@ -1,0 +1,153 @@
+// The BPF side of a session: the skeleton, the ring buffer, the beat ring, perf events and
+// attached links, each owned RAII-style. The only code of the project that calls libbpf
+// (with bpf_prerequisites.cc, uprobe_multi.cc and beat_ring.cc).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loader/bpf/beat_ring.h"
+#include "loader/bpf/record_ring.h"
+#include "loader/bpf/uprobe_multi.h"
+#include "loader/plan/attach_plan.h"
+#include "looptrace/events.h"
+#include "looptrace/tracers/stats.h"
+#include "looptrace/util/result.h"
+#include "looptrace/util/unique_fd.h"
+
+struct lt_probes;  // generated skeleton (bpf/looptrace.bpf.c)
+struct ring_buffer;
+
+namespace looptrace::loader {
+
+struct BpfSessionOptions {
+  uint32_t target_tgid = 0;
+  uint32_t thread_filter = LT_THREADS_MAIN;    // LT_THREADS_*
+  std::string loop_name;                       // LT_THREADS_LOOP: the loop thread's name prefix ("" = any thread)
+  bool loop_name_exact = false;                // the name is the whole thread name
+  size_t ringbuf_bytes = 8u << 20;             // side records (strings, identities), power of two
+  size_t record_capacity = 1u << 16;           // record ring records, power of two
+  size_t beat_capacity = 1u << 20;             // method-beat ring records, power of two
+  std::vector<lt_probe_config> probe_configs;  // by probe id
+  bool thread_tracking = true;                 // sched/signal/exec programs, stacks, cpu-clock samples
+  bool dwarf_unwind = false;                   // copy watched threads' registers + stack top
+  bool sample_records = false;                 // stack samples for sampled call trees (sample ring)
+  size_t sample_ring_bytes = 4u << 20;         // the sample ring, power of two
+  bool samples_after_exec = false;             // run: no samples of the held child before its exec
+  std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
+};
+
+// The loader attaches a group of points in uprobe_multi links of at most this many, so it
+// can report progress between them. Each link costs one RCU grace period to detach
+// (~40-70 ms here, bench/attach_scale.cc), and 20,000 points attach in ~60 ms: links are
+// only split where attaching would take seconds.
+inline constexpr size_t kMaxPointsPerLink = 1u << 17;
+// Without uprobe_multi every point is its own link anyway: progress every this many.
+inline constexpr size_t kMaxPointsPerPerfGroup = 256;
+
+// Method probes whose identity is their first argument use the cookie-less fast path
+// (uprobe_multi kernels only): the group attach keeps them apart.
+bool UsesFastBeats(const ResolvedProbe& probe);
+
+class BpfSession {
+ public:
+  using SideRecordCallback = std::function<void(std::span<const uint8_t>)>;
+  using RecordCallback = std::function<void(const lt_record&)>;
+
+  // Side records (ring buffer and sample ring) go to `on_side_record`, ring records to
+  // `on_record`; each Consume() delivers the side records first (the strings records refer
+  // to, the stack samples taken before them).
+  static Result<std::unique_ptr<BpfSession>> Open(const BpfSessionOptions& options, SideRecordCallback on_side_record,
+                                                  RecordCallback on_record);
+  ~BpfSession();
+  BpfSession(const BpfSession&) = delete;
+  BpfSession& operator=(const BpfSession&) = delete;
+
+  // Attaches probe points of one binary and one kind (uprobe or uretprobe, as
+  // AttachAsReturnProbe says) for process `pid`, each at all its AttachOffsets: one
+  // uprobe_multi link when the kernel has them, else one link per offset.
+  // USDT points are attached one by one.
+  Result<void> Attach(const std::vector<const ResolvedProbe*>& probes, int pid);
+  // Splits attach groups so none holds more points (AttachPointCount) than one step of
+  // attaching should: kMaxPointsPerLink, or kMaxPointsPerPerfGroup without uprobe_multi.
+  std::vector<std::vector<const ResolvedProbe*>> SplitIntoLinks(
+      std::vector<std::vector<const ResolvedProbe*>> groups) const;
+  size_t attached_points() const { return attached_points_; }
+  size_t skipped_points() const { return skipped_points_; }  // glob matches the kernel refused
+  bool uses_uprobe_multi() const { return uprobe_multi_; }
+
+  // Fd that becomes readable when BPF nudges (the record ring is half full, a SIGQUIT);
+  // otherwise the caller polls on a timer and calls Consume().
+  int ring_epoll_fd() const;
+  // Delivers the side records, then the ring records claimed before the side records were
+  // read (so every side record a thread wrote before a record comes first); returns the
+  // number of ring records.
+  Result<size_t> Consume();
+
+  // Thread-state programs (sched_switch, sched_waking, signal_generate, exec) and
+  // cpu-clock samples of `sample_tid` at `sample_hz`. A kernel without them turns the
+  // feature off with one warning (the result says why), it is not an error.
+  Result<void> AttachThreadTracking(int sample_tid, int sample_hz);
+  bool thread_tracking() const { return thread_tracking_; }
+
+  // The latest state BPF saw for every thread of the target (tid -> state).
+  std::vector<std::pair<uint32_t, lt_thread_state>> ThreadStates() const;
+  // A watched thread's registers and stack top at its last switch-out or sample
+  // (--dwarf-unwind); nothing when off or never captured.
+  std::optional<lt_stack_copy> StackCopy(uint32_t tid) const;
+  // The uretprobe shadow stack of a thread now (events.h); empty when none.
+  std::vector<lt_shadow_frame> ShadowStack(uint32_t tid) const;
+  // Instruction pointers of a stack id (innermost first); empty if gone.
+  std::vector<uint64_t> StackIps(int32_t stack_id) const;
+
+  const BeatRing& beats() const { return beats_; }
+
+  // LT_THREADS_LOOP: the loop thread BPF claimed (0 while none did), or names it first.
+  uint32_t loop_tid() const;
+  void SetLoopTid(uint32_t tid);
+  // cpu-clock samples of `tid` (the loop thread once known) at `sample_hz`.
+  Result<void> AttachCpuSampler(int tid, int sample_hz);
+
+  // Loss and filter counters kept by the BPF programs (summed over CPUs).
+  Stats ReadCounters() const;
+
+  // Detaches every probe (also done by the destructor).
+  void Detach();
+
+ private:
+  struct SkeletonDeleter {
+    void operator()(lt_probes* skel) const;
+  };
+  struct RingDeleter {
+    void operator()(ring_buffer* ring) const;
+  };
+
+  BpfSession() = default;
+  Result<void> AttachOne(const ResolvedProbe& probe, int pid);
+  Result<void> AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid);
+  int CreateMultiLink(const std::vector<const ResolvedProbe*>& probes, int pid);
+
+  // Members are destroyed in reverse order: links first, the skeleton last.
+  std::unique_ptr<lt_probes, SkeletonDeleter> skel_;
+  std::unique_ptr<ring_buffer, RingDeleter> ring_;  // the side-record ring and the sample ring
+  BeatRing beats_;
+  std::vector<UniqueFd> perf_fds_;
+  std::vector<AttachedLink> links_;
+  RecordRing records_;
+  SideRecordCallback on_side_record_;
+  RecordCallback on_record_;
+  uint64_t records_lost_ = 0;
+  size_t attached_points_ = 0;
+  size_t skipped_points_ = 0;
+  bool thread_tracking_enabled_ = true;
+  bool thread_tracking_ = false;
+  bool uprobe_multi_ = false;
+};
+
+}  // namespace looptrace::loader

@@ -1,0 +1,371 @@
+// looptrace attach -p PID [options]: a background session. Attaches, leaves the terminal
+// and returns once the probes are attached (its exit status says whether they were); the
+// session then lives in a daemon of its own until the target exits or `detach`.
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "loader/cli/cli.h"
+#include "loader/decode/mapping_namer.h"
+#include "loader/live/daemon.h"
+#include "loader/target/proc_readers.h"
+#include "looptrace/tracers/messages.h"
+#include "looptrace/tracers/render.h"
+#include "looptrace/util/log.h"
+
+namespace looptrace::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kExamples =
+    R"(  looptrace attach -p 1234 -o /var/log/app.json -f json     trace in the background, then:
+  looptrace status -p 1234                      live figures from any shell
+  looptrace top -p 1234                         a live view
+  looptrace snapshot -p 1234                    every thread now, like kill -3
+  looptrace report -p 1234                      the report so far (the session goes on)
+  looptrace detach -p 1234                      the final report goes to -o, probes go away
+  looptrace attach --name myapp --metrics :9464 --clickhouse http://ch:8123/
+                                                every process named myapp, one daemon, Prometheus
+                                                on port 9464, rows into ClickHouse
+  looptrace attach -p 1234 --foreground --metrics 127.0.0.1:9464   stay in the terminal (systemd)
+)";
+
+// Every process whose comm (or executable's name) is `name`.
+std::vector<pid_t> PidsNamed(const std::string& name) {
+  std::vector<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (!proc) return pids;
+  const pid_t self = getpid();
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end || pid == self) continue;
+    if (loader::ReadComm(static_cast<pid_t>(pid)) == name) {
+      pids.push_back(static_cast<pid_t>(pid));
+      continue;
+    }
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
+    if (!ec && exe.filename() == name) pids.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+// "%p" in an output path is the target's pid; relative paths are made absolute now, since
+// the daemon runs from /.
+Result<std::string> OutputFor(const std::string& pattern, pid_t pid, size_t targets, std::string_view flag) {
+  if (pattern.empty() || pattern == "-") {
+    if (pattern == "-")
+      return MakeError(fmt::format("{} -: a background session has no terminal to write to", flag), ExitCode::kUsage,
+                       "give a file");
+    return std::string();
+  }
+  std::string path = pattern;
+  const bool has_pid = path.find("%p") != std::string::npos;
+  if (targets > 1 && !has_pid)
+    return MakeError(fmt::format("{} {}: several targets need %p in the file name", flag, pattern), ExitCode::kUsage,
+                     fmt::format("example: {} /var/log/looptrace/app-%p.json", flag));
+  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(pid));
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// The word of the background process to the one waiting in the terminal: a JSON line.
+void Tell(int fd, const json& message) {
+  const std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  (void)!write(fd, line.data(), line.size());
+}
+
+class AttachCommand : public Command {
+ public:
+  std::string_view name() const override { return "attach"; }
+
+  void Setup(CLI::App* cmd) override {
+    app_ = cmd;
+    cmd->add_option("-p,--pid", pids_, "process to trace (repeat for several: one daemon)")
+        ->check(CLI::PositiveNumber)
+        ->delimiter(',');
+    cmd->add_option("--name", name_, "every running process whose name (comm or executable) is NAME");
+    AddSessionOptions(cmd, flags_);
+    cmd->add_option("--save", save_, "also save the decoded event stream (JSON lines, .gz ok; %p = pid)");
+    cmd->add_option("-o,--output", output_.path,
+                    "where the final report goes when the session ends (%p = pid); fixed now, never changed later");
+    cmd->add_option("-f,--format", output_.format, "format of the final report: " + RendererNames())
+        ->capture_default_str();
+    cmd->add_option("--method-mapping", output_.method_mapping, "Matrix methodMapping.txt naming method ids");
+    cmd->add_option("--metrics", metrics_,
+                    "serve Prometheus/OpenMetrics text at http://ADDR:PORT/metrics (:PORT = every interface)");
+    cmd->add_option(
+        "--clickhouse", clickhouse_,
+        "insert report rows into ClickHouse over HTTP: http://[user:pass@]host[:8123][/?database=looptrace]");
+    cmd->add_option("--clickhouse-interval", clickhouse_interval_, "seconds between ClickHouse inserts")
+        ->check(CLI::Range(1.0, 3600.0))
+        ->capture_default_str();
+    cmd->add_option("--clickhouse-slow-threshold", clickhouse_slow_ms_,
+                    "messages at least MS long become slow_messages rows")
+        ->check(CLI::Range(1.0, 1e7))
+        ->capture_default_str();
+    cmd->add_option("--clickhouse-buffer-mb", clickhouse_buffer_mb_, "MiB of rows waiting for ClickHouse at most")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    cmd->add_option("--host", host_, "host label of metrics and rows (default: the hostname)");
+    cmd->add_option("--build", build_, "build column of rows (default: the executable's GNU build id)");
+    cmd->add_flag("--foreground", foreground_, "stay in the terminal (for systemd); Ctrl-C ends the sessions");
+    cmd->add_option("--log", log_, "the background session's log (default: /run/looptrace/PID.log)");
+    AddAnalysisOptions(cmd, analysis_);
+    cmd->footer(Footer(kExamples) + R"(
+BACKGROUND SESSIONS:
+  As root. Each traced pid gets a control socket /run/looptrace/PID.sock (0600, directory
+  0700) that status, snapshot, report -p, detach and top use. A session ends when its target
+  exits (the final report is written, the socket removed), on detach, or when the daemon gets
+  SIGTERM. A second attach to the same pid fails (exit 8). Messages listed in the report are
+  capped at --keep-messages (default here 100000); summaries count every message.
+)");
+  }
+
+  int Run(std::vector<std::string>) override {
+    if (geteuid() != 0)
+      return Fail(Error{"attach needs root (it loads BPF programs and owns /run/looptrace)", "run it with sudo",
+                        ExitCode::kPermission});
+    if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
+    if (auto ok = flags_.Resolve(); !ok) return Fail(ok.error());
+    std::vector<pid_t> pids(pids_.begin(), pids_.end());
+    if (!name_.empty()) {
+      auto named = PidsNamed(name_);
+      if (named.empty())
+        return Fail(
+            Error{fmt::format("no running process is named '{}'", name_), "check with pgrep -l", ExitCode::kTarget});
+      pids.insert(pids.end(), named.begin(), named.end());
+    }
+    if (pids.empty())
+      return Fail(Error{"attach needs -p PID or --name NAME", "example: looptrace attach -p 1234 -o report.txt",
+                        ExitCode::kUsage});
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+
+    loader::DaemonOptions daemon;
+    if (!metrics_.empty()) {
+      auto address = loader::ParseMetricsAddress(metrics_);
+      if (!address) return Fail(address.error());
+      daemon.metrics = *address;
+    }
+    if (!clickhouse_.empty()) {
+      auto options = loader::ParseClickHouseUrl(clickhouse_);
+      if (!options) return Fail(options.error());
+      options->max_queued_bytes = static_cast<size_t>(clickhouse_buffer_mb_) << 20;
+      daemon.clickhouse = *options;
+    }
+    daemon.clickhouse_interval_s = clickhouse_interval_;
+    daemon.clickhouse_slow_ns = static_cast<uint64_t>(clickhouse_slow_ms_ * 1e6);
+    daemon.host = host_;
+    daemon.build = build_;
+    // A long session must not grow without bound: list the latest messages only.
+    if (!keep_messages_given()) analysis_.Mutable<MessagesOptions>("messages").keep_messages = 100'000;
+
+    std::vector<loader::LiveSessionConfig> configs;
+    for (pid_t pid : pids) {
+      loader::LiveSessionConfig c;
+      c.pid = pid;
+      c.session = flags_.session;
+      c.format = output_.format;
+      c.render.top_n = analysis_.common.top_n;
+      auto out = OutputFor(output_.path, pid, pids.size(), "-o");
+      if (!out) return Fail(out.error());
+      c.output_path = *out;
+      auto save = OutputFor(save_, pid, pids.size(), "--save");
+      if (!save) return Fail(save.error());
+      c.save_path = *save;
+      configs.push_back(std::move(c));
+    }
+    if (auto ok = loader::CheckRunDirectory(true); !ok) return Fail(ok.error());
+    auto namer = LoadMethodMapping(output_, analysis_);
+    if (!namer) return Fail(namer.error());
+    if (!foreground_) {
+      if (log_.empty()) log_ = fmt::format("{}/{}.log", loader::RunDirectory(), pids.front());
+      log_ = std::filesystem::absolute(log_).lexically_normal().string();
+    }
+    daemon.log_path = log_;
+
+    // Signals are taken through a signalfd from here on (the child inherits the mask).
+    auto signal_fd = loader::BlockTerminationSignals();
+    if (!signal_fd) return Fail(signal_fd.error());
+    int ready_fd = -1;
+    if (!foreground_) {
+      auto forked = DetachFromTerminal(signal_fd->get(), pids);
+      if (forked.exit_code) return *forked.exit_code;  // the parent, done
+      ready_fd = forked.ready_fd;
+      // The child: a new signalfd (its mask is inherited).
+      signal_fd = loader::BlockTerminationSignals();
+      if (!signal_fd) return Report(ready_fd, signal_fd.error());
+    }
+    return Serve(daemon, configs, signal_fd->get(), ready_fd);
+  }
+
+ private:
+  bool keep_messages_given() const { return app_ && app_->count("--keep-messages") > 0; }
+
+  struct Forked {
+    std::optional<int> exit_code;  // set in the parent
+    int ready_fd = -1;             // the child's end of the pipe
+  };
+
+  // Forks. The parent waits for the child's word (forwarding Ctrl-C to it), prints it and
+  // returns its exit code; the child leaves the terminal and gets the pipe's write end.
+  Forked DetachFromTerminal(int signal_fd, const std::vector<pid_t>& pids) {
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      Forked f;
+      f.exit_code = Fail(Error{fmt::format("pipe: {}", strerror(errno)), "", ExitCode::kRuntime});
+      return f;
+    }
+    const pid_t child = fork();
+    if (child < 0) {
+      Forked f;
+      f.exit_code = Fail(Error{fmt::format("fork: {}", strerror(errno)), "", ExitCode::kRuntime});
+      return f;
+    }
+    if (child == 0) {
+      close(pipe_fds[0]);
+      setsid();
+      if (chdir("/") != 0) {
+      }
+      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+      int log = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+      }
+      if (log >= 0)
+        dup2(log, 2);
+      else if (null >= 0)
+        dup2(null, 2);
+      if (null > 2) close(null);
+      if (log > 2) close(log);
+      log::WithTimestamps() = true;
+      log::Info("attaching to pid {}{} (looptrace daemon pid {})", pids.front(),
+                pids.size() > 1 ? fmt::format(" and {} more", pids.size() - 1) : "", getpid());
+      Forked f;
+      f.ready_fd = pipe_fds[1];
+      return f;
+    }
+    close(pipe_fds[1]);
+    Forked f;
+    f.exit_code = WaitForChild(child, pipe_fds[0], signal_fd);
+    close(pipe_fds[0]);
+    return f;
+  }
+
+  int WaitForChild(pid_t child, int ready, int signal_fd) {
+    std::string data;
+    bool forwarded = false;
+    for (;;) {
+      pollfd fds[2] = {{ready, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+      if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
+      if (fds[1].revents & POLLIN) {
+        signalfd_siginfo info;
+        while (read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
+          kill(child, SIGINT);  // stops the attach: it detaches what it attached and says so
+          forwarded = true;
+        }
+      }
+      if (fds[0].revents & (POLLIN | POLLHUP)) {
+        char buf[4096];
+        ssize_t n = read(ready, buf, sizeof(buf));
+        if (n <= 0) break;
+        data.append(buf, static_cast<size_t>(n));
+      }
+    }
+    (void)forwarded;
+    // A child that failed exits; reap it so no zombie is left (a ready one keeps running).
+    json word = json::parse(data.substr(0, data.find('\n')), nullptr, false);
+    if (!word.is_object()) {
+      int status = 0;
+      waitpid(child, &status, 0);
+      return Fail(Error{"the background session died while attaching", "see its log: " + log_, ExitCode::kRuntime});
+    }
+    if (!word.value("ok", false)) {
+      int status = 0;
+      waitpid(child, &status, 0);
+      return Fail(Error{word.value("error", "attach failed"), word.value("hint", ""),
+                        static_cast<ExitCode>(word.value("code", 1))});
+    }
+    for (const auto& line : word.value("lines", std::vector<std::string>{})) log::Info("{}", line);
+    return 0;
+  }
+
+  int Report(int ready_fd, const Error& error) {
+    if (ready_fd >= 0) {
+      Tell(ready_fd,
+           json{{"ok", false}, {"error", error.message}, {"hint", error.hint}, {"code", static_cast<int>(error.code)}});
+      close(ready_fd);
+    }
+    return Fail(error);
+  }
+
+  int Serve(const loader::DaemonOptions& options, const std::vector<loader::LiveSessionConfig>& configs, int signal_fd,
+            int ready_fd) {
+    auto daemon = loader::Daemon::Create(options, signal_fd);
+    if (!daemon) return Report(ready_fd, daemon.error());
+    std::vector<std::string> lines;
+    for (const auto& config : configs) {
+      if (auto ok = (*daemon)->Reserve(config.pid); !ok) return Report(ready_fd, ok.error());
+      auto session = loader::LiveSession::Start(config, analysis_, signal_fd);
+      if (!session) {
+        (*daemon)->Release(config.pid);
+        return Report(ready_fd, session.error());
+      }
+      lines.push_back(fmt::format("pid {} ({}): profile {}, {} probe points attached; control {}; final report {}",
+                                  config.pid, (*session)->command(), (*session)->profile(), (*session)->probe_points(),
+                                  loader::ControlSocketPath(config.pid),
+                                  config.output_path.empty() ? "none (no -o)" : config.output_path));
+      if (auto ok = (*daemon)->Add(std::move(*session)); !ok) return Report(ready_fd, ok.error());
+    }
+    if (!(*daemon)->metrics_url().empty()) lines.push_back("metrics: " + (*daemon)->metrics_url());
+    if (!foreground_) lines.push_back(fmt::format("daemon pid {}, log {}", getpid(), log_));
+    for (const auto& line : lines) {
+      if (!foreground_) log::Info("{}", line);  // the log
+    }
+    if (ready_fd >= 0) {
+      Tell(ready_fd, json{{"ok", true}, {"lines", lines}});
+      close(ready_fd);
+    } else {
+      for (const auto& line : lines) log::Info("{}", line);
+      log::Info("Ctrl-C ends the session{}", configs.size() > 1 ? "s" : "");
+    }
+    return (*daemon)->Run();
+  }
+
+  std::vector<int> pids_;
+  std::string name_;
+  SessionFlags flags_;
+  std::string save_;
+  ReportOutput output_;
+  std::string metrics_;
+  std::string clickhouse_;
+  double clickhouse_interval_ = 10;
+  double clickhouse_slow_ms_ = 100;
+  int clickhouse_buffer_mb_ = 16;
+  std::string host_;
+  std::string build_;
+  bool foreground_ = false;
+  std::string log_;
+  CLI::App* app_ = nullptr;
+  AnalysisOptions analysis_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeAttachCommand() { return std::make_unique<AttachCommand>(); }
+
+}  // namespace looptrace::cli

@@ -1,0 +1,112 @@
+#include "loader/live/live_session.h"
+
+#include <sstream>
+
+#include "loader/session/trace.h"
+#include "looptrace/tracers/method_tree.h"
+
+namespace looptrace::loader {
+
+LiveSession::LiveSession(const LiveSessionConfig& config, const AnalysisOptions& analysis)
+    : config_(config), analysis_(analysis), pipeline_(analysis, nullptr, PipelineUse::kLive) {}
+
+LiveSession::~LiveSession() = default;
+
+Result<std::unique_ptr<LiveSession>> LiveSession::Start(const LiveSessionConfig& config,
+                                                        const AnalysisOptions& analysis, int signal_fd) {
+  std::unique_ptr<LiveSession> s(new LiveSession(config, analysis));
+  if (!config.output_path.empty()) {
+    ASSIGN_OR_RETURN(s->output_, OutputFile::Create(config.output_path));
+  }
+  if (!config.save_path.empty()) {
+    ASSIGN_OR_RETURN(s->recording_, RecordingWriter::Create(config.save_path));
+    s->pipeline_.AddObserver(s->recording_.get());
+  }
+  ASSIGN_OR_RETURN(AttachedProcess attached, AttachProcess(config.pid, config.session, signal_fd, s->pipeline_));
+  s->session_ = std::move(attached.session);
+  s->pid_fd_ = std::move(attached.pid_fd);
+  s->command_ = attached.command;
+  s->profile_ = attached.profile;
+  return s;
+}
+
+size_t LiveSession::probe_points() const { return session_ ? session_->plan().probes.size() : 0; }
+
+Result<void> LiveSession::Join(EventLoop& loop, std::function<void()> on_target_exit) {
+  return session_->Join(loop, pid_fd_.get(), std::move(on_target_exit));
+}
+
+Result<void> LiveSession::Drain() { return session_->Drain(); }
+
+LiveStatsTracer& LiveSession::live() { return *dynamic_cast<LiveStatsTracer*>(pipeline_.FindTracer("live_stats")); }
+
+LiveStatus LiveSession::Status(uint64_t now_ns) const {
+  const auto* tracer = dynamic_cast<const LiveStatsTracer*>(pipeline_.FindTracer("live_stats"));
+  LiveStatus status = tracer->Read(now_ns);
+  if (!ended_) status.stats.Merge(session_->LiveLosses());
+  return status;
+}
+
+Report LiveSession::ReportSoFar(uint64_t now_ns) const {
+  return pipeline_.Snapshot(now_ns, ended_ ? Stats{} : session_->LiveLosses());
+}
+
+std::string LiveSession::Render(const Report& report, const std::string& format) const {
+  std::ostringstream out;
+  if (auto renderer = MakeRenderer(format, config_.render)) renderer->Render(report, out);
+  return out.str();
+}
+
+ThreadDump LiveSession::Dump(uint64_t wall_time_ns) {
+  ThreadDump dump;
+  dump.pid = static_cast<uint32_t>(config_.pid);
+  dump.command = command_;
+  dump.wall_time_ns = wall_time_ns;
+  const uint32_t tid = live().LoopTid();
+  auto open = pipeline_.spans().Open(tid, SpanKind::kMessage);
+  const Span* running = open.empty() ? nullptr : open.front();
+  auto [snapshot, beats] =
+      session_->SnapshotNow(running ? running->begin_ns : 0, running ? running->begin_beat_index : 0);
+  dump.snapshot = std::move(snapshot);
+  if (running) {
+    LiveMessage m;
+    m.tid = running->tid;
+    m.begin_ns = running->begin_ns;
+    if (running->begin.Arg("id")) m.msg_id = running->key;
+    m.name = running->ArgText("name");
+    dump.current = std::move(m);
+    dump.running_ns = dump.snapshot.ts_ns > running->begin_ns ? dump.snapshot.ts_ns - running->begin_ns : 0;
+  }
+  dump.frame = pipeline_.spans().CurrentFrame(tid);
+  dump.scene = pipeline_.spans().scene();
+  if (beats) {
+    Stats scratch;
+    NamedCallTree tree = BuildNamedCallTree(*beats, analysis_.common.max_nodes, 0, analysis_.namer, &scratch);
+    dump.tree = std::move(tree.nodes);
+    dump.stack_key = std::move(tree.stack_key);
+  }
+  ClassifyMainThread(&dump);
+  return dump;
+}
+
+Report LiveSession::End(EventLoop& loop, const std::string& reason, Result<void>* written) {
+  ended_ = true;
+  end_reason_ = reason;
+  session_->Leave(loop);
+  session_->Finish(reason);
+  Report report = pipeline_.TakeReport();
+  *written = {};
+  if (recording_) {
+    if (auto ok = recording_->Commit(); !ok) *written = ok;
+  }
+  if (output_) {
+    std::ostream& out = output_->stream();
+    if (auto renderer = MakeRenderer(config_.format, config_.render)) renderer->Render(report, out);
+    if (auto ok = output_->Commit(); !ok) *written = ok;
+  }
+  session_.reset();  // probes are gone with it
+  pid_fd_.Reset();
+  return report;
+}
+
+}  // namespace looptrace::loader

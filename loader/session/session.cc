@@ -1,0 +1,329 @@
+#include "loader/session/session.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "loader/plan/attach_order.h"
+#include "loader/plan/shadow_probes.h"
+#include "loader/target/proc_readers.h"
+#include "looptrace/util/log.h"
+
+namespace looptrace::loader {
+namespace {
+
+uint64_t NowNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
+}
+
+// The signal number if one is pending on the signalfd, else 0.
+int TakePendingSignal(int signal_fd) {
+  signalfd_siginfo info;
+  ssize_t n = read(signal_fd, &info, sizeof(info));
+  return n == sizeof(info) ? static_cast<int>(info.ssi_signo) : 0;
+}
+
+}  // namespace
+
+Result<UniqueFd> BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return SystemError("sigprocmask", errno);
+  int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd < 0) return SystemError("signalfd", errno);
+  return UniqueFd(fd);
+}
+
+Session::Session(const SessionOptions& options, int signal_fd, Pipeline& pipeline)
+    : options_(options), signal_fd_(signal_fd), pipeline_(pipeline), events_(pipeline) {}
+
+Session::~Session() { pipeline_.SetSliceSource(nullptr); }
+
+void Session::OnRecord(const lt_record& record) {
+  if (!primed_) {
+    // The first record proves the target runs its own image now.
+    addresses_->Prime();
+    primed_ = true;
+  }
+  // Detaching takes a while (links of many points); what the target did meanwhile is after
+  // the session's end, so not in its report.
+  if (record.ts_ns > stop_ns_) {
+    loader_stats_.Add(StatId::records_after_end);
+    return;
+  }
+  decoder_->Decode(record, [this](const Event& event) {
+    if (const auto* wakeup = std::get_if<Wakeup>(&event); wakeup && wakeup->waker_pid == tgid_)
+      snapshots_->SetLastWaker(wakeup->tid, wakeup->waker_tid);
+    if (std::holds_alternative<ProcessExec>(event)) stacks_->OnExec();
+    events_.OnEvent(event);
+  });
+}
+
+void Session::OnSideRecord(std::span<const uint8_t> raw) {
+  side_decoded_.clear();
+  decoder_->DecodeSide(raw, &side_decoded_);
+  for (const Event& event : side_decoded_) events_.OnEvent(event);
+}
+
+Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
+  profile_name_ = profile.name;
+  message_definition_ = profile.message_definition;
+  plan_ = std::move(plan);
+  shadow_stack_ = NeedsShadowStack(options_.thread_tracking, options_.sample_hz, options_.dwarf_unwind,
+                                   KernelFixesUretprobeStacks());
+  if (shadow_stack_) AddShadowProbes(&plan_);
+  tgid_ = tgid;
+  addresses_.emplace(static_cast<int>(tgid));
+  threads_ = options_.threads.mode != ThreadChoice::Mode::kUnset ? options_.threads : profile.thread;
+  if (threads_.mode == ThreadChoice::Mode::kUnset) threads_.mode = ThreadChoice::Mode::kMain;
+  BpfSessionOptions bpf_options;
+  bpf_options.target_tgid = tgid;
+  bpf_options.thread_filter = threads_.mode == ThreadChoice::Mode::kAll    ? LT_THREADS_ALL
+                              : threads_.mode == ThreadChoice::Mode::kLoop ? LT_THREADS_LOOP
+                                                                           : LT_THREADS_MAIN;
+  bpf_options.loop_name = threads_.name;
+  bpf_options.loop_name_exact = threads_.exact;
+  bpf_options.ringbuf_bytes = options_.ringbuf_bytes;
+  bpf_options.record_capacity = options_.record_capacity;
+  bpf_options.beat_capacity = options_.beat_capacity;
+  bpf_options.probe_configs = MakeProbeConfigs(plan_);
+  bpf_options.thread_tracking = options_.thread_tracking;
+  bpf_options.dwarf_unwind = options_.dwarf_unwind;
+  bpf_options.sample_records = options_.sample_hz > 0;
+  bpf_options.sample_ring_bytes = options_.sample_ring_bytes;
+  bpf_options.samples_after_exec = options_.held_child;
+  bpf_options.btf_path = options_.btf_path;
+  if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
+  ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
+                             bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
+                             [this](const lt_record& record) { OnRecord(record); }));
+  kernel_stacks_.emplace(bpf_.get());
+  stacks_.emplace(static_cast<pid_t>(tgid), addresses_->symbolizer(), &loader_stats_);
+  decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
+  decoder_->SetStackResolver(&*stacks_);
+  slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid, &identities_);
+  if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
+  snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, &*stacks_, &loader_stats_,
+                     options_.dwarf_unwind, threads_.mode == ThreadChoice::Mode::kAll);
+  return {};
+}
+
+uint32_t Session::LooperTid() {
+  if (threads_.mode != ThreadChoice::Mode::kLoop) return tgid_;
+  if (!known_loop_tid_) {
+    known_loop_tid_ = bpf_->loop_tid();
+    if (known_loop_tid_) {
+      log::V1("loop thread: tid {} \"{}\"", known_loop_tid_,
+              ReadFirstLine(fmt::format("/proc/{}/task/{}/comm", tgid_, known_loop_tid_)));
+      // Its stack while it runs: the cpu-clock sampler follows the loop thread.
+      if (options_.thread_tracking && bpf_->thread_tracking())
+        if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_),
+                                             options_.sample_hz > 0 ? options_.sample_hz : 49);
+            !ok)
+          log::V1("no cpu-clock samples of the loop thread: {}", ok.error().message);
+    }
+  }
+  return known_loop_tid_;
+}
+
+void Session::AttachThreadTracking() {
+  if (!options_.thread_tracking) return;
+  // The loop thread gets its sampler once BPF names it (LooperTid). Without sampled trees,
+  // a low rate still gives snapshots the stacks of busy threads.
+  const int sample_tid = threads_.mode == ThreadChoice::Mode::kLoop ? 0 : static_cast<int>(tgid_);
+  const int hz = options_.sample_hz > 0 ? options_.sample_hz : 49;
+  if (auto ok = bpf_->AttachThreadTracking(sample_tid, hz); !ok) {
+    log::Warning("thread-state tracing is off: {}", ok.error().message);
+    loader_stats_.Add(StatId::thread_tracking_off);
+  }
+}
+
+Result<void> Session::Attach(pid_t pid) {
+  auto groups = bpf_->SplitIntoLinks(AttachGroups(plan_));
+  const size_t total = plan_.probes.size();
+  auto started = std::chrono::steady_clock::now();
+  for (const auto& group : groups) {
+    if (int sig = TakePendingSignal(signal_fd_)) {
+      size_t attached = bpf_->attached_points();
+      bpf_->Detach();
+      return MakeError(fmt::format("interrupted by SIG{} while attaching ({} of {} probe points "
+                                   "attached, all detached)",
+                                   sigabbrev_np(sig), attached, total),
+                       ExitCode::kInterrupted);
+    }
+    RETURN_IF_ERROR(bpf_->Attach(group, pid));
+    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(1))
+      log::Info("attached {} of {} probe points...", bpf_->attached_points(), total);
+  }
+  log::V1("attached {} probe points with {}", bpf_->attached_points(),
+          bpf_->uses_uprobe_multi() ? "uprobe_multi links" : "one perf-event link each");
+  if (size_t skipped = bpf_->skipped_points())
+    log::Warning("{} probe point{} matched by a pattern could not be probed and {} skipped (-v lists them)", skipped,
+                 skipped == 1 ? "" : "s", skipped == 1 ? "was" : "were");
+  return {};
+}
+
+void Session::Start(SessionStart start) {
+  start.ts_ns = NowNs(CLOCK_MONOTONIC);
+  start.wall_time_ns = NowNs(CLOCK_REALTIME);
+  start.profile = profile_name_;
+  start.message_definition = message_definition_;
+  start.thread_filter = threads_.Describe();
+  start.sample_hz = options_.thread_tracking && bpf_->thread_tracking() && options_.sample_hz > 0
+                        ? static_cast<uint32_t>(options_.sample_hz)
+                        : 0;
+  start.dwarf_unwind = options_.dwarf_unwind;
+  for (const auto& p : plan_.probes)
+    if (!p.shadow_only)
+      start.probes.push_back(
+          {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
+  events_.OnEvent(start);
+}
+
+void Session::Watchdog(uint64_t now_ns) {
+  if (now_ns - last_cpu_sample_ns_ >= 500'000'000) {
+    snapshots_->SampleCpu(now_ns);
+    last_cpu_sample_ns_ = now_ns;
+  }
+  const uint32_t looper = LooperTid();
+  if (!looper) return;  // the loop thread is not known yet
+  for (const WatchThreshold& watch : pipeline_.Watches()) {
+    auto open = pipeline_.spans().Open(looper, watch.kind);
+    if (open.empty()) continue;
+    const Span& span = *open.front();  // the outermost: the one the thread is stuck in
+    if (now_ns < span.begin_ns || now_ns - span.begin_ns < watch.threshold_ns) continue;
+    if (!snapshotted_.insert({span.id, watch.label}).second) continue;
+    const bool anr = watch.label == "anr";
+    StallSnapshot snapshot = snapshots_->Take(looper, span.begin_ns, anr, now_ns);
+    log::V1("{} snapshot of the {} running for {:.3f} s", watch.label, SpanKindName(span.kind),
+            (now_ns - span.begin_ns) / 1e9);
+    SliceRequest open_slice = SliceRequest::Of(span, "open");
+    open_slice.end_ns = now_ns;
+    open_slice.end_beat_index = UINT64_MAX;
+    events_.OnEvent(snapshot);
+    if (auto beats = slicer_->Slice(open_slice)) events_.OnEvent(*beats);
+  }
+}
+
+Result<void> Session::Join(EventLoop& loop, int pid_fd, std::function<void()> on_target_exit) {
+  // The ring's fd only wakes the loop early (a nudge); Drain() consumes.
+  ring_fd_ = bpf_->ring_epoll_fd();
+  RETURN_IF_ERROR(loop.Add(ring_fd_, EPOLLIN, [](uint32_t) {}));
+  if (pid_fd >= 0) {
+    pid_fd_ = pid_fd;
+    auto on_exit = std::make_shared<std::function<void()>>(std::move(on_target_exit));
+    RETURN_IF_ERROR(loop.Add(pid_fd, EPOLLIN, [this, &loop, on_exit](uint32_t) {
+      loop.Remove(pid_fd_);  // level-triggered: once is enough
+      pid_fd_ = -1;
+      (*on_exit)();
+    }));
+  }
+  return {};
+}
+
+void Session::Leave(EventLoop& loop) {
+  if (ring_fd_ >= 0) loop.Remove(ring_fd_);
+  if (pid_fd_ >= 0) loop.Remove(pid_fd_);
+  ring_fd_ = pid_fd_ = -1;
+}
+
+Result<void> Session::Drain() {
+  RETURN_IF_ERROR(bpf_->Consume());
+  Watchdog(NowNs(CLOCK_MONOTONIC));
+  return {};
+}
+
+Result<std::string> Session::Stream(int pid_fd) {
+  ASSIGN_OR_RETURN(auto loop, EventLoop::Create());
+  std::string reason;
+  RETURN_IF_ERROR(Join(*loop, pid_fd, [&] { reason = "target-exited"; }));
+  RETURN_IF_ERROR(loop->Add(signal_fd_, EPOLLIN, [&](uint32_t) {
+    if (int sig = TakePendingSignal(signal_fd_)) {
+      if (reason.empty()) reason = "interrupted";
+      log::V1("{} received, stopping", strsignal(sig));
+    }
+  }));
+  UniqueFd timer;
+  if (options_.duration_s > 0) {
+    timer = UniqueFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+    if (!timer) return SystemError("timerfd_create", errno);
+    itimerspec spec{};
+    auto ns = static_cast<uint64_t>(options_.duration_s * 1e9);
+    deadline_ns_ = NowNs(CLOCK_MONOTONIC) + ns;
+    stop_ns_ = deadline_ns_;  // records the loop reads late are still after the end
+    spec.it_value.tv_sec = ns / 1'000'000'000ull;
+    spec.it_value.tv_nsec = ns % 1'000'000'000ull;
+    timerfd_settime(timer.get(), 0, &spec, nullptr);
+    RETURN_IF_ERROR(loop->Add(timer.get(), EPOLLIN, [&](uint32_t) {
+      if (reason.empty()) reason = "duration";
+    }));
+  }
+  while (reason.empty()) {
+    RETURN_IF_ERROR(loop->RunOnce(options_.poll_interval_ms));
+    RETURN_IF_ERROR(Drain());
+  }
+  Leave(*loop);
+  return reason;
+}
+
+Stats Session::LiveLosses() const {
+  Stats losses = bpf_->ReadCounters();
+  losses.Merge(loader_stats_);
+  return losses;
+}
+
+std::pair<StallSnapshot, std::optional<MethodBeats>> Session::SnapshotNow(uint64_t message_begin_ns,
+                                                                          uint64_t begin_beat_index) {
+  const uint64_t now_ns = NowNs(CLOCK_MONOTONIC);
+  Stats scratch;
+  Stats* session_stats = snapshots_->SwapStats(&scratch);
+  // The loop thread's (the main thread unless --threads loop found another).
+  const uint32_t looper = LooperTid() ? LooperTid() : tgid_;
+  StallSnapshot snapshot = snapshots_->Take(looper, message_begin_ns, false, now_ns);
+  snapshots_->SwapStats(session_stats);
+  std::optional<MethodBeats> beats;
+  if (message_begin_ns && slicer_->enabled()) {
+    SliceRequest open;
+    open.label = "open";
+    open.tid = looper;
+    open.begin_ns = message_begin_ns;
+    open.end_ns = now_ns;
+    open.begin_beat_index = begin_beat_index;
+    open.end_beat_index = UINT64_MAX;
+    beats = slicer_->Slice(open);
+  }
+  return {std::move(snapshot), std::move(beats)};
+}
+
+void Session::Finish(const std::string& reason, std::optional<int> exit_status) {
+  // -d ends at its deadline, however late the loop noticed (a busy or loaded loader).
+  uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  if (reason == "duration") end_ns = std::min(end_ns, deadline_ns_);
+  stop_ns_ = end_ns;
+  bpf_->Detach();
+  (void)bpf_->Consume();
+  stacks_->Finish();
+  Stats losses = bpf_->ReadCounters();
+  losses.Merge(loader_stats_);
+  events_.OnEvent(LossCounters{losses});
+  events_.OnEvent(SessionEnd{end_ns, reason, exit_status});
+  if (losses.Get(StatId::records_full))
+    log::Warning("{} records were lost because the record ring was full; try a larger --record-ring",
+                 losses.Get(StatId::records_full));
+  if (losses.Get(StatId::ringbuf_full))
+    log::Warning("{} strings or identities were lost because the ring buffer was full; try a larger --ringbuf-size",
+                 losses.Get(StatId::ringbuf_full));
+}
+
+}  // namespace looptrace::loader

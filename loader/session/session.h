@@ -1,0 +1,133 @@
+// A live tracing session: BPF programs loaded for one target, probes attached in order,
+// records streamed through the decoder into the pipeline until the duration ends, a signal
+// arrives or the target exits, and a watchdog that snapshots spans still running past the
+// tracers' thresholds. Destruction detaches everything.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loader/bpf/bpf_session.h"
+#include "loader/decode/address_namer.h"
+#include "loader/decode/beat_slicer.h"
+#include "loader/decode/event_decoder.h"
+#include "loader/decode/stack_resolver.h"
+#include "loader/decode/string_reader.h"
+#include "loader/live/event_loop.h"
+#include "loader/plan/attach_plan.h"
+#include "loader/plan/profile.h"
+#include "loader/session/stall_snapshot.h"
+#include "looptrace/tracers/event_sanitize.h"
+#include "looptrace/tracers/pipeline.h"
+#include "looptrace/util/result.h"
+
+namespace looptrace::loader {
+
+struct SessionOptions {
+  std::string profile;                // built-in name or file; empty = detect from the target
+  ThreadChoice threads;               // --threads; kUnset: the profile's choice, else main
+  double duration_s = 0;              // 0 = until Ctrl-C / target exit
+  size_t ringbuf_bytes = 4u << 20;    // side records: strings, identities
+  size_t record_capacity = 1u << 16;  // record ring records (power of two)
+  size_t beat_capacity = 1u << 20;    // method-beat ring records (power of two)
+  std::string btf_path;
+  int poll_interval_ms = 25;    // ring buffer drained (and the watchdog run) this often
+  bool thread_tracking = true;  // sched_switch/waking/signal programs + cpu-clock samples
+  // --sample-rate: cpu-clock stack samples of the main thread per second of its CPU time, for
+  // sampled call trees (and snapshots of busy threads); 0: no stack samples (49 Hz, for
+  // snapshots only). 997: prime, so it does not beat with periodic work; ~1 ms resolution.
+  int sample_hz = 997;
+  size_t sample_ring_bytes = 8u << 20;  // --sample-ring: the BPF ring of stack samples
+  bool held_child = false;              // run: the target is looptrace's held child until it execs
+  bool dwarf_unwind = false;            // copy registers + stack top for DWARF unwinding (no frame pointers)
+  bool exact_entry = false;             // --exact-entry: no probe relocation (probe_placement.h)
+};
+
+// Blocks SIGINT/SIGTERM/SIGHUP and returns a signalfd for them: signals are then handled
+// in the event loop (and during attach) instead of killing the process mid-way.
+Result<UniqueFd> BlockTerminationSignals();
+
+class Session {
+ public:
+  // Events go to `pipeline` (which also answers the watchdog's questions).
+  Session(const SessionOptions& options, int signal_fd, Pipeline& pipeline);
+  ~Session();
+
+  Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid);
+  // Attaches every probe point (ends first); a signal meanwhile detaches all and fails.
+  Result<void> Attach(pid_t pid);
+  // Off-CPU reasons, wakeups, SIGQUIT and stacks; a kernel without them only loses those.
+  void AttachThreadTracking();
+  void Start(SessionStart start);
+  // Streams until the duration ends ("duration"), a signal arrives ("interrupted") or
+  // `pid_fd` becomes readable ("target-exited").
+  Result<std::string> Stream(int pid_fd);
+  // Detaches, drains what is left and closes the stream.
+  void Finish(const std::string& reason, std::optional<int> exit_status = std::nullopt);
+
+  // For a loop shared with other work (background sessions, daemon.h): the ring and the
+  // target's pidfd join `loop`, `on_target_exit` runs once the target is gone, and the
+  // owner calls Drain() after every wait (at least every poll interval).
+  Result<void> Join(EventLoop& loop, int pid_fd, std::function<void()> on_target_exit);
+  void Leave(EventLoop& loop);
+  // Delivers what the rings hold and runs the watchdog.
+  Result<void> Drain();
+  // The BPF programs' and the decoder's counters so far (Finish sends them at the end).
+  Stats LiveLosses() const;
+  // Every thread of the target now, and the method beats of the main thread's running
+  // message so far (when the profile maps method roles): `looptrace snapshot`. Counts
+  // nothing into the session's report.
+  std::pair<StallSnapshot, std::optional<MethodBeats>> SnapshotNow(uint64_t message_begin_ns,
+                                                                   uint64_t begin_beat_index);
+  uint32_t tgid() const { return tgid_; }
+
+  const AttachPlan& plan() const { return plan_; }
+
+ private:
+  void OnRecord(const lt_record& record);
+  void OnSideRecord(std::span<const uint8_t> raw);
+  void Watchdog(uint64_t now_ns);
+  // The thread whose loop is watched: the main thread, or the loop thread once known (0 before).
+  uint32_t LooperTid();
+
+  SessionOptions options_;
+  int signal_fd_;
+  Pipeline& pipeline_;
+  int ring_fd_ = -1;
+  int pid_fd_ = -1;
+  SanitizingSink events_;  // every event on its way to pipeline_: names from the target made safe
+  std::string profile_name_;
+  std::string message_definition_;  // the profile's `messages` line, "" if none
+  AttachPlan plan_;
+  ProcessStringReader process_strings_;
+  StringTable strings_{&process_strings_};
+  IdentityTable identities_;
+  Stats loader_stats_;
+  std::optional<SymbolizingAddressNamer> addresses_;
+  std::optional<BpfKernelStacks> kernel_stacks_;
+  std::optional<StackResolver> stacks_;
+  std::optional<EventDecoder> decoder_;
+  std::optional<BeatSlicer> slicer_;
+  std::optional<SnapshotTaker> snapshots_;
+  std::vector<Event> side_decoded_;
+  bool primed_ = false;
+  bool shadow_stack_ = false;  // uretprobe return addresses kept for stack samples (shadow_probes.h)
+  uint32_t tgid_ = 0;
+  ThreadChoice threads_;         // resolved: --threads, else the profile's, else main
+  uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
+  uint64_t last_cpu_sample_ns_ = 0;
+  uint64_t stop_ns_ = UINT64_MAX;      // the session's end: later records are dropped (and counted)
+  uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session
+  std::set<std::pair<uint64_t, std::string>> snapshotted_;  // (span id, watch label) done
+  std::unique_ptr<BpfSession> bpf_;
+};
+
+}  // namespace looptrace::loader
