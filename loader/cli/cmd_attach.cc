@@ -16,6 +16,7 @@
 
 #include "loader/cli/cli.h"
 #include "loader/decode/mapping_namer.h"
+#include "loader/live/control_policy.h"
 #include "loader/live/daemon.h"
 #include "loader/target/proc_readers.h"
 #include "looptrace/tracers/messages.h"

@@ -1,6 +1,6 @@
 // Control commands of background sessions, from any shell (as root): sessions, status,
 // snapshot, detach (and report -p, in cmd_report.cc). Each asks the session's daemon over
-// its control socket (control_socket.h) and prints the answer.
+// its control socket (control_client.h) and prints the answer.
 #include <fmt/format.h>
 #include <time.h>
 
@@ -8,7 +8,8 @@
 #include <iostream>
 
 #include "loader/cli/cli.h"
-#include "loader/live/control_socket.h"
+#include "loader/live/control_client.h"
+#include "loader/live/control_policy.h"
 #include "loader/live/daemon.h"
 #include "loader/live/live_view.h"
 #include "loader/session/output_file.h"

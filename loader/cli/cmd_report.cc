@@ -2,7 +2,7 @@
 // looptrace report -p PID: the report so far of a background session (it goes on).
 #include "loader/cli/cli.h"
 #include "loader/decode/mapping_namer.h"
-#include "loader/live/control_socket.h"
+#include "loader/live/control_client.h"
 #include "loader/session/output_file.h"
 #include "loader/session/recording.h"
 #include "looptrace/tracers/render.h"

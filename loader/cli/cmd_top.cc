@@ -15,7 +15,8 @@
 #include <iostream>
 
 #include "loader/cli/cli.h"
-#include "loader/live/control_socket.h"
+#include "loader/live/control_client.h"
+#include "loader/live/control_policy.h"
 #include "loader/live/daemon.h"
 #include "loader/live/live_session.h"
 #include "loader/live/live_view.h"

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loader/live/control_policy.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/tracers/live_status_json.h"
 #include "looptrace/tracers/render.h"

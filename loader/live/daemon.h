@@ -1,5 +1,5 @@
 // The process behind `looptrace attach`: background sessions (live_session.h) on one loop
-// (event_loop.h) with their control sockets (control_socket.h), the Prometheus endpoint
+// (event_loop.h) with their control sockets (control_server.h), the Prometheus endpoint
 // (metrics_server.h) and the ClickHouse sink (clickhouse_sink.h). A session ends when its
 // target exits, when `detach` asks, or when the daemon gets SIGINT/SIGTERM; it then writes
 // its final report, sends its last rows, removes its socket and leaves a tombstone saying
@@ -17,7 +17,7 @@
 
 #include "loader/export/clickhouse_rows.h"
 #include "loader/export/clickhouse_sink.h"
-#include "loader/live/control_socket.h"
+#include "loader/live/control_server.h"
 #include "loader/live/event_loop.h"
 #include "loader/live/live_session.h"
 #include "loader/live/metrics_server.h"

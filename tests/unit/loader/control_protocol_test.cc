@@ -1,8 +1,9 @@
-// The control protocol of background sessions (control_socket.h): what a request and an
+// The control protocol of background sessions (control_protocol.h): what a request and an
 // answer may look like, and that garbage is refused with a reason instead of acted on.
 #include <gtest/gtest.h>
 
-#include "loader/live/control_socket.h"
+#include "loader/live/control_policy.h"
+#include "loader/live/control_protocol.h"
 
 namespace looptrace::loader {
 namespace {
