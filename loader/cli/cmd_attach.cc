@@ -1,23 +1,17 @@
 // looptrace attach -p PID [options]: a background session. Attaches, leaves the terminal
-// and returns once the probes are attached (its exit status says whether they were); the
+// (loader/live/daemonize.h) and returns once the probes are attached (its exit status says whether they were); the
 // session then lives in a daemon of its own until the target exits or `detach`.
-#include <dirent.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <algorithm>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "loader/cli/cli.h"
 #include "loader/decode/mapping_namer.h"
 #include "loader/live/control_policy.h"
 #include "loader/live/daemon.h"
+#include "loader/live/daemonize.h"
 #include "loader/target/proc_readers.h"
 #include "looptrace/tracers/messages.h"
 #include "looptrace/tracers/render.h"
@@ -25,8 +19,6 @@
 
 namespace looptrace::cli {
 namespace {
-
-using nlohmann::json;
 
 constexpr const char* kExamples =
     R"(  looptrace attach -p 1234 -o /var/log/app.json -f json     trace in the background, then:
@@ -40,29 +32,6 @@ constexpr const char* kExamples =
                                                 on port 9464, rows into ClickHouse
   looptrace attach -p 1234 --foreground --metrics 127.0.0.1:9464   stay in the terminal (systemd)
 )";
-
-// Every process whose comm (or executable's name) is `name`.
-std::vector<pid_t> PidsNamed(const std::string& name) {
-  std::vector<pid_t> pids;
-  DIR* proc = opendir("/proc");
-  if (!proc) return pids;
-  const pid_t self = getpid();
-  while (dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end || pid == self) continue;
-    if (loader::ReadComm(static_cast<pid_t>(pid)) == name) {
-      pids.push_back(static_cast<pid_t>(pid));
-      continue;
-    }
-    std::error_code ec;
-    auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
-    if (!ec && exe.filename() == name) pids.push_back(static_cast<pid_t>(pid));
-  }
-  closedir(proc);
-  std::sort(pids.begin(), pids.end());
-  return pids;
-}
 
 // "%p" in an output path is the target's pid; relative paths are made absolute now, since
 // the daemon runs from /.
@@ -80,12 +49,6 @@ Result<std::string> OutputFor(const std::string& pattern, pid_t pid, size_t targ
                      fmt::format("example: {} /var/log/looptrace/app-%p.json", flag));
   for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(pid));
   return std::filesystem::absolute(path).lexically_normal().string();
-}
-
-// The word of the background process to the one waiting in the terminal: a JSON line.
-void Tell(int fd, const json& message) {
-  const std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  (void)!write(fd, line.data(), line.size());
 }
 
 class AttachCommand : public Command {
@@ -143,7 +106,7 @@ BACKGROUND SESSIONS:
     if (auto ok = flags_.Resolve(); !ok) return Fail(ok.error());
     std::vector<pid_t> pids(pids_.begin(), pids_.end());
     if (!name_.empty()) {
-      auto named = PidsNamed(name_);
+      auto named = loader::PidsNamed(name_);
       if (named.empty())
         return Fail(
             Error{fmt::format("no running process is named '{}'", name_), "check with pgrep -l", ExitCode::kTarget});
@@ -201,145 +164,57 @@ BACKGROUND SESSIONS:
     // Signals are taken through a signalfd from here on (the child inherits the mask).
     auto signal_fd = loader::BlockTerminationSignals();
     if (!signal_fd) return Fail(signal_fd.error());
-    int ready_fd = -1;
     if (!foreground_) {
-      auto forked = DetachFromTerminal(signal_fd->get(), pids);
-      if (forked.exit_code) return *forked.exit_code;  // the parent, done
-      ready_fd = forked.ready_fd;
+      loader::Daemonized forked = loader::Daemonize(log_, signal_fd->get());
+      if (!forked.child) {  // the terminal's side: done once the session said how it went
+        if (!forked.parent) return Fail(forked.parent.error());
+        for (const auto& line : *forked.parent) log::Info("{}", line);
+        return 0;
+      }
+      ready_ = std::move(*forked.child);
+      log::Info("attaching to pid {}{} (looptrace daemon pid {})", pids.front(),
+                pids.size() > 1 ? fmt::format(" and {} more", pids.size() - 1) : "", getpid());
       // The child: a new signalfd (its mask is inherited).
       signal_fd = loader::BlockTerminationSignals();
-      if (!signal_fd) return Report(ready_fd, signal_fd.error());
+      if (!signal_fd) return Report(signal_fd.error());
     }
-    return Serve(daemon, configs, signal_fd->get(), ready_fd);
+    return Serve(daemon, configs, signal_fd->get());
   }
 
  private:
   bool keep_messages_given() const { return app_ && app_->count("--keep-messages") > 0; }
 
-  struct Forked {
-    std::optional<int> exit_code;  // set in the parent
-    int ready_fd = -1;             // the child's end of the pipe
-  };
-
-  // Forks. The parent waits for the child's word (forwarding Ctrl-C to it), prints it and
-  // returns its exit code; the child leaves the terminal and gets the pipe's write end.
-  Forked DetachFromTerminal(int signal_fd, const std::vector<pid_t>& pids) {
-    int pipe_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      Forked f;
-      f.exit_code = Fail(Error{fmt::format("pipe: {}", strerror(errno)), "", ExitCode::kRuntime});
-      return f;
-    }
-    const pid_t child = fork();
-    if (child < 0) {
-      Forked f;
-      f.exit_code = Fail(Error{fmt::format("fork: {}", strerror(errno)), "", ExitCode::kRuntime});
-      return f;
-    }
-    if (child == 0) {
-      close(pipe_fds[0]);
-      setsid();
-      if (chdir("/") != 0) {
-      }
-      int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-      int log = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-      }
-      if (log >= 0)
-        dup2(log, 2);
-      else if (null >= 0)
-        dup2(null, 2);
-      if (null > 2) close(null);
-      if (log > 2) close(log);
-      log::WithTimestamps() = true;
-      log::Info("attaching to pid {}{} (looptrace daemon pid {})", pids.front(),
-                pids.size() > 1 ? fmt::format(" and {} more", pids.size() - 1) : "", getpid());
-      Forked f;
-      f.ready_fd = pipe_fds[1];
-      return f;
-    }
-    close(pipe_fds[1]);
-    Forked f;
-    f.exit_code = WaitForChild(child, pipe_fds[0], signal_fd);
-    close(pipe_fds[0]);
-    return f;
-  }
-
-  int WaitForChild(pid_t child, int ready, int signal_fd) {
-    std::string data;
-    bool forwarded = false;
-    for (;;) {
-      pollfd fds[2] = {{ready, POLLIN, 0}, {signal_fd, POLLIN, 0}};
-      if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
-      if (fds[1].revents & POLLIN) {
-        signalfd_siginfo info;
-        while (read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
-          kill(child, SIGINT);  // stops the attach: it detaches what it attached and says so
-          forwarded = true;
-        }
-      }
-      if (fds[0].revents & (POLLIN | POLLHUP)) {
-        char buf[4096];
-        ssize_t n = read(ready, buf, sizeof(buf));
-        if (n <= 0) break;
-        data.append(buf, static_cast<size_t>(n));
-      }
-    }
-    (void)forwarded;
-    // A child that failed exits; reap it so no zombie is left (a ready one keeps running).
-    json word = json::parse(data.substr(0, data.find('\n')), nullptr, false);
-    if (!word.is_object()) {
-      int status = 0;
-      waitpid(child, &status, 0);
-      return Fail(Error{"the background session died while attaching", "see its log: " + log_, ExitCode::kRuntime});
-    }
-    if (!word.value("ok", false)) {
-      int status = 0;
-      waitpid(child, &status, 0);
-      return Fail(Error{word.value("error", "attach failed"), word.value("hint", ""),
-                        static_cast<ExitCode>(word.value("code", 1))});
-    }
-    for (const auto& line : word.value("lines", std::vector<std::string>{})) log::Info("{}", line);
-    return 0;
-  }
-
-  int Report(int ready_fd, const Error& error) {
-    if (ready_fd >= 0) {
-      Tell(ready_fd,
-           json{{"ok", false}, {"error", error.message}, {"hint", error.hint}, {"code", static_cast<int>(error.code)}});
-      close(ready_fd);
-    }
+  // An error of the background session: to the terminal waiting for it, and to its log.
+  int Report(const Error& error) {
+    ready_.Failed(error);
     return Fail(error);
   }
 
-  int Serve(const loader::DaemonOptions& options, const std::vector<loader::LiveSessionConfig>& configs, int signal_fd,
-            int ready_fd) {
+  int Serve(const loader::DaemonOptions& options, const std::vector<loader::LiveSessionConfig>& configs,
+            int signal_fd) {
     auto daemon = loader::Daemon::Create(options, signal_fd);
-    if (!daemon) return Report(ready_fd, daemon.error());
+    if (!daemon) return Report(daemon.error());
     std::vector<std::string> lines;
     for (const auto& config : configs) {
-      if (auto ok = (*daemon)->Reserve(config.pid); !ok) return Report(ready_fd, ok.error());
+      if (auto ok = (*daemon)->Reserve(config.pid); !ok) return Report(ok.error());
       auto session = loader::LiveSession::Start(config, analysis_, signal_fd);
       if (!session) {
         (*daemon)->Release(config.pid);
-        return Report(ready_fd, session.error());
+        return Report(session.error());
       }
       lines.push_back(fmt::format("pid {} ({}): profile {}, {} probe points attached; control {}; final report {}",
                                   config.pid, (*session)->command(), (*session)->profile(), (*session)->probe_points(),
                                   loader::ControlSocketPath(config.pid),
                                   config.output_path.empty() ? "none (no -o)" : config.output_path));
-      if (auto ok = (*daemon)->Add(std::move(*session)); !ok) return Report(ready_fd, ok.error());
+      if (auto ok = (*daemon)->Add(std::move(*session)); !ok) return Report(ok.error());
     }
     if (!(*daemon)->metrics_url().empty()) lines.push_back("metrics: " + (*daemon)->metrics_url());
     if (!foreground_) lines.push_back(fmt::format("daemon pid {}, log {}", getpid(), log_));
     for (const auto& line : lines) {
       if (!foreground_) log::Info("{}", line);  // the log
     }
-    if (ready_fd >= 0) {
-      Tell(ready_fd, json{{"ok", true}, {"lines", lines}});
-      close(ready_fd);
+    if (ready_.waiting()) {
+      ready_.Ready(lines);
     } else {
       for (const auto& line : lines) log::Info("{}", line);
       log::Info("Ctrl-C ends the session{}", configs.size() > 1 ? "s" : "");
@@ -363,6 +238,7 @@ BACKGROUND SESSIONS:
   std::string log_;
   CLI::App* app_ = nullptr;
   AnalysisOptions analysis_;
+  loader::ReadyChannel ready_;  // background: the terminal waiting for the word
 };
 
 }  // namespace

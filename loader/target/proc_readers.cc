@@ -1,10 +1,13 @@
 #include "loader/target/proc_readers.h"
 
+#include <dirent.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -54,6 +57,28 @@ std::optional<int64_t> ParseSigned(std::string_view text) {
 }
 
 std::string ReadComm(pid_t pid) { return ReadName(fmt::format("/proc/{}/comm", pid)); }
+
+std::vector<pid_t> PidsNamed(const std::string& name) {
+  std::vector<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (!proc) return pids;
+  const pid_t self = getpid();
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end || pid == self) continue;
+    if (ReadComm(static_cast<pid_t>(pid)) == name) {
+      pids.push_back(static_cast<pid_t>(pid));
+      continue;
+    }
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
+    if (!ec && exe.filename() == name) pids.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
 
 std::optional<uint64_t> ReadCpuTicks(pid_t pid) {
   auto fields = StatFields(fmt::format("/proc/{}/stat", pid));

@@ -1,4 +1,5 @@
-// Small readers of /proc for a target: its name, stat fields, memory, the device block.
+// Small readers of /proc for a target: its name, stat fields, memory, the device block; and
+// the processes of a name.
 // Missing files (the process exited) read as empty, never as an error or an exception.
 #pragma once
 
@@ -29,6 +30,8 @@ std::optional<uint64_t> ParseUnsigned(std::string_view text, int base = 10);
 std::optional<int64_t> ParseSigned(std::string_view text);
 
 std::string ReadComm(pid_t pid);
+// Every process whose comm (or executable's name) is `name`, this one left out; sorted.
+std::vector<pid_t> PidsNamed(const std::string& name);
 // utime + stime of a process, in clock ticks.
 std::optional<uint64_t> ReadCpuTicks(pid_t pid);
 // /proc/PID/status Vm* and Rss* fields, in kB.
