@@ -1,10 +1,16 @@
-// xz decompression for MiniDebugInfo (.gnu_debugdata), with liblzma.
+// MiniDebugInfo (Fedora's "mini debuginfo"): the .gnu_debugdata section of a stripped file
+// holds an xz-compressed ELF whose .symtab keeps the local functions stripping removed.
+// Decompressed with liblzma, read with libelf.
+#include <gelf.h>
+#include <libelf.h>
 #include <lzma.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "elf_internal.h"
 #include "looptrace/symbols/elf_file.h"
 
 namespace looptrace::symbols {
@@ -59,4 +65,37 @@ Result<std::vector<uint8_t>> DecompressXz(const uint8_t* data, size_t size, size
   return out;
 }
 
+namespace internal {
+
+Result<void> ReadMiniDebugInfo(Elf_Scn* scn, const std::string& path, std::vector<Symbol>* out, size_t* malformed) {
+  constexpr size_t kMaxMiniDebugInfo = size_t{256} << 20;
+  Elf_Data* data = elf_rawdata(scn, nullptr);
+  if (data == nullptr || data->d_buf == nullptr) {
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(), ExitCode::kProfile);
+  }
+  auto decompressed = DecompressXz(static_cast<const uint8_t*>(data->d_buf), data->d_size, kMaxMiniDebugInfo);
+  if (!decompressed) {
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + decompressed.error().message, ExitCode::kProfile);
+  }
+  Elf* mini = elf_memory(reinterpret_cast<char*>(decompressed->data()), decompressed->size());
+  if (mini == nullptr) {
+    return MakeError("cannot read .gnu_debugdata of " + path + ": " + ElfErrorMessage(), ExitCode::kProfile);
+  }
+  Result<void> status;
+  if (elf_kind(mini) != ELF_K_ELF) {
+    status = MakeError("cannot read .gnu_debugdata of " + path + ": not an ELF file", ExitCode::kProfile);
+  } else {
+    for (Elf_Scn* s = elf_nextscn(mini, nullptr); s != nullptr; s = elf_nextscn(mini, s)) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(s, &shdr) != nullptr && shdr.sh_type == SHT_SYMTAB) {
+        status = ReadFunctionSymbols(mini, s, nullptr, {}, path + " (.gnu_debugdata)", out, malformed);
+        break;
+      }
+    }
+  }
+  elf_end(mini);
+  return status;
+}
+
+}  // namespace internal
 }  // namespace looptrace::symbols
