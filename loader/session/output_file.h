@@ -18,7 +18,7 @@
 //     may write to that directory (the kernel's protected_symlinks rule, applied to group-
 //     and world-writable directories alike). Otherwise looptrace refuses (exit 7).
 //   - Anything else (a directory, a block device, a socket) is refused.
-// A name ending in ".gz" is gzip-compressed.
+// A name ending in ".gz" is gzip-compressed. Reading such files back: line_reader.h.
 #pragma once
 
 #include <functional>
@@ -83,31 +83,6 @@ class OutputFile {
   std::optional<Error> error_;
   std::function<void(const Error&)> on_failure_;
   bool committed_ = false;
-};
-
-// Reads a text file line by line, transparently gunzipping ".gz" (or any gzip) input.
-// The file must be a regular file (never blocks); a decompressed line longer than
-// kMaxRecordingLineBytes or a file decompressing to more than kMaxRecordingBytes is an error.
-class LineReader {
- public:
-  static Result<std::unique_ptr<LineReader>> Open(const std::string& path,
-                                                  uint64_t max_line_bytes = kMaxRecordingLineBytes,
-                                                  uint64_t max_total_bytes = kMaxRecordingBytes);
-  ~LineReader();
-  // False at end of file; an I/O error is returned as an error.
-  Result<bool> Next(std::string* line);
-
- private:
-  LineReader() = default;
-  Result<void> Fill();
-  void* gz_ = nullptr;
-  std::string path_;
-  uint64_t max_line_bytes_ = 0;
-  uint64_t max_total_bytes_ = 0;
-  uint64_t total_bytes_ = 0;
-  std::string pending_;  // decompressed bytes not yet returned
-  size_t pending_pos_ = 0;
-  bool eof_ = false;
 };
 
 }  // namespace looptrace::loader

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "loader/session/line_reader.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/util/log.h"

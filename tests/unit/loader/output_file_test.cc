@@ -2,6 +2,8 @@
 // FIFOs, a full disk; and the bounded line reader of recordings.
 #include "loader/session/output_file.h"
 
+#include "loader/session/line_reader.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>

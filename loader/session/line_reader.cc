@@ -1,0 +1,64 @@
+#include "loader/session/line_reader.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <cerrno>
+
+namespace looptrace::loader {
+
+Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path, uint64_t max_line_bytes,
+                                                     uint64_t max_total_bytes) {
+  std::unique_ptr<LineReader> reader(new LineReader());
+  reader->path_ = path;
+  reader->max_line_bytes_ = max_line_bytes;
+  reader->max_total_bytes_ = max_total_bytes;
+  ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(path, "", max_total_bytes, ExitCode::kUsage));
+  reader->gz_ = gzdopen(file.fd.get(), "rb");
+  if (!reader->gz_) return MakeError(fmt::format("cannot read {}: out of memory", path));
+  file.fd.Release();  // gzclose closes it
+  return reader;
+}
+
+LineReader::~LineReader() {
+  if (gz_) gzclose(static_cast<gzFile>(gz_));
+}
+
+Result<void> LineReader::Fill() {
+  pending_.resize(1 << 16);
+  const int n = gzread(static_cast<gzFile>(gz_), pending_.data(), static_cast<unsigned>(pending_.size()));
+  if (n < 0) {
+    int err = 0;
+    const char* message = gzerror(static_cast<gzFile>(gz_), &err);
+    if (err == Z_ERRNO) return SystemError(fmt::format("cannot read {}", path_), errno, ExitCode::kUsage);
+    return MakeError(fmt::format("cannot read {}: {}", path_, message), ExitCode::kUsage);
+  }
+  pending_.resize(static_cast<size_t>(n));
+  pending_pos_ = 0;
+  eof_ = n == 0;
+  total_bytes_ += static_cast<uint64_t>(n);
+  if (total_bytes_ > max_total_bytes_)
+    return MakeError(
+        fmt::format("cannot read {}: it decompresses to more than the {} limit", path_, FormatBytes(max_total_bytes_)),
+        ExitCode::kUsage);
+  return {};
+}
+
+Result<bool> LineReader::Next(std::string* line) {
+  line->clear();
+  while (true) {
+    const size_t newline = pending_.find('\n', pending_pos_);
+    const size_t end = newline == std::string::npos ? pending_.size() : newline;
+    line->append(pending_, pending_pos_, end - pending_pos_);
+    pending_pos_ = newline == std::string::npos ? pending_.size() : newline + 1;
+    if (line->size() > max_line_bytes_)
+      return MakeError(
+          fmt::format("cannot read {}: a line is longer than the {} limit", path_, FormatBytes(max_line_bytes_)),
+          ExitCode::kUsage);
+    if (newline != std::string::npos) return true;
+    if (eof_) return !line->empty();
+    RETURN_IF_ERROR(Fill());
+  }
+}
+
+}  // namespace looptrace::loader
