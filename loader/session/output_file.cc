@@ -32,7 +32,6 @@ struct TempSlot {
   char name[NAME_MAX + 1] = {};
 };
 TempSlot g_temp_slots[kTempSlots];
-bool g_force_named_temporaries = false;
 
 void RemoveTemporariesAndDie(int sig) {
   const pid_t self = getpid();
@@ -256,7 +255,7 @@ void OutputFile::Fail(int err) {
   if (on_failure_) on_failure_(*error_);
 }
 
-Result<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path) {
+Result<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path, Temporary temporary) {
   const bool compress = path.size() > 3 && path.ends_with(".gz");
   if (path.empty() || path == "-") {
     std::unique_ptr<OutputFile> out(new OutputFile());
@@ -280,11 +279,11 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path) 
     out->Start(std::move(copy), /*owned=*/true, compress);
     return out;
   }
-  return Open(path, path, 0);
+  return Open(path, path, temporary, 0);
 }
 
 Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& shown_path, const std::string& path,
-                                                     int depth) {
+                                                     Temporary temporary, int depth) {
   const std::string what = fmt::format("cannot write {}", shown_path);
   const bool compress = shown_path.size() > 3 && shown_path.ends_with(".gz");
   const size_t slash = path.find_last_of('/');
@@ -325,7 +324,7 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& shown_pa
                          errno == ENOENT ? "the link points to a missing file or directory" : "");
     std::string target(resolved);
     free(resolved);
-    return Open(shown_path, target, depth + 1);
+    return Open(shown_path, target, temporary, depth + 1);
   }
   if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
     UniqueFd fd(openat(dir_fd.get(), name.c_str(), O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
@@ -357,8 +356,8 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& shown_pa
   out->kind_ = Kind::kReplace;
   out->name_ = name;
   UniqueFd fd;
-  if (g_force_named_temporaries)
-    errno = EOPNOTSUPP;
+  if (temporary == Temporary::kNamed)
+    errno = EOPNOTSUPP;  // as on a file system without O_TMPFILE
   else
     fd = UniqueFd(openat(dir_fd.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644));
   if (!fd.valid() && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
@@ -381,8 +380,6 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& shown_pa
   out->Start(std::move(fd), /*owned=*/true, compress);
   return out;
 }
-
-void OutputFile::UseNamedTemporariesForTesting(bool named) { g_force_named_temporaries = named; }
 
 Result<void> OutputFile::Publish() {
   const std::string what = fmt::format("cannot write {}", path_);

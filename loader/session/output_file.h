@@ -40,7 +40,12 @@ class OutputFile {
     kReplace,  // a regular file, replaced atomically on Commit()
   };
 
-  static Result<std::unique_ptr<OutputFile>> Create(const std::string& path);
+  // Where a replaced file's data waits until Commit(): kAnonymous, an O_TMPFILE file, or a
+  // named one on file systems without O_TMPFILE; kNamed, always a named one.
+  enum class Temporary { kAnonymous, kNamed };
+
+  static Result<std::unique_ptr<OutputFile>> Create(const std::string& path,
+                                                    Temporary temporary = Temporary::kAnonymous);
   ~OutputFile();
 
   std::ostream& stream() { return *stream_; }
@@ -59,13 +64,11 @@ class OutputFile {
   // Flushes (and for kReplace syncs, links and renames); the first error wins.
   Result<void> Commit();
 
-  // Tests: behave as on a file system without O_TMPFILE (named temporaries).
-  static void UseNamedTemporariesForTesting(bool named);
-
  private:
   class Buffer;
   OutputFile() = default;
-  static Result<std::unique_ptr<OutputFile>> Open(const std::string& shown_path, const std::string& path, int depth);
+  static Result<std::unique_ptr<OutputFile>> Open(const std::string& shown_path, const std::string& path,
+                                                  Temporary temporary, int depth);
   void Start(UniqueFd fd, bool owned, bool compress);
   void Fail(int err);
   Result<void> Publish();

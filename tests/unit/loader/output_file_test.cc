@@ -26,6 +26,11 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
+// The temporary a file system without O_TMPFILE gets, or the usual one.
+OutputFile::Temporary TemporaryOf(bool named) {
+  return named ? OutputFile::Temporary::kNamed : OutputFile::Temporary::kAnonymous;
+}
+
 class ScratchDir {
  public:
   ScratchDir() {
@@ -81,9 +86,8 @@ TEST(OutputFile, ReplacesAnExistingFileAtomically) {
 TEST(OutputFile, AbandonedOutputLeavesNothing) {
   ScratchDir dir;
   for (bool named : {false, true}) {
-    OutputFile::UseNamedTemporariesForTesting(named);
     {
-      auto out = OutputFile::Create(dir / "report.txt");
+      auto out = OutputFile::Create(dir / "report.txt", TemporaryOf(named));
       ASSERT_TRUE(out) << out.error().message;
       (*out)->stream() << std::string(200'000, 'x');
       if (named) {
@@ -92,15 +96,12 @@ TEST(OutputFile, AbandonedOutputLeavesNothing) {
     }
     EXPECT_EQ(dir.Names(), std::vector<std::string>{}) << "named temporaries: " << named;
   }
-  OutputFile::UseNamedTemporariesForTesting(false);
 }
 
 TEST(OutputFile, NamedTemporariesAreUnpredictableAndRenamed) {
   ScratchDir dir;
-  OutputFile::UseNamedTemporariesForTesting(true);
-  auto a = OutputFile::Create(dir / "r.txt");
-  auto b = OutputFile::Create(dir / "r.txt");
-  OutputFile::UseNamedTemporariesForTesting(false);
+  auto a = OutputFile::Create(dir / "r.txt", OutputFile::Temporary::kNamed);
+  auto b = OutputFile::Create(dir / "r.txt", OutputFile::Temporary::kNamed);
   ASSERT_TRUE(a && b);
   auto names = dir.Names();
   ASSERT_EQ(names.size(), 2u);
@@ -122,13 +123,11 @@ TEST(OutputFile, PlantedTemporaryNamesAreNeverOpened) {
   for (const std::string& planted : {fmt::format("report.txt.tmp.{}", getpid()), std::string(".report.txt.looptrace-")})
     ASSERT_EQ(symlink((dir / "victim").c_str(), (dir / planted).c_str()), 0);
   for (bool named : {false, true}) {
-    OutputFile::UseNamedTemporariesForTesting(named);
-    auto out = OutputFile::Create(dir / "report.txt");
+    auto out = OutputFile::Create(dir / "report.txt", TemporaryOf(named));
     ASSERT_TRUE(out) << out.error().message;
     (*out)->stream() << "report";
     ASSERT_TRUE((*out)->Commit());
   }
-  OutputFile::UseNamedTemporariesForTesting(false);
   EXPECT_EQ(ReadAll(dir / "victim"), "precious");
   EXPECT_EQ(ReadAll(dir / "report.txt"), "report");
   EXPECT_TRUE(fs::is_symlink(dir / fmt::format("report.txt.tmp.{}", getpid())));
@@ -144,8 +143,7 @@ TEST(OutputFile, SigkilledRunLeavesNothingOrAFileThatIsNeverReused) {
     pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-      OutputFile::UseNamedTemporariesForTesting(named);
-      auto out = OutputFile::Create(dir / "report.txt");
+      auto out = OutputFile::Create(dir / "report.txt", TemporaryOf(named));
       if (!out) _exit(1);
       (*out)->stream() << std::string(100'000, 'k');  // partly written
       (void)!write(ready[1], "x", 1);
@@ -166,9 +164,7 @@ TEST(OutputFile, SigkilledRunLeavesNothingOrAFileThatIsNeverReused) {
     ASSERT_EQ(leftovers.size(), 1u);
     const std::string leftover = dir / leftovers[0];
     const std::string before = ReadAll(leftover);
-    OutputFile::UseNamedTemporariesForTesting(true);
-    auto out = OutputFile::Create(dir / "report.txt");
-    OutputFile::UseNamedTemporariesForTesting(false);
+    auto out = OutputFile::Create(dir / "report.txt", OutputFile::Temporary::kNamed);
     ASSERT_TRUE(out);
     (*out)->stream() << "fresh";
     ASSERT_TRUE((*out)->Commit());
