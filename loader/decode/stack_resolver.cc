@@ -68,10 +68,11 @@ std::string ResolvedFrame::Describe() const {
                      inlined ? " [inlined]" : "");
 }
 
-StackResolver::StackResolver(pid_t pid, symbols::ProcessSymbolizer* symbolizer, Stats* stats)
+StackResolver::StackResolver(pid_t pid, symbols::ProcessSymbolizer* symbolizer, Stats* stats, MapsReader read_maps)
     : pid_(pid),
       symbolizer_(symbolizer),
       stats_(stats),
+      read_maps_(read_maps ? std::move(read_maps) : MapsReader([pid] { return symbols::ReadProcMaps(pid); })),
       perf_map_(symbols::PerfMapPath(pid)),
       copy_(std::make_unique<lt_stack_copy>()) {
   RefreshMaps();
@@ -86,18 +87,9 @@ void StackResolver::OnExec() {
   unwinder_.Forget(pid_);
 }
 
-void StackResolver::SetMapsForTesting(std::vector<symbols::MapEntry> maps) {
-  std::sort(maps.begin(), maps.end(),
-            [](const symbols::MapEntry& a, const symbols::MapEntry& b) { return a.start < b.start; });
-  maps_ = std::move(maps);
-  fixed_maps_ = true;
-  names_.clear();
-}
-
 bool StackResolver::RefreshMaps() {
   maps_read_at_ = std::chrono::steady_clock::now();
-  if (fixed_maps_) return true;
-  auto maps = symbols::ReadProcMaps(pid_);
+  auto maps = read_maps_();
   if (!maps) {
     process_gone_ = true;  // keep what we had: addresses stay nameable
     return false;

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "looptrace/symbols/unwinder.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/stats.h"
+#include "looptrace/util/result.h"
 
 namespace looptrace::loader {
 
@@ -56,8 +58,13 @@ struct ResolvedStack {
 
 class StackResolver {
  public:
-  // `symbolizer` names frames (shared with the loader); `stats` counts what went wrong.
-  StackResolver(pid_t pid, symbols::ProcessSymbolizer* symbolizer, Stats* stats);
+  // The target's mappings, read again when a frame lies outside all of them; an error when
+  // the process is gone.
+  using MapsReader = std::function<Result<std::vector<symbols::MapEntry>>()>;
+
+  // `symbolizer` names frames (shared with the loader); `stats` counts what went wrong;
+  // `read_maps` reads the mappings (default: /proc/PID/maps).
+  StackResolver(pid_t pid, symbols::ProcessSymbolizer* symbolizer, Stats* stats, MapsReader read_maps = {});
   ~StackResolver();
   StackResolver(const StackResolver&) = delete;
   StackResolver& operator=(const StackResolver&) = delete;
@@ -86,9 +93,6 @@ class StackResolver {
   // The target exec()ed: its mappings and modules are new.
   void OnExec();
 
-  // Tests: these maps instead of the process's (never re-read).
-  void SetMapsForTesting(std::vector<symbols::MapEntry> maps);
-
  private:
   enum class Where { kFile, kVdso, kTrampoline, kJit, kInvalid };
   Where Classify(uint64_t pc, const symbols::MapEntry** map);
@@ -104,10 +108,10 @@ class StackResolver {
   pid_t pid_;
   symbols::ProcessSymbolizer* symbolizer_;
   Stats* stats_;
+  MapsReader read_maps_;
   std::vector<symbols::MapEntry> maps_;  // sorted by start
   std::chrono::steady_clock::time_point maps_read_at_{};
   bool process_gone_ = false;
-  bool fixed_maps_ = false;
   symbols::Unwinder unwinder_;
   symbols::PerfMap perf_map_;
   std::chrono::steady_clock::time_point perf_map_read_at_{};

@@ -127,7 +127,14 @@ TEST(StackResolver, PutsBackReturnAddressesAUretprobeReplaced) {
   ASSERT_TRUE(fixture.ok());
   symbols::ProcessSymbolizer symbolizer(fixture.pid());
   Stats stats;
-  StackResolver resolver(fixture.pid(), &symbolizer, &stats);
+  // The target's mappings and the kernel's uretprobe trampoline page ([uprobes]).
+  constexpr uint64_t kTrampoline = 0x7fffffffe000;
+  auto maps_with_trampoline = [pid = fixture.pid()]() -> Result<std::vector<symbols::MapEntry>> {
+    ASSIGN_OR_RETURN(auto maps, symbols::ReadProcMaps(pid));
+    maps.push_back({kTrampoline, kTrampoline + 0x1000, 0, "r-xp", 0, 0, 0, "[uprobes]", false});
+    return maps;
+  };
+  StackResolver resolver(fixture.pid(), &symbolizer, &stats, maps_with_trampoline);
   ResolvedStack truth = resolver.FromCopy(fixture.regs, fixture.regs.rsp, fixture.stack, {});
   ASSERT_GE(truth.frames.size(), 4u);
   // The slot holding st_level_b's return address into st_level_a.
@@ -142,11 +149,6 @@ TEST(StackResolver, PutsBackReturnAddressesAUretprobeReplaced) {
     if (v == ret) offset = o;
   }
   ASSERT_NE(offset, 0u);
-  auto maps = symbols::ReadProcMaps(fixture.pid());
-  ASSERT_TRUE(maps);
-  constexpr uint64_t kTrampoline = 0x7fffffffe000;
-  maps->push_back({kTrampoline, kTrampoline + 0x1000, 0, "r-xp", 0, 0, 0, "[uprobes]", false});
-  resolver.SetMapsForTesting(*maps);
   std::vector<uint8_t> hijacked = fixture.stack;
   std::memcpy(hijacked.data() + offset, &kTrampoline, 8);
 
