@@ -173,10 +173,11 @@ class ElfFile {
     uint64_t size = 0;
     uint64_t align = 0;
   };
-  struct SectionRefs;  // the sections ScanSections found (elf_file.cc)
+  struct SectionRefs;  // the sections ScanSections found (src/elf_internal.h)
 
   ElfFile() = default;
-  // Open's work, one step per part of the file (each documented in elf_file.cc).
+  // Open's work, one step per part of the file (each documented where it is defined:
+  // elf_file.cc, elf_notes.cc, elf_symbols.cc).
   Result<void> Load();
   Result<Layout> ReadHeader();
   Result<void> ReadProgramHeaders(std::vector<NoteSegment>* note_segments);
