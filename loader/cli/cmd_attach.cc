@@ -1,6 +1,7 @@
 // looptrace attach -p PID [options]: a background session. Attaches, leaves the terminal
-// (loader/live/daemonize.h) and returns once the probes are attached (its exit status says whether they were); the
-// session then lives in a daemon of its own until the target exits or `detach`.
+// (loader/live/daemonize.h) and returns once the probes are attached (its exit status says
+// whether they were); the session then lives in a daemon of its own until the target exits
+// or `detach`.
 #include <fmt/format.h>
 #include <unistd.h>
 
