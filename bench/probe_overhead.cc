@@ -20,6 +20,7 @@
 #include "loader/decode/event_decoder.h"
 #include "loader/decode/string_reader.h"
 #include "loader/plan/attach_plan.h"
+#include "loader/plan/probe_config.h"
 #include "loader/plan/profile.h"
 #include "looptrace/tracers/pipeline.h"
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "loader/cli/cli.h"
-#include "loader/plan/attach_plan.h"
+#include "loader/plan/profile_choice.h"
 #include "loader/plan/probe_listing.h"
 #include "loader/runtimes/runtimes.h"
 #include "loader/target/target_process.h"

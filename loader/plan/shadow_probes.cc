@@ -3,7 +3,7 @@
 #include <set>
 #include <utility>
 
-#include "loader/bpf/bpf_session.h"
+#include "loader/plan/probe_config.h"
 #include "loader/target/kernel_release.h"
 
 namespace looptrace::loader {
