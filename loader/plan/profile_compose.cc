@@ -32,23 +32,14 @@ Result<Profile> LoadNamedProfile(std::string_view name_or_path, std::string_view
   return ParseProfileText(text, path, depth);
 }
 
-// Begin/end roles must come in pairs so the tracers never see half a span.
+// Begin/end roles must come in pairs so the tracers never see half a span: every role the
+// role table pairs (a span's begin and end, a method's enter and exit) needs its partner.
 Result<void> CheckPairs(const Profile& profile) {
-  const std::pair<Role, Role> pairs[] = {{Role::kDispatchBegin, Role::kDispatchEnd},
-                                         {Role::kFrameBegin, Role::kFrameEnd},
-                                         {Role::kPhaseBegin, Role::kPhaseEnd},
-                                         {Role::kMethodEnter, Role::kMethodExit},
-                                         {Role::kIdleBegin, Role::kIdleEnd},
-                                         {Role::kPollBegin, Role::kPollEnd},
-                                         {Role::kGcBegin, Role::kGcEnd},
-                                         {Role::kLockWaitBegin, Role::kLockWaitEnd}};
-  for (auto [a, b] : pairs) {
-    if (profile.HasRole(a) == profile.HasRole(b)) continue;
-    Role missing = profile.HasRole(a) ? b : a;
-    Role present = profile.HasRole(a) ? a : b;
+  for (const RoleInfo& info : AllRoles()) {
+    if (info.partner == info.role || !profile.HasRole(info.role) || profile.HasRole(info.partner)) continue;
     const ProbeSpec& where = *std::find_if(profile.probes.begin(), profile.probes.end(),
-                                           [&](const ProbeSpec& p) { return p.role == present; });
-    return MakeError(fmt::format("{}: maps {} but no {}", where.Where(), RoleName(present), RoleName(missing)),
+                                           [&](const ProbeSpec& p) { return p.role == info.role; });
+    return MakeError(fmt::format("{}: maps {} but no {}", where.Where(), info.name, RoleName(info.partner)),
                      ExitCode::kProfile);
   }
   const Role needed = profile.message_definition == "poll-bounded" ? Role::kPollBegin : Role::kDispatchBegin;

@@ -31,7 +31,7 @@ Result<ProbeSpec> ParseProbeLine(std::string_view source, int line, const std::v
 // or "").
 Result<Profile> LoadNamedProfile(std::string_view name_or_path, std::string_view including, int depth);
 
-// Begin/end roles come in pairs, and `messages` has the roles it needs.
+// Begin/end roles come in pairs (from the role table), and `messages` has the roles it needs.
 Result<void> CheckPairs(const Profile& profile);
 
 }  // namespace looptrace::loader

@@ -1,5 +1,6 @@
 #include "loader/plan/profile.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "loader/plan/attach_plan.h"
@@ -324,6 +325,24 @@ probe dispatch.end uprobe exe g
     ASSERT_FALSE(bad) << c.text;
     EXPECT_NE(bad.error().message.find(c.expected), std::string::npos) << bad.error().message;
   }
+}
+
+// Every pair the role table knows, not a list of its own: input, barriers, app.create and
+// launches too.
+TEST(Profile, EveryBeginRoleNeedsItsPartnerFromTheRoleTable) {
+  for (const RoleInfo& info : AllRoles()) {
+    if (info.partner == info.role) continue;
+    SCOPED_TRACE(info.name);
+    auto alone = ParseProfile(fmt::format("probe {} uprobe exe f\n", info.name), "p.profile");
+    ASSERT_FALSE(alone);
+    EXPECT_EQ(alone.error().message, fmt::format("p.profile:1: maps {} but no {}", info.name, RoleName(info.partner)));
+    EXPECT_EQ(alone.error().code, ExitCode::kProfile);
+  }
+  for (const char* role : {"input.receive", "barrier.remove", "activity.launch", "app.create.end"})
+    EXPECT_FALSE(ParseProfile(fmt::format("probe {} uprobe exe f\n", role), "p.profile")) << role;
+  auto paired = ParseProfile("probe input.receive uprobe exe f seq=arg1\nprobe input.finish uprobe exe g seq=arg1\n",
+                             "p.profile");
+  EXPECT_TRUE(paired) << paired.error().message;
 }
 
 TEST(Profile, GcAndLockRolesComeInPairs) {
