@@ -73,7 +73,7 @@ double RunLoop(Hooks hooks, uint64_t iterations) {
 }
 
 AttachPlan PlanFor(Hooks hooks) {
-  auto profile = LoadProfile("sample");
+  auto profile = LoadProfile(LOOPTRACE_SAMPLE_PROFILE_DIR "/sample.profile");
   if (!profile) Die(profile.error().message);
   std::erase_if(profile->probes, [&](const ProbeSpec& p) {
     if (hooks == Hooks::kMethod) return p.role != Role::kMethodEnter && p.role != Role::kMethodExit;
