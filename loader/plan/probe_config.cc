@@ -64,11 +64,8 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
     for (const auto& a : spec.args)
       if (a.type == ArgType::kStr) c.flags |= LT_PROBE_IDENTITY;
   }
-  // Other threads post to the looper; GC runs and monitor releases happen on other threads
-  // (HotSpot's VM thread, a lock holder) and matter to the loop thread all the same.
-  if (spec.role == Role::kMessageEnqueue || spec.role == Role::kGcBegin || spec.role == Role::kGcEnd ||
-      spec.role == Role::kLockRelease)
-    c.flags |= LT_PROBE_ALL_THREADS;
+  // Roles other threads fire for the loop thread (posting, GC, monitor releases): LT_ROLES.
+  if (InfoOf(spec.role).all_threads) c.flags |= LT_PROBE_ALL_THREADS;
   if (spec.role == Role::kDispatchBegin) c.flags |= LT_PROBE_CLAIMS_LOOP;
   // The holder of a monitor is named by its thread name, taken at the hit.
   if (spec.role == Role::kLockRelease && c.nargs <= LT_COMM_ARG_SLOT) c.flags |= LT_PROBE_COMM;

@@ -45,33 +45,6 @@ void SpanTracker::Configure(const SessionStart& start) {
                            : MessageDefinition::kNone;
 }
 
-namespace {
-
-// Poll-bounded: an iteration is a message opened by a poll's return.
-bool IsIteration(const Span& span) { return span.begin.role == Role::kPollEnd; }
-
-}  // namespace
-
-void SpanTracker::OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener) {
-  if (e.role == Role::kDispatchBegin) {
-    t.began_dispatch = true;
-    BeginMessage(t, e, listener);
-    return;
-  }
-  auto dispatch = std::find_if(t.messages.rbegin(), t.messages.rend(), [](const Span& s) { return !IsIteration(s); });
-  if (dispatch == t.messages.rend()) {
-    stats_->Add(t.began_dispatch ? StatId::unmatched_dispatch_end : StatId::messages_running_at_start);
-    return;
-  }
-  // Iterations of a loop run inside the dispatch (a nested loop) end with it.
-  while (!t.messages.empty() && IsIteration(t.messages.back())) {
-    Span& iteration = t.messages.Pop();
-    CloseFramesInside(t, iteration, e.ts_ns, listener);
-    End(iteration, e, SpanClose::kEnded, listener);
-  }
-  EndMessage(t, e, /*expect_id=*/true, listener);
-}
-
 void SpanTracker::EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener) {
   span.end_ns = std::max(end_ns, span.begin_ns);
   span.close = close;
@@ -86,7 +59,80 @@ void SpanTracker::End(Span& span, const ProbeEvent& e, SpanClose close, SpanList
   span.end_event = nullptr;
 }
 
+void SpanTracker::OnOtherProbe(const ProbeEvent& e, SpanListener& listener) {
+  const RoleInfo& info = InfoOf(e.role);
+  if (info.edge == RoleEdge::kBeat) return;  // beats: no spans
+  Thread& t = threads_[e.tid];
+  if (info.edge == RoleEdge::kInstant) return;
+  switch (info.span) {
+    case SpanKind::kMessage:
+      OnDispatchRole(t, e, listener);
+      return;
+    case SpanKind::kPoll:
+      OnPollRole(t, e, listener);
+      return;
+    case SpanKind::kFrame:
+      OnFrameRole(t, e, listener);
+      return;
+    case SpanKind::kPhase:
+      OnPhaseRole(t, e, listener);
+      return;
+    case SpanKind::kLaunch:
+      // The focused activity names the scene, whether or not a launch is open.
+      if (e.role == Role::kActivityFocus)
+        if (const EventArg* name = e.Arg("name"); name && name->text && !name->text->empty()) scene_ = *name->text;
+      break;
+    default:
+      break;
+  }
+  if (ScopeOf(info.span) != TrackScope::kThread) {
+    OnSharedRole(info, e, listener);
+    return;
+  }
+  SpanStack& track = t[info.span];
+  if (info.edge == RoleEdge::kBegin)
+    BeginOne(track, info, e, listener);
+  else
+    EndOne(track, e, listener);
+}
+
+// ---- One open span per track ----
+
+void SpanTracker::BeginOne(SpanStack& track, const RoleInfo& info, const ProbeEvent& e, SpanListener& listener) {
+  if (!track.empty()) EndAt(track.Pop(), e.ts_ns, SpanClose::kLost, listener);  // its end never came
+  const EventArg* key = info.key.empty() ? nullptr : e.Arg(info.key);
+  Span& s = track.Push();
+  Start(s, info.span, e, key ? key->value : 0);
+  s.keyed = key != nullptr;
+  listener.OnSpanBegin(s);
+}
+
+void SpanTracker::EndOne(SpanStack& track, const ProbeEvent& e, SpanListener& listener) {
+  if (!track.empty()) End(track.Pop(), e, SpanClose::kEnded, listener);
+}
+
+void SpanTracker::OnSharedRole(const RoleInfo& info, const ProbeEvent& e, SpanListener& listener) {
+  const TrackScope scope = ScopeOf(info.span);
+  uint64_t key = 0;
+  if (scope == TrackScope::kKey)
+    if (const EventArg* arg = e.Arg(info.key)) key = arg->value;
+  const SharedTrack id{scope, info.span, key};
+  if (info.edge == RoleEdge::kBegin) {
+    BeginOne(shared_[id], info, e, listener);
+    return;
+  }
+  auto it = shared_.find(id);
+  if (it == shared_.end()) return;
+  EndOne(it->second, e, listener);
+  shared_.erase(it);  // keys are seldom reused: keep no empty track
+}
+
+// ---- Messages ----
+
 namespace {
+
+// Poll-bounded: an iteration is a message opened by a poll's return.
+bool IsIteration(const Span& span) { return span.begin.role == Role::kPollEnd; }
 
 // Whether `next` (a message beginning) is not nested in `open`, judged by the stack: a
 // nested message begins deeper (a lower stack pointer) on the same thread, from inside the
@@ -103,18 +149,79 @@ bool BeginsBeside(const Span& open, const ProbeEvent& next) {
 
 }  // namespace
 
+void SpanTracker::OnDispatchRole(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  NoteMessageRecord(t, e);
+  if (definition_ == MessageDefinition::kPollBounded) {
+    // Named work inside an iteration (a native handler): a nested message.
+    OnNestedDispatch(t, e, listener);
+    return;
+  }
+  if (e.role == Role::kDispatchBegin)
+    BeginMessage(t, e, listener);
+  else
+    EndMessage(t, e, /*expect_id=*/true, listener);
+}
+
+void SpanTracker::OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  if (e.role == Role::kDispatchBegin) {
+    t.began_dispatch = true;
+    BeginMessage(t, e, listener);
+    return;
+  }
+  SpanStack& messages = t.messages();
+  auto dispatch = std::find_if(messages.rbegin(), messages.rend(), [](const Span& s) { return !IsIteration(s); });
+  if (dispatch == messages.rend()) {
+    stats_->Add(t.began_dispatch ? StatId::unmatched_dispatch_end : StatId::messages_running_at_start);
+    return;
+  }
+  // Iterations of a loop run inside the dispatch (a nested loop) end with it.
+  while (!messages.empty() && IsIteration(messages.back())) {
+    Span& iteration = messages.Pop();
+    CloseFramesInside(t, iteration, e.ts_ns, listener);
+    End(iteration, e, SpanClose::kEnded, listener);
+  }
+  EndMessage(t, e, /*expect_id=*/true, listener);
+}
+
+void SpanTracker::OnPollRole(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  const bool iterations = definition_ == MessageDefinition::kPollBounded;
+  const RoleInfo& info = InfoOf(e.role);
+  if (e.role == Role::kPollBegin) {
+    if (iterations) {
+      NoteMessageRecord(t, e);
+      // The busy stretch since the last poll returned ends here; a poll inside a nested
+      // dispatch (a loop run by a handler) ends nothing.
+      if (!t.messages().empty()) {
+        if (IsIteration(t.messages().back())) EndMessage(t, e, /*expect_id=*/false, listener);
+      } else if (t.polled) {
+        stats_->Add(StatId::unmatched_dispatch_end);  // the poll's return was lost
+      } else {
+        stats_->Add(StatId::messages_running_at_start);
+      }
+    }
+    BeginOne(t[SpanKind::kPoll], info, e, listener);
+    return;
+  }
+  EndOne(t[SpanKind::kPoll], e, listener);
+  if (iterations) {
+    t.polled = true;
+    BeginMessage(t, e, listener);
+  }
+}
+
 void SpanTracker::CloseMessagesBeside(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+  SpanStack& messages = t.messages();
   // Open messages the new one does not nest in ended without their end record.
-  while (!t.messages.empty() && BeginsBeside(t.messages.back(), e)) {
-    Span& message = t.messages.Pop();
+  while (!messages.empty() && BeginsBeside(messages.back(), e)) {
+    Span& message = messages.Pop();
     stats_->Add(StatId::message_end_lost);
     CloseFramesInside(t, message, e.ts_ns, listener);
     EndAt(message, e.ts_ns, SpanClose::kLost, listener);
   }
   // Without stack pointers (old recordings): a bound, so a lost end cannot keep a message
   // (and all it holds in the tracers) open for the rest of the session.
-  while (t.messages.size() >= kMaxOpenMessages) {
-    Span& message = t.messages.PopFront();
+  while (messages.size() >= kMaxOpenMessages) {
+    Span& message = messages.PopFront();
     stats_->Add(StatId::message_nesting_capped);
     EndAt(message, e.ts_ns, SpanClose::kLost, listener);
   }
@@ -122,9 +229,11 @@ void SpanTracker::CloseMessagesBeside(Thread& t, const ProbeEvent& e, SpanListen
 
 void SpanTracker::BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener) {
   CloseLostMessages(t, e, listener);
-  const uint32_t depth = static_cast<uint32_t>(t.messages.size());
-  Span& s = t.messages.Push();
+  SpanStack& messages = t.messages();
+  const uint32_t depth = static_cast<uint32_t>(messages.size());
+  Span& s = messages.Push();
   Start(s, SpanKind::kMessage, e, 0);
+  static_assert(InfoOf(Role::kDispatchBegin).key == "id");
   if (const EventArg* id = e.Arg("id")) {
     s.key = id->value;
     s.keyed = true;
@@ -135,21 +244,22 @@ void SpanTracker::BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& lis
 }
 
 void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener) {
-  if (t.messages.empty()) {
+  SpanStack& messages = t.messages();
+  if (messages.empty()) {
     // Before the thread's first begin, an end closes a message that began before tracing.
     stats_->Add(t.began_message ? StatId::unmatched_dispatch_end : StatId::messages_running_at_start);
     return;
   }
   auto ends = [](const Span& s, uint64_t id) { return s.begin.role == Role::kDispatchBegin && s.keyed && s.key == id; };
+  static_assert(InfoOf(Role::kDispatchEnd).key == "id");
   const EventArg* id = expect_id ? e.Arg("id") : nullptr;
-  if (id && t.messages.back().keyed && !ends(t.messages.back(), id->value)) {
+  if (id && messages.back().keyed && !ends(messages.back(), id->value)) {
     // The end of an outer open message: the ones inside it lost their ends.
-    auto outer =
-        std::find_if(t.messages.rbegin(), t.messages.rend(), [&](const Span& s) { return ends(s, id->value); });
-    if (outer != t.messages.rend()) {
-      const size_t keep = t.messages.size() - static_cast<size_t>(outer - t.messages.rbegin());
-      while (t.messages.size() > keep) {
-        Span& inner = t.messages.Pop();
+    auto outer = std::find_if(messages.rbegin(), messages.rend(), [&](const Span& s) { return ends(s, id->value); });
+    if (outer != messages.rend()) {
+      const size_t keep = messages.size() - static_cast<size_t>(outer - messages.rbegin());
+      while (messages.size() > keep) {
+        Span& inner = messages.Pop();
         stats_->Add(StatId::message_end_lost);
         CloseFramesInside(t, inner, e.ts_ns, listener);
         EndAt(inner, e.ts_ns, SpanClose::kLost, listener);
@@ -158,50 +268,65 @@ void SpanTracker::EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, Spa
       stats_->Add(StatId::dispatch_id_mismatch);
     }
   }
-  Span& message = t.messages.Pop();
+  Span& message = messages.Pop();
   // A frame cannot outlive the message it began in: its end was lost.
   CloseFramesInside(t, message, e.ts_ns, listener);
   End(message, e, SpanClose::kEnded, listener);
 }
 
+// ---- Frames and phases ----
+
+const Span* SpanTracker::OpenPhase(const Thread& t) {
+  const SpanStack& frames = t[SpanKind::kFrame];
+  const SpanStack& phases = t[SpanKind::kPhase];
+  if (frames.empty() || phases.empty() || phases.back().parent_id != frames.back().id) return nullptr;
+  return &phases.back();
+}
+
 void SpanTracker::CloseFramesBegunIn(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener) {
   auto inside = [&](uint64_t ts) { return ts >= message.begin_ns && (ts < end_ns || ts == message.begin_ns); };
-  while (!t.frames.empty() && inside(t.frames.back().frame.begin_ns)) {
+  while (!t.frames().empty() && inside(t.frames().back().begin_ns)) {
     stats_->Add(StatId::frame_end_lost);
-    CloseFrame(t, end_ns, SpanClose::kLost, listener);
+    CloseFrame(t, nullptr, end_ns, SpanClose::kLost, listener);
   }
 }
 
-void SpanTracker::CloseFrame(Thread& t, uint64_t end_ns, SpanClose close, SpanListener& listener) {
-  OpenFrame open = std::move(t.frames.back());
-  t.frames.pop_back();
-  if (open.phase) {
+void SpanTracker::CloseFrame(Thread& t, const ProbeEvent* e, uint64_t end_ns, SpanClose close, SpanListener& listener) {
+  const bool phase_open = OpenPhase(t) != nullptr;
+  Span& frame = t.frames().Pop();
+  if (phase_open) {
     stats_->Add(StatId::phase_unclosed);
-    EndAt(*open.phase, end_ns, SpanClose::kLost, listener);
+    EndAt(t[SpanKind::kPhase].Pop(), end_ns, SpanClose::kLost, listener);
   }
-  EndAt(open.frame, end_ns, close, listener);
+  if (e)
+    End(frame, *e, close, listener);
+  else
+    EndAt(frame, end_ns, close, listener);
 }
 
 void SpanTracker::OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& listener) {
-  const EventArg* id = e.Arg("frame_id");
+  SpanStack& frames = t.frames();
+  const EventArg* id = e.Arg(InfoOf(e.role).key);  // frame_id
   if (e.role == Role::kFrameBegin) {
     ++frames_seen_;
-    if (!t.frames.empty()) stats_->Add(StatId::nested_frames);
-    Span frame = Begin(SpanKind::kFrame, e, id ? id->value : frames_seen_);
-    frame.depth = static_cast<uint32_t>(t.frames.size());
-    t.frames.push_back({std::move(frame), std::nullopt});
-    listener.OnSpanBegin(t.frames.back().frame);
+    if (!frames.empty()) stats_->Add(StatId::nested_frames);
+    const auto depth = static_cast<uint32_t>(frames.size());
+    Span& frame = frames.Push();
+    Start(frame, SpanKind::kFrame, e, id ? id->value : frames_seen_);
+    frame.keyed = id != nullptr;
+    frame.depth = depth;
+    listener.OnSpanBegin(frame);
     return;
   }
-  if (t.frames.empty()) {
+  if (frames.empty()) {
     stats_->Add(StatId::frame_end_without_begin);
     return;
   }
-  size_t index = t.frames.size() - 1;
+  size_t index = frames.size() - 1;
   if (id) {
     bool found = false;
-    for (size_t i = t.frames.size(); i-- > 0;) {
-      if (t.frames[i].frame.key == id->value) {
+    for (size_t i = frames.size(); i-- > 0;) {
+      if (frames[i].key == id->value) {
         index = i;
         found = true;
         break;
@@ -210,246 +335,74 @@ void SpanTracker::OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& list
     if (!found) stats_->Add(StatId::frame_id_mismatch);
   }
   // Frames opened inside the one ending now lost their end.
-  while (t.frames.size() - 1 > index) {
+  while (frames.size() - 1 > index) {
     stats_->Add(StatId::frame_end_lost);
-    CloseFrame(t, e.ts_ns, SpanClose::kLost, listener);
+    CloseFrame(t, nullptr, e.ts_ns, SpanClose::kLost, listener);
   }
-  Span& frame = t.frames.back().frame;
-  frame.end_beat_index = e.beat_index;
-  frame.end_cpu_ns = e.thread_cpu_ns;
-  frame.end_event = &e;
-  CloseFrame(t, e.ts_ns, SpanClose::kEnded, listener);
+  CloseFrame(t, &e, e.ts_ns, SpanClose::kEnded, listener);
 }
 
 void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& listener) {
-  if (t.frames.empty()) {
+  if (t.frames().empty()) {
     stats_->Add(StatId::phase_without_frame);
     return;
   }
-  OpenFrame& f = t.frames.back();
-  const EventArg* phase = e.Arg("phase");
+  // A thread's open phases, one per frame at most, stack as their frames do.
+  SpanStack& phases = t[SpanKind::kPhase];
+  const bool open = OpenPhase(t) != nullptr;
+  const EventArg* phase = e.Arg(InfoOf(e.role).key);  // phase
   if (e.role == Role::kPhaseBegin) {
-    if (f.phase) {
+    if (open) {
       stats_->Add(StatId::phase_unclosed);
-      EndAt(*f.phase, e.ts_ns, SpanClose::kLost, listener);
+      EndAt(phases.Pop(), e.ts_ns, SpanClose::kLost, listener);
     }
-    Span s = Begin(SpanKind::kPhase, e, phase ? phase->value : 0);
-    s.parent_id = f.frame.id;
-    f.phase = std::move(s);
-    listener.OnSpanBegin(*f.phase);
+    Span& s = phases.Push();
+    Start(s, SpanKind::kPhase, e, phase ? phase->value : 0);
+    s.keyed = phase != nullptr;
+    s.parent_id = t.frames().back().id;
+    listener.OnSpanBegin(s);
     return;
   }
-  if (!f.phase) {
+  if (!open) {
     stats_->Add(StatId::phase_end_without_begin);
     return;
   }
-  if (phase && phase->value != f.phase->key) stats_->Add(StatId::phase_mismatch);
-  Span s = std::move(*f.phase);
-  f.phase.reset();
-  End(s, e, SpanClose::kEnded, listener);
+  if (phase && phase->value != phases.back().key) stats_->Add(StatId::phase_mismatch);
+  End(phases.Pop(), e, SpanClose::kEnded, listener);
 }
 
-SpanTracker::Thread& SpanTracker::ThreadOf(uint32_t tid) { return threads_[tid]; }
-
-void SpanTracker::OnOtherProbe(const ProbeEvent& e, SpanListener& listener) {
-  if (e.role == Role::kMethodEnter || e.role == Role::kMethodExit) return;  // beats: no spans
-  Thread& t = ThreadOf(e.tid);
-  auto key = [&](std::string_view name) -> uint64_t {
-    const EventArg* a = e.Arg(name);
-    return a ? a->value : 0;
-  };
-  switch (e.role) {
-    case Role::kDispatchBegin:
-    case Role::kDispatchEnd:
-      NoteMessageRecord(t, e);
-      if (definition_ == MessageDefinition::kPollBounded) {
-        // Named work inside an iteration (a native handler): a nested message.
-        OnNestedDispatch(t, e, listener);
-        break;
-      }
-      if (e.role == Role::kDispatchBegin)
-        BeginMessage(t, e, listener);
-      else
-        EndMessage(t, e, /*expect_id=*/true, listener);
-      break;
-    case Role::kPollBegin:
-      if (definition_ == MessageDefinition::kPollBounded) {
-        NoteMessageRecord(t, e);
-        // The busy stretch since the last poll returned ends here; a poll inside a nested
-        // dispatch (a loop run by a handler) ends nothing.
-        if (!t.messages.empty()) {
-          if (IsIteration(t.messages.back())) EndMessage(t, e, /*expect_id=*/false, listener);
-        } else if (t.polled) {
-          stats_->Add(StatId::unmatched_dispatch_end);  // the poll's return was lost
-        } else {
-          stats_->Add(StatId::messages_running_at_start);
-        }
-      }
-      if (t.poll) EndAt(*t.poll, e.ts_ns, SpanClose::kLost, listener);
-      t.poll = Begin(SpanKind::kPoll, e, 0);
-      listener.OnSpanBegin(*t.poll);
-      break;
-    case Role::kPollEnd:
-      if (t.poll) {
-        Span poll = std::move(*t.poll);
-        t.poll.reset();
-        End(poll, e, SpanClose::kEnded, listener);
-      }
-      if (definition_ == MessageDefinition::kPollBounded) {
-        t.polled = true;
-        BeginMessage(t, e, listener);
-      }
-      break;
-    case Role::kFrameBegin:
-    case Role::kFrameEnd:
-      OnFrameRole(t, e, listener);
-      break;
-    case Role::kPhaseBegin:
-    case Role::kPhaseEnd:
-      OnPhaseRole(t, e, listener);
-      break;
-    case Role::kIdleBegin:
-      if (t.idle) EndAt(*t.idle, e.ts_ns, SpanClose::kLost, listener);
-      t.idle = Begin(SpanKind::kIdle, e, key("id"));
-      listener.OnSpanBegin(*t.idle);
-      break;
-    case Role::kIdleEnd:
-      if (t.idle) {
-        Span idle = std::move(*t.idle);
-        t.idle.reset();
-        End(idle, e, SpanClose::kEnded, listener);
-      }
-      break;
-    case Role::kAppCreateBegin:
-    case Role::kGcBegin:
-    case Role::kLockWaitBegin: {
-      auto& open = e.role == Role::kAppCreateBegin ? t.app_create : e.role == Role::kGcBegin ? t.gc : t.lock_wait;
-      if (open) EndAt(*open, e.ts_ns, SpanClose::kLost, listener);
-      open = Begin(InfoOf(e.role).span, e, e.role == Role::kLockWaitBegin ? key("monitor") : 0);
-      listener.OnSpanBegin(*open);
-      break;
-    }
-    case Role::kAppCreateEnd:
-    case Role::kGcEnd:
-    case Role::kLockWaitEnd: {
-      auto& open = e.role == Role::kAppCreateEnd ? t.app_create : e.role == Role::kGcEnd ? t.gc : t.lock_wait;
-      if (open) {
-        Span span = std::move(*open);
-        open.reset();
-        End(span, e, SpanClose::kEnded, listener);
-      }
-      break;
-    }
-    case Role::kInputReceive:
-    case Role::kBarrierPost: {
-      const RoleInfo& info = InfoOf(e.role);
-      auto& open = e.role == Role::kInputReceive ? inputs_ : barriers_;
-      const uint64_t k = key(info.key);
-      if (auto it = open.find(k); it != open.end()) {
-        EndAt(it->second, e.ts_ns, SpanClose::kLost, listener);
-        open.erase(it);
-      }
-      auto [it, added] = open.emplace(k, Begin(info.span, e, k));
-      listener.OnSpanBegin(it->second);
-      break;
-    }
-    case Role::kInputFinish:
-    case Role::kBarrierRemove: {
-      const RoleInfo& info = InfoOf(e.role);
-      auto& open = e.role == Role::kInputFinish ? inputs_ : barriers_;
-      auto it = open.find(key(info.key));
-      if (it == open.end()) break;
-      Span span = std::move(it->second);
-      open.erase(it);
-      End(span, e, SpanClose::kEnded, listener);
-      break;
-    }
-    case Role::kActivityLaunch:
-      if (launch_) EndAt(*launch_, e.ts_ns, SpanClose::kLost, listener);
-      launch_ = Begin(SpanKind::kLaunch, e, 0);
-      listener.OnSpanBegin(*launch_);
-      break;
-    case Role::kActivityFocus: {
-      if (const EventArg* name = e.Arg("name"); name && name->text && !name->text->empty()) scene_ = *name->text;
-      if (launch_) {
-        Span span = std::move(*launch_);
-        launch_.reset();
-        End(span, e, SpanClose::kEnded, listener);
-      }
-      break;
-    }
-    default:
-      break;  // instants: vsync, message.enqueue, fully.drawn
-  }
-}
+// ---- Queries and the end ----
 
 void SpanTracker::Finish(uint64_t end_ns, SpanListener& listener) {
   for (auto& [tid, t] : threads_) {
-    while (!t.frames.empty()) {
+    while (!t.frames().empty()) {
       stats_->Add(StatId::unfinished_frames);
-      CloseFrame(t, end_ns, SpanClose::kUnfinished, listener);
+      CloseFrame(t, nullptr, end_ns, SpanClose::kUnfinished, listener);
     }
-    while (!t.messages.empty()) {
-      Span& message = t.messages.Pop();
+    while (!t.messages().empty()) {
       stats_->Add(StatId::unfinished_messages);
-      EndAt(message, end_ns, SpanClose::kUnfinished, listener);
+      EndAt(t.messages().Pop(), end_ns, SpanClose::kUnfinished, listener);
     }
-    for (auto* open : {&t.poll, &t.idle, &t.app_create, &t.gc, &t.lock_wait}) {
-      if (*open) EndAt(**open, end_ns, SpanClose::kUnfinished, listener);
-      open->reset();
-    }
+    for (SpanStack& track : t.tracks)  // one open span each at most
+      while (!track.empty()) EndAt(track.Pop(), end_ns, SpanClose::kUnfinished, listener);
   }
-  for (auto* open : {&inputs_, &barriers_}) {
-    for (auto& [key, span] : *open) EndAt(span, end_ns, SpanClose::kUnfinished, listener);
-    open->clear();
-  }
-  if (launch_) EndAt(*launch_, end_ns, SpanClose::kUnfinished, listener);
-  launch_.reset();
+  for (auto& [id, track] : shared_)
+    while (!track.empty()) EndAt(track.Pop(), end_ns, SpanClose::kUnfinished, listener);
+  shared_.clear();
 }
 
 std::vector<const Span*> SpanTracker::Open(uint32_t tid, SpanKind kind) const {
   std::vector<const Span*> out;
-  const Thread* found = threads_.Find(tid);
-  if (!found) return out;
-  const Thread& t = *found;
-  switch (kind) {
-    case SpanKind::kMessage:
-      for (const Span& s : t.messages) out.push_back(&s);
-      break;
-    case SpanKind::kFrame:
-      for (const OpenFrame& f : t.frames) out.push_back(&f.frame);
-      break;
-    case SpanKind::kPhase:
-      for (const OpenFrame& f : t.frames)
-        if (f.phase) out.push_back(&*f.phase);
-      break;
-    case SpanKind::kPoll:
-      if (t.poll) out.push_back(&*t.poll);
-      break;
-    case SpanKind::kIdle:
-      if (t.idle) out.push_back(&*t.idle);
-      break;
-    case SpanKind::kAppCreate:
-      if (t.app_create) out.push_back(&*t.app_create);
-      break;
-    case SpanKind::kInput:
-      for (const auto& [k, s] : inputs_)
-        if (s.tid == tid) out.push_back(&s);
-      break;
-    case SpanKind::kBarrier:
-      for (const auto& [k, s] : barriers_)
-        if (s.tid == tid) out.push_back(&s);
-      break;
-    case SpanKind::kLaunch:
-      if (launch_ && launch_->tid == tid) out.push_back(&*launch_);
-      break;
-    case SpanKind::kGc:
-      if (t.gc) out.push_back(&*t.gc);
-      break;
-    case SpanKind::kLockWait:
-      if (t.lock_wait) out.push_back(&*t.lock_wait);
-      break;
+  const Thread* t = threads_.Find(tid);
+  if (!t) return out;
+  if (ScopeOf(kind) == TrackScope::kThread) {
+    for (const Span& s : (*t)[kind]) out.push_back(&s);
+    return out;
   }
+  for (const auto& [id, track] : shared_)
+    if (std::get<SpanKind>(id) == kind)
+      for (const Span& s : track)
+        if (s.tid == tid) out.push_back(&s);
   return out;
 }
 
@@ -461,14 +414,12 @@ std::vector<const Span*> SpanTracker::OpenAnywhere(SpanKind kind) const {
 }
 
 const Span* SpanTracker::Innermost(uint32_t tid, SpanKind kind) const {
-  // Messages and frames directly: asked at every message's end, where building the list
-  // of Open() would allocate.
-  if (kind == SpanKind::kMessage || kind == SpanKind::kFrame) {
-    const Thread* found = threads_.Find(tid);
-    if (!found) return nullptr;
-    const Thread& t = *found;
-    if (kind == SpanKind::kMessage) return t.messages.empty() ? nullptr : &t.messages.back();
-    return t.frames.empty() ? nullptr : &t.frames.back().frame;
+  // A thread's tracks directly: asked at every message's end, where building the list of
+  // Open() would allocate.
+  if (ScopeOf(kind) == TrackScope::kThread) {
+    const Thread* t = threads_.Find(tid);
+    if (!t || (*t)[kind].empty()) return nullptr;
+    return &(*t)[kind].back();
   }
   auto open = Open(tid, kind);
   return open.empty() ? nullptr : open.back();
@@ -476,10 +427,9 @@ const Span* SpanTracker::Innermost(uint32_t tid, SpanKind kind) const {
 
 std::string SpanTracker::CurrentFrame(uint32_t tid) const {
   const Thread* t = threads_.Find(tid);
-  if (!t || t->frames.empty()) return "";
-  const OpenFrame& f = t->frames.back();
-  std::string text = fmt::format("frame {}", f.frame.key);
-  if (f.phase) text += " phase " + PhaseName(static_cast<uint32_t>(f.phase->key));
+  if (!t || (*t)[SpanKind::kFrame].empty()) return "";
+  std::string text = fmt::format("frame {}", (*t)[SpanKind::kFrame].back().key);
+  if (const Span* phase = OpenPhase(*t)) text += " phase " + PhaseName(static_cast<uint32_t>(phase->key));
   return text;
 }
 

@@ -48,39 +48,61 @@
 #define LT_RECORD_SAMPLE_COPY 10 /* sample ring: registers + stack bytes of a sample (--dwarf-unwind) */
 
 /*
- * Roles (docs/ARCHITECTURE.md, "The event ABI"; adding one: "How to add"). Numbers are
- * part of the ABI and of saved recordings: append only, never renumber.
+ * Roles: every role a profile can bind, one line each, in ABI order. The one list: BPF takes
+ * the numbers (LT_ROLE_*), user space its role table (tracers/roles.h: the Role enum, the span
+ * tracker's pairing rules, profile checks, attach order, which probes watch every thread).
+ * Numbers are part of the ABI and of saved recordings: append only, never renumber. Adding a
+ * role: docs/ARCHITECTURE.md, "How to add". Columns:
+ *   number, C name (LT_ROLE_<C name>), C++ name (Role::k<C++ name>), the profile's name;
+ *   edge: Begin / End open or close a span of the span kind (tracers/roles.h, SpanKind)
+ *     with the partner role; Instant: a point event; Beat: a method beat (the beat ring,
+ *     never a span); instants and beats name the kind they belong with;
+ *   key: the argument naming a span (Span::key): input.finish pairs with the
+ *     input.receive of its seq, a dispatch.end closes the open message of its id, ...;
+ *   threads: Filtered by the session's thread mode (LT_THREADS_*), or AllThreads: watched on
+ *     every thread of the target (LT_PROBE_ALL_THREADS: other threads post messages, run the
+ *     GC, release monitors, and it matters to the loop thread all the same);
+ *   the argument names a profile may bind.
+ * Runtime stall causes (CPython, HotSpot): gc.* a GC run, lock.wait.* a thread blocked on a
+ * contended monitor until it got it, lock.release another thread releasing a monitor someone
+ * waits for.
  */
-#define LT_ROLE_DISPATCH_BEGIN 1
-#define LT_ROLE_DISPATCH_END 2
-#define LT_ROLE_FRAME_BEGIN 3
-#define LT_ROLE_FRAME_END 4
-#define LT_ROLE_PHASE_BEGIN 5
-#define LT_ROLE_PHASE_END 6
-#define LT_ROLE_VSYNC 7
-#define LT_ROLE_METHOD_ENTER 8
-#define LT_ROLE_METHOD_EXIT 9
-#define LT_ROLE_IDLE_BEGIN 10
-#define LT_ROLE_IDLE_END 11
-#define LT_ROLE_INPUT_RECEIVE 12
-#define LT_ROLE_INPUT_FINISH 13
-#define LT_ROLE_APP_CREATE_BEGIN 14
-#define LT_ROLE_APP_CREATE_END 15
-#define LT_ROLE_ACTIVITY_LAUNCH 16
-#define LT_ROLE_ACTIVITY_FOCUS 17
-#define LT_ROLE_FULLY_DRAWN 18
-#define LT_ROLE_POLL_BEGIN 19
-#define LT_ROLE_POLL_END 20
-#define LT_ROLE_BARRIER_POST 21
-#define LT_ROLE_BARRIER_REMOVE 22
-#define LT_ROLE_MESSAGE_ENQUEUE 23
-/* Runtime stall causes (CPython, HotSpot): process-wide GC runs, monitor contention. */
-#define LT_ROLE_GC_BEGIN 24
-#define LT_ROLE_GC_END 25
-#define LT_ROLE_LOCK_WAIT_BEGIN 26 /* the thread blocks on a contended monitor */
-#define LT_ROLE_LOCK_WAIT_END 27   /* ... and got it */
-#define LT_ROLE_LOCK_RELEASE 28    /* another thread released a monitor someone waits for */
-#define LT_ROLE_MAX 29
+#define LT_ROLES(X) \
+	X(1,  DISPATCH_BEGIN,   DispatchBegin,  "dispatch.begin",   Begin,   Message,   DispatchEnd,    "id",       Filtered,   ("id", "name", "target", "what")) \
+	X(2,  DISPATCH_END,     DispatchEnd,    "dispatch.end",     End,     Message,   DispatchBegin,  "id",       Filtered,   ("id")) \
+	X(3,  FRAME_BEGIN,      FrameBegin,     "frame.begin",      Begin,   Frame,     FrameEnd,       "frame_id", Filtered,   ("vsync_ns", "frame_id")) \
+	X(4,  FRAME_END,        FrameEnd,       "frame.end",        End,     Frame,     FrameBegin,     "frame_id", Filtered,   ("frame_id")) \
+	X(5,  PHASE_BEGIN,      PhaseBegin,     "phase.begin",      Begin,   Phase,     PhaseEnd,       "phase",    Filtered,   ("phase")) \
+	X(6,  PHASE_END,        PhaseEnd,       "phase.end",        End,     Phase,     PhaseBegin,     "phase",    Filtered,   ("phase")) \
+	X(7,  VSYNC,            Vsync,          "vsync",            Instant, Frame,     Vsync,          "",         Filtered,   ("vsync_ns")) \
+	X(8,  METHOD_ENTER,     MethodEnter,    "method.enter",     Beat,    Message,   MethodExit,     "",         Filtered,   ("id", "addr", "class", "name", "sig", "file", "line")) \
+	X(9,  METHOD_EXIT,      MethodExit,     "method.exit",      Beat,    Message,   MethodEnter,    "",         Filtered,   ("id", "addr", "class", "name", "sig", "file", "line")) \
+	X(10, IDLE_BEGIN,       IdleBegin,      "idle.begin",       Begin,   Idle,      IdleEnd,        "id",       Filtered,   ("id", "name")) \
+	X(11, IDLE_END,         IdleEnd,        "idle.end",         End,     Idle,      IdleBegin,      "id",       Filtered,   ("id")) \
+	X(12, INPUT_RECEIVE,    InputReceive,   "input.receive",    Begin,   Input,     InputFinish,    "seq",      Filtered,   ("seq")) \
+	X(13, INPUT_FINISH,     InputFinish,    "input.finish",     End,     Input,     InputReceive,   "seq",      Filtered,   ("seq")) \
+	X(14, APP_CREATE_BEGIN, AppCreateBegin, "app.create.begin", Begin,   AppCreate, AppCreateEnd,   "",         Filtered,   ()) \
+	X(15, APP_CREATE_END,   AppCreateEnd,   "app.create.end",   End,     AppCreate, AppCreateBegin, "",         Filtered,   ("name")) \
+	X(16, ACTIVITY_LAUNCH,  ActivityLaunch, "activity.launch",  Begin,   Launch,    ActivityFocus,  "",         Filtered,   ("name")) \
+	X(17, ACTIVITY_FOCUS,   ActivityFocus,  "activity.focus",   End,     Launch,    ActivityLaunch, "",         Filtered,   ("name")) \
+	X(18, FULLY_DRAWN,      FullyDrawn,     "fully.drawn",      Instant, Launch,    FullyDrawn,     "",         Filtered,   ()) \
+	X(19, POLL_BEGIN,       PollBegin,      "poll.begin",       Begin,   Poll,      PollEnd,        "",         Filtered,   ("timeout_ms")) \
+	X(20, POLL_END,         PollEnd,        "poll.end",         End,     Poll,      PollBegin,      "",         Filtered,   ()) \
+	X(21, BARRIER_POST,     BarrierPost,    "barrier.post",     Begin,   Barrier,   BarrierRemove,  "token",    Filtered,   ("token")) \
+	X(22, BARRIER_REMOVE,   BarrierRemove,  "barrier.remove",   End,     Barrier,   BarrierPost,    "token",    Filtered,   ("token")) \
+	X(23, MESSAGE_ENQUEUE,  MessageEnqueue, "message.enqueue",  Instant, Message,   MessageEnqueue, "",         AllThreads, ("when_ns", "async")) \
+	X(24, GC_BEGIN,         GcBegin,        "gc.begin",         Begin,   Gc,        GcEnd,          "",         AllThreads, ("full", "generation")) \
+	X(25, GC_END,           GcEnd,          "gc.end",           End,     Gc,        GcBegin,        "",         AllThreads, ("collected")) \
+	X(26, LOCK_WAIT_BEGIN,  LockWaitBegin,  "lock.wait.begin",  Begin,   LockWait,  LockWaitEnd,    "monitor",  Filtered,   ("monitor", "class")) \
+	X(27, LOCK_WAIT_END,    LockWaitEnd,    "lock.wait.end",    End,     LockWait,  LockWaitBegin,  "monitor",  Filtered,   ("monitor")) \
+	X(28, LOCK_RELEASE,     LockRelease,    "lock.release",     Instant, LockWait,  LockRelease,    "",         AllThreads, ("monitor"))
+
+#define LT_ROLE_CONSTANT(number, c_name, ...) LT_ROLE_##c_name = (number),
+enum lt_role {
+	LT_ROLES(LT_ROLE_CONSTANT)
+	LT_ROLE_MAX /* one past the last role */
+};
+#undef LT_ROLE_CONSTANT
 
 /*
  * Attach cookie: the probe id and role; everything else about a probe point is in its
@@ -129,7 +151,7 @@ struct lt_predicate {
 };
 
 #define LT_PROBE_BEAT 1         /* method.enter / method.exit: to the beat ring */
-#define LT_PROBE_ALL_THREADS 2  /* watched on every thread of the target (message.enqueue) */
+#define LT_PROBE_ALL_THREADS 2  /* watched on every thread of the target (LT_ROLES: AllThreads) */
 #define LT_PROBE_IDENTITY 4     /* beats identify their method by string arguments */
 #define LT_PROBE_CLAIMS_LOOP 8  /* LT_THREADS_LOOP: a hit (conditions held) makes its thread the loop thread */
 #define LT_PROBE_COMM 16        /* the hitting thread's name in the last two argument slots

@@ -305,6 +305,17 @@ TEST(ProbeConfig, CarriesArgumentsConditionsAndFlagsToBpf) {
   EXPECT_EQ(MakeCookie(p), LT_COOKIE(3, LT_ROLE_METHOD_ENTER));
 }
 
+// Which probes watch every thread of the target comes from the role table (LT_ROLES).
+TEST(ProbeConfig, RolesOtherThreadsFireAreWatchedOnEveryThread) {
+  for (const RoleInfo& info : AllRoles()) {
+    SCOPED_TRACE(info.name);
+    const lt_probe_config config = MakeProbeConfig(Probe(0, info.role, {}));
+    EXPECT_EQ((config.flags & LT_PROBE_ALL_THREADS) != 0, info.all_threads);
+  }
+  EXPECT_TRUE(MakeProbeConfig(Probe(0, Role::kMessageEnqueue, {})).flags & LT_PROBE_ALL_THREADS);
+  EXPECT_FALSE(MakeProbeConfig(Probe(0, Role::kDispatchBegin, {})).flags & LT_PROBE_ALL_THREADS);
+}
+
 }  // namespace
 }  // namespace looptrace::loader
 

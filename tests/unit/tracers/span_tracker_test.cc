@@ -1,5 +1,6 @@
 #include "looptrace/tracers/span_tracker.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "event_script.h"
@@ -422,6 +423,130 @@ TEST(SpanTracker, TheEndOfAnOuterMessageClosesTheInnerOnesAsLost) {
   EXPECT_EQ(stats.Get(StatId::message_end_lost), 2u);
   EXPECT_EQ(stats.Get(StatId::dispatch_id_mismatch), 0u);
   EXPECT_TRUE(tracker.Open(kTid, SpanKind::kMessage).empty());
+}
+
+// Kinds without a rule of their own keep one open span per track: a begin while one is open
+// closes that one as lost (and it is off its track when the listeners hear of it), an end
+// with none open is ignored; tracks are per thread (idle, gc, ...), per key value (input
+// seq, barrier token) or per process (launch).
+TEST(SpanTracker, OtherKindsKeepOneOpenSpanPerTrack) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  struct OpenChecker : Recorder {
+    const SpanTracker* tracker = nullptr;
+    void OnSpanEnd(Span& span) override {
+      for (const Span* open : tracker->OpenAnywhere(span.kind)) EXPECT_NE(open->id, span.id);
+      Recorder::OnSpanEnd(span);
+    }
+  } rec;
+  rec.tracker = &tracker;
+  tracker.OnProbe(Probe(Role::kIdleEnd, 50, {}, kTid), rec);  // none open: ignored
+  tracker.OnProbe(Probe(Role::kIdleBegin, 100, {U("id", 1)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kIdleBegin, 120, {U("id", 2)}, kTid), rec);  // 1's end lost
+  tracker.OnProbe(Probe(Role::kGcBegin, 130, {}, kTid + 1), rec);
+  tracker.OnProbe(Probe(Role::kGcBegin, 140, {}, kTid), rec);            // another thread's track
+  tracker.OnProbe(Probe(Role::kIdleEnd, 150, {U("id", 9)}, kTid), rec);  // its id is not compared
+  tracker.OnProbe(Probe(Role::kGcEnd, 160, {}, kTid + 1), rec);
+  tracker.OnProbe(Probe(Role::kInputReceive, 200, {U("seq", 5)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kInputReceive, 210, {U("seq", 5)}, kTid + 1), rec);  // seq 5 again
+  tracker.OnProbe(Probe(Role::kActivityLaunch, 300, {S("name", "A")}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kActivityLaunch, 310, {S("name", "B")}, kTid + 1), rec);  // one per process
+  tracker.OnProbe(Probe(Role::kActivityFocus, 400, {S("name", "B")}, kTid + 2), rec);
+  auto idles = rec.Ended(SpanKind::kIdle);
+  ASSERT_EQ(idles.size(), 2u);
+  EXPECT_EQ(idles[0].key, 1u);
+  EXPECT_EQ(idles[0].close, SpanClose::kLost);
+  EXPECT_EQ(idles[0].end_ns, 120u);
+  EXPECT_EQ(idles[1].key, 2u);
+  EXPECT_EQ(idles[1].close, SpanClose::kEnded);
+  auto gcs = rec.Ended(SpanKind::kGc);
+  ASSERT_EQ(gcs.size(), 1u);
+  EXPECT_EQ(gcs[0].tid, kTid + 1);
+  EXPECT_EQ(gcs[0].cost_ns(), 30u);
+  ASSERT_NE(tracker.Innermost(kTid, SpanKind::kGc), nullptr);
+  auto inputs = rec.Ended(SpanKind::kInput);
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(inputs[0].close, SpanClose::kLost);
+  EXPECT_EQ(inputs[0].tid, kTid);
+  EXPECT_EQ(tracker.Open(kTid + 1, SpanKind::kInput).size(), 1u);
+  auto launches = rec.Ended(SpanKind::kLaunch);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches[0].close, SpanClose::kLost);
+  EXPECT_EQ(launches[1].ArgText("name"), "B");
+  EXPECT_EQ(launches[1].close, SpanClose::kEnded);
+  EXPECT_EQ(launches[1].tid, kTid + 1);  // begun there, ended on another thread
+  EXPECT_FALSE(stats.AnyNonZero());      // none of these is counted
+}
+
+// A phase belongs to the innermost frame open when it begins: a frame nested in it has
+// phases of its own, and its end closes only its own open phase.
+TEST(SpanTracker, PhasesStayWithTheFrameTheyBeganIn) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  Recorder rec;
+  tracker.OnProbe(Probe(Role::kFrameBegin, 100, {U("frame_id", 1)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kPhaseBegin, 110, {U("phase", 1)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kFrameBegin, 120, {U("frame_id", 2)}, kTid), rec);
+  EXPECT_EQ(tracker.CurrentFrame(kTid), "frame 2");
+  tracker.OnProbe(Probe(Role::kPhaseEnd, 125, {U("phase", 1)}, kTid), rec);  // frame 2 has none open
+  tracker.OnProbe(Probe(Role::kPhaseBegin, 130, {U("phase", 3)}, kTid), rec);
+  EXPECT_EQ(tracker.CurrentFrame(kTid), "frame 2 phase TRAVERSAL");
+  EXPECT_EQ(tracker.Open(kTid, SpanKind::kPhase).size(), 2u);
+  tracker.OnProbe(Probe(Role::kFrameEnd, 140, {U("frame_id", 2)}, kTid), rec);  // closes phase 3
+  EXPECT_EQ(tracker.CurrentFrame(kTid), "frame 1 phase ANIMATION");
+  tracker.OnProbe(Probe(Role::kPhaseEnd, 150, {U("phase", 1)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kFrameEnd, 160, {U("frame_id", 1)}, kTid), rec);
+  auto phases = rec.Ended(SpanKind::kPhase);
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_EQ(phases[0].key, 3u);
+  EXPECT_EQ(phases[0].close, SpanClose::kLost);
+  EXPECT_EQ(phases[0].end_ns, 140u);
+  EXPECT_EQ(phases[1].key, 1u);
+  EXPECT_EQ(phases[1].close, SpanClose::kEnded);
+  EXPECT_EQ(phases[1].parent_id, rec.Ended(SpanKind::kFrame)[1].id);
+  EXPECT_EQ(stats.Get(StatId::phase_end_without_begin), 1u);
+  EXPECT_EQ(stats.Get(StatId::phase_unclosed), 1u);
+  EXPECT_EQ(stats.Get(StatId::nested_frames), 1u);
+}
+
+// At the session's end open spans close as unfinished in one order: per thread (by tid),
+// frames (their open phases as lost), messages (innermost first), the other per-thread kinds in
+// SpanKind order; then spans paired by key, by kind and key; then the process's launch.
+TEST(SpanTracker, TheSessionsEndClosesOpenSpansInOneOrder) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  Recorder rec;
+  tracker.OnProbe(Probe(Role::kActivityLaunch, 10, {}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kBarrierPost, 20, {U("token", 1)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kInputReceive, 30, {U("seq", 9)}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kInputReceive, 40, {U("seq", 8)}, kTid + 1), rec);
+  tracker.OnProbe(Probe(Role::kLockWaitBegin, 50, {U("monitor", 7)}, kTid + 1), rec);
+  tracker.OnProbe(Probe(Role::kGcBegin, 60, {}, kTid + 1), rec);
+  tracker.OnProbe(Probe(Role::kAppCreateBegin, 70, {}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kIdleBegin, 80, {}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kPollBegin, 90, {}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kDispatchBegin, 100, {}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kDispatchBegin, 110, {}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kFrameBegin, 120, {}, kTid), rec);
+  tracker.OnProbe(Probe(Role::kPhaseBegin, 130, {}, kTid), rec);
+  tracker.Finish(1000, rec);
+  std::vector<std::string> order;
+  for (const auto& edge : rec.edges) {
+    if (edge.begin) continue;
+    // A phase still open when its frame closes is counted as unclosed (phase_unclosed).
+    EXPECT_EQ(edge.span.close, edge.span.kind == SpanKind::kPhase ? SpanClose::kLost : SpanClose::kUnfinished);
+    EXPECT_EQ(edge.span.end_ns, 1000u);
+    order.push_back(fmt::format("{} {} {}", edge.span.tid, SpanKindName(edge.span.kind), edge.span.begin_ns));
+  }
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"10 phase 130", "10 frame 120", "10 message 110", "10 message 100", "10 poll 90",
+                                      "10 idle 80", "10 app_create 70", "11 gc 60", "11 lock_wait 50", "11 input 40",
+                                      "10 input 30", "10 barrier 20", "10 launch 10"}));
+  EXPECT_EQ(stats.Get(StatId::unfinished_frames), 1u);
+  EXPECT_EQ(stats.Get(StatId::unfinished_messages), 2u);
+  EXPECT_EQ(stats.Get(StatId::phase_unclosed), 1u);
+  for (int k = 0; k < kSpanKindCount; ++k)
+    EXPECT_TRUE(tracker.OpenAnywhere(static_cast<SpanKind>(k)).empty()) << SpanKindName(static_cast<SpanKind>(k));
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // The role table: every role a profile can bind, what kind of span (if any) it begins or
-// ends, the argument that pairs begin and end, and the argument names tracers understand.
-// The one place that knows which roles pair up (span tracker, profile checks, attach order).
+// ends, the argument that names and pairs its spans, which threads its probes watch and the
+// argument names tracers understand. Made from the one list of roles, LT_ROLES in events.h,
+// whose numbers BPF takes too; the span tracker, profile checks, attach order and probe
+// configurations read it here.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,54 +17,40 @@
 
 namespace looptrace {
 
-enum class Role : uint16_t {
-  kDispatchBegin = LT_ROLE_DISPATCH_BEGIN,
-  kDispatchEnd = LT_ROLE_DISPATCH_END,
-  kFrameBegin = LT_ROLE_FRAME_BEGIN,
-  kFrameEnd = LT_ROLE_FRAME_END,
-  kPhaseBegin = LT_ROLE_PHASE_BEGIN,
-  kPhaseEnd = LT_ROLE_PHASE_END,
-  kVsync = LT_ROLE_VSYNC,
-  kMethodEnter = LT_ROLE_METHOD_ENTER,
-  kMethodExit = LT_ROLE_METHOD_EXIT,
-  kIdleBegin = LT_ROLE_IDLE_BEGIN,
-  kIdleEnd = LT_ROLE_IDLE_END,
-  kInputReceive = LT_ROLE_INPUT_RECEIVE,
-  kInputFinish = LT_ROLE_INPUT_FINISH,
-  kAppCreateBegin = LT_ROLE_APP_CREATE_BEGIN,
-  kAppCreateEnd = LT_ROLE_APP_CREATE_END,
-  kActivityLaunch = LT_ROLE_ACTIVITY_LAUNCH,
-  kActivityFocus = LT_ROLE_ACTIVITY_FOCUS,
-  kFullyDrawn = LT_ROLE_FULLY_DRAWN,
-  kPollBegin = LT_ROLE_POLL_BEGIN,
-  kPollEnd = LT_ROLE_POLL_END,
-  kBarrierPost = LT_ROLE_BARRIER_POST,
-  kBarrierRemove = LT_ROLE_BARRIER_REMOVE,
-  kMessageEnqueue = LT_ROLE_MESSAGE_ENQUEUE,
-  kGcBegin = LT_ROLE_GC_BEGIN,
-  kGcEnd = LT_ROLE_GC_END,
-  kLockWaitBegin = LT_ROLE_LOCK_WAIT_BEGIN,
-  kLockWaitEnd = LT_ROLE_LOCK_WAIT_END,
-  kLockRelease = LT_ROLE_LOCK_RELEASE,
+#define LOOPTRACE_ROLE_ENUMERATOR(number, c_name, cpp_name, ...) k##cpp_name = LT_ROLE_##c_name,
+enum class Role : uint16_t { LT_ROLES(LOOPTRACE_ROLE_ENUMERATOR) };
+#undef LOOPTRACE_ROLE_ENUMERATOR
+
+// Tracers subscribe to roles by 64-bit masks (tracer.h).
+static_assert(LT_ROLE_MAX <= 64, "role masks hold 64 roles");
+
+// Where a span kind's spans are kept open and paired: a track (Perfetto's word) is a kind
+// and a thread, a key value or the process, and holds one stack of open spans.
+enum class TrackScope : uint8_t {
+  kThread,   // per thread: an end closes a span its own thread began
+  kKey,      // per value of the kind's key argument, on any thread (input seq, barrier token)
+  kProcess,  // one per process
 };
 
-// Spans the span tracker pairs (tracers/span_tracker.h).
-enum class SpanKind : uint8_t {
-  kMessage,    // dispatch.begin -> dispatch.end (or poll.end -> poll.begin: poll-bounded)
-  kPoll,       // poll.begin -> poll.end: the looper waits for work
-  kIdle,       // idle.begin -> idle.end: an IdleHandler
-  kInput,      // input.receive -> input.finish, paired by seq
-  kFrame,      // frame.begin -> frame.end, paired by frame_id
-  kPhase,      // phase.begin -> phase.end inside a frame
-  kAppCreate,  // app.create.begin -> app.create.end
-  kLaunch,     // activity.launch -> activity.focus
-  kBarrier,    // barrier.post -> barrier.remove, paired by token
-  kGc,         // gc.begin -> gc.end: a runtime's garbage collection (any thread)
-  kLockWait,   // lock.wait.begin -> lock.wait.end: blocked on a contended monitor
-};
-inline constexpr int kSpanKindCount = 11;
+// Spans the span tracker pairs (span_tracker.h). X(name, "name", scope). Unless the span
+// tracker has a rule of its own for the kind, a track holds one open span: a begin closes
+// the one still open as lost, an end closes the open one (none open: ignored).
+#define LOOPTRACE_SPAN_KINDS(X)                                                                \
+  X(Message, "message", kThread)      /* dispatch.begin -> .end, nested; or poll-bounded */    \
+  X(Poll, "poll", kThread)            /* poll.begin -> poll.end: the looper waits for work */  \
+  X(Idle, "idle", kThread)            /* idle.begin -> idle.end: an IdleHandler */             \
+  X(Input, "input", kKey)             /* input.receive -> input.finish, by seq */              \
+  X(Frame, "frame", kThread)          /* frame.begin -> frame.end, nested, by frame_id */      \
+  X(Phase, "phase", kThread)          /* phase.begin -> phase.end in the innermost frame */    \
+  X(AppCreate, "app_create", kThread) /* app.create.begin -> app.create.end */                 \
+  X(Launch, "launch", kProcess)       /* activity.launch -> the next activity.focus */         \
+  X(Barrier, "barrier", kKey)         /* barrier.post -> barrier.remove, by token */           \
+  X(Gc, "gc", kThread)                /* gc.begin -> gc.end: a runtime's garbage collection */ \
+  X(LockWait, "lock_wait", kThread)   /* lock.wait.begin -> .end: blocked on a monitor */
 
-std::string_view SpanKindName(SpanKind kind);
+#define LOOPTRACE_SPAN_KIND_ENUMERATOR(name, text, scope) k##name,
+enum class SpanKind : uint8_t { LOOPTRACE_SPAN_KINDS(LOOPTRACE_SPAN_KIND_ENUMERATOR) };
+#undef LOOPTRACE_SPAN_KIND_ENUMERATOR
 
 enum class RoleEdge : uint8_t {
   kBegin,    // opens a span
@@ -74,15 +63,73 @@ struct RoleInfo {
   Role role;
   std::string_view name;  // "dispatch.begin"
   RoleEdge edge;
-  SpanKind span;                         // for kBegin / kEnd
-  Role partner;                          // the other end of the span (itself for instants and beats)
-  std::string_view key;                  // argument pairing begin and end ("seq", "token", "frame_id"), or ""
+  SpanKind span;  // for kBegin / kEnd; the kind instants and beats belong with
+  Role partner;   // the other end of the span (itself for instants, the other beat for beats)
+  // The argument naming a span (Span::key), or "". By its value an end finds its begin
+  // (TrackScope::kKey), the open message or frame it closes (dispatch id, frame_id), the
+  // phase it should close; for other kinds it is recorded only.
+  std::string_view key;
   std::array<std::string_view, 7> args;  // names a profile may bind
+  bool all_threads;                      // watched on every thread of the target (LT_PROBE_ALL_THREADS)
 };
+
+namespace role_table {
+
+#define LOOPTRACE_COUNT(...) +1
+inline constexpr size_t kKindCount = 0 LOOPTRACE_SPAN_KINDS(LOOPTRACE_COUNT);
+inline constexpr size_t kRoleCount = 0 LT_ROLES(LOOPTRACE_COUNT);
+#undef LOOPTRACE_COUNT
+
+#define LOOPTRACE_SPAN_KIND_NAME(name, text, scope) text,
+inline constexpr std::array<std::string_view, kKindCount> kKindNames = {LOOPTRACE_SPAN_KINDS(LOOPTRACE_SPAN_KIND_NAME)};
+#undef LOOPTRACE_SPAN_KIND_NAME
+#define LOOPTRACE_SPAN_KIND_SCOPE(name, text, scope) TrackScope::scope,
+inline constexpr std::array<TrackScope, kKindCount> kScopes = {LOOPTRACE_SPAN_KINDS(LOOPTRACE_SPAN_KIND_SCOPE)};
+#undef LOOPTRACE_SPAN_KIND_SCOPE
+
+// LT_ROLES' threads column.
+inline constexpr bool kFiltered = false;
+inline constexpr bool kAllThreads = true;
+
+#define LOOPTRACE_ROLE_ARGS(...) \
+  { __VA_ARGS__ }
+#define LOOPTRACE_ROLE_INFO(number, c_name, cpp_name, text, edge, span, partner, key, threads, args) \
+  RoleInfo{Role::k##cpp_name,                                                                        \
+           text,                                                                                     \
+           RoleEdge::k##edge,                                                                        \
+           SpanKind::k##span,                                                                        \
+           Role::k##partner,                                                                         \
+           key,                                                                                      \
+           std::array<std::string_view, 7>                                                           \
+               LOOPTRACE_ROLE_ARGS args,                                                             \
+           k##threads},
+inline constexpr std::array<RoleInfo, kRoleCount> kRoles = {LT_ROLES(LOOPTRACE_ROLE_INFO)};
+#undef LOOPTRACE_ROLE_INFO
+#undef LOOPTRACE_ROLE_ARGS
+
+// InfoOf finds a role by its number.
+constexpr bool NumberedInOrder() {
+  for (size_t i = 0; i < kRoles.size(); ++i)
+    if (static_cast<size_t>(kRoles[i].role) != i + 1) return false;
+  return true;
+}
+static_assert(NumberedInOrder(), "LT_ROLES numbers its roles 1, 2, ... in order");
+static_assert(kRoleCount + 1 == LT_ROLE_MAX, "LT_ROLE_MAX is one past the last role");
+
+}  // namespace role_table
+
+inline constexpr int kSpanKindCount = static_cast<int>(role_table::kKindCount);
+
+std::string_view SpanKindName(SpanKind kind);
+constexpr TrackScope ScopeOf(SpanKind kind) { return role_table::kScopes[static_cast<size_t>(kind)]; }
 
 // Every role, in ABI order.
 const std::vector<RoleInfo>& AllRoles();
-const RoleInfo& InfoOf(Role role);
+// Inline and constexpr: the span tracker asks once per record.
+constexpr const RoleInfo& InfoOf(Role role) {
+  const size_t index = static_cast<size_t>(role) - 1;
+  return index < role_table::kRoles.size() ? role_table::kRoles[index] : role_table::kRoles.front();
+}
 
 std::string_view RoleName(Role role);
 std::optional<Role> RoleFromName(std::string_view name);
@@ -93,7 +140,7 @@ std::vector<std::string_view> KnownArgNames(Role role);
 // "TRAVERSAL", "COMMIT", else "PHASE_<n>".
 std::string PhaseName(uint32_t phase);
 
-inline bool IsEndRole(Role role) { return InfoOf(role).edge == RoleEdge::kEnd; }
-inline bool IsBeatRole(Role role) { return InfoOf(role).edge == RoleEdge::kBeat; }
+constexpr bool IsEndRole(Role role) { return InfoOf(role).edge == RoleEdge::kEnd; }
+constexpr bool IsBeatRole(Role role) { return InfoOf(role).edge == RoleEdge::kBeat; }
 
 }  // namespace looptrace

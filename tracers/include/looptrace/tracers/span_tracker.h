@@ -1,7 +1,12 @@
 // SpanTracker: the one place where begin/end role events become spans (in the spirit of
 // Perfetto's SliceTracker). Every tracer sees the same spans; nobody else pairs.
 //
-// Pairing rules, per span kind (roles.h has the role table):
+// Open spans live in one store, a stack per track: a span kind and the thread its spans run
+// on, the value of its key argument (input seq, barrier token) or the process, as the kind's
+// TrackScope says (roles.h). Which roles begin and end which kind, and the argument naming
+// a span, come from the role table (roles.h, made from LT_ROLES in events.h). A track holds
+// one open span: a begin closes the one still open as lost, an end closes the open one (none
+// open: ignored). Kinds with rules of their own:
 //  - message: dispatch.begin/end nest per thread (a loop run inside a message); an end on a
 //    thread with nothing open closed a message that began before tracing (counted as info
 //    before the thread's first begin, as a loss after). A profile with poll.begin/end but no
@@ -14,24 +19,26 @@
 //    no deeper on the thread's stack than an open one (same role, ProbeEvent::sp) closes
 //    it as lost (message_end_lost); without stack pointers, at most kMaxOpenMessages stay
 //    open per thread (message_nesting_capped).
-//  - frame: per thread, paired by frame_id when bound (else the innermost); frames opened
-//    inside the one ending, or inside a message that ends, lost their end. Frames without a
-//    bound frame_id are numbered 1, 2, ... in begin order.
-//  - phase: inside the innermost open frame of its thread; a phase.begin closes a phase still
-//    open; a frame's end closes its open phase.
-//  - idle: one per thread; input: by seq; barrier: by token; launch: activity.launch to the
-//    next activity.focus; app_create, poll: one per thread.
-//  - gc, lock_wait: one per thread (a runtime's GC run; a wait for a contended monitor).
+//  - frame: nested per thread, paired by frame_id when bound (else the innermost); frames
+//    opened inside the one ending, or inside a message that ends, lost their end. Frames
+//    without a bound frame_id are numbered 1, 2, ... in begin order.
+//  - phase: one open per frame, in the innermost open frame of its thread; a frame's end
+//    closes its open phase.
+//  - launch: activity.focus also names the scene.
+// At the session's end, open spans close as unfinished: per thread (in tid order) frames
+// (an open phase as lost with its frame), then messages, innermost first, then the other
+// per-thread kinds in SpanKind order; then keyed kinds, by kind and key; then the process's.
 // Problems are counted in Stats, never dropped silently.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
-#include <deque>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "looptrace/tracers/event.h"
@@ -60,8 +67,8 @@ struct Span {
   uint64_t id = 0;  // 1, 2, ... in begin order (unique in the session)
   SpanKind kind = SpanKind::kMessage;
   uint32_t tid = 0;
-  uint64_t key = 0;        // seq, token, frame_id (or sequence number), phase; 0 if none
-  bool keyed = false;      // key came from the begin event (a message's bound id)
+  uint64_t key = 0;        // the key argument's value (RoleInfo::key); frames: else their number
+  bool keyed = false;      // key came from the begin event's key argument (a message's bound id)
   uint32_t depth = 0;      // spans of the same kind open below it on the thread
   uint64_t parent_id = 0;  // phase: its frame
   uint64_t begin_ns = 0;
@@ -93,10 +100,10 @@ class SpanListener {
   virtual void OnSpanEnd(Span& span) = 0;
 };
 
-// Open spans of one kind on a thread, innermost last. Pop leaves the span in its slot until
-// the next Push, so the tracker reports a span's end without copying it out of the stack
-// while the tracers already see the stack without it (a span is a few hundred bytes and
-// messages end at millions per second).
+// The open spans of one track, innermost last. Pop leaves the span in its slot until the
+// next Push, so the tracker reports a span's end without copying it out of the stack while
+// the tracers already see the stack without it (a span is a few hundred bytes and messages
+// end at millions per second).
 class SpanStack {
  public:
   size_t size() const { return size_; }
@@ -104,6 +111,7 @@ class SpanStack {
   Span& back() { return slots_[size_ - 1]; }
   const Span& back() const { return slots_[size_ - 1]; }
   Span& operator[](size_t i) { return slots_[i]; }
+  const Span& operator[](size_t i) const { return slots_[i]; }
   Span* begin() { return slots_.data(); }
   Span* end() { return slots_.data() + size_; }
   const Span* begin() const { return slots_.data(); }
@@ -162,7 +170,7 @@ class SpanTracker {
   // Closes every open span as unfinished at `end_ns`.
   void Finish(uint64_t end_ns, SpanListener& listener);
 
-  // Open spans of a kind on a thread, outermost first.
+  // Open spans of a kind on a thread, outermost first (kinds paired by key: by key).
   std::vector<const Span*> Open(uint32_t tid, SpanKind kind) const;
   // The innermost open span of a kind on a thread, or null.
   const Span* Innermost(uint32_t tid, SpanKind kind) const;
@@ -174,23 +182,25 @@ class SpanTracker {
   const std::string& scene() const { return scene_; }
 
  private:
-  struct OpenFrame {
-    Span frame;
-    std::optional<Span> phase;
-  };
+  // A thread's tracks (the kinds of TrackScope::kThread), with what message pairing
+  // remembers of it. Kept together, so a record finds its message stack and its thread's
+  // frames with one lookup.
   struct Thread {
-    SpanStack messages;  // innermost last
-    std::optional<Span> poll;
-    std::optional<Span> idle;
-    std::optional<Span> app_create;
-    std::optional<Span> gc;
-    std::optional<Span> lock_wait;
-    std::vector<OpenFrame> frames;  // innermost last
-    bool began_message = false;     // a message began on it (vs. one running at attach)
-    bool began_dispatch = false;    // poll-bounded: a nested dispatch began on it
-    bool polled = false;            // poll-bounded: a poll returned on it
-    uint64_t last_message_ts = 0;   // events_out_of_order
+    // First: the record path reads them with the message stack, which follows.
+    uint64_t last_message_ts = 0;                  // events_out_of_order
+    bool began_message = false;                    // a message began on it (vs. one running at attach)
+    bool began_dispatch = false;                   // poll-bounded: a nested dispatch began on it
+    bool polled = false;                           // poll-bounded: a poll returned on it
+    std::array<SpanStack, kSpanKindCount> tracks;  // by kind; other scopes' slots unused
+
+    SpanStack& operator[](SpanKind kind) { return tracks[static_cast<size_t>(kind)]; }
+    const SpanStack& operator[](SpanKind kind) const { return tracks[static_cast<size_t>(kind)]; }
+    SpanStack& messages() { return (*this)[SpanKind::kMessage]; }
+    SpanStack& frames() { return (*this)[SpanKind::kFrame]; }
   };
+  // The track of a kind threads share: (scope, kind, key value; 0 for the process's).
+  // Ordered by scope first: keyed tracks end before the process's at the session's end.
+  using SharedTrack = std::tuple<TrackScope, SpanKind, uint64_t>;
 
   // Sets every field of `s` for a span of `kind` that `e` opens. Inline: once per message.
   void Start(Span& s, SpanKind kind, const ProbeEvent& e, uint64_t key) {
@@ -210,47 +220,54 @@ class SpanTracker {
     s.end_event = nullptr;
     s.beats = nullptr;
   }
-  Span Begin(SpanKind kind, const ProbeEvent& e, uint64_t key) {
-    Span s;
-    Start(s, kind, e, key);
-    return s;
-  }
   void End(Span& span, const ProbeEvent& e, SpanClose close, SpanListener& listener);
   void EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener);
-  // Inline check: most messages begin with none open on their thread.
-  void CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener) {
-    if (!t.messages.empty()) CloseMessagesBeside(t, e, listener);
-  }
-  void CloseMessagesBeside(Thread& t, const ProbeEvent& e, SpanListener& listener);
-  void BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener);
-  void EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener);
-  void OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener);
-  void OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
-  void OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
-  void CloseFrame(Thread& t, uint64_t end_ns, SpanClose close, SpanListener& listener);
-  // Inline check: most threads have no frame open.
-  void CloseFramesInside(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener) {
-    if (!t.frames.empty()) CloseFramesBegunIn(t, message, end_ns, listener);
-  }
-  void CloseFramesBegunIn(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener);
 
-  Stats* stats_;
-  MessageDefinition definition_ = MessageDefinition::kDispatch;
-  uint64_t next_id_ = 1;
-  uint64_t frames_seen_ = 0;
-  Thread& ThreadOf(uint32_t tid);
+  // Every role but the dispatch records of the inline path.
   void OnOtherProbe(const ProbeEvent& event, SpanListener& listener);
+  // One open span per track (the kinds without a rule of their own).
+  void BeginOne(SpanStack& track, const RoleInfo& info, const ProbeEvent& e, SpanListener& listener);
+  void EndOne(SpanStack& track, const ProbeEvent& e, SpanListener& listener);
+  void OnSharedRole(const RoleInfo& info, const ProbeEvent& e, SpanListener& listener);
+
+  // Messages.
   // A record bounding a message on `t`: counted when it comes before the last one.
   void NoteMessageRecord(Thread& t, const ProbeEvent& e) {
     if (e.ts_ns < t.last_message_ts) [[unlikely]]
       stats_->Add(StatId::events_out_of_order);
     t.last_message_ts = std::max(t.last_message_ts, e.ts_ns);
   }
+  // Inline check: most messages begin with none open on their thread.
+  void CloseLostMessages(Thread& t, const ProbeEvent& e, SpanListener& listener) {
+    if (!t.messages().empty()) CloseMessagesBeside(t, e, listener);
+  }
+  void CloseMessagesBeside(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void BeginMessage(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void EndMessage(Thread& t, const ProbeEvent& e, bool expect_id, SpanListener& listener);
+  void OnDispatchRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void OnNestedDispatch(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void OnPollRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
 
+  // Frames and their phases.
+  void OnFrameRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  void OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& listener);
+  // Closes the innermost frame and its open phase; `e`: the frame's end event, if it came.
+  void CloseFrame(Thread& t, const ProbeEvent* e, uint64_t end_ns, SpanClose close, SpanListener& listener);
+  // Inline check: most threads have no frame open.
+  void CloseFramesInside(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener) {
+    if (!t.frames().empty()) CloseFramesBegunIn(t, message, end_ns, listener);
+  }
+  void CloseFramesBegunIn(Thread& t, const Span& message, uint64_t end_ns, SpanListener& listener);
+  // The open phase of the thread's innermost frame, or null.
+  static const Span* OpenPhase(const Thread& t);
+
+  Stats* stats_;
+  MessageDefinition definition_ = MessageDefinition::kDispatch;
+  uint64_t next_id_ = 1;
+  uint64_t frames_seen_ = 0;
+  // The store of open spans: every thread's tracks, and the tracks threads share.
   ThreadMap<Thread> threads_;
-  std::map<uint64_t, Span> inputs_;    // by seq
-  std::map<uint64_t, Span> barriers_;  // by token
-  std::optional<Span> launch_;
+  std::map<SharedTrack, SpanStack> shared_;
   std::string scene_;
 };
 
