@@ -7,6 +7,8 @@ packages=(
   build-essential cmake pkg-config git
   clang llvm                 # clang -target bpf for the BPF objects
   clang-14 libclang-rt-14-dev  # libFuzzer + ASan/UBSan runtimes for the fuzz build (build-fuzz)
+  clang-format               # the format check (scripts/lint.sh --format; 14, as .clang-format was applied with)
+  clang-tidy-16              # scripts/lint.sh: clang 14 cannot parse libstdc++ 12's std::expected
   libbpf-dev bpftool         # libbpf 1.1.2 + skeleton generation
   libelf-dev libdw-dev elfutils zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev

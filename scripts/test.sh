@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs every test: unit + golden tests, then the
-# root/BPF integration tests against the real sample target, then the fuzz targets.
+# Installs dependencies, checks the formatting, builds, and runs every test: unit + golden
+# tests, then the root/BPF integration tests against the real sample target, then the fuzz
+# targets. (clang-tidy is not run here: it takes long; scripts/lint.sh runs it.)
 # Integration tests fail (they do not skip) without root, unless LOOPTRACE_ALLOW_SKIP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/lint.sh --format
 ./scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
 if [[ $(id -u) -ne 0 && ${LOOPTRACE_ALLOW_SKIP:-0} != 1 ]]; then

@@ -170,11 +170,11 @@ std::string ClickHouseSink::Send(const Batch& batch, bool* permanent) {
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count());
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count());
   client.set_write_timeout(std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count());
-  if (!options_.user.empty()) client.set_basic_auth(options_.user.c_str(), options_.password.c_str());
+  if (!options_.user.empty()) client.set_basic_auth(options_.user, options_.password);
   const std::string query = fmt::format("INSERT INTO {}.{} FORMAT JSONEachRow", options_.database, batch.table);
   httplib::Params params{{"query", query}};
   const std::string path = "/?" + httplib::detail::params_to_query_str(params);
-  auto result = client.Post(path.c_str(), batch.body, "application/x-ndjson");
+  auto result = client.Post(path, batch.body, "application/x-ndjson");
   if (!result)
     return fmt::format("cannot reach {}:{}: {}", options_.host, options_.port, httplib::to_string(result.error()));
   if (result->status == 200) return "";

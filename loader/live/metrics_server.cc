@@ -163,8 +163,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddress
       response.set_content("looptrace is busy or stopping\n", "text/plain");
       return;
     }
-    response.set_content(std::move(*text),
-                         std::string(openmetrics ? kOpenMetricsContentType : kPrometheusContentType).c_str());
+    response.set_content(*text, std::string(openmetrics ? kOpenMetricsContentType : kPrometheusContentType));
   });
   http.Get("/", [](const httplib::Request&, httplib::Response& response) {
     response.set_content("looptrace: metrics at /metrics\n", "text/plain");

@@ -157,6 +157,25 @@ inline std::vector<nlohmann::json> OfType(const std::vector<nlohmann::json>& lin
   return out;
 }
 
+// Counter `name` of a JSON report's data quality (its last "stats" line). A counter the
+// report does not have fails the test, naming it and the counters the report has: a renamed
+// or removed counter must not pass a check that it stayed zero. (0 is returned then, and the
+// test has already failed.)
+inline uint64_t Counter(const std::vector<nlohmann::json>& lines, const std::string& name) {
+  const std::vector<nlohmann::json> stats = OfType(lines, "stats");
+  if (stats.empty()) {
+    ADD_FAILURE() << "counter " << name << ": the report has no \"stats\" line (" << lines.size() << " lines)";
+    return 0;
+  }
+  const nlohmann::json counters = stats.back().value("counters", nlohmann::json::object());
+  const auto it = counters.find(name);
+  if (it == counters.end() || !it->is_number_unsigned()) {
+    ADD_FAILURE() << "counter " << name << " is not in the report's counters: " << counters.dump();
+    return 0;
+  }
+  return it->get<uint64_t>();
+}
+
 // How far `measured[EDGE_ns]` (EDGE: "begin" or "end") lies outside the window the target's
 // truth measured around that hook, [truth[EDGE_ns], truth[EDGE_after_ns]]: the hook's instant
 // is somewhere in it (about 1 us wide, unless the target was preempted right there).

@@ -84,10 +84,14 @@ size_t CountMatches(const std::string& text, const std::regex& re) {
   return static_cast<size_t>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
-// The DOM of one section (id="NAME") up to the next section.
+// The DOM of one section (id="NAME") up to the next section. A missing section fails the
+// test: checks that a section holds no chart must not pass on a page without it.
 std::string Section(const std::string& dom, const std::string& id) {
   size_t begin = dom.find("<section class=\"report-section\" id=\"" + id + "\"");
-  if (begin == std::string::npos) return "";
+  if (begin == std::string::npos) {
+    ADD_FAILURE() << "the page has no section \"" << id << "\"";
+    return "";
+  }
   size_t end = dom.find("<section ", begin + 1);
   return dom.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
 }

@@ -22,12 +22,6 @@ int64_t I(const json& j, const char* key) { return j[key].get<int64_t>(); }
 int64_t Cost(const json& j) { return I(j, "end_ns") - I(j, "begin_ns"); }
 std::string Name(const json& m) { return m["name"].is_string() ? m["name"].get<std::string>() : ""; }
 
-uint64_t Counter(const std::vector<json>& lines, const std::string& name) {
-  auto stats = OfType(lines, "stats");
-  if (stats.empty()) return ~0ull;
-  return stats.back()["counters"].value(name, 0ull);
-}
-
 std::vector<json> WithName(const std::vector<json>& lines, const std::string& name) {
   std::vector<json> out;
   for (const auto& l : lines)

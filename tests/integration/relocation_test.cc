@@ -117,7 +117,7 @@ class RelocationTest : public BpfTest {
     ASSERT_EQ(stats.size(), 1u);
     for (const char* counter : {"unmatched_dispatch_end", "dispatch_id_mismatch", "unmatched_method_exit",
                                 "method_exit_missing", "ringbuf_full", "unknown_probe_id", "method_beats_overwritten"})
-      EXPECT_EQ(stats[0]["counters"].value(counter, 0), 0) << counter;
+      EXPECT_EQ(Counter(run.out, counter), 0u) << counter;
   }
 
   TempDir dir_;

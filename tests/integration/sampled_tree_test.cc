@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -65,14 +66,11 @@ class SampledTreeTest : public BpfTest {
     std::cout << methods << " methods, largest share error " << worst << " percentage points\n";
   }
 
-  static const json* Evil(const std::vector<json>& lines, const std::string& name) {
-    static json found;
+  // The slow-message report named `name` (a copy: two look-ups never share one result).
+  static std::optional<json> Evil(const std::vector<json>& lines, const std::string& name) {
     for (const json& l : OfType(lines, "evil_method"))
-      if (l["name"] == name) {
-        found = l;
-        return &found;
-      }
-    return nullptr;
+      if (l["name"] == name) return l;
+    return std::nullopt;
   }
 
   TempDir dir_;
@@ -82,8 +80,8 @@ class SampledTreeTest : public BpfTest {
 // switch-out stacks and the time until the thread ran again.
 TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruth) {
   auto lines = Run(SampleApp(), "evil", {"--method-mapping", Mapping(), "--sampled-max-nodes", "1000"});
-  const json* report = Evil(lines, "evil.jank");
-  ASSERT_NE(report, nullptr);
+  const std::optional<json> report = Evil(lines, "evil.jank");
+  ASSERT_TRUE(report.has_value());
   EXPECT_GT(report->at("tree").size(), 10u) << "the instrumented tree is there too";
   EXPECT_EQ(report->at("sampled")["dwarf"], false);
   EXPECT_GE(report->at("sampled")["samples_off_cpu"].get<int>(), 12);  // a sleep in each method
@@ -92,8 +90,8 @@ TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruth) {
 
 TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruthWithoutFramePointers) {
   auto lines = Run(NofpApp(), "evil", {"--dwarf-unwind", "--sampled-max-nodes", "1000"});
-  const json* report = Evil(lines, "evil.jank");
-  ASSERT_NE(report, nullptr);
+  const std::optional<json> report = Evil(lines, "evil.jank");
+  ASSERT_TRUE(report.has_value());
   EXPECT_EQ(report->at("sampled")["dwarf"], true);
   ExpectSharesMatchTruth(*report, ReadJsonLines(dir_ / "truth.jsonl"), 5.0);
 }
@@ -102,16 +100,16 @@ TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruthWithoutFramePointers) {
 // the message's CPU time.
 TEST_F(SampledTreeTest, OnCpuSharesMatchTheTruth) {
   auto lines = Run(SampleApp(), "startup-slow-create", {"--sampled-max-nodes", "1000"});
-  const json* report = Evil(lines, "bindApplication");
-  ASSERT_NE(report, nullptr);
+  const std::optional<json> report = Evil(lines, "bindApplication");
+  ASSERT_TRUE(report.has_value());
   // ~0.8 s of spinning; fewer samples when other work on the machine preempts it (that
   // time is off CPU, "preempted", at the stack it was preempted in).
   EXPECT_GT(report->at("sampled")["samples_on_cpu"].get<int>(), 100);
   ExpectSharesMatchTruth(*report, ReadJsonLines(dir_ / "truth.jsonl"), 5.0);
   // Without the raised node limit the default tree keeps the big methods (Matrix's trim).
   auto trimmed = Run(SampleApp(), "startup-slow-create", {});
-  const json* t = Evil(trimmed, "bindApplication");
-  ASSERT_NE(t, nullptr);
+  const std::optional<json> t = Evil(trimmed, "bindApplication");
+  ASSERT_TRUE(t.has_value());
   EXPECT_LE(t->at("sampled_tree").size(), 60u);
   std::string names;
   for (const auto& n : t->at("sampled_tree")) names += n["name"].get<std::string>() + "\n";
@@ -173,8 +171,7 @@ TEST_F(SampledTreeTest, AThreadTakingOverAShadowSlotCountsTheEntryItDrops) {
   std::cout << "main " << main_tid << ", collider " << collider_tid << " after " << threads << " threads\n";
 
   auto lines = ReadJsonLines(dir_ / "out.json");
-  const json counters = OfType(lines, "stats").at(0)["counters"];
-  EXPECT_EQ(counters.value("shadow_overflow", 0), 1) << counters.dump(1);
+  EXPECT_EQ(Counter(lines, "shadow_overflow"), 1u);
   // Both calls of `held` are still messages, each on its own thread.
   std::set<int> tids;
   for (const json& m : OfType(lines, "message")) tids.insert(m["tid"].get<int>());
@@ -219,7 +216,7 @@ TEST_F(SampledTreeTest, AnrStackThroughADispatchProbedWithAUretprobeReachesMain)
     if (dwarf) {
       auto stats = OfType(lines, "stats");
       ASSERT_EQ(stats.size(), 1u);
-      EXPECT_GT(stats[0]["counters"]["uretprobe_frames_restored"].get<uint64_t>(), 0u);
+      EXPECT_GT(Counter(lines, "uretprobe_frames_restored"), 0u);
     }
   }
 }

@@ -1,22 +1,63 @@
-// Golden tests: tests/golden/<tracer>/<case>/input.events.jsonl is replayed through the
-// analyzer and both renderers; the outputs must equal expected.txt / expected.json.
-// UPDATE_GOLDENS=1 rewrites the expected files (review the diff before committing).
+// Golden tests: each case directory tests/golden/<kind>/<case>/ is one test,
+// Golden/GoldenCase.RendersTheExpectedFiles/<kind>_<case>. Its recording (input.events.jsonl)
+// is replayed with the options of its args file and rendered in every format with a file:
+//   expected.txt          -f text, line by line
+//   expected.json         -f json, record by record, compared by value
+//   expected.chrome.json  -f chrome, by value
+//   expected.html.json    -f html: the page's meta block, by value, but for its counter
+//                         table, the same on every page (tests/golden/html/counters.json);
+//                         its data block must equal expected.json by value in every case
+//                         (the page's bytes, script and style are not compared)
+//   expected.folded       -f folded, line by line; a case without one renders no stack
+// UPDATE_GOLDENS=1 rewrites every expected file (review the diff before committing).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "golden_case.h"
-#include "loader/decode/mapping_namer.h"
-#include "loader/session/recording.h"
+#include "golden_compare.h"
+#include "looptrace/tracers/html_renderer.h"
 #include "looptrace/tracers/render.h"
 
 namespace looptrace {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::CompareJson;
+using testing::CompareJsonLines;
+using testing::CompareText;
+
+const fs::path& GoldenRoot() {
+  static const fs::path root = fs::path(LOOPTRACE_SOURCE_DIR) / "tests/golden";
+  return root;
+}
+
+std::vector<fs::path> GoldenCases() {
+  std::vector<fs::path> cases;
+  for (const auto& entry : fs::recursive_directory_iterator(GoldenRoot()))
+    if (entry.path().filename() == "input.events.jsonl") cases.push_back(entry.path().parent_path());
+  std::sort(cases.begin(), cases.end());
+  return cases;
+}
+
+// A case's test name: its directory under tests/golden with '_' for anything a test name
+// cannot hold ("evil/id-hooks" -> "evil_id_hooks").
+std::string CaseName(const fs::path& dir) {
+  std::string name = fs::relative(dir, GoldenRoot()).string();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path);
@@ -25,50 +66,94 @@ std::string ReadFile(const fs::path& path) {
   return s.str();
 }
 
-std::vector<fs::path> GoldenCases() {
-  std::vector<fs::path> cases;
-  for (const auto& entry : fs::recursive_directory_iterator(fs::path(LOOPTRACE_SOURCE_DIR) / "tests/golden"))
-    if (entry.path().filename() == "input.events.jsonl") cases.push_back(entry.path().parent_path());
-  std::sort(cases.begin(), cases.end());
-  return cases;
+std::string Render(const Report& report, const std::string& format, const RenderOptions& render) {
+  std::ostringstream out;
+  MakeRenderer(format, render)->Render(report, out);
+  return out.str();
 }
 
-TEST(Golden, ReportsMatchExpectedFiles) {
-  auto cases = GoldenCases();
-  ASSERT_FALSE(cases.empty());
-  const bool update = std::getenv("UPDATE_GOLDENS") != nullptr;
-  for (const auto& dir : cases) {
-    SCOPED_TRACE(dir.string());
-    RenderOptions render;
-    Report report = testing::ReplayGoldenCase(dir, &render);
-    // Every case renders as text and JSON; a case may add other formats by their files.
-    for (auto [format, file] : {std::pair{"text", "expected.txt"}, std::pair{"json", "expected.json"},
-                                std::pair{"chrome", "expected.chrome.json"}}) {
-      if (std::string(format) == "chrome" && !fs::exists(dir / file) && !update) continue;
-      std::ostringstream out;
-      MakeRenderer(format, render)->Render(report, out);
-      if (update) {
-        std::ofstream(dir / file) << out.str();
-        continue;
-      }
-      const std::string expected = ReadFile(dir / file);
-      if (out.str() == expected) continue;
-      // Name the first differing line instead of dumping both files.
-      std::istringstream got_lines(out.str()), want_lines(expected);
-      std::string got, want;
-      int line = 0;
-      while (true) {
-        ++line;
-        bool more_got = static_cast<bool>(std::getline(got_lines, got));
-        bool more_want = static_cast<bool>(std::getline(want_lines, want));
-        if (!more_got && !more_want) break;
-        if (got != want || more_got != more_want) break;
-      }
-      ADD_FAILURE() << "golden " << (dir / file) << " differs at line " << line << "\n  got:  " << got.substr(0, 400)
-                    << "\n  want: " << want.substr(0, 400) << "\nrerun with UPDATE_GOLDENS=1 and review the diff";
+// The text between <script ... id="ID"> and its </script> (nothing if the page has none).
+std::optional<std::string> ScriptBlock(const std::string& html, std::string_view id) {
+  const std::string open = "id=\"" + std::string(id) + "\">";
+  const size_t begin = html.find(open);
+  if (begin == std::string::npos) return std::nullopt;
+  const size_t end = html.find("</script>", begin + open.size());
+  if (end == std::string::npos) return std::nullopt;
+  return html.substr(begin + open.size(), end - begin - open.size());
+}
+
+class GoldenCase : public ::testing::TestWithParam<fs::path> {
+ protected:
+  void SetUp() override {
+    update_ = std::getenv("UPDATE_GOLDENS") != nullptr;
+    report_ = testing::ReplayGoldenCase(GetParam(), &render_);
+  }
+
+  fs::path File(const char* name) const { return GetParam() / name; }
+
+  // Writes `got` to the expected file `path` under UPDATE_GOLDENS=1; otherwise fails with
+  // what `compare` says differs.
+  template <typename Compare>
+  void Expect(const fs::path& path, const std::string& got, Compare compare) {
+    if (update_) {
+      std::ofstream(path) << got;
+      return;
     }
+    ASSERT_TRUE(fs::exists(path)) << path << " is missing: run with UPDATE_GOLDENS=1 to write it";
+    if (auto diff = compare(got, ReadFile(path)))
+      ADD_FAILURE() << "golden " << path.string() << ": " << *diff
+                    << "\nrerun with UPDATE_GOLDENS=1 and review the diff";
+  }
+
+  bool update_ = false;
+  RenderOptions render_;
+  Report report_;
+};
+
+TEST_P(GoldenCase, RendersTheExpectedFiles) {
+  Expect(File("expected.txt"), Render(report_, "text", render_), CompareText);
+  const std::string json_report = Render(report_, "json", render_);
+  Expect(File("expected.json"), json_report, CompareJsonLines);
+  Expect(File("expected.chrome.json"), Render(report_, "chrome", render_), CompareJson);
+
+  // HTML: the data the page embeds, not its bytes. The data block is the JSON report (the
+  // page thins only the timeline of sessions far longer than a golden case).
+  const std::string html = Render(report_, "html", render_);
+  const auto data = ScriptBlock(html, kHtmlDataId);
+  const auto meta = ScriptBlock(html, kHtmlMetaId);
+  ASSERT_TRUE(data && meta) << "the page has no data or meta block";
+  if (!update_) {
+    if (auto diff = CompareJsonLines(*data, ReadFile(File("expected.json"))))
+      ADD_FAILURE() << "the page's data block against " << File("expected.json").string() << ": " << *diff;
+  }
+  std::string error;
+  auto meta_json = testing::ParseJson(*meta, &error);
+  ASSERT_TRUE(meta_json && meta_json->is_object()) << "the page's meta block is not a JSON object: " << error;
+  // The counter table (names, severities, descriptions) is the same on every page: one file
+  // for all cases, html/counters.json.
+  const json counters = meta_json->value("counters", json());
+  meta_json->erase("counters");
+  Expect(File("expected.html.json"), testing::ReadableJson(*meta_json) + "\n", CompareJson);
+  Expect(GoldenRoot() / "html/counters.json", testing::ReadableJson(counters) + "\n", CompareJson);
+
+  // Folded stacks exist only where the case has stack samples, or asks for the
+  // instrumented trees (folded-source=instrumented).
+  const std::string folded = Render(report_, "folded", render_);
+  if (update_ && folded.empty()) {
+    fs::remove(File("expected.folded"));
+  } else if (!update_ && !fs::exists(File("expected.folded"))) {
+    EXPECT_EQ(folded, "") << "folded stacks, but no " << File("expected.folded").string()
+                          << ": run with UPDATE_GOLDENS=1 to write it";
+  } else {
+    Expect(File("expected.folded"), folded, CompareText);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenCase, ::testing::ValuesIn(GoldenCases()),
+                         [](const ::testing::TestParamInfo<fs::path>& info) { return CaseName(info.param); });
+
+// (Two directories with one test name stop the binary before any test runs: gtest checks.)
+TEST(GoldenCases, AreFound) { EXPECT_GE(GoldenCases().size(), 15u); }
 
 }  // namespace
 }  // namespace looptrace

@@ -30,14 +30,18 @@ std::string ReadFile(const fs::path& path) {
   return s.str();
 }
 
-// The text between <script ... id="ID"> and the next </script>.
+// The text between <script ... id="ID"> and the next </script>. A missing block fails the
+// test (checks of what a block does not contain must not pass on a page without it).
 std::string Block(const std::string& html, std::string_view id) {
   const std::string open = "id=\"" + std::string(id) + "\">";
   size_t begin = html.find(open);
-  if (begin == std::string::npos) return "";
+  size_t end = begin == std::string::npos ? begin : html.find("</script>", begin + open.size());
+  if (end == std::string::npos) {
+    ADD_FAILURE() << "the page has no complete <script id=\"" << id << "\"> block";
+    return "";
+  }
   begin += open.size();
-  size_t end = html.find("</script>", begin);
-  return end == std::string::npos ? "" : html.substr(begin, end - begin);
+  return html.substr(begin, end - begin);
 }
 
 std::vector<std::string> Lines(const std::string& text) {

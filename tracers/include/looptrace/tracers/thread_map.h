@@ -21,6 +21,7 @@ class ThreadMap {
   ThreadMap(const ThreadMap& other) : map_(other.map_) {}
   ThreadMap(ThreadMap&& other) noexcept : map_(std::move(other.map_)) { other.Forget(); }
   ThreadMap& operator=(const ThreadMap& other) {
+    if (this == &other) return *this;
     map_ = other.map_;
     Forget();
     return *this;
