@@ -18,8 +18,8 @@
 #include "loader/decode/mapping_namer.h"
 #include "loader/live/daemon.h"
 #include "loader/target/proc_readers.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/messages.h"
-#include "looptrace/tracers/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {

@@ -6,7 +6,7 @@
 #include "loader/session/output_file.h"
 #include "loader/session/recording.h"
 #include "loader/session/trace.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {

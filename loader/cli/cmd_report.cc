@@ -5,7 +5,7 @@
 #include "loader/live/control_socket.h"
 #include "loader/session/output_file.h"
 #include "loader/session/recording.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {

@@ -11,51 +11,6 @@
 #include <set>
 
 namespace looptrace {
-namespace {
-
-bool AnyFrame(const std::vector<std::string>& stack, std::initializer_list<std::string_view> needles) {
-  for (const auto& frame : stack)
-    for (auto needle : needles)
-      if (frame.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-constexpr uint32_t kTaskUninterruptible = 0x2;
-
-}  // namespace
-
-std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack) {
-  if (state == 0) return "preempted";  // still runnable: it lost the CPU, it did not wait
-  if (AnyFrame(kernel_stack, {"futex_wait", "futex_lock_pi", "rt_mutex", "__mutex_lock", "rwsem_down", "__down"}))
-    return "lock";
-  if (AnyFrame(kernel_stack,
-               {"io_schedule", "blk_", "bio_", "folio_wait", "wait_on_page", "ext4_", "xfs_", "btrfs_", "jbd2",
-                "file_write_and_wait", "filemap_fdatawait", "__filemap_fdatawait", "nvme", "submit_bio"}))
-    return "io";
-  if (AnyFrame(kernel_stack, {"do_nanosleep", "hrtimer_nanosleep", "clock_nanosleep", "msleep"})) return "sleep";
-  if (AnyFrame(kernel_stack, {"ep_poll", "do_epoll_wait", "do_sys_poll", "do_select", "poll_schedule", "pipe_read",
-                              "unix_stream_read", "sk_wait", "tcp_recvmsg"}))
-    return "poll";
-  if (state & kTaskUninterruptible) return "io";  // D state without a known frame: most likely I/O
-  return "other";
-}
-
-std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start) {
-  std::map<uint32_t, uint32_t> waits_on;  // tid -> owner of the futex it waits on
-  for (const auto& t : threads)
-    if (t.futex_address && t.futex_owner_tid && t.futex_owner_tid != t.tid) waits_on[t.tid] = t.futex_owner_tid;
-  std::vector<uint32_t> path = {start};
-  std::set<uint32_t> seen = {start};
-  uint32_t at = start;
-  while (waits_on.contains(at)) {
-    at = waits_on[at];
-    if (at == start) return path;
-    if (!seen.insert(at).second) return {};  // a cycle that does not include `start`
-    path.push_back(at);
-  }
-  return {};
-}
-
 Result<uint64_t> ParseAnrThreshold(std::string_view text) {
   static const std::pair<const char*, uint64_t> kPresets[] = {
       {"input", 5000},    {"broadcast", 10000},   {"broadcast-bg", 60000},
@@ -247,13 +202,6 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
 
   // Why it is stuck: a deadlock; else what the snapshot saw the thread block in; else
   // where the message spent most of its time (on CPU, or off it for one reason).
-  static const std::map<std::string, std::string> kText = {{"lock", "lock wait"},
-                                                           {"io", "disk I/O"},
-                                                           {"sleep", "sleep"},
-                                                           {"poll", "poll/epoll wait"},
-                                                           {"preempted", "waiting for a CPU"},
-                                                           {"other", "blocked"}};
-  auto text = [&](const std::string& reason) { return kText.contains(reason) ? kText.at(reason) : reason; };
   static const std::map<std::string, std::string> kCauseText = {{"gc", "garbage collection"},
                                                                 {"monitor", "monitor contention"}};
   if (context_.causes) r.causes = context_.causes->Within(tid, r.message.begin_ns, r.message.end_ns, *context_.spans);
@@ -267,7 +215,7 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   // The runtime cause that took most of the message, if it took at least half of it.
   std::string main_cause;
   uint64_t main_cause_ns = 0;
-  for (const auto& [kind, total] : StallCauses::TotalByKind(r.causes))
+  for (const auto& [kind, total] : TotalByKind(r.causes))
     if (total > main_cause_ns && total * 2 >= r.message.cost_ns()) {
       main_cause = kind;
       main_cause_ns = total;
@@ -286,11 +234,11 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
     // More precise than the futex or park the runtime blocks in.
     r.stuck_reason = kCauseText.at(pending.open_cause);
   } else if (!seen.empty()) {
-    r.stuck_reason = text(seen);
+    r.stuck_reason = StuckText(seen);
   } else if (!main_cause.empty()) {
     r.stuck_reason = kCauseText.at(main_cause);
   } else if (!r.off_cpu_by_reason.empty() && r.off_cpu_by_reason.front().total_ns > r.on_cpu_ns) {
-    r.stuck_reason = text(r.off_cpu_by_reason.front().reason);
+    r.stuck_reason = StuckText(r.off_cpu_by_reason.front().reason);
   } else {
     r.stuck_reason = "running";
   }

@@ -67,11 +67,6 @@ int64_t JavaRound(double x) { return static_cast<int64_t>(std::floor(x + 0.5)); 
 
 }  // namespace
 
-const std::vector<std::string>& DropBuckets() {
-  static const std::vector<std::string> kBuckets = {"BEST", "NORMAL", "MIDDLE", "HIGH", "FROZEN"};
-  return kBuckets;
-}
-
 std::string DropBucket(double matrix_dropped) {
   const int64_t d = JavaRound(matrix_dropped);
   if (d >= 42) return "FROZEN";
@@ -174,9 +169,9 @@ uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_n
 
 void FrameTracer::OnEvent(const Event& event) {
   if (const auto* start = std::get_if<SessionStart>(&event)) {
-    frames_possible_ =
-        start->probes.empty() || std::any_of(start->probes.begin(), start->probes.end(),
-                                             [](const ProbeDescription& p) { return p.role == Role::kFrameBegin; });
+    frame_probed_ = std::any_of(start->probes.begin(), start->probes.end(),
+                                [](const ProbeDescription& p) { return p.role == Role::kFrameBegin; });
+    frames_possible_ = start->probes.empty() || frame_probed_;
     return;
   }
   const auto* e = std::get_if<ProbeEvent>(&event);
@@ -238,7 +233,10 @@ std::optional<SliceRequest> FrameTracer::WantSlice(const Span& span) {
 void FrameTracer::OnSpanEnd(const Span& span) {
   if (span.kind == SpanKind::kPhase) {
     auto it = open_.find(span.parent_id);
-    if (it != open_.end()) it->second.phases.push_back({static_cast<uint32_t>(span.key), span.begin_ns, span.end_ns});
+    if (it != open_.end()) {
+      const auto phase = static_cast<uint32_t>(span.key);
+      it->second.phases.push_back({phase, PhaseName(phase), span.begin_ns, span.end_ns});
+    }
     return;
   }
   if (span.kind == SpanKind::kFrame) {
@@ -418,9 +416,7 @@ void FrameTracer::Summarize(FramesReport* out) {
 
 void FrameTracer::Contribute(Report& report) {
   Summarize(&report.frames);
-  bool profiled = false;
-  for (const auto& p : context_.session->probes) profiled |= p.role == Role::kFrameBegin;
-  report.frames.enabled = saw_frames_ || profiled;
+  report.frames.enabled = saw_frames_ || frame_probed_;
 }
 
 }  // namespace looptrace

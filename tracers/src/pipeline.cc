@@ -172,7 +172,8 @@ void Pipeline::OnOtherEvent(const Event& event) {
     s.thread_filter = start->thread_filter;
     s.begin_ns = start->ts_ns;
     s.wall_time_ns = start->wall_time_ns;
-    s.probes = start->probes;
+    s.probe_roles.clear();
+    for (const ProbeDescription& p : start->probes) s.probe_roles.emplace_back(RoleName(p.role));
     s.device = start->device;
     spans_.Configure(*start);
     last_ts_ns_ = std::max(last_ts_ns_, start->ts_ns);

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "event_script.h"
-#include "looptrace/tracers/chrome_trace.h"
+#include "looptrace/report/chrome_trace.h"
 
 namespace looptrace {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "loader/decode/mapping_namer.h"
 #include "loader/session/recording.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/pipeline.h"
-#include "looptrace/tracers/render.h"
 
 namespace looptrace::testing {
 

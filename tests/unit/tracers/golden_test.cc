@@ -11,7 +11,7 @@
 #include "golden_case.h"
 #include "loader/decode/mapping_namer.h"
 #include "loader/session/recording.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/render.h"
 
 namespace looptrace {
 namespace {

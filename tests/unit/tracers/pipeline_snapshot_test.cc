@@ -10,9 +10,9 @@
 #include "event_script.h"
 #include "loader/decode/mapping_namer.h"
 #include "loader/session/recording.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/tracers/registry.h"
-#include "looptrace/tracers/render.h"
 
 namespace looptrace {
 namespace {

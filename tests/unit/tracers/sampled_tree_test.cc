@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "event_script.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/frames.h"
-#include "looptrace/tracers/render.h"
 
 namespace looptrace {
 namespace {

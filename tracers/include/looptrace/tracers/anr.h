@@ -12,8 +12,9 @@
 #include <tuple>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/thread_state.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -29,13 +30,6 @@ struct AnrOptions : TracerOptions {
 // Android's ANR timeouts by name (AOSP defaults: input 5 s, broadcast 10 s, ...), or
 // milliseconds.
 Result<uint64_t> ParseAnrThreshold(std::string_view text);
-
-// "lock", "io", "sleep", "poll", "preempted" or "other", from the task state at switch-out
-// and the kernel stack it blocked in.
-std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack);
-
-// Follows "waits on a futex owned by" edges from `start`; the cycle if it comes back.
-std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start);
 
 class AnrTracer : public CopyableTracer<AnrTracer> {
  public:

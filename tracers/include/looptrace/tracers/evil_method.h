@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {

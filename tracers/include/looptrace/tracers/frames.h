@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/report/frames_report.h"
+#include "looptrace/report/report.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/frames_report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
-#include "looptrace/tracers/stats.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -41,9 +41,6 @@ inline constexpr uint32_t kPhaseCommit = 4;
 // Matrix's bucket of a dropped-frame count: by round(dropped) (Java Math.round),
 // >= 42 FROZEN, >= 24 HIGH, >= 9 MIDDLE, >= 3 NORMAL, else BEST.
 std::string DropBucket(double matrix_dropped);
-
-// The five bucket names, BEST first.
-const std::vector<std::string>& DropBuckets();
 
 // One stretch of constant refresh rate, from `from_ns` (a vsync timestamp; 0 for the first).
 struct RefreshSegment {
@@ -101,6 +98,7 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
   std::vector<uint64_t> vsync_events_;    // vsync_ns of vsync events (refresh-rate detection)
   std::vector<uint64_t> frame_vsyncs_;    // frames' vsync_ns (detection, with the vsync events)
   bool saw_frames_ = false;
+  bool frame_probed_ = false;  // the profile binds frame.begin
   // False when the session's probes have no frame role: no frame for a message to delay,
   // so messages are not kept for it.
   bool frames_possible_ = true;

@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/options.h"
 #include "looptrace/tracers/registry.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/span_tracker.h"
 #include "looptrace/tracers/stall_causes.h"
 #include "looptrace/tracers/tracer.h"

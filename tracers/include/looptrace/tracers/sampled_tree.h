@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "looptrace/tracers/report.h"
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/sampled_call_tree.h"
 #include "looptrace/tracers/thread_map.h"
 #include "looptrace/tracers/tracer.h"

@@ -6,8 +6,8 @@
 #include <map>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {

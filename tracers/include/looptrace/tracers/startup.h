@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {

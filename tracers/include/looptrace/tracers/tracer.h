@@ -10,11 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "looptrace/report/report.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/options.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/span_tracker.h"
-#include "looptrace/tracers/stats.h"
 
 namespace looptrace {
 
