@@ -1,5 +1,6 @@
 #include "looptrace/report/chrome_trace.h"
 
+#include "looptrace/report/json_records.h"
 #include "looptrace/report/render.h"
 
 #include <fmt/format.h>
@@ -53,25 +54,25 @@ std::string Dump(const json& j) {
 // fps and other ratios, rounded for readability.
 double Round3(double x) { return std::isfinite(x) ? std::round(x * 1000.0) / 1000.0 : 0.0; }
 
-json FrameArgs(const FrameRecord& f) {
+uint64_t U64(const json& record, const char* key) { return record.at(key).get<uint64_t>(); }
+
+double Ms(const json& record, const char* ns_key) { return Round3(static_cast<double>(U64(record, ns_key)) / 1e6); }
+
+// A frame slice's args, from its JSON record.
+json FrameArgs(const json& f) {
   json a;
-  a["frame_id"] = f.frame_id;
-  a["vsync_ns"] = f.vsync_ns;
-  a["intended_vsync_ns"] = f.intended_vsync_ns;
-  a["interval_ns"] = f.interval_ns;
-  a["refresh_hz"] = Round3(f.refresh_hz);
-  a["dropped"] = f.dropped_frames;
-  a["matrix_dropped"] = Round3(f.matrix_dropped);
-  a["bucket"] = f.bucket;
-  a["skipped_frames"] = f.skipped_frames;
-  a["cost_ms"] = Round3(static_cast<double>(f.cost_ns()) / 1e6);
-  a["total_ms"] = Round3(static_cast<double>(f.total_ns()) / 1e6);
-  a["deadline_missed"] = f.deadline_missed;
-  a["slow"] = f.slow;
-  a["frozen"] = f.frozen;
-  a["delay_by_messages_ms"] = Round3(static_cast<double>(f.delay_by_messages_ns) / 1e6);
-  a["scene"] = f.scene;
-  a["finished"] = f.finished;
+  for (const char* key : {"frame_id", "vsync_ns", "intended_vsync_ns", "interval_ns"}) a[key] = f.at(key);
+  a["refresh_hz"] = Round3(f.at("refresh_hz").get<double>());
+  a["dropped"] = f.at("dropped_frames");
+  a["matrix_dropped"] = Round3(f.at("matrix_dropped").get<double>());
+  a["bucket"] = f.at("bucket");
+  a["skipped_frames"] = f.at("skipped_frames");
+  a["cost_ms"] = Ms(f, "cost_ns");
+  a["total_ms"] = Ms(f, "total_ns");
+  for (const char* key : {"deadline_missed", "slow", "frozen"}) a[key] = f.at(key);
+  a["delay_by_messages_ms"] = Ms(f, "delay_by_messages_ns");
+  a["scene"] = f.at("scene");
+  a["finished"] = f.at("finished");
   return a;
 }
 
@@ -98,63 +99,71 @@ void Nest(std::vector<Slice>* slices) {
 
 }  // namespace
 
-void RenderChromeTrace(const SessionInfo& session, const MessagesReport& messages, const FramesReport& frames,
-                       std::ostream& out) {
-  const uint32_t pid = session.pid ? session.pid : 1;
+void RenderChromeTrace(const Report& report, std::ostream& out) {
+  const json session = SessionJson(report);
+  const uint32_t pid = report.session.pid ? report.session.pid : 1;
   std::map<uint32_t, std::vector<Slice>> by_tid;
 
-  auto add_message = [&](const Message& m, bool finished) {
+  auto add_message = [&](const json& m) {
     Slice s;
-    s.tid = m.tid;
-    s.begin_ns = m.begin_ns;
-    s.end_ns = std::max(m.end_ns, m.begin_ns);
+    s.tid = m.at("tid").get<uint32_t>();
+    s.begin_ns = U64(m, "begin_ns");
+    s.end_ns = std::max(U64(m, "end_ns"), s.begin_ns);
     s.kind = Kind::kMessage;
-    s.depth = m.depth;
-    s.name = m.name.empty() ? "message" : m.name;
+    s.depth = m.at("depth").get<uint32_t>();
+    s.name = m.at("name").is_null() ? "message" : m.at("name").get<std::string>();
     s.category = "message";
-    s.args["msg_id"] = m.msg_id ? json(*m.msg_id) : json(nullptr);
-    s.args["cpu_ns"] = m.cpu_ns;
-    if (m.depth) s.args["depth"] = m.depth;
-    if (!finished) s.args["unfinished"] = true;
-    by_tid[m.tid].push_back(std::move(s));
+    s.args["msg_id"] = m.at("msg_id");
+    s.args["cpu_ns"] = m.at("cpu_ns");
+    if (s.depth) s.args["depth"] = s.depth;
+    if (m.at("type") == "unfinished_message") s.args["unfinished"] = true;
+    by_tid[s.tid].push_back(std::move(s));
   };
-  for (const Message& m : messages.messages) add_message(m, true);
-  for (const Message& m : messages.unfinished) add_message(m, false);
+  for (const Message& m : report.messages.messages) add_message(MessageJson(m, true));
+  for (const Message& m : report.messages.unfinished) add_message(MessageJson(m, false));
 
-  for (const FrameRecord& f : frames.frames) {
+  std::vector<json> frames;
+  frames.reserve(report.frames.frames.size());
+  for (const FrameRecord& record : report.frames.frames) {
+    const json& f = frames.emplace_back(FrameJson(record));
     Slice s;
-    s.tid = f.tid;
-    s.begin_ns = f.begin_ns;
-    s.end_ns = std::max(f.end_ns, f.begin_ns);
+    s.tid = f.at("tid").get<uint32_t>();
+    s.begin_ns = U64(f, "begin_ns");
+    s.end_ns = std::max(U64(f, "end_ns"), s.begin_ns);
     s.kind = Kind::kFrame;
-    s.name = fmt::format("Frame {}", f.frame_id);
+    s.name = fmt::format("Frame {}", U64(f, "frame_id"));
     s.category = "frame";
     s.args = FrameArgs(f);
-    by_tid[f.tid].push_back(std::move(s));
-    for (const PhaseCost& p : f.phases) {
+    const uint32_t tid = s.tid;
+    by_tid[tid].push_back(std::move(s));
+    for (const json& p : f.at("phases")) {
       Slice ps;
-      ps.tid = f.tid;
-      ps.begin_ns = p.begin_ns;
-      ps.end_ns = std::max(p.end_ns, p.begin_ns);
+      ps.tid = tid;
+      ps.begin_ns = U64(p, "begin_ns");
+      ps.end_ns = std::max(U64(p, "end_ns"), ps.begin_ns);
       ps.kind = Kind::kPhase;
-      ps.name = p.name;
+      ps.name = p.at("name").get<std::string>();
       ps.category = "phase";
-      ps.args["frame_id"] = f.frame_id;
-      ps.args["phase"] = p.phase;
-      by_tid[f.tid].push_back(std::move(ps));
+      ps.args["frame_id"] = f.at("frame_id");
+      ps.args["phase"] = p.at("phase");
+      by_tid[tid].push_back(std::move(ps));
     }
   }
+  std::vector<json> windows, scenes;
+  for (const FpsSummary& w : report.frames.windows) windows.push_back(FpsJson(report, w, "fps"));
+  for (const FpsSummary& w : report.frames.scenes) scenes.push_back(FpsJson(report, w, "fps_scene"));
 
-  uint64_t base_ns = session.begin_ns;
+  uint64_t base_ns = U64(session, "begin_ns");
   for (const auto& [tid, slices] : by_tid)
     for (const Slice& s : slices) base_ns = std::min(base_ns, s.begin_ns);
-  for (const FpsSummary& w : frames.windows) base_ns = std::min(base_ns, w.begin_ns);
-  for (const FpsSummary& w : frames.scenes) base_ns = std::min(base_ns, w.begin_ns);
+  for (const json& w : windows) base_ns = std::min(base_ns, U64(w, "begin_ns"));
+  for (const json& w : scenes) base_ns = std::min(base_ns, U64(w, "begin_ns"));
   auto ts = [&](uint64_t ns) { return Micros(ns, base_ns); };
 
   std::vector<std::string> events;
   // Metadata: process and thread names, the main thread first.
-  const std::string process = session.command.empty() ? fmt::format("pid {}", pid) : session.command;
+  const std::string command = session.at("command").get<std::string>();
+  const std::string process = command.empty() ? fmt::format("pid {}", pid) : command;
   events.push_back(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", pid, pid,
                                Quote(process)));
   std::set<uint32_t> tids;
@@ -177,48 +186,50 @@ void RenderChromeTrace(const SessionInfo& session, const MessagesReport& message
   }
 
   // Janky frames (deadline missed) as instants at their end.
-  for (const FrameRecord& f : frames.frames) {
-    if (!f.deadline_missed) continue;
-    json args{{"frame_id", f.frame_id},
-              {"dropped", f.dropped_frames},
-              {"matrix_dropped", Round3(f.matrix_dropped)},
-              {"bucket", f.bucket},
-              {"total_ms", Round3(static_cast<double>(f.total_ns()) / 1e6)},
-              {"scene", f.scene}};
-    events.push_back(
-        fmt::format(R"({{"name":{},"cat":"jank","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
-                    Quote(fmt::format("Jank: Frame {} dropped {} ({})", f.frame_id, f.dropped_frames, f.bucket)),
-                    ts(f.end_ns), pid, f.tid, Dump(args)));
+  for (const json& f : frames) {
+    if (!f.at("deadline_missed").get<bool>()) continue;
+    json args{{"frame_id", f.at("frame_id")},
+              {"dropped", f.at("dropped_frames")},
+              {"matrix_dropped", Round3(f.at("matrix_dropped").get<double>())},
+              {"bucket", f.at("bucket")},
+              {"total_ms", Ms(f, "total_ns")},
+              {"scene", f.at("scene")}};
+    const std::string name = fmt::format("Jank: Frame {} dropped {} ({})", U64(f, "frame_id"), U64(f, "dropped_frames"),
+                                         f.at("bucket").get<std::string>());
+    events.push_back(fmt::format(R"({{"name":{},"cat":"jank","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
+                                 Quote(name), ts(U64(f, "end_ns")), pid, f.at("tid").get<uint32_t>(), Dump(args)));
   }
 
   // FPS counters: Matrix windows on one track, each scene's session totals on its own.
-  auto counter = [&](const std::string& name, uint64_t at_ns, const FpsSummary& s) {
-    json args{{"matrix_fps", Round3(s.matrix_fps)}, {"delivered_fps", Round3(s.delivered_fps)}};
+  auto counter = [&](const std::string& name, uint64_t at_ns, const json& fps) {
+    json args{{"matrix_fps", Round3(fps.at("fps").get<double>())},
+              {"delivered_fps", Round3(fps.at("delivered_fps").get<double>())}};
     events.push_back(fmt::format(R"({{"name":{},"cat":"fps","ph":"C","ts":{},"pid":{},"args":{}}})", Quote(name),
                                  ts(at_ns), pid, Dump(args)));
   };
-  for (const FpsSummary& w : frames.windows) counter("FPS", w.begin_ns, w);
-  if (!frames.windows.empty()) counter("FPS", frames.windows.back().end_ns, frames.windows.back());
-  for (const FpsSummary& s : frames.scenes) {
-    const std::string name = "FPS " + (s.scene.empty() ? std::string("(no scene)") : s.scene);
-    counter(name, s.begin_ns, s);
-    counter(name, s.end_ns, s);
+  for (const json& w : windows) counter("FPS", U64(w, "begin_ns"), w);
+  if (!windows.empty()) counter("FPS", U64(windows.back(), "end_ns"), windows.back());
+  for (const json& s : scenes) {
+    const std::string scene = s.at("scene").get<std::string>();
+    const std::string name = "FPS " + (scene.empty() ? std::string("(no scene)") : scene);
+    counter(name, U64(s, "begin_ns"), s);
+    counter(name, U64(s, "end_ns"), s);
   }
 
   json metadata{{"source", "looptrace"},
-                {"pid", session.pid},
-                {"command", session.command},
-                {"profile", session.profile},
-                {"thread_filter", session.thread_filter},
-                {"begin_ns", session.begin_ns},
-                {"end_ns", session.end_ns},
-                {"wall_time_ns", session.wall_time_ns},
-                {"end_reason", session.end_reason},
+                {"pid", session.at("pid")},
+                {"command", session.at("command")},
+                {"profile", session.at("profile")},
+                {"thread_filter", session.at("threads")},
+                {"begin_ns", session.at("begin_ns")},
+                {"end_ns", session.at("end_ns")},
+                {"wall_time_ns", session.at("wall_time_ns")},
+                {"end_reason", session.at("end_reason")},
                 {"ts_base_ns", base_ns},
-                {"frames", frames.frames.size()},
-                {"messages", messages.messages.size()}};
+                {"frames", frames.size()},
+                {"messages", report.messages.messages.size()}};
   json rates = json::array();
-  for (double hz : frames.refresh_rates) rates.push_back(Round3(hz));
+  for (double hz : report.frames.refresh_rates) rates.push_back(Round3(hz));
   metadata["refresh_rates"] = rates;
 
   out << "{\"traceEvents\":[\n";
@@ -230,9 +241,7 @@ namespace {
 
 class ChromeRenderer : public Renderer {
  public:
-  void Render(const Report& report, std::ostream& out) const override {
-    RenderChromeTrace(report.session, report.messages, report.frames, out);
-  }
+  void Render(const Report& report, std::ostream& out) const override { RenderChromeTrace(report, out); }
 };
 
 }  // namespace

@@ -1,212 +1,60 @@
+// The rows are made from the report's JSON records (json_records.h), not from the report's
+// structs: a column says what the JSON report says, under the name the table gives it.
 #include "looptrace/report/clickhouse_rows.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
+
+#include "looptrace/report/json_records.h"
 
 namespace looptrace {
 namespace {
 
 using nlohmann::json;
 
-constexpr const char* kIdentityColumns = R"(    host String,
-    target String,
-    pid UInt32,
-    session_id String,
-    build String,
-    time DateTime,
-    time_ns UInt64,)";
-
-constexpr const char* kTreeColumns = R"(,
-    tree_depth Array(UInt32),
-    tree_name Array(String),
-    tree_count Array(UInt32),
-    tree_cost_ns Array(UInt64))";
-
-struct TableSpec {
-  const char* name;
-  const char* comment;
-  const char* columns;
-  bool tree;
-};
-
-const TableSpec kTables[] = {
-    {"sessions", "one row per session, replaced as it goes (query with FINAL or argMax)",
-     R"(
-    profile String,
-    end_reason String,
-    end_time DateTime,
-    duration_ns UInt64,
-    messages UInt64,
-    busy_ns UInt64,
-    anrs UInt32,
-    lags UInt32,
-    evil_methods UInt32,
-    frames UInt64,
-    janky_frames UInt64,
-    data_loss UInt64,
-    updated DateTime)",
-     false},
-    {"message_summaries", "per thread and flush interval: every message is counted in exactly one row",
-     R"(
-    tid UInt32,
-    interval_ns UInt64,
-    count UInt64,
-    total_ns UInt64,
-    busy_ns UInt64,
-    min_ns UInt64,
-    p50_ns UInt64,
-    p90_ns UInt64,
-    p99_ns UInt64,
-    max_ns UInt64)",
-     false},
-    {"slow_messages", "messages at least --clickhouse-slow-threshold long (default 100 ms)",
-     R"(
-    tid UInt32,
-    depth UInt32,
-    msg_id Int64,
-    name String,
-    cost_ns UInt64,
-    cpu_ns UInt64,
-    stack_key String)",
-     false},
-    {"evil_methods", "slow messages (>= --evil-threshold) with their call tree and Matrix's stackKey",
-     R"(
-    tid UInt32,
-    msg_id Int64,
-    name String,
-    cost_ns UInt64,
-    cpu_ns UInt64,
-    stack_cost_ns UInt64,
-    stack_key String,
-    stack_key_name String,
-    beats_overwritten UInt64)",
-     true},
-    {"stalls", "ANR and LAG snapshots (with their cause), SIGQUITs from outside (signal_anr) and from the target",
-     R"(
-    kind String,
-    tid UInt32,
-    msg_id Int64,
-    name String,
-    threshold_ns UInt64,
-    cost_ns UInt64,
-    finished UInt8,
-    cause String,
-    deadlock_cycle Array(UInt32),
-    stack_key String,
-    main_user_stack Array(String),
-    main_kernel_stack Array(String),
-    off_cpu_reason Array(String),
-    off_cpu_ns Array(UInt64),
-    on_cpu_ns UInt64,
-    scene String,
-    frame String,
-    sender_pid UInt32,
-    sender_comm String,
-    threads UInt32,
-    process_cpu_percent Float64)",
-     true},
-    {"lags", "slow IdleHandlers (idle_lag), input events (input_lag) and sync barriers left standing (barrier_leak)",
-     R"(
-    kind String,
-    tid UInt32,
-    name String,
-    cost_ns UInt64,
-    sync_messages UInt64,
-    scene String)",
-     true},
-    {"janky_frames", "frames that missed their deadline (class janky or frozen)",
-     R"(
-    tid UInt32,
-    frame_id UInt64,
-    scene String,
-    class String,
-    slow UInt8,
-    total_ns UInt64,
-    cost_ns UInt64,
-    dropped_frames UInt64,
-    bucket String,
-    refresh_hz Float64,
-    delay_by_messages_ns UInt64,
-    phase_name Array(String),
-    phase_ns Array(UInt64))",
-     true},
-    {"startups", "the cold start (Matrix's StartupTracer and what it cannot see) and warm starts",
-     R"(
-    kind String,
-    scene String,
-    cost_ns UInt64,
-    exec_to_app_create_ns UInt64,
-    application_create_ns UInt64,
-    first_screen_ns UInt64,
-    cold_from_exec_ns UInt64,
-    ttid_ns UInt64,
-    ttfd_ns UInt64,
-    complete UInt8,
-    over_threshold UInt8,
-    excessive UInt8,
-    missing Array(String))",
-     true},
-    {"data_quality", "loss and degradation counters: what each flush added",
-     R"(
-    counter String,
-    severity String,
-    value UInt64)",
-     false},
-};
-
-void AddTree(json& j, const std::vector<NamedCallNode>& tree) {
+// A record's call tree as the four tree columns (empty arrays when it has none).
+void AddTree(json& row, const json& record) {
   json depth = json::array(), name = json::array(), count = json::array(), cost = json::array();
-  for (const auto& n : tree) {
-    depth.push_back(n.node.depth);
-    name.push_back(n.name);
-    count.push_back(n.node.count);
-    cost.push_back(n.node.cost_ns);
-  }
-  j["tree_depth"] = depth;
-  j["tree_name"] = name;
-  j["tree_count"] = count;
-  j["tree_cost_ns"] = cost;
+  if (auto tree = record.find("tree"); tree != record.end())
+    for (const json& n : *tree) {
+      depth.push_back(n.at("depth"));
+      name.push_back(n.at("name"));
+      count.push_back(n.at("count"));
+      cost.push_back(n.at("cost_ns"));
+    }
+  row["tree_depth"] = depth;
+  row["tree_name"] = name;
+  row["tree_count"] = count;
+  row["tree_cost_ns"] = cost;
 }
+
+void NoTree(json& row) { AddTree(row, json::object()); }
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-int64_t MsgId(const std::optional<uint64_t>& id) { return id ? static_cast<int64_t>(*id) : -1; }
+uint64_t U64(const json& record, const char* key) { return record.at(key).get<uint64_t>(); }
+
+// msg_id: the record's (null when the message had none) as -1.
+int64_t MsgId(const json& record) {
+  auto it = record.find("msg_id");
+  return it == record.end() || it->is_null() ? -1 : static_cast<int64_t>(it->get<uint64_t>());
+}
+
+// A name a record writes null when empty.
+json Text(const json& record, const char* key) {
+  const json& value = record.at(key);
+  return value.is_null() ? json("") : value;
+}
+
+int Flag(const json& record, const char* key) { return record.at(key).get<bool>() ? 1 : 0; }
+
+// Copies `keys` from the record under the same names.
+void Copy(json& row, const json& record, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) row[key] = record.at(key);
+}
 
 }  // namespace
-
-const std::vector<std::string>& ClickHouseTables() {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> names;
-    for (const auto& t : kTables) names.push_back(t.name);
-    return names;
-  }();
-  return kNames;
-}
-
-std::string ClickHouseSchema(const std::string& database) {
-  std::string out = fmt::format(
-      "-- looptrace report rows (ClickHouse 18.16 or later): `looptrace attach --clickhouse URL` inserts\n"
-      "-- into these tables with INSERT ... FORMAT JSONEachRow over the HTTP interface.\n"
-      "-- Every table starts with the same identity columns and is ordered by (host, target, time).\n"
-      "--\n"
-      "-- A cluster: create each table ON CLUSTER with ReplicatedMergeTree (or keep MergeTree per\n"
-      "-- shard) under a local name, e.g. {0}.stalls_local, and a Distributed table named as below\n"
-      "-- over it, e.g. ENGINE = Distributed(my_cluster, {0}, stalls_local, rand()); hosts insert\n"
-      "-- into the Distributed tables and queries read them.\n\n"
-      "CREATE DATABASE IF NOT EXISTS {0};\n",
-      database);
-  for (const auto& t : kTables) {
-    const bool sessions = std::string_view(t.name) == "sessions";
-    out += fmt::format(
-        "\n-- {}\nCREATE TABLE IF NOT EXISTS {}.{}\n(\n{}{}{}\n)\nENGINE = {}\nPARTITION BY {}\nORDER BY {};\n",
-        t.comment, database, t.name, kIdentityColumns, t.columns, t.tree ? kTreeColumns : "",
-        sessions ? "ReplacingMergeTree(updated)" : "MergeTree()", sessions ? "toYYYYMM(time)" : "toYYYYMMDD(time)",
-        sessions ? "(host, target, time, session_id)" : "(host, target, time)");
-  }
-  return out;
-}
 
 RowBuilder::RowBuilder(RowIdentity identity, uint64_t slow_message_ns)
     : id_(std::move(identity)), slow_message_ns_(slow_message_ns) {}
@@ -276,32 +124,30 @@ std::vector<TableRows> RowBuilder::Rows(const Report& report, const std::vector<
     out["message_summaries"].push_back(Dump(j));
   }
 
-  std::map<std::pair<uint32_t, uint64_t>, std::string> stack_keys;  // (tid, begin) of evil methods
+  // The evil methods' stackKeys, for the slow messages they are (by tid and begin).
+  std::map<std::pair<uint32_t, uint64_t>, std::string> stack_keys;
   for (const auto& e : report.evil_methods) {
     stack_keys[{e.message.tid, e.message.begin_ns}] = e.stack_key;
     if (!fresh(e.message.end_ns)) continue;
-    json j = row(e.message.begin_ns);
-    j["tid"] = e.message.tid;
-    j["msg_id"] = MsgId(e.message.msg_id);
-    j["name"] = e.message.name;
-    j["cost_ns"] = e.message.cost_ns();
-    j["cpu_ns"] = e.message.cpu_ns;
-    j["stack_cost_ns"] = e.stack_cost_ns;
-    j["stack_key"] = e.stack_key;
-    j["stack_key_name"] = e.stack_key_name;
-    j["beats_overwritten"] = e.beats_overwritten;
-    AddTree(j, e.tree);
+    const json r = EvilMethodJson(report, e);
+    json j = row(U64(r, "begin_ns"));
+    j["tid"] = r.at("tid");
+    j["msg_id"] = MsgId(r);
+    j["name"] = Text(r, "name");
+    Copy(j, r, {"cost_ns", "cpu_ns", "stack_cost_ns"});
+    j["stack_key"] = r.at("stackKey");
+    Copy(j, r, {"stack_key_name", "beats_overwritten"});
+    AddTree(j, r);
     out["evil_methods"].push_back(Dump(j));
   }
   for (const auto& m : report.messages.messages) {
     if (m.cost_ns() < slow_message_ns_ || !fresh(m.end_ns)) continue;
-    json j = row(m.begin_ns);
-    j["tid"] = m.tid;
-    j["depth"] = m.depth;
-    j["msg_id"] = MsgId(m.msg_id);
-    j["name"] = m.name;
-    j["cost_ns"] = m.cost_ns();
-    j["cpu_ns"] = m.cpu_ns;
+    const json r = MessageJson(m, true);
+    json j = row(U64(r, "begin_ns"));
+    Copy(j, r, {"tid", "depth"});
+    j["msg_id"] = MsgId(r);
+    j["name"] = Text(r, "name");
+    Copy(j, r, {"cost_ns", "cpu_ns"});
     auto key = stack_keys.find({m.tid, m.begin_ns});
     j["stack_key"] = key == stack_keys.end() ? "" : key->second;
     out["slow_messages"].push_back(Dump(j));
@@ -310,152 +156,148 @@ std::vector<TableRows> RowBuilder::Rows(const Report& report, const std::vector<
   for (const auto& s : report.stalls) {
     // A stall is taken once its message ended (or the session did).
     if (!(s.finished || final) || !fresh(s.message.end_ns)) continue;
-    json j = row(s.message.begin_ns);
-    const ThreadSnapshot* self = s.snapshot.threads.empty() ? nullptr : &s.snapshot.threads.front();
-    j["kind"] = s.anr ? "anr" : "lag";
-    j["tid"] = s.message.tid;
-    j["msg_id"] = MsgId(s.message.msg_id);
-    j["name"] = s.message.name;
-    j["threshold_ns"] = s.threshold_ns;
-    j["cost_ns"] = s.message.cost_ns();
-    j["finished"] = s.finished ? 1 : 0;
-    j["cause"] = s.stuck_reason;
-    j["deadlock_cycle"] = s.deadlock_cycle;
-    j["stack_key"] = s.stack_key;
-    j["main_user_stack"] = self ? self->user_stack : std::vector<std::string>{};
-    j["main_kernel_stack"] = self ? self->kernel_stack : std::vector<std::string>{};
+    const json r = StallJson(report, s);
+    json j = row(U64(r, "begin_ns"));
+    const json& threads = r.at("threads");
+    const json main = threads.empty() ? json::object() : threads.front();
+    j["kind"] = r.at("type");
+    j["tid"] = r.at("tid");
+    j["msg_id"] = MsgId(r);
+    j["name"] = Text(r, "name");
+    Copy(j, r, {"threshold_ns", "cost_ns"});
+    j["finished"] = Flag(r, "finished");
+    j["cause"] = r.at("stuck_reason");
+    j["deadlock_cycle"] = r.at("deadlock_cycle");
+    j["stack_key"] = r.at("stackKey");
+    j["main_user_stack"] = main.value("user_stack", json::array());
+    j["main_kernel_stack"] = main.value("kernel_stack", json::array());
     json reasons = json::array(), ns = json::array();
-    for (const auto& r : s.off_cpu_by_reason) {
-      reasons.push_back(r.reason);
-      ns.push_back(r.total_ns);
+    for (const json& reason : r.at("off_cpu_by_reason")) {
+      reasons.push_back(reason.at("reason"));
+      ns.push_back(reason.at("total_ns"));
     }
     j["off_cpu_reason"] = reasons;
     j["off_cpu_ns"] = ns;
-    j["on_cpu_ns"] = s.on_cpu_ns;
-    j["scene"] = s.scene;
-    j["frame"] = s.frame;
+    Copy(j, r, {"on_cpu_ns", "scene", "frame"});
     j["sender_pid"] = 0;
     j["sender_comm"] = "";
-    j["threads"] = s.snapshot.threads.size();
-    j["process_cpu_percent"] = s.snapshot.process_cpu_percent;
-    AddTree(j, s.tree);
+    j["threads"] = threads.size();
+    j["process_cpu_percent"] = r.at("process_cpu_percent");
+    AddTree(j, r);
     out["stalls"].push_back(Dump(j));
   }
   for (const auto& s : report.signal_anrs) {
     if (!fresh(s.signal.ts_ns)) continue;
-    json j = row(s.signal.ts_ns);
-    j["kind"] = s.from_self ? "self_sigquit" : "signal_anr";
-    j["tid"] = s.signal.target_tid;
-    j["msg_id"] = s.stalled ? MsgId(s.message.msg_id) : -1;
-    j["name"] = s.stalled ? s.message.name : "";
+    const json r = SignalAnrJson(report, s);
+    const bool stalled = r.at("stalled").get<bool>();
+    json j = row(U64(r, "ts_ns"));
+    j["kind"] = r.at("type");
+    j["tid"] = s.signal.target_tid;  // the record names the sender, not the thread signalled
+    j["msg_id"] = MsgId(r);
+    j["name"] = stalled ? r.at("name") : json("");
     j["threshold_ns"] = 0;
-    j["cost_ns"] = s.stalled ? s.message.cost_ns() : 0;
+    j["cost_ns"] = stalled ? r.at("running_ns") : json(0);
     j["finished"] = 0;
-    j["cause"] = s.stalled ? "signal while a message ran" : "signal while idle";
-    j["deadlock_cycle"] = json::array();
+    j["cause"] = stalled ? "signal while a message ran" : "signal while idle";
+    for (const char* empty : {"deadlock_cycle", "main_user_stack", "main_kernel_stack", "off_cpu_reason", "off_cpu_ns"})
+      j[empty] = json::array();
     j["stack_key"] = "";
-    j["main_user_stack"] = json::array();
-    j["main_kernel_stack"] = json::array();
-    j["off_cpu_reason"] = json::array();
-    j["off_cpu_ns"] = json::array();
     j["on_cpu_ns"] = 0;
-    j["scene"] = s.scene;
+    j["scene"] = r.at("scene");
     j["frame"] = "";
-    j["sender_pid"] = s.signal.sender_pid;
-    j["sender_comm"] = s.signal.sender_comm;
+    Copy(j, r, {"sender_pid", "sender_comm"});
     j["threads"] = 0;
     j["process_cpu_percent"] = -1.0;
-    AddTree(j, {});
+    NoTree(j);
     out["stalls"].push_back(Dump(j));
   }
 
   for (const auto& l : report.span_lags) {
     if (!fresh(l.end_ns)) continue;
-    json j = row(l.begin_ns);
-    j["kind"] = l.kind;
-    j["tid"] = l.tid;
-    j["name"] = l.name;
-    j["cost_ns"] = l.end_ns - l.begin_ns;
+    const json r = SpanLagJson(report, l);
+    json j = row(U64(r, "begin_ns"));
+    j["kind"] = r.at("type");
+    Copy(j, r, {"tid", "name", "cost_ns"});
     j["sync_messages"] = 0;
-    j["scene"] = l.scene;
-    AddTree(j, l.tree);
+    j["scene"] = r.at("scene");
+    AddTree(j, r);
     out["lags"].push_back(Dump(j));
   }
   for (const auto& b : report.barrier_leaks) {
     if (!fresh(b.end_ns)) continue;
-    json j = row(b.begin_ns);
-    j["kind"] = "barrier_leak";
-    j["tid"] = b.tid;
-    j["name"] = fmt::format("barrier {}", b.token);
-    j["cost_ns"] = b.end_ns - b.begin_ns;
-    j["sync_messages"] = b.sync_messages_enqueued;
+    const json r = BarrierLeakJson(b);
+    json j = row(U64(r, "begin_ns"));
+    j["kind"] = r.at("type");
+    j["tid"] = r.at("tid");
+    j["name"] = fmt::format("barrier {}", U64(r, "token"));
+    j["cost_ns"] = r.at("duration_ns");
+    j["sync_messages"] = r.at("sync_messages_enqueued");
     j["scene"] = "";
-    AddTree(j, {});
+    NoTree(j);
     out["lags"].push_back(Dump(j));
   }
 
   for (const auto& f : report.frames.frames) {
     if (!f.finished || !f.deadline_missed || !fresh(f.end_ns)) continue;
-    json j = row(f.begin_ns);
-    j["tid"] = f.tid;
-    j["frame_id"] = f.frame_id;
-    j["scene"] = f.scene;
-    j["class"] = f.frozen ? "frozen" : "janky";
-    j["slow"] = f.slow ? 1 : 0;
-    j["total_ns"] = f.total_ns();
-    j["cost_ns"] = f.cost_ns();
-    j["dropped_frames"] = f.dropped_frames;
-    j["bucket"] = f.bucket;
-    j["refresh_hz"] = f.refresh_hz;
-    j["delay_by_messages_ns"] = f.delay_by_messages_ns;
+    const json r = FrameJson(f);
+    json j = row(U64(r, "begin_ns"));
+    Copy(j, r, {"tid", "frame_id", "scene"});
+    j["class"] = r.at("frozen").get<bool>() ? "frozen" : "janky";
+    j["slow"] = Flag(r, "slow");
+    Copy(j, r, {"total_ns", "cost_ns", "dropped_frames", "bucket", "refresh_hz", "delay_by_messages_ns"});
     json names = json::array(), ns = json::array();
-    for (const auto& p : f.phases) {
-      names.push_back(p.name);
-      ns.push_back(p.cost_ns());
+    for (const json& p : r.at("phases")) {
+      names.push_back(p.at("name"));
+      ns.push_back(p.at("cost_ns"));
     }
     j["phase_name"] = names;
     j["phase_ns"] = ns;
-    AddTree(j, f.tree);
+    AddTree(j, r);
     out["janky_frames"].push_back(Dump(j));
   }
 
   const StartupReport& st = report.startup;
   if (st.seen && !cold_startup_ && (st.cold_complete || final)) {
-    uint64_t at = st.exec_ns ? *st.exec_ns : st.app_create_begin_ns ? *st.app_create_begin_ns : report.session.begin_ns;
-    json j = row(at);
+    const json r = ColdStartJson(report);
+    const json& exec = r.at("exec_ns");
+    const json& app_create = r.at("app_create_begin_ns");
+    json j = row(!exec.is_null()         ? exec.get<uint64_t>()
+                 : !app_create.is_null() ? app_create.get<uint64_t>()
+                                         : report.session.begin_ns);
     j["kind"] = "cold";
-    j["scene"] = st.care_scene;
-    j["cost_ns"] = st.cold_ns;
-    j["exec_to_app_create_ns"] = st.exec_to_app_create_ns;
-    j["application_create_ns"] = st.application_create_ns;
-    j["first_screen_ns"] = st.first_screen_ns;
-    j["cold_from_exec_ns"] = st.cold_from_exec_ns;
-    j["ttid_ns"] = st.ttid_ns;
-    j["ttfd_ns"] = st.ttfd_ns;
-    j["complete"] = st.cold_complete ? 1 : 0;
-    j["over_threshold"] = st.over_threshold ? 1 : 0;
-    j["excessive"] = st.excessive ? 1 : 0;
-    j["missing"] = st.missing;
-    AddTree(j, st.tree);
+    j["scene"] = r.at("care_scene");
+    j["cost_ns"] = r.at("cold_ns");
+    Copy(j, r,
+         {"exec_to_app_create_ns", "application_create_ns", "first_screen_ns", "cold_from_exec_ns", "ttid_ns",
+          "ttfd_ns"});
+    j["complete"] = Flag(r, "cold_complete");
+    j["over_threshold"] = Flag(r, "over_threshold");
+    j["excessive"] = Flag(r, "vitals_excessive");
+    j["missing"] = r.at("missing");
+    AddTree(j, r);
     out["startups"].push_back(Dump(j));
     cold_startup_ = true;
   }
   for (size_t i = warm_starts_; i < st.warm_starts.size(); ++i) {
     const WarmStart& w = st.warm_starts[i];
     if (!w.focus_ns && !final) break;  // still starting
-    json j = row(w.launch_ns);
+    const json r = WarmStartJson(report, w);
+    const uint64_t launch = U64(r, "launch_ns");
+    const json& first_frame = r.at("first_frame_ns");
+    json j = row(launch);
     j["kind"] = "warm";
-    j["scene"] = w.activity;
-    j["cost_ns"] = w.cost_ns();
+    j["scene"] = r.at("application_create_scene");
+    j["cost_ns"] = r.at("warm_ns");
     for (const char* zero :
          {"exec_to_app_create_ns", "application_create_ns", "first_screen_ns", "cold_from_exec_ns", "ttfd_ns"})
       j[zero] = 0;
-    j["ttid_ns"] = w.first_frame_ns > w.launch_ns ? w.first_frame_ns - w.launch_ns : 0;
-    j["complete"] = w.focus_ns ? 1 : 0;
-    j["over_threshold"] = w.over_threshold ? 1 : 0;
-    j["excessive"] = w.excessive ? 1 : 0;
+    j["ttid_ns"] =
+        !first_frame.is_null() && first_frame.get<uint64_t>() > launch ? first_frame.get<uint64_t>() - launch : 0;
+    j["complete"] = r.at("focus_ns").is_null() ? 0 : 1;
+    j["over_threshold"] = Flag(r, "over_threshold");
+    j["excessive"] = Flag(r, "vitals_excessive");
     j["missing"] = json::array();
-    AddTree(j, w.tree);
+    AddTree(j, r);
     out["startups"].push_back(Dump(j));
     warm_starts_ = i + 1;
   }

@@ -35,6 +35,14 @@ struct Fixture {
   FramesReport frames;
 };
 
+Report AsReport(const Fixture& f) {
+  Report r;
+  r.session = f.session;
+  r.messages = f.messages;
+  r.frames = f.frames;
+  return r;
+}
+
 // 30 frames at 60 Hz in doFrame messages with five phases each; frame 10 takes 40 ms;
 // a background message with a nested one; an unfinished message at the end; frames on a
 // second looper thread with no messages.
@@ -102,7 +110,7 @@ Fixture Build() {
 
 json Render(const Fixture& f, std::string* text = nullptr) {
   std::ostringstream out;
-  RenderChromeTrace(f.session, f.messages, f.frames, out);
+  RenderChromeTrace(AsReport(f), out);
   if (text) *text = out.str();
   return json::parse(out.str());
 }
@@ -279,9 +287,9 @@ TEST(ChromeTrace, EmptyReportsAreValid) {
 TEST(ChromeTrace, Deterministic) {
   std::ostringstream a, b;
   Fixture f = Build();
-  RenderChromeTrace(f.session, f.messages, f.frames, a);
+  RenderChromeTrace(AsReport(f), a);
   Fixture g = Build();
-  RenderChromeTrace(g.session, g.messages, g.frames, b);
+  RenderChromeTrace(AsReport(g), b);
   EXPECT_EQ(a.str(), b.str());
 }
 

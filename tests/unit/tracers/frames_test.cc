@@ -675,14 +675,14 @@ TEST(Frames, MatrixWindowsOfTenSecondsWithMoreThanTwentyFrames) {
 }
 
 std::string Render(const FramesReport& frames, const std::vector<Message>& messages) {
-  SessionInfo session;
-  session.pid = kTid;
-  session.begin_ns = kBase - 10 * kMs;
-  MessagesReport m;
-  m.enabled = true;
-  m.messages = messages;
+  Report report;
+  report.session.pid = kTid;
+  report.session.begin_ns = kBase - 10 * kMs;
+  report.messages.enabled = true;
+  report.messages.messages = messages;
+  report.frames = frames;
   std::ostringstream out;
-  RenderChromeTrace(session, m, frames, out);
+  RenderChromeTrace(report, out);
   return out.str();
 }
 
