@@ -179,7 +179,7 @@ BACKGROUND SESSIONS:
       c.pid = pid;
       c.session = flags_.session;
       c.format = output_.format;
-      c.render.top_n = analysis_.common.top_n;
+      c.render = analysis_.Rendering();
       auto out = OutputFor(output_.path, pid, pids.size(), "-o");
       if (!out) return Fail(out.error());
       c.output_path = *out;

@@ -76,8 +76,7 @@ class TraceCommand : public Command {
     if (recording) {
       if (auto ok = recording->Commit(); !ok) status = Fail(ok.error());
     }
-    RenderOptions render;
-    render.top_n = analysis_.common.top_n;
+    RenderOptions render = analysis_.Rendering();
     render.verbose = log::Enabled(log::Level::kV1);
     Report report = pipeline.TakeReport();
     MakeRenderer(output_.format, render)->Render(report, (*out)->stream());

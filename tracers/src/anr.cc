@@ -248,6 +248,15 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
     r.tree = std::move(tree.nodes);
     r.stack_key = std::move(tree.stack_key);
   }
+  // The interpreted stack (runtimes with method beats: the methods still running in the open
+  // slice), innermost first, next to the native stacks.
+  std::vector<std::string> open;
+  for (const NamedCallNode& n : r.tree) {
+    if (n.node.depth == 0 || !n.node.unfinished) continue;
+    open.resize(n.node.depth - 1);
+    open.push_back(n.name);
+  }
+  r.interpreted_stack.assign(open.rbegin(), open.rend());
   stalls_.push_back(std::move(r));
 }
 

@@ -6,6 +6,7 @@
 
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/messages.h"
+#include "looptrace/tracers/sample_store.h"
 #include "looptrace/tracers/stall_causes.h"
 
 namespace looptrace {
@@ -101,6 +102,7 @@ void EvilMethodTracer::ReportSlow(const Span& span) {
     report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;
   }
   if (context_.causes) report.causes = context_.causes->Within(span.tid, span.begin_ns, span.end_ns, *context_.spans);
+  if (context_.samples) report.sampled = context_.samples->TreeOf(span);
   reports_.push_back(std::move(report));
 }
 

@@ -5,6 +5,8 @@
 #include <tuple>
 #include <utility>
 
+#include "looptrace/tracers/sample_store.h"
+
 namespace looptrace {
 namespace {
 
@@ -247,8 +249,11 @@ void FrameTracer::OnSpanEnd(const Span& span) {
     r.end_ns = std::max(span.end_ns, r.begin_ns);
     r.finished = span.close == SpanClose::kEnded;
     frames_.push_back(std::move(r));
-    if (frames_.back().cost_ns() >= options_.jank_tree_threshold_ns && span.close != SpanClose::kUnfinished)
+    if (frames_.back().cost_ns() >= options_.jank_tree_threshold_ns && span.close != SpanClose::kUnfinished) {
       threads_[span.tid].awaiting_message.push_back(frames_.size() - 1);
+      // Kept if the frame turns out janky (the refresh rate is known at the end).
+      if (context_.samples) frames_.back().sampled = context_.samples->TreeOf(span);
+    }
     return;
   }
   if (span.kind != SpanKind::kMessage || span.close != SpanClose::kEnded || !frames_possible_) return;
@@ -359,7 +364,10 @@ void FrameTracer::Summarize(FramesReport* out) {
     f.deadline_missed = total > interval;
     f.slow = static_cast<double>(total) > kSlowNsAt60Hz * 60.0 / f.refresh_hz;
     f.frozen = total >= kFrozenNs;
-    if (!f.deadline_missed) f.tree.clear();
+    if (!f.deadline_missed) {
+      f.tree.clear();
+      f.sampled = {};
+    }
 
     uint64_t& prev = prev_end[f.tid];
     const uint64_t from = std::max(f.intended_vsync_ns, prev);

@@ -121,6 +121,43 @@ Result<void> OptionSet::Set(std::string_view name, std::string_view value) const
 void CommonOptions::Declare(OptionSet& options) {
   options.Count("top", &top_n, 1, 100000, "rows in the slowest-message and by-name tables");
   options.Count("max-nodes", &max_nodes, 1, 1000000, "call-tree node limit (Matrix's trim rule)");
+  options.Count("sampled-max-nodes", &sampled_max_nodes, 1, 100000,
+                "node limit of sampled call trees (Matrix's trim rule; they are deeper than method trees)");
+}
+
+namespace {
+
+// A value of `allowed`, stored in `out`.
+OptionDeclaration OneOf(std::string name, std::string value_name, std::string help,
+                        std::vector<std::string_view> allowed, std::string* out) {
+  OptionDeclaration d;
+  d.name = name;
+  d.value_name = std::move(value_name);
+  d.help = std::move(help);
+  d.default_text = *out;
+  d.set = [name, allowed, out](std::string_view value) -> Result<void> {
+    for (auto a : allowed)
+      if (value == a) {
+        *out = std::string(value);
+        return {};
+      }
+    std::string names;
+    for (auto a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+    return MakeError(fmt::format("invalid --{} '{}'", name, value), ExitCode::kUsage, "one of " + names);
+  };
+  return d;
+}
+
+}  // namespace
+
+void DeclareRenderOptions(RenderOptions& render, OptionSet& options) {
+  options.Custom(OneOf("folded-scope", "slow|session",
+                       "-f folded: the stacks of each slow message, frame and startup (slow), or every sample of the "
+                       "session (session)",
+                       {"slow", "session"}, &render.folded_scope));
+  options.Custom(OneOf("folded-source", "sampled|instrumented",
+                       "-f folded: stacks from stack samples, or from method-beat call trees (self time per node)",
+                       {"sampled", "instrumented"}, &render.folded_source));
 }
 
 }  // namespace looptrace

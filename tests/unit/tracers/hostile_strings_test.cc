@@ -60,7 +60,7 @@ Report HostileReport(const std::string& name) {
   r.session.profile = name;
   r.session.begin_ns = 1'000'000'000;
   r.session.end_ns = 20'000'000'000;
-  r.folded.push_back({{"main", name}, 2'000'000});
+  r.session_stacks.push_back({{"main", name}, 2'000'000});
   r.session.end_reason = "interrupted";
   r.session.probe_roles.push_back("dispatch.begin");
   Message m;
@@ -82,6 +82,7 @@ Report HostileReport(const std::string& name) {
   evil.stack_key = name;
   evil.stack_key_name = name;
   evil.matrix_stack = name;
+  evil.sampled.folded = {{{"main", name}, 2'000'000}};  // what -f folded draws by default
   r.evil_methods = {evil};
   StallReport stall;
   stall.anr = true;

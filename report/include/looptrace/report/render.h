@@ -16,6 +16,10 @@ namespace looptrace {
 struct RenderOptions {
   size_t top_n = 10;     // rows in "slowest" / "by name" tables
   bool verbose = false;  // -v: also the filter counters (hits filtered in BPF on purpose)
+  // -f folded: each slow message's, frame's and startup's stacks ("slow"), or the session's
+  // ("session"); from their sampled trees ("sampled") or method-beat trees ("instrumented").
+  std::string folded_scope = "slow";
+  std::string folded_source = "sampled";
 };
 
 class Renderer {

@@ -244,7 +244,9 @@ struct Report {
   std::vector<BarrierLeakReport> barrier_leaks;
   StartupReport startup;
   FramesReport frames;
-  std::vector<FoldedStack> folded;  // -f folded: stacks chosen by --folded-scope / --folded-source
+  // Every stack sample of the session, folded by stack (the sampled_tree tracer): what -f folded
+  // --folded-scope session draws.
+  std::vector<FoldedStack> session_stacks;
   Stats stats;
 };
 

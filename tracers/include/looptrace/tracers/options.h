@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "looptrace/report/render.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace {
@@ -47,10 +48,14 @@ class OptionSet {
 
 // Options every tracer shares.
 struct CommonOptions {
-  size_t top_n = 10;      // rows in the "slowest" and "by name" tables, worst frames
-  size_t max_nodes = 30;  // call-tree node limit, Matrix's TARGET_EVIL_METHOD_STACK
+  size_t top_n = 10;              // rows in the "slowest" and "by name" tables, worst frames
+  size_t max_nodes = 30;          // call-tree node limit, Matrix's TARGET_EVIL_METHOD_STACK
+  size_t sampled_max_nodes = 60;  // sampled trees (sample_store.h) are deeper than method trees
   void Declare(OptionSet& options);
 };
+
+// The render options a user may set with the analysis ones: -f folded's scope and source.
+void DeclareRenderOptions(RenderOptions& render, OptionSet& options);
 
 // The options object of one tracer (registry.h creates one per tracer and run).
 class TracerOptions {

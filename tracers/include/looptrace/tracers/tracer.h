@@ -19,6 +19,7 @@
 namespace looptrace {
 
 class MethodNamer;
+class SampleStore;
 class StallCauses;
 class AnalysisOptions;
 
@@ -56,6 +57,7 @@ struct TracerContext {
   const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
   const SpanTracker* spans = nullptr;
   const StallCauses* causes = nullptr;  // GC runs and monitor waits seen so far
+  SampleStore* samples = nullptr;       // stack samples: a span's sampled tree at its end
   const SessionInfo* session = nullptr;
   const CommonOptions* common = nullptr;
   // Every tracer's options (read-only), for a tracer that follows another's thresholds.
