@@ -3,53 +3,18 @@
 #include "looptrace/tracers/messages.h"
 #include "looptrace/tracers/stall_causes.h"
 
-#include <fmt/format.h>
-
-#include <charconv>
-
 #include <algorithm>
-#include <set>
 
 namespace looptrace {
-Result<uint64_t> ParseAnrThreshold(std::string_view text) {
-  static const std::pair<const char*, uint64_t> kPresets[] = {
-      {"input", 5000},    {"broadcast", 10000},   {"broadcast-bg", 60000},
-      {"service", 20000}, {"service-bg", 200000}, {"bind-application", 15000},
-      {"job", 8000}};
-  for (auto [name, ms] : kPresets)
-    if (text == name) return ms * 1'000'000;
-  double ms = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
-  if (ec == std::errc() && ptr == text.data() + text.size() && ms > 0 && ms < 1e12)
-    return static_cast<uint64_t>(ms * 1e6);
-  return MakeError(fmt::format("invalid --anr-threshold '{}'", text), ExitCode::kUsage,
-                   "milliseconds, or one of input (5 s), broadcast (10 s), broadcast-bg (60 s), "
-                   "service (20 s), service-bg (200 s), bind-application (15 s), job (8 s)");
-}
 
-void AnrOptions::Declare(OptionSet& options) {
-  OptionDeclaration anr;
-  anr.name = "anr-threshold";
-  anr.value_name = "MS|PRESET";
-  anr.help =
-      "ANR snapshot when a message runs this long: MS or input|broadcast|broadcast-bg|service|"
-      "service-bg|bind-application|job";
-  anr.default_text = std::to_string(anr_threshold_ns / 1'000'000);
-  anr.set = [this](std::string_view text) -> Result<void> {
-    ASSIGN_OR_RETURN(anr_threshold_ns, ParseAnrThreshold(text));
-    return {};
-  };
-  options.Custom(std::move(anr));
-  options.Milliseconds("lag-threshold", &lag_threshold_ns,
-                       "LAG snapshot of a message running this long (Matrix's 2 s)");
-}
+void AnrOptions::Declare(OptionSet&) {}
 
 AnrTracer::AnrTracer(const AnrOptions& options, const TracerContext& context)
     : CopyableTracer(context), options_(options) {}
 
 std::vector<WatchThreshold> AnrTracer::Watches() const {
-  return {{SpanKind::kMessage, options_.lag_threshold_ns, "lag"},
-          {SpanKind::kMessage, options_.anr_threshold_ns, "anr"}};
+  return {{SpanKind::kMessage, context_.common->lag_threshold_ns, "lag"},
+          {SpanKind::kMessage, context_.common->anr_threshold_ns, "anr"}};
 }
 
 bool AnrTracer::MessageOpen(uint32_t tid) const {
@@ -134,7 +99,7 @@ void AnrTracer::OnSnapshot(const StallSnapshot& snapshot) {
   PendingStall pending;
   StallReport& r = pending.report;
   r.anr = snapshot.anr;
-  r.threshold_ns = snapshot.anr ? options_.anr_threshold_ns : options_.lag_threshold_ns;
+  r.threshold_ns = snapshot.anr ? context_.common->anr_threshold_ns : context_.common->lag_threshold_ns;
   r.snapshot = snapshot;
   if (message) {
     r.message = MessageOf(*message);

@@ -12,8 +12,6 @@
 namespace looptrace {
 
 void EvilMethodOptions::Declare(OptionSet& options) {
-  options.Milliseconds("evil-threshold", &threshold_ns,
-                       "report messages costing at least MS with their call tree (EvilMethod)");
   options.Flag("matrix-compat", &matrix_compat, "reproduce Matrix's stack algorithm exactly (ms clock, its quirks)");
 }
 
@@ -107,7 +105,7 @@ void EvilMethodTracer::ReportSlow(const Span& span) {
 }
 
 void EvilMethodTracer::Contribute(Report& report) {
-  report.evil_threshold_ns = options_.threshold_ns;
+  report.evil_threshold_ns = context_.common->evil_threshold_ns;
   report.evil_methods = std::move(reports_);
 }
 

@@ -142,7 +142,6 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
 void FrameOptions::Declare(OptionSet& options) {
   options.Milliseconds("jank-tree-threshold", &jank_tree_threshold_ns,
                        "janky frames at least MS long keep their message's call tree");
-  options.Hertz("refresh-rate", &refresh_hz, "display refresh rate in Hz (default: measured from vsync)");
 }
 
 FrameTracer::FrameTracer(const FrameOptions& options, const TracerContext& context)
@@ -331,8 +330,8 @@ void FrameTracer::Summarize(FramesReport* out) {
   // received, so the frames fill in the grid where an app busy every other vsync only
   // receives every second tick (which alone would look like half the rate).
   std::vector<RefreshSegment> segments;
-  if (options_.refresh_hz > 0) {
-    segments.push_back(SegmentForHz(0, options_.refresh_hz));
+  if (context_.common->refresh_hz > 0) {
+    segments.push_back(SegmentForHz(0, context_.common->refresh_hz));
   } else {
     std::vector<uint64_t> vsyncs = vsync_events_;
     vsyncs.insert(vsyncs.end(), frame_vsyncs_.begin(), frame_vsyncs_.end());

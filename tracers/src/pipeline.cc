@@ -53,7 +53,6 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices, Pip
   context_.samples = &samples_;
   context_.session = &report_.session;
   context_.common = &options_.common;
-  context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
     tracers_.push_back(entry.live_only && use != PipelineUse::kLive ? nullptr
                                                                     : entry.make(options_.Of(entry.name), context_));

@@ -44,7 +44,7 @@ using testing::U;
 class Rows : public ::testing::Test {
  protected:
   Rows() : pipeline_(options_, nullptr, PipelineUse::kLive) {
-    options_.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 300 * kMs;
+    options_.common.evil_threshold_ns = 300 * kMs;
     SessionStart start;
     start.ts_ns = 10 * kS;
     start.wall_time_ns = 1'700'000'000 * kS;

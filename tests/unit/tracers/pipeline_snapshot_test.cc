@@ -142,7 +142,6 @@ TEST(PipelineSnapshot, EveryRegisteredTracerIsCloned) {
   TracerContext context;
   context.stats = &stats;
   context.spans = &spans;
-  context.analysis = &options;
   context.common = &options.common;
   for (const TracerEntry& entry : TracerRegistry()) {
     auto tracer = entry.make(options.Of(entry.name), context);

@@ -146,7 +146,7 @@ testing::EventScript SlowMessage() {
 
 TEST(SampledTreeTracer, ASlowMessageGetsItsSampledTreeNextToTheEvilReport) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report r = SlowMessage().Run(options, 2'000 * kMs, Start());
   ASSERT_EQ(r.evil_methods.size(), 1u);
   const EvilMethodReport& e = r.evil_methods[0];
@@ -171,11 +171,11 @@ TEST(SampledTreeTracer, ASlowMessageGetsItsSampledTreeNextToTheEvilReport) {
 
 TEST(SampledTreeTracer, FastMessagesAndSessionsWithoutSamplesGetNoTree) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report none = SlowMessage().Run(options, 2'000 * kMs, Start(/*hz=*/0));
   ASSERT_EQ(none.evil_methods.size(), 1u);
   EXPECT_TRUE(none.evil_methods[0].sampled.empty());
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 1500 * kMs;
+  options.common.evil_threshold_ns = 1500 * kMs;
   EXPECT_TRUE(SlowMessage().Run(options, 2'000 * kMs, Start()).evil_methods.empty());
 }
 
@@ -183,7 +183,7 @@ TEST(SampledTreeTracer, FastMessagesAndSessionsWithoutSamplesGetNoTree) {
 // side records first): it must still count for that span, and one of an earlier time must not.
 TEST(SampledTreeTracer, SamplesArrivingBeforeTheirSpansBeginStillCount) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 100 * kMs;
+  options.common.evil_threshold_ns = 100 * kMs;
   Pipeline pipeline(options);
   pipeline.OnEvent(Start());
   pipeline.OnEvent(Probe(Role::kDispatchBegin, 10 * kMs, {U("id", 1)}, kMain));
@@ -219,7 +219,7 @@ TEST(SampledTreeTracer, ASwitchOutWhoseSampleWasLostKeepsItsTime) {
 // off CPU" and hold every later sample (a soak at 30,000 messages/s grew 17 MB/s).
 TEST(SampledTreeTracer, SamplesWhoseSwitchRecordsWereLostDoNotQueueForever) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 50 * kMs;
+  options.common.evil_threshold_ns = 50 * kMs;
   Pipeline pipeline(options);
   pipeline.OnEvent(Start());
   uint64_t t = 1 * kMs, lost = 0;
@@ -291,7 +291,7 @@ TEST(SampledTreeTracer, AJankyFrameGetsTheTreeOfItsOwnSpan) {
 
 TEST(SampledTreeTracer, FoldedStacksPerSlowMessageAndForTheSession) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report slow = SlowMessage().Run(options, 2'000 * kMs, Start());
   std::ostringstream out;
   MakeRenderer("folded")->Render(slow, out);
@@ -334,7 +334,7 @@ TEST(SampledTreeTracer, InstrumentedTreesFoldToTheirSelfTimes) {
 
 TEST(SampledTreeTracer, TextAndJsonShowTheSampledTree) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report r = SlowMessage().Run(options, 2'000 * kMs, Start());
   std::ostringstream text, json;
   MakeRenderer("text")->Render(r, text);

@@ -48,7 +48,7 @@ TEST(StallCauses, GcRunsAndMonitorWaitsInsideASlowMessageWithTheHolder) {
   script.Add(Probe(Role::kLockWaitBegin, 400 * kMs, {U("monitor", 0x88)}, kHolder, 1));
   script.Add(Probe(Role::kLockWaitEnd, 500 * kMs, {U("monitor", 0x88)}, kHolder, 1));
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 500 * kMs;
+  options.common.evil_threshold_ns = 500 * kMs;
   Report r = script.Run(options, 2'000 * kMs);
   ASSERT_EQ(r.evil_methods.size(), 1u);
   const auto& causes = r.evil_methods[0].causes;

@@ -19,17 +19,13 @@
 
 namespace looptrace {
 
+// Its thresholds are CommonOptions' anr_threshold_ns and lag_threshold_ns (the live state
+// follows them too).
 struct AnrOptions : TracerOptions {
-  uint64_t anr_threshold_ns = 5'000'000'000;  // Matrix DEFAULT_ANR; Android input timeout
-  uint64_t lag_threshold_ns = 2'000'000'000;  // Matrix DEFAULT_NORMAL_LAG
-  size_t max_intervals = 20;                  // longest off-CPU intervals kept per report
+  size_t max_intervals = 20;  // longest off-CPU intervals kept per report
   CallTreeOptions tree;
   void Declare(OptionSet& options) override;
 };
-
-// Android's ANR timeouts by name (AOSP defaults: input 5 s, broadcast 10 s, ...), or
-// milliseconds.
-Result<uint64_t> ParseAnrThreshold(std::string_view text);
 
 class AnrTracer : public CopyableTracer<AnrTracer> {
  public:

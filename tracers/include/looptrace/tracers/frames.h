@@ -24,7 +24,6 @@ namespace looptrace {
 struct FrameOptions : TracerOptions {
   uint64_t jank_tree_threshold_ns =
       700'000'000;                      // janky frames at least this long (cost) keep the call tree of their message
-  double refresh_hz = 0;                // 0 = detect from vsync timestamps; else forced
   uint64_t window_ns = 10'000'000'000;  // Matrix's FPS window (DEFAULT_FPS_TIME_SLICE_ALIVE_MS)
   size_t min_window_frames = 21;        // Matrix reports a window only with > 20 frames
   CallTreeOptions tree;

@@ -3,7 +3,7 @@
 // counters and histograms since the session began, a sliding window of the main thread's
 // recent messages and frames, the message running now, and the records the other tracers
 // will report (ANR, LAG, slow idle handlers, ...) counted as they happen, with the same
-// thresholds (read from their options, never from their state). It adds nothing to the
+// thresholds (the common options, never another tracer's options or state). It adds nothing to the
 // report; its memory does not grow with the session's length.
 #pragma once
 

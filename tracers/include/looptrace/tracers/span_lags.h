@@ -12,10 +12,9 @@
 
 namespace looptrace {
 
+// Its thresholds are CommonOptions' idle_lag, input_lag and barrier thresholds (the live
+// figures count by them too).
 struct SpanLagOptions : TracerOptions {
-  uint64_t idle_lag_threshold_ns = 2'000'000'000;   // Matrix's idle handler lag
-  uint64_t input_lag_threshold_ns = 2'000'000'000;  // Matrix's touch event lag
-  uint64_t barrier_threshold_ns = 2'000'000'000;
   CallTreeOptions tree;
   void Declare(OptionSet& options) override;
 };
