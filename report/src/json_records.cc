@@ -20,24 +20,6 @@ uint64_t WallMs(const Report& report, uint64_t ts_ns) {
   return (report.session.wall_time_ns + (ts_ns - std::min(ts_ns, report.session.begin_ns))) / 1'000'000;
 }
 
-json TreeJson(const std::vector<NamedCallNode>& tree) {
-  json out = json::array();
-  uint64_t root = 1;
-  for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
-  for (const auto& n : tree) {
-    json node{{"depth", n.node.depth},
-              {"id", n.node.id},
-              {"name", n.name},
-              {"count", n.node.count},
-              {"cost_ns", n.node.cost_ns},
-              {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}};
-    if (n.node.unfinished) node["unfinished"] = true;
-    if (n.node.lost_exit) node["exit_lost"] = true;
-    out.push_back(std::move(node));
-  }
-  return out;
-}
-
 // The envelope every Matrix issue has: the device block, then tag, process and time
 // (Plugin.onDetectIssue), plus our record type.
 json MatrixRecord(const Report& report, const char* type, const char* tag, uint64_t ts_ns) {
@@ -74,12 +56,36 @@ json StartupEvilJson(const Report& report, const std::vector<NamedCallNode>& tre
   e["stack"] = MatrixStack(tree);
   e["stackKey"] = "";
   e["subType"] = sub_type;
-  e["tree"] = TreeJson(tree);
+  e["tree"] = CallTreeJson(tree);
   AddSampledJson(sampled, &e);
   return e;
 }
 
 }  // namespace
+
+json CallTreeJson(const std::vector<NamedCallNode>& tree, bool marks) {
+  json out = json::array();
+  uint64_t root = 1;
+  for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
+  for (const auto& n : tree) {
+    json node{{"depth", n.node.depth},
+              {"id", n.node.id},
+              {"name", n.name},
+              {"count", n.node.count},
+              {"cost_ns", n.node.cost_ns},
+              {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}};
+    if (marks && n.node.unfinished) node["unfinished"] = true;
+    if (marks && n.node.lost_exit) node["exit_lost"] = true;
+    out.push_back(std::move(node));
+  }
+  return out;
+}
+
+json MemoryKbJson(const std::vector<std::pair<std::string, uint64_t>>& memory_kb) {
+  json memory = json::object();
+  for (const auto& [k, v] : memory_kb) memory[k] = v;
+  return memory;
+}
 
 json SessionJson(const Report& report) {
   const SessionInfo& s = report.session;
@@ -139,7 +145,7 @@ json FrameJson(const FrameRecord& fr) {
          {"scene", fr.scene},
          {"finished", fr.finished},
          {"phases", phases}};
-  if (!fr.tree.empty()) j["tree"] = TreeJson(fr.tree);
+  if (!fr.tree.empty()) j["tree"] = CallTreeJson(fr.tree);
   AddSampledJson(fr.sampled, &j);
   return j;
 }
@@ -193,7 +199,7 @@ json EvilMethodJson(const Report& report, const EvilMethodReport& e) {
   j["nodes_before_trim"] = e.nodes_before_trim;
   j["beats_overwritten"] = e.beats_overwritten;
   j["stall_causes"] = e.causes;
-  j["tree"] = TreeJson(e.tree);
+  j["tree"] = CallTreeJson(e.tree);
   AddSampledJson(e.sampled, &j);
   return j;
 }
@@ -235,14 +241,12 @@ json StallJson(const Report& report, const StallReport& s) {
   j["frame"] = s.frame;
   j["process_cpu_percent"] = s.snapshot.process_cpu_percent;
   j["vm_rss_kb"] = rss;
-  json memory = json::object();
-  for (const auto& [k, v] : s.snapshot.memory_kb) memory[k] = v;
-  j["memory_kb"] = memory;
+  j["memory_kb"] = MemoryKbJson(s.snapshot.memory_kb);
   j["off_cpu_by_reason"] = s.off_cpu_by_reason;
   j["on_cpu_ns"] = s.on_cpu_ns;
   j["stall_causes"] = s.causes;
   j["off_cpu"] = s.off_cpu;
-  j["tree"] = TreeJson(s.tree);
+  j["tree"] = CallTreeJson(s.tree);
   j["interpreted_stack"] = s.interpreted_stack;
   j["threads"] = s.snapshot.threads;
   return j;
@@ -279,7 +283,7 @@ json SpanLagJson(const Report& report, const SpanLagReport& l) {
   j["end_ns"] = l.end_ns;
   j["cost_ns"] = l.end_ns - l.begin_ns;
   j["stack"] = MatrixStack(l.tree);
-  j["tree"] = TreeJson(l.tree);
+  j["tree"] = CallTreeJson(l.tree);
   return j;
 }
 
@@ -320,7 +324,7 @@ json ColdStartJson(const Report& report) {
   j["vitals_excessive"] = s.excessive;
   j["missing"] = s.missing;
   j["milestones"] = s.milestones;
-  j["tree"] = TreeJson(s.tree);
+  j["tree"] = CallTreeJson(s.tree);
   AddSampledJson(s.sampled, &j);
   return j;
 }
@@ -338,7 +342,7 @@ json WarmStartJson(const Report& report, const WarmStart& w) {
   j["warm_ns"] = w.cost_ns();
   j["over_threshold"] = w.over_threshold;
   j["vitals_excessive"] = w.excessive;
-  j["tree"] = TreeJson(w.tree);
+  j["tree"] = CallTreeJson(w.tree);
   AddSampledJson(w.sampled, &j);
   return j;
 }

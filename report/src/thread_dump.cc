@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "looptrace/report/json_codecs.h"
+#include "looptrace/report/json_records.h"
 #include "looptrace/report/render.h"
 #include "looptrace/util/local_time.h"
 
@@ -113,20 +114,8 @@ std::string RenderThreadDumpJson(const ThreadDump& d) {
   } else {
     j["message"] = nullptr;
   }
-  json memory = json::object();
-  for (const auto& [k, v] : s.memory_kb) memory[k] = v;
-  j["memory_kb"] = memory;
-  json tree = json::array();
-  uint64_t root = 1;
-  for (const auto& n : d.tree) root = std::max(root, n.node.cost_ns);
-  for (const auto& n : d.tree)
-    tree.push_back({{"depth", n.node.depth},
-                    {"id", n.node.id},
-                    {"name", n.name},
-                    {"count", n.node.count},
-                    {"cost_ns", n.node.cost_ns},
-                    {"percent", std::round(1000.0 * n.node.cost_ns / root) / 10.0}});
-  j["tree"] = tree;
+  j["memory_kb"] = MemoryKbJson(s.memory_kb);
+  j["tree"] = CallTreeJson(d.tree, /*marks=*/false);
   j["threads"] = s.threads;
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }

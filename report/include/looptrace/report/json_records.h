@@ -13,6 +13,12 @@
 
 namespace looptrace {
 
+// Parts several records share: a call tree (pre-order nodes with their share of the root;
+// `marks`: the unfinished and exit_lost flags, which the thread dump leaves out) and a
+// snapshot's /proc memory fields as one object.
+nlohmann::json CallTreeJson(const std::vector<NamedCallNode>& tree, bool marks = true);
+nlohmann::json MemoryKbJson(const std::vector<std::pair<std::string, uint64_t>>& memory_kb);
+
 nlohmann::json SessionJson(const Report& report);
 // "message", or "unfinished_message" for one still running at the session's end.
 nlohmann::json MessageJson(const Message& message, bool finished);
