@@ -79,12 +79,12 @@ def of(*names):
 
 
 tracers = ["MessagesTracer", "FrameTracer", "EvilMethodTracer", "AnrTracer", "SpanLagTracer",
-           "StartupTracer", "LiveStatsTracer", "SampledTreeTracer"]
+           "StartupTracer", "LiveStatsTracer", "SampledTreeTracer"]  # SampleStore: inline in the pipeline
 report = of("looptrace::Pipeline::TakeReport")
 per_tracer = {t: of(*(f"looptrace::{t}::{m}" for m in ("OnSpanEnd", "OnSpanBegin", "OnEvent", "WantSlice")))
               for t in tracers}
 rows = [("decoder and record loop (BM_DecodeOnly)", decoder),
-        ("span tracker, pipeline fan-out", per_message - decoder - report - sum(per_tracer.values()))]
+        ("span tracker, sample store, pipeline fan-out", per_message - decoder - report - sum(per_tracer.values()))]
 rows += [(f"  {t}", n) for t, n in per_tracer.items() if n >= 0.5]
 rows.append(("report at the end (percentiles, sorting)", report))
 print(f"instructions per message ({messages} messages, 2 records each):")

@@ -17,7 +17,7 @@
 #include "loader/bpf/uprobe_multi.h"
 #include "loader/plan/attach_plan.h"
 #include "looptrace/events.h"
-#include "looptrace/tracers/stats.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/util/result.h"
 #include "looptrace/util/unique_fd.h"
 

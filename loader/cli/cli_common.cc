@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "loader/cli/cli.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {

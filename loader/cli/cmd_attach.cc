@@ -14,8 +14,8 @@
 #include "loader/live/daemon.h"
 #include "loader/live/daemonize.h"
 #include "loader/target/proc_readers.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/messages.h"
-#include "looptrace/tracers/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {
@@ -144,7 +144,7 @@ BACKGROUND SESSIONS:
       c.pid = pid;
       c.session = flags_.session;
       c.format = output_.format;
-      c.render.top_n = analysis_.common.top_n;
+      c.render = analysis_.Rendering();
       auto out = OutputFor(output_.path, pid, pids.size(), "-o");
       if (!out) return Fail(out.error());
       c.output_path = *out;

@@ -1,12 +1,12 @@
 // looptrace clickhouse-schema [--database NAME]: the CREATE TABLE statements of the tables
-// `attach --clickhouse` inserts into (loader/export/clickhouse_rows.h), to create them once.
+// `attach --clickhouse` inserts into (report/clickhouse_rows.h), to create them once.
 #include <fmt/format.h>
 
 #include <cctype>
 #include <iostream>
 
 #include "loader/cli/cli.h"
-#include "loader/export/clickhouse_rows.h"
+#include "looptrace/report/clickhouse_rows.h"
 
 namespace looptrace::cli {
 namespace {
@@ -24,7 +24,7 @@ class ClickHouseSchemaCommand : public Command {
     for (char c : database_)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
         return Fail(Error{fmt::format("--database '{}': letters, digits and _ only", database_), "", ExitCode::kUsage});
-    std::cout << loader::ClickHouseSchema(database_);
+    std::cout << ClickHouseSchema(database_);
     return 0;
   }
 

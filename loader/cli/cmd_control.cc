@@ -11,9 +11,9 @@
 #include "loader/live/control_client.h"
 #include "loader/live/control_policy.h"
 #include "loader/live/daemon.h"
-#include "loader/live/live_view.h"
 #include "loader/session/output_file.h"
-#include "looptrace/tracers/live_status_json.h"
+#include "looptrace/report/json_codecs.h"
+#include "looptrace/report/live_view.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {
@@ -68,14 +68,14 @@ class SessionsCommand : public Command {
       if (format_ == "text") std::cout << "no background sessions\n";
       return 0;
     }
-    std::vector<loader::SessionRow> rows;
+    std::vector<SessionRow> rows;
     for (pid_t pid : loader::SessionSockets()) {
-      loader::SessionRow row;
+      SessionRow row;
       row.summary.pid = static_cast<uint32_t>(pid);
       auto body = Ask(pid, "info", "", 5'000);
       if (!body) {
         row.note = body.error().message;
-      } else if (auto summary = loader::SessionSummaryFromJson(*body); summary) {
+      } else if (auto summary = SessionSummaryFromJson(*body); summary) {
         row.summary = *summary;
       } else {
         row.note = summary.error().message;
@@ -84,10 +84,10 @@ class SessionsCommand : public Command {
     }
     if (format_ == "json") {
       for (const auto& row : rows)
-        if (row.note.empty()) std::cout << loader::SessionSummaryToJson(row.summary) << "\n";
+        if (row.note.empty()) std::cout << SessionSummaryToJson(row.summary) << "\n";
       return 0;
     }
-    std::cout << loader::FormatSessions(rows, WallNowNs());
+    std::cout << FormatSessions(rows, WallNowNs());
     return 0;
   }
 
@@ -118,7 +118,7 @@ class StatusCommand : public Command {
     }
     auto parsed = loader::ParseStatusBody(*body);
     if (!parsed) return Fail(parsed.error());
-    std::cout << loader::FormatStatus(parsed->first, parsed->second);
+    std::cout << FormatStatus(parsed->first, parsed->second);
     return 0;
   }
 

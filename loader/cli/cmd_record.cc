@@ -6,7 +6,7 @@
 #include "loader/session/output_file.h"
 #include "loader/session/recording.h"
 #include "loader/session/trace.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {
@@ -76,8 +76,7 @@ class TraceCommand : public Command {
     if (recording) {
       if (auto ok = recording->Commit(); !ok) status = Fail(ok.error());
     }
-    RenderOptions render;
-    render.top_n = analysis_.common.top_n;
+    RenderOptions render = analysis_.Rendering();
     render.verbose = log::Enabled(log::Level::kV1);
     Report report = pipeline.TakeReport();
     MakeRenderer(output_.format, render)->Render(report, (*out)->stream());

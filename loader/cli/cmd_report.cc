@@ -5,7 +5,7 @@
 #include "loader/live/control_client.h"
 #include "loader/session/output_file.h"
 #include "loader/session/recording.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {
@@ -47,8 +47,7 @@ class ReportCommand : public Command {
     Stats replay_stats;
     if (auto ok = loader::ReplayRecording(recording_, pipeline, &replay_stats); !ok) return Fail(ok.error());
     if (replay_stats.AnyNonZero()) pipeline.OnEvent(LossCounters{replay_stats});
-    RenderOptions render;
-    render.top_n = analysis_.common.top_n;
+    RenderOptions render = analysis_.Rendering();
     render.verbose = log::Enabled(log::Level::kV1);
     MakeRenderer(output_.format, render)->Render(pipeline.TakeReport(), (*out)->stream());
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());

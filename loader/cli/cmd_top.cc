@@ -18,7 +18,7 @@
 #include "loader/live/control_policy.h"
 #include "loader/live/daemon.h"
 #include "loader/live/live_session.h"
-#include "loader/live/live_view.h"
+#include "looptrace/report/live_view.h"
 #include "looptrace/tracers/messages.h"
 #include "looptrace/util/log.h"
 
@@ -141,12 +141,12 @@ KEYS:
     }
   }
 
-  void Show(Terminal& terminal, const loader::SessionSummary& summary, const LiveStatus& status) {
+  void Show(Terminal& terminal, const SessionSummary& summary, const LiveStatus& status) {
     if (terminal.interactive()) {
       auto [width, height] = terminal.Size();
-      terminal.Draw(loader::TopScreen(summary, status, width, height));
+      terminal.Draw(TopScreen(summary, status, width, height));
     } else {
-      terminal.Line(loader::TopLine(status, Now(CLOCK_REALTIME)));
+      terminal.Line(TopLine(status, Now(CLOCK_REALTIME)));
     }
   }
 
@@ -189,7 +189,7 @@ KEYS:
     bool exited = false;
     if (auto ok = (*session)->Join(**loop, [&] { exited = true; }); !ok) return Fail(ok.error());
 
-    loader::SessionSummary summary;
+    SessionSummary summary;
     summary.pid = static_cast<uint32_t>(pid_);
     summary.command = (*session)->command();
     summary.profile = (*session)->profile();

@@ -16,8 +16,8 @@
 #include "loader/decode/beat_slicer.h"
 #include "loader/decode/string_reader.h"
 #include "loader/plan/attach_plan.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/stats.h"
 
 namespace looptrace::loader {
 

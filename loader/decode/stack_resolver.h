@@ -27,12 +27,12 @@
 #include <vector>
 
 #include "looptrace/events.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/symbols/perf_map.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/symbols/process_symbolizer.h"
 #include "looptrace/symbols/unwinder.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/stats.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {

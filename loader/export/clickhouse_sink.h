@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "loader/export/clickhouse_rows.h"
-#include "loader/export/metrics_text.h"
+#include "looptrace/report/clickhouse_rows.h"
+#include "looptrace/report/metrics_text.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/live/control_policy.h"
+#include "looptrace/report/json_codecs.h"
+#include "looptrace/report/render.h"
 #include "looptrace/symbols/elf_file.h"
-#include "looptrace/tracers/live_status_json.h"
-#include "looptrace/tracers/render.h"
 #include "looptrace/util/local_time.h"
 #include "looptrace/util/log.h"
 #include "looptrace/util/text_safety.h"
@@ -67,73 +67,11 @@ std::string ExecutableBuildId(pid_t pid) {
   return elf ? elf->build_id() : "";
 }
 
-std::string SessionSummaryToJson(const SessionSummary& s) {
-  json j{{"pid", s.pid},
-         {"command", s.command},
-         {"profile", s.profile},
-         {"since_wall_ns", s.since_wall_ns},
-         {"daemon_pid", s.daemon_pid},
-         {"probe_points", s.probe_points},
-         {"output", s.output},
-         {"format", s.format},
-         {"metrics_url", s.metrics_url},
-         {"log_path", s.log_path},
-         {"messages", s.messages},
-         {"anrs", s.anrs},
-         {"lags", s.lags},
-         {"data_loss", s.data_loss},
-         {"clickhouse", s.clickhouse},
-         {"clickhouse_url", s.clickhouse_url},
-         {"rows_sent", s.rows_sent},
-         {"rows_dropped", s.rows_dropped},
-         {"rows_queued", s.rows_queued},
-         {"clickhouse_error", s.clickhouse_error}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-namespace {
-
-Result<SessionSummary> SummaryFrom(const json& j) {
-  if (!j.is_object()) return MakeError("session summary: not a JSON object");
-  SessionSummary s;
-  try {
-    s.pid = j.at("pid").get<uint32_t>();
-    s.command = j.at("command").get<std::string>();
-    s.profile = j.at("profile").get<std::string>();
-    s.since_wall_ns = j.at("since_wall_ns").get<uint64_t>();
-    s.daemon_pid = j.at("daemon_pid").get<uint32_t>();
-    s.probe_points = j.at("probe_points").get<size_t>();
-    s.output = j.at("output").get<std::string>();
-    s.format = j.at("format").get<std::string>();
-    s.metrics_url = j.at("metrics_url").get<std::string>();
-    s.log_path = j.at("log_path").get<std::string>();
-    s.messages = j.at("messages").get<uint64_t>();
-    s.anrs = j.at("anrs").get<uint64_t>();
-    s.lags = j.at("lags").get<uint64_t>();
-    s.data_loss = j.at("data_loss").get<uint64_t>();
-    s.clickhouse = j.at("clickhouse").get<bool>();
-    s.clickhouse_url = j.at("clickhouse_url").get<std::string>();
-    s.rows_sent = j.at("rows_sent").get<uint64_t>();
-    s.rows_dropped = j.at("rows_dropped").get<uint64_t>();
-    s.rows_queued = j.at("rows_queued").get<uint64_t>();
-    s.clickhouse_error = j.at("clickhouse_error").get<std::string>();
-  } catch (const json::exception& e) {
-    return MakeError(std::string("session summary: ") + e.what());
-  }
-  return s;
-}
-
-}  // namespace
-
-Result<SessionSummary> SessionSummaryFromJson(std::string_view text) {
-  return SummaryFrom(json::parse(text, nullptr, false));
-}
-
 Result<std::pair<SessionSummary, LiveStatus>> ParseStatusBody(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("session") || !j.contains("status"))
     return MakeError("the session's status is not understood");
-  ASSIGN_OR_RETURN(SessionSummary summary, SummaryFrom(j["session"]));
+  ASSIGN_OR_RETURN(SessionSummary summary, SessionSummaryFromJson(j["session"].dump()));
   ASSIGN_OR_RETURN(LiveStatus status, LiveStatusFromJson(j["status"].dump()));
   return std::pair{std::move(summary), std::move(status)};
 }

@@ -15,12 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "loader/export/clickhouse_rows.h"
 #include "loader/export/clickhouse_sink.h"
 #include "loader/live/control_server.h"
 #include "loader/live/event_loop.h"
 #include "loader/live/live_session.h"
 #include "loader/live/metrics_server.h"
+#include "looptrace/report/clickhouse_rows.h"
+#include "looptrace/report/live_status.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {
@@ -35,29 +36,6 @@ struct DaemonOptions {
   std::string log_path;  // shown by `sessions` ("" = stderr)
 };
 
-// What `sessions` and `status` say about a session besides its live figures.
-struct SessionSummary {
-  uint32_t pid = 0;
-  std::string command;
-  std::string profile;
-  uint64_t since_wall_ns = 0;
-  uint32_t daemon_pid = 0;
-  size_t probe_points = 0;
-  std::string output;  // the final report's path ("" = none)
-  std::string format;
-  std::string metrics_url;
-  std::string log_path;
-  uint64_t messages = 0;
-  uint64_t anrs = 0;
-  uint64_t lags = 0;
-  uint64_t data_loss = 0;  // sum of the data-loss counters
-  bool clickhouse = false;
-  std::string clickhouse_url;
-  uint64_t rows_sent = 0, rows_dropped = 0, rows_queued = 0;
-  std::string clickhouse_error;  // the last one, "" if none
-};
-std::string SessionSummaryToJson(const SessionSummary& summary);
-Result<SessionSummary> SessionSummaryFromJson(std::string_view text);
 // The `status` body: {"session": SUMMARY, "status": LIVE STATUS}.
 Result<std::pair<SessionSummary, LiveStatus>> ParseStatusBody(std::string_view body);
 

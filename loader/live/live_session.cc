@@ -4,6 +4,7 @@
 
 #include "loader/session/trace.h"
 #include "looptrace/tracers/method_tree.h"
+#include "looptrace/tracers/thread_state.h"
 
 namespace looptrace::loader {
 

@@ -17,10 +17,10 @@
 #include "loader/session/output_file.h"
 #include "loader/session/recording.h"
 #include "loader/session/session.h"
+#include "looptrace/report/render.h"
+#include "looptrace/report/thread_dump.h"
 #include "looptrace/tracers/live_stats.h"
 #include "looptrace/tracers/pipeline.h"
-#include "looptrace/tracers/render.h"
-#include "looptrace/tracers/thread_dump.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "loader/export/metrics_text.h"
+#include "looptrace/report/metrics_text.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {

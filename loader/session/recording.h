@@ -6,8 +6,8 @@
 #include <string>
 
 #include "loader/session/output_file.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/stats.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {

@@ -18,9 +18,9 @@
 #include "loader/bpf/bpf_session.h"
 #include "loader/decode/event_decoder.h"
 #include "loader/decode/stack_resolver.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/symbols/kernel_symbols.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/stats.h"
 
 namespace looptrace::loader {
 

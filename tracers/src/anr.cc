@@ -3,98 +3,18 @@
 #include "looptrace/tracers/messages.h"
 #include "looptrace/tracers/stall_causes.h"
 
-#include <fmt/format.h>
-
-#include <charconv>
-
 #include <algorithm>
-#include <set>
 
 namespace looptrace {
-namespace {
 
-bool AnyFrame(const std::vector<std::string>& stack, std::initializer_list<std::string_view> needles) {
-  for (const auto& frame : stack)
-    for (auto needle : needles)
-      if (frame.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-constexpr uint32_t kTaskUninterruptible = 0x2;
-
-}  // namespace
-
-std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack) {
-  if (state == 0) return "preempted";  // still runnable: it lost the CPU, it did not wait
-  if (AnyFrame(kernel_stack, {"futex_wait", "futex_lock_pi", "rt_mutex", "__mutex_lock", "rwsem_down", "__down"}))
-    return "lock";
-  if (AnyFrame(kernel_stack,
-               {"io_schedule", "blk_", "bio_", "folio_wait", "wait_on_page", "ext4_", "xfs_", "btrfs_", "jbd2",
-                "file_write_and_wait", "filemap_fdatawait", "__filemap_fdatawait", "nvme", "submit_bio"}))
-    return "io";
-  if (AnyFrame(kernel_stack, {"do_nanosleep", "hrtimer_nanosleep", "clock_nanosleep", "msleep"})) return "sleep";
-  if (AnyFrame(kernel_stack, {"ep_poll", "do_epoll_wait", "do_sys_poll", "do_select", "poll_schedule", "pipe_read",
-                              "unix_stream_read", "sk_wait", "tcp_recvmsg"}))
-    return "poll";
-  if (state & kTaskUninterruptible) return "io";  // D state without a known frame: most likely I/O
-  return "other";
-}
-
-std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start) {
-  std::map<uint32_t, uint32_t> waits_on;  // tid -> owner of the futex it waits on
-  for (const auto& t : threads)
-    if (t.futex_address && t.futex_owner_tid && t.futex_owner_tid != t.tid) waits_on[t.tid] = t.futex_owner_tid;
-  std::vector<uint32_t> path = {start};
-  std::set<uint32_t> seen = {start};
-  uint32_t at = start;
-  while (waits_on.contains(at)) {
-    at = waits_on[at];
-    if (at == start) return path;
-    if (!seen.insert(at).second) return {};  // a cycle that does not include `start`
-    path.push_back(at);
-  }
-  return {};
-}
-
-Result<uint64_t> ParseAnrThreshold(std::string_view text) {
-  static const std::pair<const char*, uint64_t> kPresets[] = {
-      {"input", 5000},    {"broadcast", 10000},   {"broadcast-bg", 60000},
-      {"service", 20000}, {"service-bg", 200000}, {"bind-application", 15000},
-      {"job", 8000}};
-  for (auto [name, ms] : kPresets)
-    if (text == name) return ms * 1'000'000;
-  double ms = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
-  if (ec == std::errc() && ptr == text.data() + text.size() && ms > 0 && ms < 1e12)
-    return static_cast<uint64_t>(ms * 1e6);
-  return MakeError(fmt::format("invalid --anr-threshold '{}'", text), ExitCode::kUsage,
-                   "milliseconds, or one of input (5 s), broadcast (10 s), broadcast-bg (60 s), "
-                   "service (20 s), service-bg (200 s), bind-application (15 s), job (8 s)");
-}
-
-void AnrOptions::Declare(OptionSet& options) {
-  OptionDeclaration anr;
-  anr.name = "anr-threshold";
-  anr.value_name = "MS|PRESET";
-  anr.help =
-      "ANR snapshot when a message runs this long: MS or input|broadcast|broadcast-bg|service|"
-      "service-bg|bind-application|job";
-  anr.default_text = std::to_string(anr_threshold_ns / 1'000'000);
-  anr.set = [this](std::string_view text) -> Result<void> {
-    ASSIGN_OR_RETURN(anr_threshold_ns, ParseAnrThreshold(text));
-    return {};
-  };
-  options.Custom(std::move(anr));
-  options.Milliseconds("lag-threshold", &lag_threshold_ns,
-                       "LAG snapshot of a message running this long (Matrix's 2 s)");
-}
+void AnrOptions::Declare(OptionSet&) {}
 
 AnrTracer::AnrTracer(const AnrOptions& options, const TracerContext& context)
     : CopyableTracer(context), options_(options) {}
 
 std::vector<WatchThreshold> AnrTracer::Watches() const {
-  return {{SpanKind::kMessage, options_.lag_threshold_ns, "lag"},
-          {SpanKind::kMessage, options_.anr_threshold_ns, "anr"}};
+  return {{SpanKind::kMessage, context_.common->lag_threshold_ns, "lag"},
+          {SpanKind::kMessage, context_.common->anr_threshold_ns, "anr"}};
 }
 
 bool AnrTracer::MessageOpen(uint32_t tid) const {
@@ -179,7 +99,7 @@ void AnrTracer::OnSnapshot(const StallSnapshot& snapshot) {
   PendingStall pending;
   StallReport& r = pending.report;
   r.anr = snapshot.anr;
-  r.threshold_ns = snapshot.anr ? options_.anr_threshold_ns : options_.lag_threshold_ns;
+  r.threshold_ns = snapshot.anr ? context_.common->anr_threshold_ns : context_.common->lag_threshold_ns;
   r.snapshot = snapshot;
   if (message) {
     r.message = MessageOf(*message);
@@ -247,13 +167,6 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
 
   // Why it is stuck: a deadlock; else what the snapshot saw the thread block in; else
   // where the message spent most of its time (on CPU, or off it for one reason).
-  static const std::map<std::string, std::string> kText = {{"lock", "lock wait"},
-                                                           {"io", "disk I/O"},
-                                                           {"sleep", "sleep"},
-                                                           {"poll", "poll/epoll wait"},
-                                                           {"preempted", "waiting for a CPU"},
-                                                           {"other", "blocked"}};
-  auto text = [&](const std::string& reason) { return kText.contains(reason) ? kText.at(reason) : reason; };
   static const std::map<std::string, std::string> kCauseText = {{"gc", "garbage collection"},
                                                                 {"monitor", "monitor contention"}};
   if (context_.causes) r.causes = context_.causes->Within(tid, r.message.begin_ns, r.message.end_ns, *context_.spans);
@@ -267,7 +180,7 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   // The runtime cause that took most of the message, if it took at least half of it.
   std::string main_cause;
   uint64_t main_cause_ns = 0;
-  for (const auto& [kind, total] : StallCauses::TotalByKind(r.causes))
+  for (const auto& [kind, total] : TotalByKind(r.causes))
     if (total > main_cause_ns && total * 2 >= r.message.cost_ns()) {
       main_cause = kind;
       main_cause_ns = total;
@@ -286,11 +199,11 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
     // More precise than the futex or park the runtime blocks in.
     r.stuck_reason = kCauseText.at(pending.open_cause);
   } else if (!seen.empty()) {
-    r.stuck_reason = text(seen);
+    r.stuck_reason = StuckText(seen);
   } else if (!main_cause.empty()) {
     r.stuck_reason = kCauseText.at(main_cause);
   } else if (!r.off_cpu_by_reason.empty() && r.off_cpu_by_reason.front().total_ns > r.on_cpu_ns) {
-    r.stuck_reason = text(r.off_cpu_by_reason.front().reason);
+    r.stuck_reason = StuckText(r.off_cpu_by_reason.front().reason);
   } else {
     r.stuck_reason = "running";
   }
@@ -300,6 +213,15 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
     r.tree = std::move(tree.nodes);
     r.stack_key = std::move(tree.stack_key);
   }
+  // The interpreted stack (runtimes with method beats: the methods still running in the open
+  // slice), innermost first, next to the native stacks.
+  std::vector<std::string> open;
+  for (const NamedCallNode& n : r.tree) {
+    if (n.node.depth == 0 || !n.node.unfinished) continue;
+    open.resize(n.node.depth - 1);
+    open.push_back(n.name);
+  }
+  r.interpreted_stack.assign(open.rbegin(), open.rend());
   stalls_.push_back(std::move(r));
 }
 

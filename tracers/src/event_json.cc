@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "json_common.h"
+#include "looptrace/report/json_codecs.h"
 #include "looptrace/tracers/text_pool.h"
 #include "looptrace/util/text_safety.h"
 
@@ -50,11 +50,7 @@ struct ToJson {
            {"profile", s.profile},
            {"threads", s.thread_filter},
            {"probes", std::move(probes)},
-           {"device",
-            {{"machine", s.device.machine},
-             {"mem", s.device.mem_total_bytes},
-             {"mem_free", s.device.mem_available_kb},
-             {"cpu_app", s.device.cpu_app_percent}}},
+           {"device", s.device},
            {"sample_hz", s.sample_hz},
            {"dwarf_unwind", s.dwarf_unwind}};
     if (!s.message_definition.empty()) j["message_definition"] = s.message_definition;
@@ -67,11 +63,10 @@ struct ToJson {
   }
   json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
   json operator()(const LossCounters& c) const {
-    json counters = json::object();
-    for (int i = 0; i < kStatCount; ++i) {
-      auto id = static_cast<StatId>(i);
-      if (uint64_t v = c.stats.Get(id)) counters[std::string(StatName(id))] = v;
-    }
+    // Only the counters that counted something: a recording stays short.
+    json counters = c.stats;
+    for (auto it = counters.begin(); it != counters.end();)
+      it = it->get<uint64_t>() ? std::next(it) : counters.erase(it);
     return json{{"type", "counters"}, {"counters", std::move(counters)}};
   }
   json operator()(const MethodBeats& m) const {
@@ -115,8 +110,6 @@ struct ToJson {
                 {"result", e.result}};
   }
   json operator()(const StallSnapshot& s) const {
-    json threads = json::array();
-    for (const auto& t : s.threads) threads.push_back(ThreadSnapshotToJson(t));
     json memory = json::array();
     for (const auto& [k, v] : s.memory_kb) memory.push_back(json::array({k, v}));
     return json{{"type", "stall_snapshot"},
@@ -124,7 +117,7 @@ struct ToJson {
                 {"ts_ns", s.ts_ns},
                 {"tid", s.tid},
                 {"message_begin_ns", s.message_begin_ns},
-                {"threads", std::move(threads)},
+                {"threads", s.threads},
                 {"process_cpu_percent", s.process_cpu_percent},
                 {"cpu_window_ns", s.cpu_window_ns},
                 {"memory_kb", std::move(memory)},
@@ -138,47 +131,14 @@ struct ToJson {
   }
 };
 
-// A JSON value as T. An integer field takes only a JSON integer within T's range: a
-// fraction, a negative count or a value too large is the wrong type, never converted
-// (nlohmann's get<T>() truncates silently, and a float beyond T's range is undefined
-// behaviour).
-template <typename T>
-std::optional<T> Get(const json& value) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (value.is_number_unsigned()) {
-      const uint64_t u = value.get<uint64_t>();
-      if (!std::in_range<T>(u)) return std::nullopt;
-      return static_cast<T>(u);
-    }
-    if (value.is_number_integer()) {
-      const int64_t i = value.get<int64_t>();
-      if (!std::in_range<T>(i)) return std::nullopt;
-      return static_cast<T>(i);
-    }
-    return std::nullopt;
-  } else {
-    try {
-      return value.get<T>();
-    } catch (const json::exception&) {
-      return std::nullopt;
-    }
-  }
-}
-
 template <typename T>
 Result<T> Field(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return MakeError(std::string("missing field '") + key + "'");
-  std::optional<T> value = Get<T>(*it);
-  if (!value) return MakeError(std::string("field '") + key + "' has the wrong type");
-  return *std::move(value);
+  return JsonField<T>(j, key);
 }
 
 template <typename T>
 T FieldOr(const json& j, const char* key, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  return Get<T>(*it).value_or(std::move(fallback));
+  return JsonFieldOr<T>(j, key, std::move(fallback));
 }
 
 Result<Role> ParseRole(const json& j) {
@@ -293,23 +253,8 @@ Result<Event> ParseSnapshot(const json& j) {
   s.cpu_window_ns = FieldOr<uint64_t>(j, "cpu_window_ns", 0);
   s.priority = FieldOr<int>(j, "priority", 0);
   s.nice = FieldOr<int>(j, "nice", 0);
-  if (auto it = j.find("threads"); it != j.end() && it->is_array()) {
-    for (const auto& t : *it) {
-      ThreadSnapshot ts;
-      ts.tid = FieldOr<uint32_t>(t, "tid", 0);
-      ts.name = FieldOr<std::string>(t, "name", "");
-      std::string state = FieldOr<std::string>(t, "state", "?");
-      ts.state = state.empty() ? '?' : state[0];
-      ts.state_since_ns = FieldOr<uint64_t>(t, "state_since_ns", 0);
-      ts.wchan = FieldOr<std::string>(t, "wchan", "");
-      ts.futex_address = FieldOr<uint64_t>(t, "futex_address", 0);
-      ts.futex_owner_tid = FieldOr<uint32_t>(t, "futex_owner_tid", 0);
-      ts.kernel_stack = FieldOr<std::vector<std::string>>(t, "kernel_stack", {});
-      ts.user_stack = FieldOr<std::vector<std::string>>(t, "user_stack", {});
-      ts.user_stack_stop = FieldOr<std::string>(t, "user_stack_stop", "");
-      s.threads.push_back(std::move(ts));
-    }
-  }
+  if (auto it = j.find("threads"); it != j.end() && it->is_array())
+    for (const auto& t : *it) s.threads.push_back(t.get<ThreadSnapshot>());
   if (auto it = j.find("memory_kb"); it != j.end() && it->is_array()) {
     for (const auto& m : *it)
       if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_number_unsigned())
@@ -329,12 +274,7 @@ Result<Event> ParseSessionStart(const json& j) {
   s.message_definition = FieldOr<std::string>(j, "message_definition", "");
   s.sample_hz = FieldOr<uint32_t>(j, "sample_hz", 0);
   s.dwarf_unwind = FieldOr<bool>(j, "dwarf_unwind", false);
-  if (auto it = j.find("device"); it != j.end() && it->is_object()) {
-    s.device.machine = FieldOr<std::string>(*it, "machine", "UN_KNOW");
-    s.device.mem_total_bytes = FieldOr<uint64_t>(*it, "mem", 0);
-    s.device.mem_available_kb = FieldOr<uint64_t>(*it, "mem_free", 0);
-    s.device.cpu_app_percent = FieldOr<double>(*it, "cpu_app", 0.0);
-  }
+  if (auto it = j.find("device"); it != j.end() && it->is_object()) s.device = it->get<DeviceInfo>();
   if (auto it = j.find("probes"); it != j.end() && it->is_array()) {
     for (const auto& p : *it) {
       ProbeDescription d;

@@ -6,13 +6,12 @@
 
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/messages.h"
+#include "looptrace/tracers/sample_store.h"
 #include "looptrace/tracers/stall_causes.h"
 
 namespace looptrace {
 
 void EvilMethodOptions::Declare(OptionSet& options) {
-  options.Milliseconds("evil-threshold", &threshold_ns,
-                       "report messages costing at least MS with their call tree (EvilMethod)");
   options.Flag("matrix-compat", &matrix_compat, "reproduce Matrix's stack algorithm exactly (ms clock, its quirks)");
 }
 
@@ -101,11 +100,12 @@ void EvilMethodTracer::ReportSlow(const Span& span) {
     report.matrix_cost_ms = report.stack_cost_ns / 1'000'000;
   }
   if (context_.causes) report.causes = context_.causes->Within(span.tid, span.begin_ns, span.end_ns, *context_.spans);
+  if (context_.samples) report.sampled = context_.samples->TreeOf(span);
   reports_.push_back(std::move(report));
 }
 
 void EvilMethodTracer::Contribute(Report& report) {
-  report.evil_threshold_ns = options_.threshold_ns;
+  report.evil_threshold_ns = context_.common->evil_threshold_ns;
   report.evil_methods = std::move(reports_);
 }
 

@@ -5,6 +5,8 @@
 #include <tuple>
 #include <utility>
 
+#include "looptrace/tracers/sample_store.h"
+
 namespace looptrace {
 namespace {
 
@@ -66,11 +68,6 @@ RefreshSegment SegmentForPeriod(uint64_t from_ns, double period_ns) { return Seg
 int64_t JavaRound(double x) { return static_cast<int64_t>(std::floor(x + 0.5)); }
 
 }  // namespace
-
-const std::vector<std::string>& DropBuckets() {
-  static const std::vector<std::string> kBuckets = {"BEST", "NORMAL", "MIDDLE", "HIGH", "FROZEN"};
-  return kBuckets;
-}
 
 std::string DropBucket(double matrix_dropped) {
   const int64_t d = JavaRound(matrix_dropped);
@@ -145,7 +142,6 @@ std::vector<RefreshSegment> DetectRefreshRate(std::vector<uint64_t> vsync_ns, bo
 void FrameOptions::Declare(OptionSet& options) {
   options.Milliseconds("jank-tree-threshold", &jank_tree_threshold_ns,
                        "janky frames at least MS long keep their message's call tree");
-  options.Hertz("refresh-rate", &refresh_hz, "display refresh rate in Hz (default: measured from vsync)");
 }
 
 FrameTracer::FrameTracer(const FrameOptions& options, const TracerContext& context)
@@ -174,9 +170,9 @@ uint64_t FrameTracer::DelayByMessages(const ThreadState& thread, uint64_t from_n
 
 void FrameTracer::OnEvent(const Event& event) {
   if (const auto* start = std::get_if<SessionStart>(&event)) {
-    frames_possible_ =
-        start->probes.empty() || std::any_of(start->probes.begin(), start->probes.end(),
-                                             [](const ProbeDescription& p) { return p.role == Role::kFrameBegin; });
+    frame_probed_ = std::any_of(start->probes.begin(), start->probes.end(),
+                                [](const ProbeDescription& p) { return p.role == Role::kFrameBegin; });
+    frames_possible_ = start->probes.empty() || frame_probed_;
     return;
   }
   const auto* e = std::get_if<ProbeEvent>(&event);
@@ -238,7 +234,10 @@ std::optional<SliceRequest> FrameTracer::WantSlice(const Span& span) {
 void FrameTracer::OnSpanEnd(const Span& span) {
   if (span.kind == SpanKind::kPhase) {
     auto it = open_.find(span.parent_id);
-    if (it != open_.end()) it->second.phases.push_back({static_cast<uint32_t>(span.key), span.begin_ns, span.end_ns});
+    if (it != open_.end()) {
+      const auto phase = static_cast<uint32_t>(span.key);
+      it->second.phases.push_back({phase, PhaseName(phase), span.begin_ns, span.end_ns});
+    }
     return;
   }
   if (span.kind == SpanKind::kFrame) {
@@ -249,8 +248,11 @@ void FrameTracer::OnSpanEnd(const Span& span) {
     r.end_ns = std::max(span.end_ns, r.begin_ns);
     r.finished = span.close == SpanClose::kEnded;
     frames_.push_back(std::move(r));
-    if (frames_.back().cost_ns() >= options_.jank_tree_threshold_ns && span.close != SpanClose::kUnfinished)
+    if (frames_.back().cost_ns() >= options_.jank_tree_threshold_ns && span.close != SpanClose::kUnfinished) {
       threads_[span.tid].awaiting_message.push_back(frames_.size() - 1);
+      // Kept if the frame turns out janky (the refresh rate is known at the end).
+      if (context_.samples) frames_.back().sampled = context_.samples->TreeOf(span);
+    }
     return;
   }
   if (span.kind != SpanKind::kMessage || span.close != SpanClose::kEnded || !frames_possible_) return;
@@ -328,8 +330,8 @@ void FrameTracer::Summarize(FramesReport* out) {
   // received, so the frames fill in the grid where an app busy every other vsync only
   // receives every second tick (which alone would look like half the rate).
   std::vector<RefreshSegment> segments;
-  if (options_.refresh_hz > 0) {
-    segments.push_back(SegmentForHz(0, options_.refresh_hz));
+  if (context_.common->refresh_hz > 0) {
+    segments.push_back(SegmentForHz(0, context_.common->refresh_hz));
   } else {
     std::vector<uint64_t> vsyncs = vsync_events_;
     vsyncs.insert(vsyncs.end(), frame_vsyncs_.begin(), frame_vsyncs_.end());
@@ -361,7 +363,10 @@ void FrameTracer::Summarize(FramesReport* out) {
     f.deadline_missed = total > interval;
     f.slow = static_cast<double>(total) > kSlowNsAt60Hz * 60.0 / f.refresh_hz;
     f.frozen = total >= kFrozenNs;
-    if (!f.deadline_missed) f.tree.clear();
+    if (!f.deadline_missed) {
+      f.tree.clear();
+      f.sampled = {};
+    }
 
     uint64_t& prev = prev_end[f.tid];
     const uint64_t from = std::max(f.intended_vsync_ns, prev);
@@ -418,9 +423,7 @@ void FrameTracer::Summarize(FramesReport* out) {
 
 void FrameTracer::Contribute(Report& report) {
   Summarize(&report.frames);
-  bool profiled = false;
-  for (const auto& p : context_.session->probes) profiled |= p.role == Role::kFrameBegin;
-  report.frames.enabled = saw_frames_ || profiled;
+  report.frames.enabled = saw_frames_ || frame_probed_;
 }
 
 }  // namespace looptrace

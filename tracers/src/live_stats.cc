@@ -3,11 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "looptrace/tracers/anr.h"
-#include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/frames.h"
-#include "looptrace/tracers/pipeline.h"
-#include "looptrace/tracers/span_lags.h"
 
 namespace looptrace {
 namespace {
@@ -26,11 +22,6 @@ uint64_t IntervalForHz(double hz) {
   return std::max<uint64_t>(static_cast<uint64_t>(std::floor(1e9 / hz)), 1);
 }
 
-template <typename T>
-const T& OptionsOf(const TracerContext& context, std::string_view tracer) {
-  return static_cast<const T&>(context.analysis->Of(tracer));
-}
-
 }  // namespace
 
 size_t MessageBucketOf(uint64_t ns) {
@@ -40,7 +31,7 @@ size_t MessageBucketOf(uint64_t ns) {
 }
 
 LiveStatsTracer::LiveStatsTracer(const LiveStatsOptions&, const TracerContext& context)
-    : CopyableTracer(context), evil_threshold_ns_(OptionsOf<EvilMethodOptions>(context, "evil_method").threshold_ns) {
+    : CopyableTracer(context), evil_threshold_ns_(context.common->evil_threshold_ns) {
   for (const auto& bucket : DropBuckets()) frames_by_bucket_[bucket] = 0;
 }
 
@@ -111,14 +102,14 @@ void LiveStatsTracer::OnSpanEnd(const Span& span) {
       break;
     case SpanKind::kIdle:
     case SpanKind::kInput: {
-      const auto& o = OptionsOf<SpanLagOptions>(context_, "span_lags");
+      const CommonOptions& o = *context_.common;
       const uint64_t threshold = span.kind == SpanKind::kIdle ? o.idle_lag_threshold_ns : o.input_lag_threshold_ns;
       if (span.close != SpanClose::kLost && span.cost_ns() >= threshold)
         ++(span.kind == SpanKind::kIdle ? idle_lags_ : input_lags_);
       break;
     }
     case SpanKind::kBarrier: {
-      const auto& o = OptionsOf<SpanLagOptions>(context_, "span_lags");
+      const CommonOptions& o = *context_.common;
       auto it = barrier_sync_.find(span.id);
       const uint64_t sync = it == barrier_sync_.end() ? 0 : it->second;
       if (it != barrier_sync_.end()) barrier_sync_.erase(it);
@@ -162,7 +153,7 @@ void LiveStatsTracer::OnMessageEnd(const Span& span) {
 }
 
 uint64_t LiveStatsTracer::IntervalNs() {
-  const double forced = OptionsOf<FrameOptions>(context_, "frames").refresh_hz;
+  const double forced = context_.common->refresh_hz;
   if (forced > 0) {
     refresh_hz_ = forced;
     return interval_ns_ = IntervalForHz(forced);
@@ -289,7 +280,7 @@ LiveStatus LiveStatsTracer::Read(uint64_t now_ns) const {
   }
   s.refresh_hz = refresh_hz_;
 
-  const auto& anr = OptionsOf<AnrOptions>(context_, "anr");
+  const CommonOptions& anr = *context_.common;
   s.lag_threshold_ns = anr.lag_threshold_ns;
   s.anr_threshold_ns = anr.anr_threshold_ns;
   if (s.current) {

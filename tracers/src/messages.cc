@@ -95,12 +95,20 @@ CostSummary SummarizeCosts(std::vector<uint64_t> costs) {
   return s;
 }
 
+void MessagesTracer::OnEvent(const Event& event) {
+  if (const auto* start = std::get_if<SessionStart>(&event)) {
+    dispatch_probed_ = poll_probed_ = false;
+    for (const auto& p : start->probes) {
+      dispatch_probed_ |= p.role == Role::kDispatchBegin;
+      poll_probed_ |= p.role == Role::kPollBegin;
+    }
+  }
+}
+
 void MessagesTracer::Contribute(Report& r) {
   MessagesReport& report = r.messages;
-  bool profiled = false;
-  for (const auto& p : context_.session->probes)
-    profiled |= p.role == Role::kDispatchBegin ||
-                (p.role == Role::kPollBegin && context_.spans->message_definition() == MessageDefinition::kPollBounded);
+  const bool profiled =
+      dispatch_probed_ || (poll_probed_ && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
   // Made at once, then filled in place (no capacity check and no move per message).
   const size_t listed = report.messages.size();

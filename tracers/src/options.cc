@@ -121,6 +121,79 @@ Result<void> OptionSet::Set(std::string_view name, std::string_view value) const
 void CommonOptions::Declare(OptionSet& options) {
   options.Count("top", &top_n, 1, 100000, "rows in the slowest-message and by-name tables");
   options.Count("max-nodes", &max_nodes, 1, 1000000, "call-tree node limit (Matrix's trim rule)");
+  options.Count("sampled-max-nodes", &sampled_max_nodes, 1, 100000,
+                "node limit of sampled call trees (Matrix's trim rule; they are deeper than method trees)");
+  options.Milliseconds("evil-threshold", &evil_threshold_ns,
+                       "report messages costing at least MS with their call tree (EvilMethod)");
+  OptionDeclaration anr;
+  anr.name = "anr-threshold";
+  anr.value_name = "MS|PRESET";
+  anr.help =
+      "ANR snapshot when a message runs this long: MS or input|broadcast|broadcast-bg|service|"
+      "service-bg|bind-application|job";
+  anr.default_text = std::to_string(anr_threshold_ns / 1'000'000);
+  anr.set = [this](std::string_view text) -> Result<void> {
+    ASSIGN_OR_RETURN(anr_threshold_ns, ParseAnrThreshold(text));
+    return {};
+  };
+  options.Custom(std::move(anr));
+  options.Milliseconds("lag-threshold", &lag_threshold_ns,
+                       "LAG snapshot of a message running this long (Matrix's 2 s)");
+  options.Milliseconds("idle-lag-threshold", &idle_lag_threshold_ns, "slow IdleHandler");
+  options.Milliseconds("input-lag-threshold", &input_lag_threshold_ns, "input event received -> finished");
+  options.Milliseconds("barrier-threshold", &barrier_threshold_ns, "sync barrier standing while sync messages wait");
+  options.Hertz("refresh-rate", &refresh_hz, "display refresh rate in Hz (default: measured from vsync)");
+}
+
+Result<uint64_t> ParseAnrThreshold(std::string_view text) {
+  static const std::pair<const char*, uint64_t> kPresets[] = {
+      {"input", 5000},    {"broadcast", 10000},   {"broadcast-bg", 60000},
+      {"service", 20000}, {"service-bg", 200000}, {"bind-application", 15000},
+      {"job", 8000}};
+  for (auto [name, ms] : kPresets)
+    if (text == name) return ms * 1'000'000;
+  double ms = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (ec == std::errc() && ptr == text.data() + text.size() && ms > 0 && ms < 1e12)
+    return static_cast<uint64_t>(ms * 1e6);
+  return MakeError(fmt::format("invalid --anr-threshold '{}'", text), ExitCode::kUsage,
+                   "milliseconds, or one of input (5 s), broadcast (10 s), broadcast-bg (60 s), "
+                   "service (20 s), service-bg (200 s), bind-application (15 s), job (8 s)");
+}
+
+namespace {
+
+// A value of `allowed`, stored in `out`.
+OptionDeclaration OneOf(std::string name, std::string value_name, std::string help,
+                        std::vector<std::string_view> allowed, std::string* out) {
+  OptionDeclaration d;
+  d.name = name;
+  d.value_name = std::move(value_name);
+  d.help = std::move(help);
+  d.default_text = *out;
+  d.set = [name, allowed, out](std::string_view value) -> Result<void> {
+    for (auto a : allowed)
+      if (value == a) {
+        *out = std::string(value);
+        return {};
+      }
+    std::string names;
+    for (auto a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+    return MakeError(fmt::format("invalid --{} '{}'", name, value), ExitCode::kUsage, "one of " + names);
+  };
+  return d;
+}
+
+}  // namespace
+
+void DeclareRenderOptions(RenderOptions& render, OptionSet& options) {
+  options.Custom(OneOf("folded-scope", "slow|session",
+                       "-f folded: the stacks of each slow message, frame and startup (slow), or every sample of the "
+                       "session (session)",
+                       {"slow", "session"}, &render.folded_scope));
+  options.Custom(OneOf("folded-source", "sampled|instrumented",
+                       "-f folded: stacks from stack samples, or from method-beat call trees (self time per node)",
+                       {"sampled", "instrumented"}, &render.folded_source));
 }
 
 }  // namespace looptrace

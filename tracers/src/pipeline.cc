@@ -24,8 +24,15 @@ AnalysisOptions::AnalysisOptions() {
 OptionSet AnalysisOptions::Declarations() {
   OptionSet set;
   common.Declare(set);
+  DeclareRenderOptions(render, set);
   for (auto& [name, options] : per_tracer_) options->Declare(set);
   return set;
+}
+
+RenderOptions AnalysisOptions::Rendering() const {
+  RenderOptions options = render;
+  options.top_n = common.top_n;
+  return options;
 }
 
 const TracerOptions& AnalysisOptions::Of(std::string_view tracer) const {
@@ -35,14 +42,17 @@ const TracerOptions& AnalysisOptions::Of(std::string_view tracer) const {
 }
 
 Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices, PipelineUse use)
-    : options_(options), live_slices_(live_slices), spans_(&report_.stats) {
+    : options_(options),
+      live_slices_(live_slices),
+      spans_(&report_.stats),
+      samples_(&report_.stats, options.common.sampled_max_nodes) {
   context_.stats = &report_.stats;
   context_.namer = options_.namer;
   context_.spans = &spans_;
   context_.causes = &causes_;
+  context_.samples = &samples_;
   context_.session = &report_.session;
   context_.common = &options_.common;
-  context_.analysis = &options_;
   for (const TracerEntry& entry : TracerRegistry())
     tracers_.push_back(entry.live_only && use != PipelineUse::kLive ? nullptr
                                                                     : entry.make(options_.Of(entry.name), context_));
@@ -172,9 +182,11 @@ void Pipeline::OnOtherEvent(const Event& event) {
     s.thread_filter = start->thread_filter;
     s.begin_ns = start->ts_ns;
     s.wall_time_ns = start->wall_time_ns;
-    s.probes = start->probes;
+    s.probe_roles.clear();
+    for (const ProbeDescription& p : start->probes) s.probe_roles.emplace_back(RoleName(p.role));
     s.device = start->device;
     spans_.Configure(*start);
+    samples_.OnSessionStart(*start);
     last_ts_ns_ = std::max(last_ts_ns_, start->ts_ns);
   } else if (const auto* beats = std::get_if<MethodBeats>(&event)) {
     // Slices of spans wait for their span's end; an open message's slice (a stall
@@ -202,6 +214,10 @@ void Pipeline::OnOtherEvent(const Event& event) {
   }
   Observe(event);
   for (Tracer* tracer : by_event_[event.index()]) tracer->OnEvent(event);
+  if (const auto* sample = std::get_if<StackSample>(&event))
+    samples_.OnSample(*sample);
+  else if (const auto* sw = std::get_if<ThreadSwitch>(&event))
+    samples_.OnSwitch(*sw);
   if (std::holds_alternative<SessionStart>(event)) Subscribe();  // masks may follow the probes
 }
 
@@ -222,6 +238,8 @@ Report Pipeline::Snapshot(uint64_t now_ns, const Stats& losses) const {
   copy.report_ = report_;   // session and counters; the sections are filled at the end
   copy.spans_ = spans_;
   copy.spans_.RebindStats(&copy.report_.stats);
+  copy.samples_ = samples_;
+  copy.samples_.RebindStats(&copy.report_.stats);
   for (size_t i = 0; i < tracers_.size(); ++i)
     if (tracers_[i] && copy.tracers_[i])
       if (auto clone = tracers_[i]->Clone(copy.context_)) copy.tracers_[i] = std::move(clone);

@@ -21,7 +21,6 @@ const std::vector<TracerEntry>& TracerRegistry() {
       MakeTracerEntry<SpanLagTracer, SpanLagOptions>("span_lags"),
       MakeTracerEntry<StartupTracer, StartupOptions>("startup"),
       MakeTracerEntry<LiveStatsTracer, LiveStatsOptions>("live_stats", /*live_only=*/true),
-      // Last: it attaches its trees to the reports the others contributed.
       MakeTracerEntry<SampledTreeTracer, SampledTreeOptions>("sampled_tree"),
   };
   return kTracers;

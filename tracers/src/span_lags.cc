@@ -6,11 +6,7 @@
 
 namespace looptrace {
 
-void SpanLagOptions::Declare(OptionSet& options) {
-  options.Milliseconds("idle-lag-threshold", &idle_lag_threshold_ns, "slow IdleHandler");
-  options.Milliseconds("input-lag-threshold", &input_lag_threshold_ns, "input event received -> finished");
-  options.Milliseconds("barrier-threshold", &barrier_threshold_ns, "sync barrier standing while sync messages wait");
-}
+void SpanLagOptions::Declare(OptionSet&) {}
 
 SpanLagTracer::SpanLagTracer(const SpanLagOptions& options, const TracerContext& context)
     : CopyableTracer(context), options_(options) {}
@@ -18,11 +14,11 @@ SpanLagTracer::SpanLagTracer(const SpanLagOptions& options, const TracerContext&
 uint64_t SpanLagTracer::ThresholdOf(const Span& span) const {
   switch (span.kind) {
     case SpanKind::kIdle:
-      return options_.idle_lag_threshold_ns;
+      return context_.common->idle_lag_threshold_ns;
     case SpanKind::kInput:
-      return options_.input_lag_threshold_ns;
+      return context_.common->input_lag_threshold_ns;
     case SpanKind::kBarrier:
-      return options_.barrier_threshold_ns;
+      return context_.common->barrier_threshold_ns;
     default:
       return UINT64_MAX;
   }

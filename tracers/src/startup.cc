@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "looptrace/tracers/sample_store.h"
+
 namespace looptrace {
 
 void StartupOptions::Declare(OptionSet& options) {
@@ -47,7 +49,10 @@ std::optional<SliceRequest> StartupTracer::WantSlice(const Span& span) {
 }
 
 void StartupTracer::OnSpanEnd(const Span& span) {
-  if (span.kind != SpanKind::kLaunch || !span.beats) return;
+  if (span.kind != SpanKind::kLaunch) return;
+  if (warm_ && span.close == SpanClose::kEnded && span.cost_ns() >= options_.warm_threshold_ns && context_.samples)
+    warm_sampled_[span.begin_ns] = context_.samples->TreeOf(span);
+  if (!span.beats) return;
   if (span.beats->span == "warm_startup") warm_beats_ = *span.beats;
   if (span.beats->span == "startup") cold_beats_ = *span.beats;
 }
@@ -73,6 +78,10 @@ void StartupTracer::OnProbe(const ProbeEvent& e) {
     case Role::kAppCreateBegin:
       r_.seen = true;
       if (!r_.app_create_begin_ns) r_.app_create_begin_ns = e.ts_ns;
+      if (!cold_held_ && !r_.cold_complete && context_.samples) {
+        cold_held_ = {e.tid, e.ts_ns};
+        context_.samples->Hold(e.tid, e.ts_ns);
+      }
       Add("app.create.begin", e.ts_ns, "", false);
       break;
     case Role::kAppCreateEnd:
@@ -137,6 +146,12 @@ void StartupTracer::OnProbe(const ProbeEvent& e) {
       if (cold_beats_ && r_.app_create_begin_ns && cold_beats_->begin_ns == *r_.app_create_begin_ns &&
           cold_beats_->end_ns == e.ts_ns)
         r_.tree = Tree(*cold_beats_);
+      if (cold_held_) {
+        const auto [tid, begin] = *cold_held_;
+        cold_sampled_ = {{begin, e.ts_ns, context_.samples->Tree(tid, begin, e.ts_ns)}};
+        context_.samples->Release();
+        cold_held_.reset();
+      }
       break;
     }
     case Role::kFullyDrawn:
@@ -168,6 +183,12 @@ void StartupTracer::Contribute(Report& report) {
   r_.ttid_ns = since(origin, r_.first_frame_ns);
   r_.ttfd_ns = since(origin, r_.fully_drawn_frame_ns);
   r_.over_threshold = r_.cold_ns >= options_.cold_threshold_ns;
+  if (cold_sampled_ && r_.over_threshold && r_.app_create_begin_ns == std::get<0>(*cold_sampled_) &&
+      r_.care_focus_ns == std::get<1>(*cold_sampled_))
+    r_.sampled = std::move(std::get<2>(*cold_sampled_));
+  for (WarmStart& w : r_.warm_starts)
+    if (auto it = warm_sampled_.find(w.launch_ns); it != warm_sampled_.end() && w.over_threshold)
+      w.sampled = std::move(it->second);
   r_.excessive = std::max(r_.cold_ns, r_.cold_from_exec_ns) >= options_.vitals_cold_ns;
   std::stable_sort(r_.milestones.begin(), r_.milestones.end(),
                    [](const Milestone& a, const Milestone& b) { return a.ts_ns < b.ts_ns; });

@@ -37,7 +37,7 @@ TEST(EvilMethodTracer, OnlyMessagesOverTheThresholdWithTheirTreeAndKey) {
   script.Add(
       Slice(100, 1100, {{100 * kMs, 1, true}, {150 * kMs, 2, true}, {950 * kMs, 2, false}, {1000 * kMs, 1, false}}));
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 500 * kMs;
+  options.common.evil_threshold_ns = 500 * kMs;
   Report r = script.Run(options, 2'000 * kMs);
   EXPECT_EQ(r.evil_threshold_ns, 500 * kMs);
   ASSERT_EQ(r.evil_methods.size(), 1u);
@@ -65,7 +65,7 @@ TEST(EvilMethodTracer, TheThresholdItselfIsSlow) {
   script.Add(Slice(1000, 1500,
                    {{1000 * kMs, 1, true}, {1100 * kMs, 2, true}, {1400 * kMs, 2, false}, {1499 * kMs, 1, false}}));
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 500 * kMs;
+  options.common.evil_threshold_ns = 500 * kMs;
   Report r = script.Run(options, 2'000 * kMs);
   ASSERT_EQ(r.evil_methods.size(), 1u);
   EXPECT_EQ(r.evil_methods[0].message.name, "msg2");

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "event_script.h"
-#include "looptrace/tracers/chrome_trace.h"
+#include "looptrace/report/chrome_trace.h"
 
 namespace looptrace {
 namespace {
@@ -403,7 +403,8 @@ TEST(RefreshDetection, NonIntegerRatesAndTooFewTimestamps) {
 }
 
 TEST(Frames, ForcedRefreshRate) {
-  Sim sim([](FrameOptions& o) { o.refresh_hz = 30; });
+  Sim sim;
+  sim.options().common.refresh_hz = 30;
   Grid grid{kBase, 60};
   for (int i = 0; i < 30; ++i) sim.Frame(grid, 20 * kMs);  // 60 Hz vsyncs, 20 ms frames
   FramesReport r = sim.Finish();
@@ -602,7 +603,7 @@ MethodBeats JankBeats() {
 // (the pipeline asks for slices only above the lowest threshold of the tracers that want them).
 void CheckJankyFrameKeepsItsMessageCallTree(uint64_t slow_message_threshold_ns) {
   Sim sim;
-  sim.options().Mutable<EvilMethodOptions>("evil_method").threshold_ns = slow_message_threshold_ns;
+  sim.options().common.evil_threshold_ns = slow_message_threshold_ns;
   Grid grid{kBase, 60};
   for (int i = 0; i < 5; ++i) sim.Frame(grid);
   // Beats relative to the doFrame message, which begins 20 us before the frame.
@@ -675,14 +676,14 @@ TEST(Frames, MatrixWindowsOfTenSecondsWithMoreThanTwentyFrames) {
 }
 
 std::string Render(const FramesReport& frames, const std::vector<Message>& messages) {
-  SessionInfo session;
-  session.pid = kTid;
-  session.begin_ns = kBase - 10 * kMs;
-  MessagesReport m;
-  m.enabled = true;
-  m.messages = messages;
+  Report report;
+  report.session.pid = kTid;
+  report.session.begin_ns = kBase - 10 * kMs;
+  report.messages.enabled = true;
+  report.messages.messages = messages;
+  report.frames = frames;
   std::ostringstream out;
-  RenderChromeTrace(session, m, frames, out);
+  RenderChromeTrace(report, out);
   return out.str();
 }
 

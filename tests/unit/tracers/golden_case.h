@@ -11,8 +11,8 @@
 
 #include "loader/decode/mapping_namer.h"
 #include "loader/session/recording.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/pipeline.h"
-#include "looptrace/tracers/render.h"
 
 namespace looptrace::testing {
 
@@ -41,7 +41,7 @@ inline Report ReplayGoldenCase(const std::filesystem::path& dir, RenderOptions* 
     auto ok = declarations.Set(key, value);
     EXPECT_TRUE(ok) << dir << "/args: " << ok.error().message;
   }
-  render->top_n = options.common.top_n;
+  *render = options.Rendering();
   Pipeline pipeline(options);
   Stats replay_stats;
   auto ok = loader::ReplayRecording((dir / "input.events.jsonl").string(), pipeline, &replay_stats);

@@ -25,8 +25,8 @@
 
 #include "golden_case.h"
 #include "golden_compare.h"
-#include "looptrace/tracers/html_renderer.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/html_renderer.h"
+#include "looptrace/report/render.h"
 
 namespace looptrace {
 namespace {

@@ -5,10 +5,11 @@
 
 #include <sstream>
 
-#include "looptrace/tracers/chrome_trace.h"
+#include "looptrace/report/chrome_trace.h"
+#include "looptrace/report/render.h"
+#include "looptrace/tracers/cost_accumulator.h"
 #include "looptrace/tracers/event_json.h"
 #include "looptrace/tracers/event_sanitize.h"
-#include "looptrace/tracers/render.h"
 #include "looptrace/tracers/text_pool.h"
 #include "looptrace/util/text_safety.h"
 
@@ -59,9 +60,9 @@ Report HostileReport(const std::string& name) {
   r.session.profile = name;
   r.session.begin_ns = 1'000'000'000;
   r.session.end_ns = 20'000'000'000;
-  r.folded.push_back({{"main", name}, 2'000'000});
+  r.session_stacks.push_back({{"main", name}, 2'000'000});
   r.session.end_reason = "interrupted";
-  r.session.probes.push_back({0, Role::kDispatchBegin, "uprobe", name, name, 0x1000});
+  r.session.probe_roles.push_back("dispatch.begin");
   Message m;
   m.tid = 42;
   m.begin_ns = 2'000'000'000;
@@ -81,6 +82,7 @@ Report HostileReport(const std::string& name) {
   evil.stack_key = name;
   evil.stack_key_name = name;
   evil.matrix_stack = name;
+  evil.sampled.folded = {{{"main", name}, 2'000'000}};  // what -f folded draws by default
   r.evil_methods = {evil};
   StallReport stall;
   stall.anr = true;

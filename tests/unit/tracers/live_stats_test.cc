@@ -127,8 +127,8 @@ TEST(LiveStats, CountsMessagesPerThreadAndTheWindowOfTheMainThread) {
 
 TEST(LiveStats, StateFollowsTheAnrOptions) {
   AnalysisOptions options;
-  options.Mutable<AnrOptions>("anr").lag_threshold_ns = 100 * kMs;
-  options.Mutable<AnrOptions>("anr").anr_threshold_ns = 300 * kMs;
+  options.common.lag_threshold_ns = 100 * kMs;
+  options.common.anr_threshold_ns = 300 * kMs;
   Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(0));
   p.OnEvent(Begin(10, 1, "x"));
@@ -142,7 +142,7 @@ TEST(LiveStats, StateFollowsTheAnrOptions) {
 
 TEST(LiveStats, CountsWhatTheReportWillHaveAsItHappens) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 100 * kMs;
+  options.common.evil_threshold_ns = 100 * kMs;
   Pipeline p(options, nullptr, PipelineUse::kLive);
   p.OnEvent(Start(0));
   // An evil message, a stalled one with a LAG and an ANR snapshot (each twice: the ANR

@@ -10,9 +10,9 @@
 #include "event_script.h"
 #include "loader/decode/mapping_namer.h"
 #include "loader/session/recording.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/tracers/registry.h"
-#include "looptrace/tracers/render.h"
 
 namespace looptrace {
 namespace {
@@ -142,7 +142,6 @@ TEST(PipelineSnapshot, EveryRegisteredTracerIsCloned) {
   TracerContext context;
   context.stats = &stats;
   context.spans = &spans;
-  context.analysis = &options;
   context.common = &options.common;
   for (const TracerEntry& entry : TracerRegistry()) {
     auto tracer = entry.make(options.Of(entry.name), context);

@@ -8,9 +8,10 @@
 #include <sstream>
 
 #include "event_script.h"
+#include "looptrace/report/render.h"
 #include "looptrace/tracers/evil_method.h"
 #include "looptrace/tracers/frames.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/tracers/sampled_call_tree.h"
 
 namespace looptrace {
 namespace {
@@ -145,7 +146,7 @@ testing::EventScript SlowMessage() {
 
 TEST(SampledTreeTracer, ASlowMessageGetsItsSampledTreeNextToTheEvilReport) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report r = SlowMessage().Run(options, 2'000 * kMs, Start());
   ASSERT_EQ(r.evil_methods.size(), 1u);
   const EvilMethodReport& e = r.evil_methods[0];
@@ -170,11 +171,11 @@ TEST(SampledTreeTracer, ASlowMessageGetsItsSampledTreeNextToTheEvilReport) {
 
 TEST(SampledTreeTracer, FastMessagesAndSessionsWithoutSamplesGetNoTree) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report none = SlowMessage().Run(options, 2'000 * kMs, Start(/*hz=*/0));
   ASSERT_EQ(none.evil_methods.size(), 1u);
   EXPECT_TRUE(none.evil_methods[0].sampled.empty());
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 1500 * kMs;
+  options.common.evil_threshold_ns = 1500 * kMs;
   EXPECT_TRUE(SlowMessage().Run(options, 2'000 * kMs, Start()).evil_methods.empty());
 }
 
@@ -182,7 +183,7 @@ TEST(SampledTreeTracer, FastMessagesAndSessionsWithoutSamplesGetNoTree) {
 // side records first): it must still count for that span, and one of an earlier time must not.
 TEST(SampledTreeTracer, SamplesArrivingBeforeTheirSpansBeginStillCount) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 100 * kMs;
+  options.common.evil_threshold_ns = 100 * kMs;
   Pipeline pipeline(options);
   pipeline.OnEvent(Start());
   pipeline.OnEvent(Probe(Role::kDispatchBegin, 10 * kMs, {U("id", 1)}, kMain));
@@ -218,11 +219,9 @@ TEST(SampledTreeTracer, ASwitchOutWhoseSampleWasLostKeepsItsTime) {
 // off CPU" and hold every later sample (a soak at 30,000 messages/s grew 17 MB/s).
 TEST(SampledTreeTracer, SamplesWhoseSwitchRecordsWereLostDoNotQueueForever) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 50 * kMs;
+  options.common.evil_threshold_ns = 50 * kMs;
   Pipeline pipeline(options);
   pipeline.OnEvent(Start());
-  const auto* tracer = static_cast<const SampledTreeTracer*>(pipeline.FindTracer("sampled_tree"));
-  ASSERT_NE(tracer, nullptr);
   uint64_t t = 1 * kMs, lost = 0;
   size_t max_queued = 0;
   for (uint64_t i = 0; i < 20000; ++i, t += 100'000) {
@@ -237,7 +236,7 @@ TEST(SampledTreeTracer, SamplesWhoseSwitchRecordsWereLostDoNotQueueForever) {
     else
       pipeline.OnEvent(Sample(t + 95'000, true, {"main", "loop"}));  // running again, sampled
     lost += !(i % 7) || !(i % 11);
-    max_queued = std::max(max_queued, tracer->queued_samples());
+    max_queued = std::max(max_queued, pipeline.samples().queued_samples());
   }
   EXPECT_LE(max_queued, 3u);
   // A slow message sleeping in the middle, its switch-out record lost: the stretch ends when
@@ -259,7 +258,6 @@ TEST(SampledTreeTracer, ALoopThatWakesWithoutDispatchingKeepsNoSamples) {
   AnalysisOptions options;
   Pipeline pipeline(options);
   pipeline.OnEvent(Start());
-  const auto* tracer = static_cast<const SampledTreeTracer*>(pipeline.FindTracer("sampled_tree"));
   pipeline.OnEvent(Probe(Role::kDispatchBegin, 1 * kMs, {U("id", 1)}, kMain));
   pipeline.OnEvent(Probe(Role::kDispatchEnd, 2 * kMs, {U("id", 1)}, kMain));
   size_t max_queued = 0;
@@ -268,7 +266,7 @@ TEST(SampledTreeTracer, ALoopThatWakesWithoutDispatchingKeepsNoSamples) {
     pipeline.OnEvent(Out(t, 1, {"ep_poll"}));
     pipeline.OnEvent(In(t + kMs / 2));
     pipeline.OnEvent(Sample(t + kMs / 2 + 1000, true, {"main", "loop"}));
-    max_queued = std::max(max_queued, tracer->queued_samples());
+    max_queued = std::max(max_queued, pipeline.samples().queued_samples());
   }
   EXPECT_LE(max_queued, 3u);
 }
@@ -293,7 +291,7 @@ TEST(SampledTreeTracer, AJankyFrameGetsTheTreeOfItsOwnSpan) {
 
 TEST(SampledTreeTracer, FoldedStacksPerSlowMessageAndForTheSession) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report slow = SlowMessage().Run(options, 2'000 * kMs, Start());
   std::ostringstream out;
   MakeRenderer("folded")->Render(slow, out);
@@ -303,10 +301,11 @@ TEST(SampledTreeTracer, FoldedStacksPerSlowMessageAndForTheSession) {
       << text;
   EXPECT_NE(text.find("[message slow +0.100000s];main;loop;handle;compute 300000\n"), std::string::npos) << text;
 
-  options.Mutable<SampledTreeOptions>("sampled_tree").folded_scope = "session";
-  Report session = SlowMessage().Run(options, 2'000 * kMs, Start());
+  // The same report drawn at the session's scope: every sample, kept whatever -f says.
+  RenderOptions render;
+  render.folded_scope = "session";
   std::ostringstream all;
-  MakeRenderer("folded")->Render(session, all);
+  MakeRenderer("folded", render)->Render(slow, all);
   // Every sample at its own weight: on-CPU ones at the nominal period (1 ms at 1000 Hz).
   EXPECT_NE(all.str().find("main;loop;handle;compute 5000\n"), std::string::npos) << all.str();
   EXPECT_NE(all.str().find("main;loop;handle;nap;clock_nanosleep;[off-cpu: sleep] 400000\n"), std::string::npos)
@@ -325,16 +324,17 @@ TEST(SampledTreeTracer, InstrumentedTreesFoldToTheirSelfTimes) {
   script.Add(beats);
   script.Add(Probe(Role::kDispatchEnd, 1000 * kMs, {U("id", 1)}, kMain));
   AnalysisOptions options;
-  options.Mutable<SampledTreeOptions>("sampled_tree").folded_source = "instrumented";
   Report r = script.Run(options, 2'000 * kMs);
+  RenderOptions render;
+  render.folded_source = "instrumented";
   std::ostringstream out;
-  MakeRenderer("folded")->Render(r, out);
+  MakeRenderer("folded", render)->Render(r, out);
   EXPECT_EQ(out.str(), "[message m +0.000000s];A:x 700000\n[message m +0.000000s];A:x;B 300000\n");
 }
 
 TEST(SampledTreeTracer, TextAndJsonShowTheSampledTree) {
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 700 * kMs;
+  options.common.evil_threshold_ns = 700 * kMs;
   Report r = SlowMessage().Run(options, 2'000 * kMs, Start());
   std::ostringstream text, json;
   MakeRenderer("text")->Render(r, text);

@@ -48,7 +48,7 @@ TEST(StallCauses, GcRunsAndMonitorWaitsInsideASlowMessageWithTheHolder) {
   script.Add(Probe(Role::kLockWaitBegin, 400 * kMs, {U("monitor", 0x88)}, kHolder, 1));
   script.Add(Probe(Role::kLockWaitEnd, 500 * kMs, {U("monitor", 0x88)}, kHolder, 1));
   AnalysisOptions options;
-  options.Mutable<EvilMethodOptions>("evil_method").threshold_ns = 500 * kMs;
+  options.common.evil_threshold_ns = 500 * kMs;
   Report r = script.Run(options, 2'000 * kMs);
   ASSERT_EQ(r.evil_methods.size(), 1u);
   const auto& causes = r.evil_methods[0].causes;
@@ -64,7 +64,7 @@ TEST(StallCauses, GcRunsAndMonitorWaitsInsideASlowMessageWithTheHolder) {
   EXPECT_EQ(causes[1].holder_tid, kHolder);
   EXPECT_EQ(causes[1].holder_name, "lock-holder");
   EXPECT_EQ(causes[2].detail, "young");
-  auto totals = StallCauses::TotalByKind(causes);
+  auto totals = TotalByKind(causes);
   EXPECT_EQ(totals["gc"], 70 * kMs);
   EXPECT_EQ(totals["monitor"], 400 * kMs);
 }
@@ -119,7 +119,7 @@ TEST(StallCauses, OverlappingGcRunsCountOnce) {
   causes[0].end_ns = 10;
   causes[1].begin_ns = 5;
   causes[1].end_ns = 12;
-  EXPECT_EQ(StallCauses::TotalByKind(causes)["gc"], 12u);
+  EXPECT_EQ(TotalByKind(causes)["gc"], 12u);
 }
 
 }  // namespace

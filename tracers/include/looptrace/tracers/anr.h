@@ -12,30 +12,20 @@
 #include <tuple>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/thread_state.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
 
+// Its thresholds are CommonOptions' anr_threshold_ns and lag_threshold_ns (the live state
+// follows them too).
 struct AnrOptions : TracerOptions {
-  uint64_t anr_threshold_ns = 5'000'000'000;  // Matrix DEFAULT_ANR; Android input timeout
-  uint64_t lag_threshold_ns = 2'000'000'000;  // Matrix DEFAULT_NORMAL_LAG
-  size_t max_intervals = 20;                  // longest off-CPU intervals kept per report
+  size_t max_intervals = 20;  // longest off-CPU intervals kept per report
   CallTreeOptions tree;
   void Declare(OptionSet& options) override;
 };
-
-// Android's ANR timeouts by name (AOSP defaults: input 5 s, broadcast 10 s, ...), or
-// milliseconds.
-Result<uint64_t> ParseAnrThreshold(std::string_view text);
-
-// "lock", "io", "sleep", "poll", "preempted" or "other", from the task state at switch-out
-// and the kernel stack it blocked in.
-std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack);
-
-// Follows "waits on a futex owned by" edges from `start`; the cycle if it comes back.
-std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start);
 
 class AnrTracer : public CopyableTracer<AnrTracer> {
  public:

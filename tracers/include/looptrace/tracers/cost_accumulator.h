@@ -10,9 +10,12 @@
 #include <map>
 #include <vector>
 
-#include "looptrace/tracers/report.h"
+#include "looptrace/report/report.h"
 
 namespace looptrace {
+
+// Nearest-rank percentiles over message costs.
+CostSummary SummarizeCosts(std::vector<uint64_t> costs);
 
 class CostAccumulator {
  public:

@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "looptrace/events.h"
+#include "looptrace/report/call_tree.h"
+#include "looptrace/report/process.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/roles.h"
-#include "looptrace/tracers/stats.h"
 
 namespace looptrace {
 
@@ -148,16 +150,6 @@ struct ProbeEvent {
   }
 };
 
-// How a method beat names its method (from the profile's method.enter arguments).
-enum class MethodIdKind : uint8_t {
-  kId,       // an integer id (Matrix AppMethodBeat.i(id)); named by a methodMapping.txt
-  kAddress,  // a function address (-finstrument-functions); named from ELF symbols
-  kString,   // name (and class) string pointers (runtime USDT probes)
-  kProbe,    // no argument: the probe point itself is the method (uprobe per function)
-};
-std::string_view MethodIdKindName(MethodIdKind kind);
-std::optional<MethodIdKind> MethodIdKindFromName(std::string_view name);
-
 struct MethodBeat {
   uint64_t ts_ns = 0;
   uint64_t id = 0;
@@ -187,14 +179,6 @@ struct ProbeDescription {
   std::string binary;  // path
   std::string point;   // symbol or provider:name
   uint64_t file_offset = 0;
-};
-
-// Matrix's device block (DeviceUtil), read by the loader at session start.
-struct DeviceInfo {
-  std::string machine = "UN_KNOW";  // BEST / HIGH / MIDDLE / LOW / BAD / UN_KNOW by total RAM
-  uint64_t mem_total_bytes = 0;     // "mem"
-  uint64_t mem_available_kb = 0;    // "mem_free"
-  double cpu_app_percent = 0;       // "cpu_app": process CPU share of all CPU time since boot
 };
 
 struct SessionStart {
@@ -247,46 +231,6 @@ struct ProcessExec {
   uint64_t ts_ns = 0;
   uint32_t pid = 0;
   std::string comm;  // after the exec
-};
-
-// A signal sent to the target (SIGQUIT: how Android's system_server declares an ANR).
-struct SignalSent {
-  uint64_t ts_ns = 0;
-  int signal = 0;
-  uint32_t target_tid = 0;
-  uint32_t sender_pid = 0;
-  uint32_t sender_tid = 0;
-  std::string sender_comm;
-  int result = 0;  // 0 = delivered (TRACE_SIGNAL_DELIVERED)
-};
-
-// One thread as a stall snapshot saw it.
-struct ThreadSnapshot {
-  uint32_t tid = 0;
-  std::string name;
-  char state = '?';                       // /proc state letter: R S D T Z ...
-  uint64_t state_since_ns = 0;            // when it entered that state (0 = unknown)
-  std::string wchan;                      // kernel wait channel
-  uint64_t futex_address = 0;             // blocked in futex() on this address (0 = not)
-  uint32_t futex_owner_tid = 0;           // owner of that futex when it is a pthread mutex (0 = unknown)
-  std::vector<std::string> kernel_stack;  // at its last switch-out (or latest sample if running)
-  std::vector<std::string> user_stack;    // frame-pointer walk, or DWARF unwinding; symbolized
-  std::string user_stack_stop;            // why the user stack ends early ("" = at its outermost frame)
-};
-
-// Taken by the loader's watchdog while a message is still running past the LAG or ANR
-// threshold: everything needed to say why the main thread is stuck, as data.
-struct StallSnapshot {
-  bool anr = false;  // false: LAG level
-  uint64_t ts_ns = 0;
-  uint32_t tid = 0;
-  uint64_t message_begin_ns = 0;
-  std::vector<ThreadSnapshot> threads;  // the stalled thread first
-  double process_cpu_percent = -1;      // over the last seconds (-1 = unknown)
-  uint64_t cpu_window_ns = 0;
-  std::vector<std::pair<std::string, uint64_t>> memory_kb;  // /proc status Vm*/Rss* fields
-  int priority = 0;  // /proc/PID/stat priority and nice (Matrix's processPriority/Nice)
-  int nice = 0;
 };
 
 // A stack sample of a watched thread, for sampled call trees: taken while it ran (cpu-clock,

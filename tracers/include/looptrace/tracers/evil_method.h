@@ -5,15 +5,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
 
+// Its threshold is CommonOptions::evil_threshold_ns (the live figures count by it too).
 struct EvilMethodOptions : TracerOptions {
-  uint64_t threshold_ns = 700'000'000;  // Matrix DEFAULT_EVIL_METHOD_THRESHOLD_MS
-  bool matrix_compat = false;           // reproduce Matrix's algorithm exactly (ms, quirks)
+  bool matrix_compat = false;  // reproduce Matrix's algorithm exactly (ms, quirks)
   CallTreeOptions tree;
   void Declare(OptionSet& options) override;
 };
@@ -26,8 +26,8 @@ class EvilMethodTracer : public CopyableTracer<EvilMethodTracer> {
   uint32_t event_types() const override { return 0; }
 
   // The checks inline, the work out of line: called for every message, slow for few.
-  uint64_t slice_min_cost_ns() const override { return options_.threshold_ns; }
-  uint64_t end_min_cost_ns() const override { return options_.threshold_ns; }
+  uint64_t slice_min_cost_ns() const override { return context_.common->evil_threshold_ns; }
+  uint64_t end_min_cost_ns() const override { return context_.common->evil_threshold_ns; }
   std::optional<SliceRequest> WantSlice(const Span& span) override {
     if (!Slow(span)) return std::nullopt;
     return SliceRequest::Of(span, "message");
@@ -40,7 +40,7 @@ class EvilMethodTracer : public CopyableTracer<EvilMethodTracer> {
  private:
   bool Slow(const Span& span) const {
     return span.kind == SpanKind::kMessage && span.close == SpanClose::kEnded &&
-           span.cost_ns() >= options_.threshold_ns;
+           span.cost_ns() >= context_.common->evil_threshold_ns;
   }
   void ReportSlow(const Span& span);
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/report/frames_report.h"
+#include "looptrace/report/report.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/frames_report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
-#include "looptrace/tracers/stats.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -24,7 +24,6 @@ namespace looptrace {
 struct FrameOptions : TracerOptions {
   uint64_t jank_tree_threshold_ns =
       700'000'000;                      // janky frames at least this long (cost) keep the call tree of their message
-  double refresh_hz = 0;                // 0 = detect from vsync timestamps; else forced
   uint64_t window_ns = 10'000'000'000;  // Matrix's FPS window (DEFAULT_FPS_TIME_SLICE_ALIVE_MS)
   size_t min_window_frames = 21;        // Matrix reports a window only with > 20 frames
   CallTreeOptions tree;
@@ -41,9 +40,6 @@ inline constexpr uint32_t kPhaseCommit = 4;
 // Matrix's bucket of a dropped-frame count: by round(dropped) (Java Math.round),
 // >= 42 FROZEN, >= 24 HIGH, >= 9 MIDDLE, >= 3 NORMAL, else BEST.
 std::string DropBucket(double matrix_dropped);
-
-// The five bucket names, BEST first.
-const std::vector<std::string>& DropBuckets();
 
 // One stretch of constant refresh rate, from `from_ns` (a vsync timestamp; 0 for the first).
 struct RefreshSegment {
@@ -101,6 +97,7 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
   std::vector<uint64_t> vsync_events_;    // vsync_ns of vsync events (refresh-rate detection)
   std::vector<uint64_t> frame_vsyncs_;    // frames' vsync_ns (detection, with the vsync events)
   bool saw_frames_ = false;
+  bool frame_probed_ = false;  // the profile binds frame.begin
   // False when the session's probes have no frame role: no frame for a message to delay,
   // so messages are not kept for it.
   bool frames_possible_ = true;

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/cost_accumulator.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/thread_map.h"
 #include "looptrace/tracers/tracer.h"
 
@@ -73,7 +73,9 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
  public:
   MessagesTracer(const MessagesOptions& options, const TracerContext& context);
   uint32_t span_kinds() const override { return SpanBit(SpanKind::kMessage); }
-  uint32_t event_types() const override { return 0; }
+  // The session's probes: whether the profile can see messages at all.
+  uint32_t event_types() const override { return EventBit<SessionStart>(); }
+  void OnEvent(const Event& event) override;
   void OnSpanEnd(const Span& span) override;
   void Contribute(Report& report) override;
 
@@ -108,6 +110,8 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   NameCache by_name_text_;
   uint64_t not_listed_ = 0;
   bool saw_message_ = false;
+  bool dispatch_probed_ = false;  // the profile binds dispatch.begin
+  bool poll_probed_ = false;      // ... or poll.begin
 };
 
 }  // namespace looptrace

@@ -8,30 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/report/call_tree.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/stats.h"
 
 namespace looptrace {
-
-// Matrix's pseudo method for the message itself (METHOD_ID_DISPATCH).
-inline constexpr uint64_t kDispatchMethodId = 0xFFFFE;
-
-// One node of a call tree in pre-order; the message itself is the depth-0 root.
-struct CallNode {
-  uint64_t id = 0;
-  uint32_t depth = 0;
-  uint32_t count = 1;       // consecutive identical leaf calls merged (Matrix's count)
-  uint64_t begin_ns = 0;    // first call's begin
-  uint64_t cost_ns = 0;     // summed over merged calls
-  bool unfinished = false;  // still running at the end of the slice (closed there)
-  bool lost_exit = false;   // its exit never came (exception / longjmp): closed at its caller's exit
-};
-
-// A call-tree node with its display name.
-struct NamedCallNode {
-  CallNode node;
-  std::string name;
-};
 
 struct CallTreeOptions {
   uint32_t max_depth = 256;  // deeper frames are counted, not kept

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "looptrace/report/render.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace {
@@ -45,12 +46,28 @@ class OptionSet {
   std::vector<OptionDeclaration> declarations_;
 };
 
-// Options every tracer shares.
+// Options every tracer shares, and the thresholds more than one reads: a report's tracer
+// and the live figures (LiveStatsTracer) count the same ANRs, lags and evil methods.
 struct CommonOptions {
-  size_t top_n = 10;      // rows in the "slowest" and "by name" tables, worst frames
-  size_t max_nodes = 30;  // call-tree node limit, Matrix's TARGET_EVIL_METHOD_STACK
+  size_t top_n = 10;                                // rows in the "slowest" and "by name" tables, worst frames
+  size_t max_nodes = 30;                            // call-tree node limit, Matrix's TARGET_EVIL_METHOD_STACK
+  size_t sampled_max_nodes = 60;                    // sampled trees (sample_store.h) are deeper than method trees
+  uint64_t evil_threshold_ns = 700'000'000;         // Matrix DEFAULT_EVIL_METHOD_THRESHOLD_MS
+  uint64_t anr_threshold_ns = 5'000'000'000;        // Matrix DEFAULT_ANR; Android input timeout
+  uint64_t lag_threshold_ns = 2'000'000'000;        // Matrix DEFAULT_NORMAL_LAG
+  uint64_t idle_lag_threshold_ns = 2'000'000'000;   // Matrix's idle handler lag
+  uint64_t input_lag_threshold_ns = 2'000'000'000;  // Matrix's touch event lag
+  uint64_t barrier_threshold_ns = 2'000'000'000;
+  double refresh_hz = 0;  // 0 = detect from vsync timestamps; else forced
   void Declare(OptionSet& options);
 };
+
+// Android's ANR timeouts by name (AOSP defaults: input 5 s, broadcast 10 s, ...), or
+// milliseconds.
+Result<uint64_t> ParseAnrThreshold(std::string_view text);
+
+// The render options a user may set with the analysis ones: -f folded's scope and source.
+void DeclareRenderOptions(RenderOptions& render, OptionSet& options);
 
 // The options object of one tracer (registry.h creates one per tracer and run).
 class TracerOptions {

@@ -12,10 +12,11 @@
 #include <tuple>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/options.h"
 #include "looptrace/tracers/registry.h"
-#include "looptrace/tracers/report.h"
+#include "looptrace/tracers/sample_store.h"
 #include "looptrace/tracers/span_tracker.h"
 #include "looptrace/tracers/stall_causes.h"
 #include "looptrace/tracers/tracer.h"
@@ -29,10 +30,14 @@ class AnalysisOptions {
   AnalysisOptions(const AnalysisOptions&) = delete;  // declarations point into it
   AnalysisOptions& operator=(const AnalysisOptions&) = delete;
   CommonOptions common;
+  // How the report is drawn where an option says (-f folded's stacks), declared with the rest.
+  RenderOptions render;
   const MethodNamer* namer = nullptr;  // may be null
 
-  // Every option of every tracer (plus the common ones), bound to this object.
+  // Every option of every tracer (plus the common and the render ones), bound to this object.
   OptionSet Declarations();
+  // The render options, with the common ones renderers follow (--top).
+  RenderOptions Rendering() const;
   const TracerOptions& Of(std::string_view tracer) const;
   // A tracer's options to change before a run (tests, configuration).
   template <typename T>
@@ -68,6 +73,7 @@ class Pipeline : public EventSink, private SpanListener {
   }
 
   const SpanTracker& spans() const { return spans_; }
+  const SampleStore& samples() const { return samples_; }
   const SessionInfo& session() const { return report_.session; }
   std::vector<WatchThreshold> Watches() const;
 
@@ -94,11 +100,13 @@ class Pipeline : public EventSink, private SpanListener {
     causes_.OnProbe(probe);
     spans_.OnProbe(probe, *this);
     Observe(event);
+    samples_.OnProbe(probe);
     for (Tracer* tracer : by_role_[static_cast<int>(probe.role) & 63]) tracer->OnEvent(event);
   }
   void OnOtherEvent(const Event& event);
   void OnSpanBegin(const Span& span) override {
     for (Tracer* tracer : by_span_begin_[static_cast<int>(span.kind)]) tracer->OnSpanBegin(span);
+    samples_.OnSpanBegin(span);
   }
   // Inline: called at every span's end, and most spans want no slice.
   void OnSpanEnd(Span& span) override {
@@ -106,9 +114,10 @@ class Pipeline : public EventSink, private SpanListener {
     const int kind = static_cast<int>(span.kind);
     if (span.close == SpanClose::kEnded && span.cost_ns() < cheap_below_ns_[kind]) [[likely]] {
       for (Tracer* tracer : by_cheap_span_end_[kind]) tracer->OnSpanEnd(span);
-      return;
+    } else {
+      EndFully(span);
     }
-    EndFully(span);
+    samples_.OnSpanEnd(span);  // after the tracers asked for its tree
   }
   // Every tracer of the kind, with the slices they ask for.
   void EndFully(Span& span);
@@ -125,6 +134,7 @@ class Pipeline : public EventSink, private SpanListener {
   Report report_;
   SpanTracker spans_;
   StallCauses causes_;
+  SampleStore samples_;
   TracerContext context_;
   std::vector<std::unique_ptr<Tracer>> tracers_;  // by registry index; null: not run here
   // Subscribers: by span kind, by event type (variant index), by role (probe events).

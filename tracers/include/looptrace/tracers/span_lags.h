@@ -6,16 +6,15 @@
 #include <map>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
 
+// Its thresholds are CommonOptions' idle_lag, input_lag and barrier thresholds (the live
+// figures count by them too).
 struct SpanLagOptions : TracerOptions {
-  uint64_t idle_lag_threshold_ns = 2'000'000'000;   // Matrix's idle handler lag
-  uint64_t input_lag_threshold_ns = 2'000'000'000;  // Matrix's touch event lag
-  uint64_t barrier_threshold_ns = 2'000'000'000;
   CallTreeOptions tree;
   void Declare(OptionSet& options) override;
 };

@@ -41,9 +41,9 @@
 #include <tuple>
 #include <vector>
 
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/roles.h"
-#include "looptrace/tracers/stats.h"
 #include "looptrace/tracers/thread_map.h"
 
 namespace looptrace {

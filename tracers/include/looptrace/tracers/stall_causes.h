@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/span_tracker.h"
 
 namespace looptrace {
@@ -38,9 +38,6 @@ class StallCauses {
   // process and the thread's own monitor waits, in time order, clipped to the interval;
   // those still open in `spans` are included (open = true).
   std::vector<StallCause> Within(uint32_t tid, uint64_t begin_ns, uint64_t end_ns, const SpanTracker& spans) const;
-
-  // The total time of each kind in `causes` ("gc" -> ns), overlapping GCs counted once.
-  static std::map<std::string, uint64_t> TotalByKind(const std::vector<StallCause>& causes);
 
  private:
   void AddEnded(const Span& span);

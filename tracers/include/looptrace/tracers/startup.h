@@ -3,13 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace {
@@ -57,6 +60,12 @@ class StartupTracer : public CopyableTracer<StartupTracer> {
   std::string last_launched_;
   std::optional<WarmStart> warm_;  // a warm start in progress
   bool warm_phase_ = false;        // after the first warm launch, milestones are warm
+  // Sampled trees: the cold start keeps its thread's samples from app.create.begin (tid,
+  // begin) until the care scene's focus; then its tree (begin, focus, tree); warm starts'
+  // trees by launch time. Attached at the end to the startups over their thresholds.
+  std::optional<std::pair<uint32_t, uint64_t>> cold_held_;
+  std::optional<std::tuple<uint64_t, uint64_t, SampledCallTree>> cold_sampled_;
+  std::map<uint64_t, SampledCallTree> warm_sampled_;
 };
 
 }  // namespace looptrace

@@ -10,17 +10,17 @@
 #include <string_view>
 #include <vector>
 
+#include "looptrace/report/report.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/options.h"
-#include "looptrace/tracers/report.h"
 #include "looptrace/tracers/span_tracker.h"
-#include "looptrace/tracers/stats.h"
 
 namespace looptrace {
 
 class MethodNamer;
+class SampleStore;
 class StallCauses;
-class AnalysisOptions;
 
 // A stretch of one thread's method beats a tracer wants, e.g. a slow message's. Live, the
 // loader copies it from the BPF beat ring; replayed, it comes from the recording.
@@ -56,10 +56,9 @@ struct TracerContext {
   const MethodNamer* namer = nullptr;  // names method ids (methodMapping.txt); may be null
   const SpanTracker* spans = nullptr;
   const StallCauses* causes = nullptr;  // GC runs and monitor waits seen so far
+  SampleStore* samples = nullptr;       // stack samples: a span's sampled tree at its end
   const SessionInfo* session = nullptr;
-  const CommonOptions* common = nullptr;
-  // Every tracer's options (read-only), for a tracer that follows another's thresholds.
-  const AnalysisOptions* analysis = nullptr;
+  const CommonOptions* common = nullptr;  // what several tracers read: never another's options
 };
 
 // Subscription masks: what a tracer is called for; the pipeline skips the rest.

@@ -1,0 +1,483 @@
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "looptrace/report/render.h"
+#include "looptrace/util/text_safety.h"
+#include "sampled_render.h"
+
+#include <algorithm>
+#include <map>
+
+namespace looptrace {
+namespace {
+
+// A name from the target, a profile or a recording, on one line: control characters
+// (newlines and tabs too) as visible escapes, so it can neither act on the terminal nor
+// break the layout.
+std::string Esc(std::string_view text) { return EscapeForTerminal(text); }
+
+std::string Relative(uint64_t ts, uint64_t base) {
+  if (ts < base) return fmt::format("-{:.6f}", (base - ts) / 1e9);
+  return fmt::format("+{:.6f}", (ts - base) / 1e9);
+}
+
+// "garbage collection 164.72 ms (1 run), monitor contention 124.00 ms (1 wait)" and one line
+// per cause (at most 5 of each kind).
+void RenderCauses(const std::vector<StallCause>& causes, uint64_t base, std::string_view indent, std::ostream& out) {
+  if (causes.empty()) return;
+  std::map<std::string, std::pair<uint64_t, size_t>> totals;  // kind -> (time, count)
+  for (const auto& [kind, ns] : TotalByKind(causes)) totals[kind].first = ns;
+  for (const StallCause& c : causes) ++totals[c.kind].second;
+  std::string summary;
+  for (const auto& [kind, t] : totals)
+    summary += fmt::format("{}{} {} ({} {}{})", summary.empty() ? "" : ", ",
+                           kind == "gc" ? "garbage collection" : "monitor contention", FormatDuration(t.first),
+                           t.second, kind == "gc" ? "run" : "wait", t.second == 1 ? "" : "s");
+  out << fmt::format("{}runtime stalls: {}\n", indent, summary);
+  // The longest five of each kind, in time order.
+  std::map<std::string, std::vector<const StallCause*>> by_kind;
+  for (const StallCause& c : causes) by_kind[c.kind].push_back(&c);
+  std::vector<const StallCause*> shown;
+  for (auto& [kind, list] : by_kind) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const StallCause* a, const StallCause* b) { return a->cost_ns() > b->cost_ns(); });
+    shown.insert(shown.end(), list.begin(), list.begin() + std::min<size_t>(list.size(), 5));
+  }
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const StallCause* a, const StallCause* b) { return a->begin_ns < b->begin_ns; });
+  for (const StallCause* cause : shown) {
+    const StallCause& c = *cause;
+    std::string what = c.detail;
+    if (c.kind == "gc") what += fmt::format("{}on tid {}", what.empty() ? "" : ", ", c.tid);
+    if (c.kind == "monitor") {
+      if (what.empty()) what = fmt::format("monitor {:#x}", c.monitor);
+      if (c.holder_tid)
+        what += fmt::format(", held by tid {}{}", c.holder_tid,
+                            c.holder_name.empty() ? "" : fmt::format(" \"{}\"", c.holder_name));
+      else if (!c.open)
+        what += ", holder not seen";
+    }
+    out << fmt::format("{}  {:<8} {:>12}  from {} s  {}{}\n", indent, c.kind, FormatDuration(c.cost_ns()),
+                       Relative(c.begin_ns, base), what, c.open ? " (still running)" : "");
+  }
+  if (shown.size() < causes.size())
+    out << fmt::format("{}  ... {} shorter ones (JSON lists all)\n", indent, causes.size() - shown.size());
+}
+
+class TextRenderer : public Renderer {
+ public:
+  explicit TextRenderer(RenderOptions options) : options_(options) {}
+
+  // Rendered into memory first: whatever a field escaped per name missed, the whole text is
+  // escaped once more (newlines and tabs of the layout kept) before it reaches `final_out`.
+  void Render(const Report& report, std::ostream& final_out) const override {
+    std::ostringstream out;
+    RenderUnchecked(report, out);
+    const std::string text = std::move(out).str();
+    if (IsTerminalSafe(text, /*keep_layout=*/true))
+      final_out << text;
+    else
+      final_out << EscapeForTerminalKeepLayout(text);
+  }
+
+ private:
+  void RenderUnchecked(const Report& report, std::ostream& out) const {
+    const SessionInfo& s = report.session;
+    out << fmt::format("looptrace report: pid {} ({}), profile {}, threads {}\n", s.pid,
+                       s.command.empty() ? "?" : Esc(s.command), s.profile.empty() ? "?" : Esc(s.profile),
+                       Esc(s.thread_filter));
+    out << fmt::format("session: {} ({}{})\n", FormatDuration(s.duration_ns()),
+                       s.end_reason.empty() ? "ended" : Esc(s.end_reason),
+                       s.exit_status ? fmt::format(", exit status {}", *s.exit_status) : "");
+    RenderMessages(report, out);
+    RenderFrames(report, out);
+    RenderEvilMethods(report, out);
+    RenderStalls(report, out);
+    RenderSignals(report, out);
+    RenderSpanLags(report, out);
+    RenderStartup(report, out);
+    RenderStats(report.stats, out);
+  }
+
+  void RenderMessages(const Report& report, std::ostream& out) const {
+    const MessagesReport& m = report.messages;
+    const uint64_t base = report.session.begin_ns;
+    if (!m.enabled) {
+      out << "\nmessages: off (the profile maps neither dispatch.begin/end nor poll.begin/end)\n";
+      return;
+    }
+    if (m.definition == "poll-bounded")
+      out << "\nmessages are poll-bounded (loop iterations): the busy time from a poll's return to the "
+             "next poll call;\nwork the profile names inside an iteration (its dispatch roles) is a nested message\n";
+    if (m.threads.empty()) {
+      out << "\nmessages: none dispatched during the session\n";
+      if (report.session.pid)
+        out << fmt::format(
+            "  (profile {} saw none: if the target was busy, its loop may be one another profile sees;\n"
+            "  `looptrace probes -p {}` shows which profiles fit)\n",
+            Esc(report.session.profile), report.session.pid);
+    }
+    for (const ThreadMessages& t : m.threads) {
+      const CostSummary& c = t.cost;
+      double busy_pct = report.session.duration_ns() ? 100.0 * t.busy_ns / report.session.duration_ns() : 0.0;
+      out << fmt::format("\nmessages on thread {}{}\n", t.tid, t.tid == report.session.pid ? " (main)" : "");
+      out << fmt::format("  count {}   busy {} ({:.1f}% of the session)\n", c.count, FormatDuration(t.busy_ns),
+                         busy_pct);
+      out << fmt::format("  cost  p50 {}   p90 {}   p99 {}   max {}   mean {}\n", FormatDuration(c.p50_ns),
+                         FormatDuration(c.p90_ns), FormatDuration(c.p99_ns), FormatDuration(c.max_ns),
+                         FormatDuration(c.mean_ns));
+    }
+    if (m.not_listed)
+      out << fmt::format("  ({} earlier messages are not listed (--keep-messages {}); the summaries count them{})\n",
+                         m.not_listed, m.keep_limit,
+                         m.approximate_percentiles ? ", percentiles within 0.4% (histogram)" : "");
+    if (!m.slowest.empty()) {
+      out << fmt::format("\nslowest messages (begin relative to session start)\n");
+      out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", "#", "begin s", "cost", "tid", "id", "name");
+      int rank = 1;
+      for (const Message& msg : m.slowest) {
+        out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", rank++, Relative(msg.begin_ns, base),
+                           FormatDuration(msg.cost_ns()), msg.tid, msg.msg_id ? std::to_string(*msg.msg_id) : "-",
+                           msg.name.empty() ? "-" : Esc(msg.name));
+      }
+    }
+    if (!m.by_name.empty()) {
+      out << "\nmessages by name (by total cost)\n";
+      out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", "name", "count", "total", "p50", "max");
+      size_t shown = 0;
+      for (const NamedMessages& n : m.by_name) {
+        if (shown++ == options_.top_n) break;
+        out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", Esc(n.name), n.cost.count,
+                           FormatDuration(n.cost.total_ns), FormatDuration(n.cost.p50_ns),
+                           FormatDuration(n.cost.max_ns));
+      }
+    }
+    for (const Message& msg : m.unfinished) {
+      out << fmt::format(
+          "\nunfinished: message {} on thread {} began {} and was still running "
+          "after {} at session end\n",
+          msg.name.empty() ? (msg.msg_id ? std::to_string(*msg.msg_id) : "-") : Esc(msg.name), msg.tid,
+          Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()));
+    }
+  }
+
+  void RenderEvilMethods(const Report& report, std::ostream& out) const {
+    if (report.evil_methods.empty()) return;
+    const uint64_t base = report.session.begin_ns;
+    out << fmt::format("\nevil methods: {} message{} of at least {}\n", report.evil_methods.size(),
+                       report.evil_methods.size() == 1 ? "" : "s", FormatDuration(report.evil_threshold_ns));
+    int index = 1;
+    for (const EvilMethodReport& e : report.evil_methods) {
+      const Message& m = e.message;
+      std::string what = m.name.empty() ? (m.msg_id ? fmt::format("message {}", *m.msg_id) : "message") : Esc(m.name);
+      std::string cpu = m.cpu_ns ? fmt::format("{} cpu ({:.1f}%)", FormatDuration(m.cpu_ns),
+                                               100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
+                                 : "cpu unknown";
+      out << fmt::format("\n[{}] {} on thread {}: {} wall, {}, began {} s\n", index++, what, m.tid,
+                         FormatDuration(m.cost_ns()), cpu, Relative(m.begin_ns, base));
+      RenderCauses(e.causes, base, "    ", out);
+      if (!e.has_beats) {
+        if (e.sampled.empty()) out << "    no method beats (the profile maps no method.enter/method.exit)\n";
+      } else if (e.tree.size() <= 1) {
+        out << "    no instrumented method ran during this message\n";
+      } else {
+        RenderInstrumented(e, what, out);
+      }
+      // Both when the profile has method beats; the sampled one alone when it has none.
+      RenderSampledTree(e.sampled, "[message] " + what, "    ", out);
+    }
+  }
+
+  static void RenderInstrumented(const EvilMethodReport& e, const std::string& what, std::ostream& out) {
+    out << fmt::format("    stackKey {}  {}{}\n", Esc(e.stack_key), Esc(e.stack_key_name),
+                       e.matrix_compat ? "  (matrix-compat)" : "");
+    if (e.nodes_before_trim > e.tree.size())
+      out << fmt::format("    tree trimmed to {} of {} nodes (Matrix's rule)\n", e.tree.size(), e.nodes_before_trim);
+    if (e.beats_overwritten)
+      out << fmt::format(
+          "    warning: {} beats were overwritten before they were read; the tree "
+          "is incomplete (raise --beat-buffer)\n",
+          e.beats_overwritten);
+    const double root = static_cast<double>(std::max<uint64_t>(e.stack_cost_ns, 1));
+    for (const NamedCallNode& n : e.tree) {
+      std::string label = n.node.depth == 0 ? "[message] " + what : Esc(n.name);
+      if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
+      if (n.node.unfinished) label += "  (unfinished)";
+      if (n.node.lost_exit) label += "  (exit lost)";
+      out << fmt::format("    {:>12} {:>6.1f}%  {}{}\n", FormatDuration(n.node.cost_ns), 100.0 * n.node.cost_ns / root,
+                         std::string(2 * n.node.depth, ' '), label);
+    }
+  }
+
+  void RenderFrames(const Report& report, std::ostream& out) const {
+    const FramesReport& f = report.frames;
+    if (!f.enabled) {
+      if (report.messages.enabled) out << "\nframes: off (the profile maps no frame.begin/frame.end)\n";
+      return;
+    }
+    if (f.frames.empty()) {
+      out << "\nframes: none drawn during the session\n";
+      return;
+    }
+    std::string rates;
+    for (double hz : f.refresh_rates) rates += fmt::format("{}{:.0f} Hz", rates.empty() ? "" : ", ", hz);
+    out << fmt::format("\nframes: {} (refresh {})\n", f.frames.size(), rates);
+    out << fmt::format("  {:<28} {:>6} {:>10} {:>10} {:>6} {:>6} {:>6} {:>12}\n", "scene", "frames", "fps",
+                       "Matrix fps", "janky", "slow", "frozen", "msg delay");
+    for (const FpsSummary& s : f.scenes)
+      out << fmt::format("  {:<28} {:>6} {:>10.1f} {:>10.1f} {:>6} {:>6} {:>6} {:>12}\n",
+                         s.scene.empty() ? "-" : Esc(s.scene), s.frames, s.delivered_fps, s.matrix_fps, s.janky, s.slow,
+                         s.frozen, FormatDuration(s.delay_by_messages_ns));
+    out << "  dropped-frame buckets (Matrix): ";
+    std::map<std::string, size_t> levels;
+    for (const FpsSummary& s : f.scenes)
+      for (const auto& [bucket, n] : s.drop_level) levels[bucket] += n;
+    bool first = true;
+    for (const char* bucket : {"BEST", "NORMAL", "MIDDLE", "HIGH", "FROZEN"}) {
+      out << fmt::format("{}{} {}", first ? "" : ", ", bucket, levels[bucket]);
+      first = false;
+    }
+    out << "\n";
+    if (f.worst.empty()) return;
+    out << "  worst frames (total = end - vsync)\n";
+    static const char* kPhases[] = {"input", "anim", "insets", "traversal", "commit"};
+    size_t shown = 0;
+    for (size_t index : f.worst) {
+      if (shown++ == options_.top_n) break;
+      const FrameRecord& fr = f.frames[index];
+      std::string phases;
+      for (const PhaseCost& p : fr.phases)
+        phases += fmt::format(" {} {}", p.phase < 5 ? kPhases[p.phase] : "?", FormatDuration(p.cost_ns()));
+      out << fmt::format("  frame {:>5} at {} s: total {} (doFrame {}), dropped {} [{}]{}{}{}\n", fr.frame_id,
+                         Relative(fr.begin_ns, report.session.begin_ns), FormatDuration(fr.total_ns()),
+                         FormatDuration(fr.cost_ns()), fr.dropped_frames, fr.bucket, phases,
+                         fr.delay_by_messages_ns
+                             ? fmt::format(", delayed {} by messages", FormatDuration(fr.delay_by_messages_ns))
+                             : "",
+                         fr.finished ? "" : " (unfinished)");
+      if (fr.tree.size() > 1) RenderTree(fr.tree, fmt::format("frame {}", fr.frame_id), "      ", out);
+      RenderSampledTree(fr.sampled, fmt::format("[frame] {}", fr.frame_id), "      ", out);
+    }
+  }
+
+  static std::string MessageLabel(const Message& m) {
+    std::string label = m.name.empty() ? "message" : "message \"" + Esc(m.name) + "\"";
+    if (m.msg_id) label += fmt::format(" (id {})", *m.msg_id);
+    return label;
+  }
+
+  static void RenderTree(const std::vector<NamedCallNode>& tree, const std::string& root_label,
+                         const std::string& indent, std::ostream& out) {
+    uint64_t root = 1;
+    for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
+    for (const NamedCallNode& n : tree) {
+      std::string label = n.node.depth == 0 ? "[message] " + Esc(root_label) : Esc(n.name);
+      if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
+      if (n.node.unfinished) label += "  (running)";
+      if (n.node.lost_exit) label += "  (exit lost)";
+      out << fmt::format("{}{:>12} {:>6.1f}%  {}{}\n", indent, FormatDuration(n.node.cost_ns),
+                         100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
+    }
+  }
+
+  static void RenderThread(const ThreadSnapshot& t, uint64_t at_ns, const std::vector<ThreadSnapshot>& all,
+                           std::ostream& out) {
+    std::string since = t.state_since_ns && t.state_since_ns <= at_ns
+                            ? fmt::format(" for {}", FormatDuration(at_ns - t.state_since_ns))
+                            : "";
+    out << fmt::format("\"{}\" tid={} {} ({}{})\n", Esc(t.name), t.tid, Esc(std::string(1, t.state)),
+                       Esc(ThreadStateText(t.state)), since);
+    if (!t.wchan.empty() && t.wchan != "0") out << fmt::format("  | wchan={}\n", Esc(t.wchan));
+    if (t.futex_address) {
+      std::string owner = "unknown owner";
+      if (t.futex_owner_tid) {
+        owner = fmt::format("held by tid {}", t.futex_owner_tid);
+        for (const auto& o : all)
+          if (o.tid == t.futex_owner_tid) owner += fmt::format(" \"{}\"", Esc(o.name));
+      }
+      out << fmt::format("  - waiting on futex {:#x} ({})\n", t.futex_address, owner);
+    }
+    for (size_t i = 0; i < t.kernel_stack.size() && i < 12; ++i)
+      out << fmt::format("  kernel: {}\n", Esc(t.kernel_stack[i]));
+    for (size_t i = 0; i < t.user_stack.size() && i < 24; ++i)
+      out << fmt::format("  native: #{:02} {}\n", i, Esc(t.user_stack[i]));
+    if (!t.user_stack_stop.empty()) out << fmt::format("  native: (stack ends: {})\n", Esc(t.user_stack_stop));
+  }
+
+  void RenderStalls(const Report& report, std::ostream& out) const {
+    const uint64_t base = report.session.begin_ns;
+    for (const StallReport& s : report.stalls) {
+      const Message& m = s.message;
+      out << fmt::format("\n----- {} pid {} at {} s -----\n", s.anr ? "ANR" : "LAG", report.session.pid,
+                         Relative(s.snapshot.ts_ns, base));
+      out << fmt::format("Cmd line: {}\n", Esc(report.session.command));
+      out << fmt::format("Cause: {} running for {} on thread {} (threshold {}): {}\n", MessageLabel(m),
+                         FormatDuration(s.snapshot.ts_ns - m.begin_ns), m.tid, FormatDuration(s.threshold_ns),
+                         Esc(s.stuck_reason));
+      if (!s.deadlock_cycle.empty()) {
+        std::string cycle;
+        for (uint32_t tid : s.deadlock_cycle) {
+          std::string name;
+          for (const auto& t : s.snapshot.threads)
+            if (t.tid == tid) name = t.name;
+          cycle += fmt::format("tid {} \"{}\" -> ", tid, Esc(name));
+        }
+        cycle += fmt::format("tid {}", s.deadlock_cycle.front());
+        out << fmt::format("Deadlock: {} (each waits on a mutex the next holds)\n", cycle);
+      }
+      out << fmt::format("Cost: {} ({})\n", FormatDuration(m.cost_ns()),
+                         s.finished ? "the message ended" : "still running when the session ended");
+      if (!s.scene.empty()) out << fmt::format("Scene: {}\n", Esc(s.scene));
+      if (!s.frame.empty()) out << fmt::format("Frame: {}\n", Esc(s.frame));
+      if (s.snapshot.process_cpu_percent >= 0)
+        out << fmt::format("CPU: {:.1f}% of one core over the last {}\n", s.snapshot.process_cpu_percent,
+                           FormatDuration(s.snapshot.cpu_window_ns));
+      if (!s.snapshot.memory_kb.empty()) {
+        std::string mem;
+        for (const auto& [k, v] : s.snapshot.memory_kb)
+          mem += fmt::format("{}{} {} kB", mem.empty() ? "" : ", ", Esc(k), v);
+        out << "Memory: " << mem << "\n";
+      }
+      out << fmt::format("Off-CPU during the message: ");
+      if (s.off_cpu_by_reason.empty()) out << "none";
+      for (size_t i = 0; i < s.off_cpu_by_reason.size(); ++i)
+        out << fmt::format("{}{} {} ({}x)", i ? ", " : "", s.off_cpu_by_reason[i].reason,
+                           FormatDuration(s.off_cpu_by_reason[i].total_ns), s.off_cpu_by_reason[i].count);
+      out << fmt::format("; on CPU {}\n", FormatDuration(s.on_cpu_ns));
+      RenderCauses(s.causes, base, "", out);
+      for (size_t i = 0; i < s.off_cpu.size() && i < 5; ++i) {
+        const auto& iv = s.off_cpu[i];
+        out << fmt::format(
+            "  {:>12} {:<9} from {} s{}{}\n", FormatDuration(iv.end_ns - iv.begin_ns), iv.reason,
+            Relative(iv.begin_ns, base),
+            iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, Esc(iv.waker_comm)) : "",
+            iv.open ? ", still waiting" : "");
+      }
+      if (s.tree.size() == 1) {
+        out << "No instrumented method was running at the snapshot\n";
+      } else if (!s.tree.empty()) {
+        out << fmt::format("Methods running at the snapshot (stackKey {}):\n", Esc(s.stack_key));
+        RenderTree(s.tree, m.name, "  ", out);
+      }
+      out << "\n";
+      for (const ThreadSnapshot& t : s.snapshot.threads) {
+        RenderThread(t, s.snapshot.ts_ns, s.snapshot.threads, out);
+        // The stalled thread's interpreted stack (method beats), next to its native one.
+        if (t.tid == m.tid)
+          for (size_t i = 0; i < s.interpreted_stack.size() && i < 24; ++i)
+            out << fmt::format("  interpreted: #{:02} {}\n", i, s.interpreted_stack[i]);
+        out << "\n";
+      }
+      out << fmt::format("----- end {} -----\n", report.session.pid);
+    }
+  }
+
+  void RenderSignals(const Report& report, std::ostream& out) const {
+    const uint64_t base = report.session.begin_ns;
+    for (const SignalAnrReport& s : report.signal_anrs) {
+      out << fmt::format("\n{} at {} s: SIGQUIT from pid {} \"{}\" (tid {}){}\n",
+                         s.from_self ? "self SIGQUIT (not an ANR)" : "confirmed ANR (signal)",
+                         Relative(s.signal.ts_ns, base), s.signal.sender_pid, Esc(s.signal.sender_comm),
+                         s.signal.sender_tid, s.signal.result ? " (not delivered)" : "");
+      if (s.stalled)
+        out << fmt::format("  the main thread was in {} for {}\n", MessageLabel(s.message),
+                           FormatDuration(s.message.cost_ns()));
+      else
+        out << "  the main thread was not running a message\n";
+    }
+  }
+
+  void RenderSpanLags(const Report& report, std::ostream& out) const {
+    const uint64_t base = report.session.begin_ns;
+    for (const SpanLagReport& l : report.span_lags) {
+      out << fmt::format("\n{}: {} on thread {} took {} (from {} s)\n",
+                         l.kind == "idle_lag" ? "idle handler lag" : "input lag", Esc(l.name), l.tid,
+                         FormatDuration(l.end_ns - l.begin_ns), Relative(l.begin_ns, base));
+      if (!l.tree.empty()) RenderTree(l.tree, l.name, "  ", out);
+    }
+    for (const BarrierLeakReport& b : report.barrier_leaks) {
+      out << fmt::format(
+          "\nleaked sync barrier: token {} on thread {} stood for {} from {} s while {} "
+          "synchronous message{} waited{}\n",
+          b.token, b.tid, FormatDuration(b.end_ns - b.begin_ns), Relative(b.begin_ns, base), b.sync_messages_enqueued,
+          b.sync_messages_enqueued == 1 ? "" : "s", b.removed ? "" : " (never removed)");
+    }
+  }
+
+  void RenderStartup(const Report& report, std::ostream& out) const {
+    const StartupReport& s = report.startup;
+    if (!s.seen) return;
+    out << "\nstartup timeline (gap from the previous milestone)\n";
+    uint64_t origin = s.milestones.empty() ? report.session.begin_ns : s.milestones.front().ts_ns;
+    uint64_t previous = origin;
+    for (const Milestone& m : s.milestones) {
+      out << fmt::format("  {:>12}  {:>12}  {:<18} {}{}\n", "+" + FormatDuration(m.ts_ns - origin),
+                         "+" + FormatDuration(m.ts_ns - previous), Esc(m.name), Esc(m.activity),
+                         m.warm ? "  (warm)" : "");
+      previous = m.ts_ns;
+    }
+    auto line = [&](const char* what, uint64_t ns, const char* note) {
+      if (ns) out << fmt::format("  {:<38} {:>12}  {}\n", what, FormatDuration(ns), note);
+    };
+    out << "\nstartup costs\n";
+    line("exec -> application create", s.exec_to_app_create_ns, "(before the app's first code; Matrix cannot see it)");
+    line("application create", s.application_create_ns, "(Matrix application_create)");
+    line("first screen (app create -> focus)", s.first_screen_ns, "(Matrix first_activity_create)");
+    line("cold start (app create -> care scene)", s.cold_ns, "(Matrix startup_duration)");
+    line("cold start from exec", s.cold_from_exec_ns, "");
+    line("time to first frame (TTID-like)", s.ttid_ns, s.exec_ns ? "(from exec)" : "(from app create)");
+    line("time to fully drawn (TTFD-like)", s.ttfd_ns, s.exec_ns ? "(from exec)" : "(from app create)");
+    if (!s.care_scene.empty())
+      out << fmt::format("  care scene: {}{}\n", Esc(s.care_scene),
+                         !s.app_create_scene.empty() && s.app_create_scene != s.care_scene
+                             ? fmt::format(" (after {})", Esc(s.app_create_scene))
+                             : "");
+    if (s.over_threshold) out << "  cold start over Matrix's threshold: call tree below\n";
+    if (s.excessive) out << "  cold start is excessive by Android vitals (>= 5 s)\n";
+    if (!s.missing.empty()) {
+      std::string missing;
+      for (const auto& m : s.missing) missing += (missing.empty() ? "" : ", ") + Esc(m);
+      out << fmt::format("  not reached before the session ended ({}): {}\n", Esc(report.session.end_reason), missing);
+    }
+    if (!s.tree.empty()) RenderTree(s.tree, "startup", "  ", out);
+    RenderSampledTree(s.sampled, "[startup]", "  ", out);
+    for (const WarmStart& w : s.warm_starts) {
+      out << fmt::format(
+          "  warm start of {}: {}{}{}\n", Esc(w.activity), w.focus_ns ? FormatDuration(w.cost_ns()) : "never focused",
+          w.first_frame_ns ? fmt::format(", first frame after {}", FormatDuration(w.first_frame_ns - w.launch_ns)) : "",
+          w.excessive ? " (excessive by Android vitals, >= 2 s)" : "");
+      if (!w.tree.empty()) RenderTree(w.tree, "warm start", "    ", out);
+      RenderSampledTree(w.sampled, "[warm start]", "    ", out);
+    }
+  }
+
+  void RenderStats(const Stats& stats, std::ostream& out) const {
+    auto shown = [&](StatId id) {
+      return stats.Get(id) && (options_.verbose || StatSeverityOf(id) != StatSeverity::kFilter);
+    };
+    bool any = false;
+    for (int i = 0; i < kStatCount; ++i) any |= shown(static_cast<StatId>(i));
+    if (!any) {
+      out << "\ndata quality: complete (no losses counted)\n";
+      return;
+    }
+    out << "\ndata quality\n";
+    for (int i = 0; i < kStatCount; ++i) {
+      auto id = static_cast<StatId>(i);
+      if (uint64_t v = stats.Get(id); v && shown(id))
+        out << fmt::format("  {:<10} {:<26} {:>8}  {}\n", SeverityName(StatSeverityOf(id)), StatName(id), v,
+                           StatDescription(id));
+    }
+  }
+
+  RenderOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Renderer> MakeTextRenderer(const RenderOptions& options) {
+  return std::make_unique<TextRenderer>(options);
+}
+
+}  // namespace looptrace

@@ -1,0 +1,32 @@
+// What a thread is doing, from what the scheduler and a snapshot saw of it: why it left the
+// CPU, whether it waits in a deadlock, and the main thread's state for a thread dump. Shared
+// by the ANR tracer, the sample store and `snapshot`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "looptrace/report/process.h"
+#include "looptrace/report/thread_dump.h"
+
+namespace looptrace {
+
+// The task state bit of an uninterruptible sleep (D).
+inline constexpr uint32_t kTaskUninterruptible = 0x2;
+
+// "lock", "io", "sleep", "poll", "preempted" or "other", from the task state at switch-out
+// and the kernel stack it blocked in.
+std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack);
+
+// An off-CPU reason in words: "lock" -> "lock wait", "io" -> "disk I/O", ...
+std::string StuckText(const std::string& reason);
+
+// Follows "waits on a futex owned by" edges from `start`; the cycle if it comes back.
+std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start);
+
+// What the main thread is doing by its snapshot (state, wait channel, futex edges): fills
+// the dump's main_state and deadlock_cycle.
+void ClassifyMainThread(ThreadDump* dump);
+
+}  // namespace looptrace

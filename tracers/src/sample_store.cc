@@ -1,0 +1,211 @@
+#include "looptrace/tracers/sample_store.h"
+
+#include <fmt/format.h>
+
+#include "looptrace/tracers/sampled_call_tree.h"
+#include "looptrace/tracers/thread_state.h"
+
+namespace looptrace {
+
+void SampleStore::OnSessionStart(const SessionStart& start) {
+  pid_ = start.pid;
+  sample_hz_ = start.sample_hz;
+  dwarf_ = start.dwarf_unwind;
+}
+
+void SampleStore::OnSample(const StackSample& e) {
+  Thread& t = threads_[e.tid];
+  Sample s;
+  s.frames = std::make_shared<const std::vector<std::string>>(e.frames);
+  s.ts_ns = e.ts_ns;
+  s.on_cpu = e.on_cpu;
+  s.stop = e.stop;
+  // Samples come in time order per thread; keep the deque sorted if one does not.
+  if (!s.on_cpu) t.unsettled_from_ns = std::min(t.unsettled_from_ns, s.ts_ns);
+  auto at = t.samples.end();
+  while (at != t.samples.begin() && std::prev(at)->ts_ns > s.ts_ns) --at;
+  t.samples.insert(at, std::move(s));
+}
+
+void SampleStore::OnSwitch(const ThreadSwitch& sw) {
+  if (!sample_hz_) return;  // no stack samples in this session
+  Thread& t = threads_[sw.tid];
+  if (sw.off_cpu) {
+    // Its sample (same timestamp) came first; a sample lost on the way leaves the time
+    // without a stack, still counted.
+    Sample* match = nullptr;
+    for (auto it = t.samples.rbegin(); it != t.samples.rend() && it->ts_ns >= sw.ts_ns; ++it)
+      if (it->ts_ns == sw.ts_ns && !it->on_cpu && !it->switch_seen) match = &*it;
+    if (!match) {
+      Sample s;
+      s.ts_ns = sw.ts_ns;
+      s.on_cpu = false;
+      s.stop = "no stack sample";
+      t.unsettled_from_ns = std::min(t.unsettled_from_ns, s.ts_ns);
+      auto at = t.samples.end();
+      while (at != t.samples.begin() && std::prev(at)->ts_ns > s.ts_ns) --at;
+      match = &*t.samples.insert(at, std::move(s));
+    }
+    match->switch_seen = true;
+    match->reason = ClassifyOffCpu(sw.state, sw.kernel_stack);
+    return;
+  }
+  // Back on CPU: the latest off-CPU stretch ends.
+  for (auto it = t.samples.rbegin(); it != t.samples.rend(); ++it) {
+    if (it->on_cpu || !it->switch_seen) continue;
+    if (!it->off_end_ns && it->ts_ns <= sw.ts_ns) it->off_end_ns = sw.ts_ns;
+    break;
+  }
+  // A span that begins later begins after this record: a thread that wakes without
+  // dispatching anything does not keep its samples.
+  t.last_event_ns = std::max(t.last_event_ns, sw.ts_ns);
+  Settle(t, sw.ts_ns);
+  Prune(sw.tid, t);
+}
+
+// The thread ran at `running_ns` (a switch-in, a probe hit): every off-CPU stretch that
+// began before has had its switch records (they come before the thread's later records),
+// unless the record ring dropped them. Such a stretch would stay "still off CPU" forever and
+// keep every later sample queued (Prune stops at it): its reason stays unknown and it ends
+// at the next sample, or at `running_ns`, the latest it can have ended.
+void SampleStore::SettleSamples(Thread& t, uint64_t running_ns) {
+  uint64_t next_ns = running_ns, still = UINT64_MAX;
+  for (auto it = t.samples.rbegin(); it != t.samples.rend() && it->ts_ns >= t.unsettled_from_ns; ++it) {
+    if (it->on_cpu) {
+      next_ns = std::min(next_ns, it->ts_ns);
+      continue;
+    }
+    if (it->ts_ns >= running_ns) {
+      if (!it->switch_seen || !it->off_end_ns) still = it->ts_ns;
+      continue;
+    }
+    if (!it->switch_seen || !it->off_end_ns) {
+      if (!it->switch_seen) {
+        it->switch_seen = true;
+        it->reason = "unknown";  // the switch record said why
+      }
+      if (!it->off_end_ns) it->off_end_ns = std::max(next_ns, it->ts_ns);
+      stats_->Add(StatId::switch_record_lost);
+    }
+    next_ns = it->ts_ns;
+  }
+  t.unsettled_from_ns = still;
+}
+
+void SampleStore::ForgetOpen(uint64_t span_id) {
+  for (auto it = open_.rbegin(); it != open_.rend(); ++it)
+    if (it->id == span_id) {
+      open_.erase(std::next(it).base());
+      return;
+    }
+}
+
+SampledCallTree SampleStore::TreeOf(const Span& span) {
+  if (!sample_hz_) return {};
+  if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
+  return Tree(span.tid, span.begin_ns, span.end_ns);
+}
+
+SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_ns) {
+  if (!sample_hz_) return {};
+  std::vector<WeightedStack> stacks;
+  uint64_t off_total = 0;
+  size_t on_samples = 0;
+  auto& samples = threads_[tid].samples;
+  for (const Sample& s : samples) {
+    if (s.ts_ns > end_ns) break;
+    if (s.on_cpu) {
+      if (s.ts_ns >= begin_ns) ++on_samples;
+      continue;
+    }
+    const uint64_t off_end = s.off_end_ns ? s.off_end_ns : end_ns;
+    const uint64_t from = std::max(s.ts_ns, begin_ns), to = std::min(off_end, end_ns);
+    if (to > from) off_total += to - from;
+  }
+  const uint64_t span_ns = end_ns - begin_ns;
+  const uint64_t on_cpu_ns = span_ns > off_total ? span_ns - off_total : 0;
+  // Samples are uniform in CPU time: each on-CPU sample stands for an equal share of it.
+  uint64_t given = 0;
+  size_t index = 0;
+  for (const Sample& s : samples) {
+    if (s.ts_ns > end_ns) break;
+    WeightedStack w;
+    w.frames = s.frames.get();
+    w.ts_ns = s.ts_ns;
+    w.on_cpu = s.on_cpu;
+    w.stop = s.stop;
+    if (s.on_cpu) {
+      if (s.ts_ns < begin_ns) continue;
+      ++index;
+      const uint64_t share = on_cpu_ns * index / on_samples;  // no rounding drift
+      w.weight_ns = share - given;
+      given = share;
+    } else {
+      const uint64_t off_end = s.off_end_ns ? s.off_end_ns : end_ns;
+      const uint64_t from = std::max(s.ts_ns, begin_ns), to = std::min(off_end, end_ns);
+      if (to <= from) continue;
+      w.weight_ns = to - from;
+      w.reason = s.reason;
+    }
+    stacks.push_back(std::move(w));
+  }
+  SampledCallTree tree = BuildSampledTree(stacks, span_ns, on_cpu_ns, max_nodes_);
+  tree.sample_hz = sample_hz_;
+  tree.dwarf = dwarf_;
+  for (const auto& [reason, n] : tree.walk_stops)
+    if (reason != "no stack sample") stats_->Add(StatId::stack_walk_truncated, n);
+  return tree;
+}
+
+// Drops the samples no span can still want: older than every open span of the thread (and
+// a held cold start), or, with none open, than the thread's latest event (a span that begins
+// later begins after it).
+void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
+  uint64_t keep_from = t.last_event_ns;
+  for (const OpenSpan& open : open_)
+    if (open.tid == tid) keep_from = std::min(keep_from, open.begin_ns);
+  if (hold_ && hold_->first == tid) keep_from = std::min(keep_from, hold_->second);
+  while (!t.samples.empty()) {
+    const Sample& s = t.samples.front();
+    if (!s.on_cpu && (!s.switch_seen || !s.off_end_ns)) break;  // still off CPU: its weight is unknown
+    const uint64_t end = s.on_cpu ? s.ts_ns : s.off_end_ns;
+    if (end >= keep_from) break;
+    AddToSession(tid, s, &session_);
+    t.samples.pop_front();
+  }
+}
+
+void SampleStore::AddToSession(uint32_t tid, const Sample& s, Stacks* stacks) const {
+  std::vector<std::string> frames;
+  if (tid != pid_) frames.push_back(fmt::format("[thread {}]", tid));
+  if (s.frames && !s.frames->empty()) {
+    if (!s.stop.empty()) frames.push_back("[unknown callers]");
+    frames.insert(frames.end(), s.frames->rbegin(), s.frames->rend());
+  } else {
+    frames.push_back("[no stack]");
+  }
+  uint64_t weight = 0;
+  if (s.on_cpu) {
+    weight = sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0;  // the nominal period
+  } else {
+    frames.push_back(OffCpuFrame(s.reason));
+    weight = s.off_end_ns > s.ts_ns ? s.off_end_ns - s.ts_ns : 0;
+  }
+  if (weight) (*stacks)[frames] += weight;
+}
+
+std::vector<FoldedStack> SampleStore::SessionStacks(uint64_t end_ns) const {
+  Stacks stacks = session_;
+  for (const auto& [tid, t] : threads_)
+    for (Sample s : t.samples) {
+      // Still off CPU: the stretch ends with the session.
+      if (!s.on_cpu && !s.off_end_ns) s.off_end_ns = std::max(s.ts_ns, end_ns);
+      AddToSession(tid, s, &stacks);
+    }
+  std::vector<FoldedStack> out;
+  out.reserve(stacks.size());
+  for (auto& [frames, ns] : stacks) out.push_back({frames, ns});
+  return out;
+}
+
+}  // namespace looptrace

@@ -1,0 +1,81 @@
+#include "looptrace/tracers/thread_state.h"
+
+#include <map>
+#include <set>
+#include <string_view>
+
+namespace looptrace {
+namespace {
+
+bool AnyFrame(const std::vector<std::string>& stack, std::initializer_list<std::string_view> needles) {
+  for (const auto& frame : stack)
+    for (auto needle : needles)
+      if (frame.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack) {
+  if (state == 0) return "preempted";  // still runnable: it lost the CPU, it did not wait
+  if (AnyFrame(kernel_stack, {"futex_wait", "futex_lock_pi", "rt_mutex", "__mutex_lock", "rwsem_down", "__down"}))
+    return "lock";
+  if (AnyFrame(kernel_stack,
+               {"io_schedule", "blk_", "bio_", "folio_wait", "wait_on_page", "ext4_", "xfs_", "btrfs_", "jbd2",
+                "file_write_and_wait", "filemap_fdatawait", "__filemap_fdatawait", "nvme", "submit_bio"}))
+    return "io";
+  if (AnyFrame(kernel_stack, {"do_nanosleep", "hrtimer_nanosleep", "clock_nanosleep", "msleep"})) return "sleep";
+  if (AnyFrame(kernel_stack, {"ep_poll", "do_epoll_wait", "do_sys_poll", "do_select", "poll_schedule", "pipe_read",
+                              "unix_stream_read", "sk_wait", "tcp_recvmsg"}))
+    return "poll";
+  if (state & kTaskUninterruptible) return "io";  // D state without a known frame: most likely I/O
+  return "other";
+}
+
+std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start) {
+  std::map<uint32_t, uint32_t> waits_on;  // tid -> owner of the futex it waits on
+  for (const auto& t : threads)
+    if (t.futex_address && t.futex_owner_tid && t.futex_owner_tid != t.tid) waits_on[t.tid] = t.futex_owner_tid;
+  std::vector<uint32_t> path = {start};
+  std::set<uint32_t> seen = {start};
+  uint32_t at = start;
+  while (waits_on.contains(at)) {
+    at = waits_on[at];
+    if (at == start) return path;
+    if (!seen.insert(at).second) return {};  // a cycle that does not include `start`
+    path.push_back(at);
+  }
+  return {};
+}
+
+std::string StuckText(const std::string& reason) {
+  static const std::map<std::string, std::string> kText = {{"lock", "lock wait"},
+                                                           {"io", "disk I/O"},
+                                                           {"sleep", "sleep"},
+                                                           {"poll", "poll/epoll wait"},
+                                                           {"preempted", "waiting for a CPU"},
+                                                           {"other", "blocked"}};
+  auto it = kText.find(reason);
+  return it != kText.end() ? it->second : reason;
+}
+
+void ClassifyMainThread(ThreadDump* dump) {
+  const auto& threads = dump->snapshot.threads;
+  dump->deadlock_cycle = FindDeadlock(threads, dump->pid);
+  const ThreadSnapshot* self = nullptr;
+  for (const auto& t : threads)
+    if (t.tid == dump->pid) self = &t;
+  if (!dump->deadlock_cycle.empty()) {
+    dump->main_state = "deadlock";
+  } else if (!self) {
+    dump->main_state = "unknown";
+  } else if (self->state == 'R') {
+    dump->main_state = "running";
+  } else if (self->futex_address) {
+    dump->main_state = "lock wait";
+  } else {
+    dump->main_state = StuckText(ClassifyOffCpu(self->state == 'D' ? kTaskUninterruptible : 1, self->kernel_stack));
+  }
+}
+
+}  // namespace looptrace
