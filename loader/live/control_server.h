@@ -13,7 +13,7 @@
 #include <string>
 
 #include "loader/live/control_protocol.h"
-#include "loader/live/event_loop.h"
+#include "loader/session/event_loop.h"
 #include "looptrace/util/result.h"
 #include "looptrace/util/unique_fd.h"
 

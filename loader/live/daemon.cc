@@ -184,13 +184,16 @@ ControlResponse Daemon::Handle(pid_t pid, const ControlRequest& request) {
     response.body = fmt::format("{{\"session\":{},\"status\":{}}}", SessionSummaryToJson(Summary(entry, now)),
                                 LiveStatusToJson(session.Status(now)));
   } else if (request.command == "snapshot") {
-    if (!request.format.empty() && request.format != "text" && request.format != "json")
-      return ControlResponse::Fail(
-          Error{fmt::format("unknown format '{}' for a snapshot", request.format), "text or json", ExitCode::kUsage});
-    ThreadDump dump = session.Dump(NowNs(CLOCK_REALTIME));
+    const std::string format = request.format.empty() ? "text" : request.format;
+    const RendererEntry* renderer = FindRenderer(format);
+    if (!renderer)
+      return ControlResponse::Fail(Error{fmt::format("unknown format '{}' for a snapshot", format),
+                                         "formats: " + RendererNames(), ExitCode::kUsage});
+    auto dump = session.Dump(now, NowNs(CLOCK_REALTIME));
+    if (!dump) return ControlResponse::Fail(Error{"the session takes no snapshots", "", ExitCode::kSession});
     // Thread names, wait channels and stacks come from the target: terminal-safe either way.
-    response.body = request.format == "json" ? EscapeJsonForTerminal(RenderThreadDumpJson(dump))
-                                             : EscapeForTerminalKeepLayout(RenderThreadDumpText(dump));
+    const std::string body = session.Render(*dump, format);
+    response.body = renderer->json ? EscapeJsonForTerminal(body) : EscapeForTerminalKeepLayout(body);
   } else if (request.command == "report") {
     const std::string format = request.format.empty() ? "text" : request.format;
     if (!MakeRenderer(format))

@@ -17,7 +17,7 @@
 
 #include "loader/export/clickhouse_sink.h"
 #include "loader/live/control_server.h"
-#include "loader/live/event_loop.h"
+#include "loader/session/event_loop.h"
 #include "loader/live/live_session.h"
 #include "loader/live/metrics_server.h"
 #include "looptrace/report/clickhouse_rows.h"

@@ -3,8 +3,6 @@
 #include <sstream>
 
 #include "loader/session/trace.h"
-#include "looptrace/tracers/method_tree.h"
-#include "looptrace/tracers/thread_state.h"
 
 namespace looptrace::loader {
 
@@ -58,36 +56,14 @@ std::string LiveSession::Render(const Report& report, const std::string& format)
   return out.str();
 }
 
-ThreadDump LiveSession::Dump(uint64_t wall_time_ns) {
-  ThreadDump dump;
-  dump.pid = static_cast<uint32_t>(config_.pid);
-  dump.command = command_;
-  dump.wall_time_ns = wall_time_ns;
-  const uint32_t tid = live().LoopTid();
-  auto open = pipeline_.spans().Open(tid, SpanKind::kMessage);
-  const Span* running = open.empty() ? nullptr : open.front();
-  auto [snapshot, beats] =
-      session_->SnapshotNow(running ? running->begin_ns : 0, running ? running->begin_beat_index : 0);
-  dump.snapshot = std::move(snapshot);
-  if (running) {
-    LiveMessage m;
-    m.tid = running->tid;
-    m.begin_ns = running->begin_ns;
-    if (running->begin.Arg("id")) m.msg_id = running->key;
-    m.name = running->ArgText("name");
-    dump.current = std::move(m);
-    dump.running_ns = dump.snapshot.ts_ns > running->begin_ns ? dump.snapshot.ts_ns - running->begin_ns : 0;
-  }
-  dump.frame = pipeline_.spans().CurrentFrame(tid);
-  dump.scene = pipeline_.spans().scene();
-  if (beats) {
-    Stats scratch;
-    NamedCallTree tree = BuildNamedCallTree(*beats, analysis_.common.max_nodes, 0, analysis_.namer, &scratch);
-    dump.tree = std::move(tree.nodes);
-    dump.stack_key = std::move(tree.stack_key);
-  }
-  ClassifyMainThread(&dump);
-  return dump;
+std::string LiveSession::Render(const ThreadDump& dump, const std::string& format) const {
+  std::ostringstream out;
+  if (auto renderer = MakeRenderer(format, config_.render)) renderer->RenderDump(dump, out);
+  return out.str();
+}
+
+std::optional<ThreadDump> LiveSession::Dump(uint64_t now_ns, uint64_t wall_time_ns) {
+  return pipeline_.DumpNow(now_ns, wall_time_ns);
 }
 
 Report LiveSession::End(EventLoop& loop, const std::string& reason, Result<void>* written) {

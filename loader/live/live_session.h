@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "loader/live/event_loop.h"
+#include "loader/session/event_loop.h"
 #include "loader/session/output_file.h"
 #include "loader/session/recording.h"
 #include "loader/session/session.h"
@@ -57,8 +57,11 @@ class LiveSession {
 
   LiveStatus Status(uint64_t now_ns) const;  // the BPF side's counters included
   Report ReportSoFar(uint64_t now_ns) const;
+  // In a known format (render.h's registry), with the session's render options.
   std::string Render(const Report& report, const std::string& format) const;
-  ThreadDump Dump(uint64_t wall_time_ns);
+  std::string Render(const ThreadDump& dump, const std::string& format) const;
+  // `looptrace snapshot`: every thread of the target now (Pipeline::DumpNow).
+  std::optional<ThreadDump> Dump(uint64_t now_ns, uint64_t wall_time_ns);
   LiveStatsTracer& live();
 
   // Detaches the probes, drains, and writes the final report (and the recording). The

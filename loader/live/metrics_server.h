@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "loader/live/event_loop.h"
+#include "loader/session/event_loop.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {

@@ -1,4 +1,4 @@
-#include "loader/live/event_loop.h"
+#include "loader/session/event_loop.h"
 
 #include <cerrno>
 

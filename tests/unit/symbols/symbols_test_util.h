@@ -1,12 +1,17 @@
-// Helpers shared by the symbols tests: fixture paths and running binutils.
+// Helpers shared by the symbols tests: fixture paths, running binutils, opening ELF files.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "looptrace/symbols/elf_file.h"
 
 namespace looptrace::symbols::test_util {
 
@@ -65,5 +70,16 @@ class TempDir {
  private:
   std::string path_;
 };
+
+inline constexpr char kLibc[] = "/lib/x86_64-linux-gnu/libc.so.6";
+
+inline ElfFile OpenOrDie(const std::string& path) {
+  auto file = ElfFile::Open(path);
+  if (!file) {
+    ADD_FAILURE() << file.error().message;
+    std::abort();
+  }
+  return std::move(*file);
+}
 
 }  // namespace looptrace::symbols::test_util
