@@ -14,6 +14,7 @@
 #include "loader/session/output_file.h"
 #include "looptrace/report/json_codecs.h"
 #include "looptrace/report/live_view.h"
+#include "looptrace/report/render.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {
@@ -132,14 +133,16 @@ class SnapshotCommand : public Command {
   std::string_view name() const override { return "snapshot"; }
   void Setup(CLI::App* cmd) override {
     cmd->add_option("-p,--pid", pid_, "traced process")->required()->check(CLI::PositiveNumber);
-    cmd->add_option("-f,--format", format_, "text (like Android's kill -3 traces) or json")
-        ->check(CLI::IsMember({"text", "json"}))
+    cmd->add_option("-f,--format", format_,
+                    "text (like Android's kill -3 traces), or any report format: " + RendererNames())
+        ->check([](const std::string& format) { return FindRenderer(format) ? "" : "formats: " + RendererNames(); })
         ->capture_default_str();
     cmd->add_option("-o,--output", output_, "write it to FILE (.gz compresses) instead of stdout");
     cmd->footer(
         Footer(
             R"(  looptrace snapshot -p 1234                   every thread now: state, wait channel, lock owner, stacks
   looptrace snapshot -p 1234 -f json -o dump.json
+  looptrace snapshot -p 1234 -f html -o dump.html      the same as a page
 )") + kControlTroubleshooting +
         R"(
   The snapshot is taken now, whatever the main thread does; it is not added to the session's

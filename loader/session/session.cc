@@ -49,7 +49,18 @@ Result<UniqueFd> BlockTerminationSignals() {
 Session::Session(const SessionOptions& options, int signal_fd, Pipeline& pipeline)
     : options_(options), signal_fd_(signal_fd), pipeline_(pipeline), events_(pipeline) {}
 
-Session::~Session() { pipeline_.SetSliceSource(nullptr); }
+Session::~Session() {
+  pipeline_.SetSliceSource(nullptr);
+  pipeline_.SetSnapshotSource(nullptr);
+  pipeline_.RemoveObserver(&taps_);
+}
+
+void Session::ProcessTaps::OnEvent(const Event& event) {
+  if (const auto* wakeup = std::get_if<Wakeup>(&event); wakeup && wakeup->waker_pid == session_.tgid_)
+    session_.snapshots_->SetLastWaker(wakeup->tid, wakeup->waker_tid);
+  else if (std::holds_alternative<ProcessExec>(event))
+    session_.stacks_->OnExec();
+}
 
 void Session::OnRecord(const lt_record& record) {
   if (!primed_) {
@@ -63,12 +74,7 @@ void Session::OnRecord(const lt_record& record) {
     loader_stats_.Add(StatId::records_after_end);
     return;
   }
-  decoder_->Decode(record, [this](const Event& event) {
-    if (const auto* wakeup = std::get_if<Wakeup>(&event); wakeup && wakeup->waker_pid == tgid_)
-      snapshots_->SetLastWaker(wakeup->tid, wakeup->waker_tid);
-    if (std::holds_alternative<ProcessExec>(event)) stacks_->OnExec();
-    events_.OnEvent(event);
-  });
+  decoder_->Decode(record, [this](const Event& event) { events_.OnEvent(event); });
 }
 
 void Session::OnSideRecord(std::span<const uint8_t> raw) {
@@ -117,10 +123,12 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
   snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, &*stacks_, &loader_stats_,
                      options_.dwarf_unwind, threads_.mode == ThreadChoice::Mode::kAll);
+  pipeline_.SetSnapshotSource(this);
+  pipeline_.AddObserver(&taps_, EventBit<Wakeup>() | EventBit<ProcessExec>());
   return {};
 }
 
-uint32_t Session::LooperTid() {
+uint32_t Session::LoopThread() {
   if (threads_.mode != ThreadChoice::Mode::kLoop) return tgid_;
   if (!known_loop_tid_) {
     known_loop_tid_ = bpf_->loop_tid();
@@ -140,7 +148,7 @@ uint32_t Session::LooperTid() {
 
 void Session::AttachThreadTracking() {
   if (!options_.thread_tracking) return;
-  // The loop thread gets its sampler once BPF names it (LooperTid). Without sampled trees,
+  // The loop thread gets its sampler once BPF names it (LoopThread). Without sampled trees,
   // a low rate still gives snapshots the stacks of busy threads.
   const int sample_tid = threads_.mode == ThreadChoice::Mode::kLoop ? 0 : static_cast<int>(tgid_);
   const int hz = options_.sample_hz > 0 ? options_.sample_hz : 49;
@@ -197,24 +205,16 @@ void Session::Watchdog(uint64_t now_ns) {
     snapshots_->SampleCpu(now_ns);
     last_cpu_sample_ns_ = now_ns;
   }
-  const uint32_t looper = LooperTid();
-  if (!looper) return;  // the loop thread is not known yet
-  for (const WatchThreshold& watch : pipeline_.Watches()) {
-    auto open = pipeline_.spans().Open(looper, watch.kind);
-    if (open.empty()) continue;
-    const Span& span = *open.front();  // the outermost: the one the thread is stuck in
-    if (now_ns < span.begin_ns || now_ns - span.begin_ns < watch.threshold_ns) continue;
-    if (!snapshotted_.insert({span.id, watch.label}).second) continue;
-    const bool anr = watch.label == "anr";
-    StallSnapshot snapshot = snapshots_->Take(looper, span.begin_ns, anr, now_ns);
-    log::V1("{} snapshot of the {} running for {:.3f} s", watch.label, SpanKindName(span.kind),
-            (now_ns - span.begin_ns) / 1e9);
-    SliceRequest open_slice = SliceRequest::Of(span, "open");
-    open_slice.end_ns = now_ns;
-    open_slice.end_beat_index = UINT64_MAX;
-    events_.OnEvent(snapshot);
-    if (auto beats = slicer_->Slice(open_slice)) events_.OnEvent(*beats);
-  }
+  pipeline_.Tick(now_ns);
+}
+
+StallSnapshot Session::Take(const SnapshotRequest& request) {
+  if (!request.on_demand) return snapshots_->Take(request.tid, request.stuck_since_ns, request.anr, request.now_ns);
+  Stats scratch;  // incomplete stacks of a dump are not the session's losses
+  Stats* session_stats = snapshots_->SwapStats(&scratch);
+  StallSnapshot snapshot = snapshots_->Take(request.tid, request.stuck_since_ns, request.anr, request.now_ns);
+  snapshots_->SwapStats(session_stats);
+  return snapshot;
 }
 
 Result<void> Session::Join(EventLoop& loop, int pid_fd, std::function<void()> on_target_exit) {
@@ -282,29 +282,6 @@ Stats Session::LiveLosses() const {
   Stats losses = bpf_->ReadCounters();
   losses.Merge(loader_stats_);
   return losses;
-}
-
-std::pair<StallSnapshot, std::optional<MethodBeats>> Session::SnapshotNow(uint64_t message_begin_ns,
-                                                                          uint64_t begin_beat_index) {
-  const uint64_t now_ns = NowNs(CLOCK_MONOTONIC);
-  Stats scratch;
-  Stats* session_stats = snapshots_->SwapStats(&scratch);
-  // The loop thread's (the main thread unless --threads loop found another).
-  const uint32_t looper = LooperTid() ? LooperTid() : tgid_;
-  StallSnapshot snapshot = snapshots_->Take(looper, message_begin_ns, false, now_ns);
-  snapshots_->SwapStats(session_stats);
-  std::optional<MethodBeats> beats;
-  if (message_begin_ns && slicer_->enabled()) {
-    SliceRequest open;
-    open.label = "open";
-    open.tid = looper;
-    open.begin_ns = message_begin_ns;
-    open.end_ns = now_ns;
-    open.begin_beat_index = begin_beat_index;
-    open.end_beat_index = UINT64_MAX;
-    beats = slicer_->Slice(open);
-  }
-  return {std::move(snapshot), std::move(beats)};
 }
 
 void Session::Finish(const std::string& reason, std::optional<int> exit_status) {

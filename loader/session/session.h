@@ -1,7 +1,8 @@
 // A live tracing session: BPF programs loaded for one target, probes attached in order,
 // records streamed through the decoder into the pipeline until the duration ends, a signal
-// arrives or the target exits, and a watchdog that snapshots spans still running past the
-// tracers' thresholds. Destruction detaches everything.
+// arrives or the target exits. It is the pipeline's source of method-beat slices and of
+// snapshots of the target's threads (the pipeline asks when a span runs past a tracer's
+// threshold, or for `looptrace snapshot`). Destruction detaches everything.
 #pragma once
 
 #include <sys/types.h>
@@ -10,7 +11,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,7 +21,7 @@
 #include "loader/decode/event_decoder.h"
 #include "loader/decode/stack_resolver.h"
 #include "loader/decode/string_reader.h"
-#include "loader/live/event_loop.h"
+#include "loader/session/event_loop.h"
 #include "loader/plan/attach_plan.h"
 #include "loader/plan/profile.h"
 #include "loader/session/stall_snapshot.h"
@@ -55,11 +55,11 @@ struct SessionOptions {
 // in the event loop (and during attach) instead of killing the process mid-way.
 Result<UniqueFd> BlockTerminationSignals();
 
-class Session {
+class Session : private SnapshotSource {
  public:
-  // Events go to `pipeline` (which also answers the watchdog's questions).
+  // Events go to `pipeline`, which asks this session for slices and snapshots.
   Session(const SessionOptions& options, int signal_fd, Pipeline& pipeline);
-  ~Session();
+  ~Session() override;
 
   Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid);
   // Attaches every probe point (ends first); a signal meanwhile detaches all and fails.
@@ -78,15 +78,10 @@ class Session {
   // owner calls Drain() after every wait (at least every poll interval).
   Result<void> Join(EventLoop& loop, int pid_fd, std::function<void()> on_target_exit);
   void Leave(EventLoop& loop);
-  // Delivers what the rings hold and runs the watchdog.
+  // Delivers what the rings hold and lets the pipeline check its watches (Pipeline::Tick).
   Result<void> Drain();
   // The BPF programs' and the decoder's counters so far (Finish sends them at the end).
   Stats LiveLosses() const;
-  // Every thread of the target now, and the method beats of the main thread's running
-  // message so far (when the profile maps method roles): `looptrace snapshot`. Counts
-  // nothing into the session's report.
-  std::pair<StallSnapshot, std::optional<MethodBeats>> SnapshotNow(uint64_t message_begin_ns,
-                                                                   uint64_t begin_beat_index);
   uint32_t tgid() const { return tgid_; }
 
   const AttachPlan& plan() const { return plan_; }
@@ -95,8 +90,20 @@ class Session {
   void OnRecord(const lt_record& record);
   void OnSideRecord(std::span<const uint8_t> raw);
   void Watchdog(uint64_t now_ns);
-  // The thread whose loop is watched: the main thread, or the loop thread once known (0 before).
-  uint32_t LooperTid();
+  // SnapshotSource: the main thread, or the loop thread once BPF claimed it (0 before).
+  uint32_t LoopThread() override;
+  StallSnapshot Take(const SnapshotRequest& request) override;
+
+  // What the session's own readers learn from the stream: who woke a thread of the target
+  // (for snapshots), an exec (the stack resolver reads the new image's mappings).
+  class ProcessTaps : public EventSink {
+   public:
+    explicit ProcessTaps(Session& session) : session_(session) {}
+    void OnEvent(const Event& event) override;
+
+   private:
+    Session& session_;
+  };
 
   SessionOptions options_;
   int signal_fd_;
@@ -126,7 +133,7 @@ class Session {
   uint64_t last_cpu_sample_ns_ = 0;
   uint64_t stop_ns_ = UINT64_MAX;      // the session's end: later records are dropped (and counted)
   uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session
-  std::set<std::pair<uint64_t, std::string>> snapshotted_;  // (span id, watch label) done
+  ProcessTaps taps_{*this};
   std::unique_ptr<BpfSession> bpf_;
 };
 

@@ -237,11 +237,48 @@ void RenderChromeTrace(const Report& report, std::ostream& out) {
   out << "],\n\"displayTimeUnit\":\"ms\",\n\"metadata\":" << Dump(metadata) << "}\n";
 }
 
+void RenderThreadDumpChromeTrace(const ThreadDump& dump, std::ostream& out) {
+  const json record = ThreadDumpRecord(dump);
+  const uint32_t pid = record.at("pid").get<uint32_t>();
+  const uint64_t ts_ns = U64(record, "ts_ns");
+  const json& message = record.at("message");
+  // Timestamps relative to the running message's begin, else to the dump.
+  const uint64_t base_ns = message.is_null() ? ts_ns : std::min(ts_ns, U64(message, "begin_ns"));
+  auto us = [&](uint64_t ns) { return Round3((ns - base_ns) / 1e3); };
+  std::vector<std::string> events;
+  events.push_back(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", pid, pid,
+                               Quote(fmt::format("{} (pid {})", record.at("command").get<std::string>(), pid))));
+  if (!message.is_null()) {
+    const std::string name = message.at("name").is_null() ? "message" : message.at("name").get<std::string>();
+    json args{{"main_state", record.at("main_state")}, {"stackKey", record.at("stackKey")}};
+    events.push_back(
+        fmt::format(R"({{"name":{},"cat":"message","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{}}})",
+                    Quote(name), us(U64(message, "begin_ns")), Round3(U64(message, "running_ns") / 1e3), pid,
+                    message.at("tid").get<uint32_t>(), Dump(args)));
+  }
+  for (const json& thread : record.at("threads")) {
+    const uint32_t tid = thread.at("tid").get<uint32_t>();
+    events.push_back(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", pid,
+                                 tid, Quote(thread.at("name").get<std::string>())));
+    json args = thread;
+    args.erase("tid");
+    args.erase("name");
+    events.push_back(fmt::format(R"({{"name":{},"cat":"thread","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
+                                 Quote(fmt::format("state {}", thread.at("state").get<std::string>())), us(ts_ns), pid,
+                                 tid, Dump(args)));
+  }
+  json metadata{{"source", "looptrace snapshot"}, {"ts_base_ns", base_ns}, {"wall_time_ns", record.at("wall_time_ns")}};
+  out << "{\"traceEvents\":[\n";
+  for (size_t i = 0; i < events.size(); ++i) out << events[i] << (i + 1 < events.size() ? ",\n" : "\n");
+  out << "],\n\"displayTimeUnit\":\"ms\",\n\"metadata\":" << Dump(metadata) << "}\n";
+}
+
 namespace {
 
 class ChromeRenderer : public Renderer {
  public:
   void Render(const Report& report, std::ostream& out) const override { RenderChromeTrace(report, out); }
+  void RenderDump(const ThreadDump& dump, std::ostream& out) const override { RenderThreadDumpChromeTrace(dump, out); }
 };
 
 }  // namespace

@@ -130,6 +130,19 @@ class FoldedRenderer : public Renderer {
     }
   }
 
+  // One line per thread, as py-spy's dump would fold it: the thread, its stack outermost
+  // first, the kernel's under it; weight 1 (a dump is one moment).
+  void RenderDump(const ThreadDump& dump, std::ostream& out) const override {
+    for (const ThreadSnapshot& thread : dump.snapshot.threads) {
+      std::string line = Clean(fmt::format("{} (tid {})", thread.name, thread.tid));
+      for (auto frame = thread.user_stack.rbegin(); frame != thread.user_stack.rend(); ++frame)
+        line += ';' + Clean(*frame);
+      for (auto frame = thread.kernel_stack.rbegin(); frame != thread.kernel_stack.rend(); ++frame)
+        line += ';' + Clean(*frame) + "_[k]";
+      out << line << " 1\n";
+    }
+  }
+
  private:
   RenderOptions options_;
 };

@@ -172,6 +172,21 @@ class HtmlRenderer : public Renderer {
         << html_assets::kReportJs << "</script>\n</body>\n</html>\n";
   }
 
+  // The dump's text as a page (nothing to draw: it is one moment), its JSON record with it.
+  void RenderDump(const ThreadDump& dump, std::ostream& out) const override {
+    const std::string title = fmt::format("looptrace snapshot: pid {} ({})", dump.pid,
+                                          dump.command.empty() ? "?" : EscapeForTerminal(dump.command));
+    out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+        << "<meta name=\"generator\" content=\"looptrace\">\n"
+        << "<title>" << EscapeHtml(title) << "</title>\n"
+        << "<style>\n"
+        << html_assets::kReportCss << "</style>\n</head>\n<body>\n<main id=\"snapshot\">\n<h1>" << EscapeHtml(title)
+        << "</h1>\n<pre>" << EscapeHtml(EscapeForTerminalKeepLayout(RenderThreadDumpText(dump))) << "</pre>\n</main>\n"
+        << "<script type=\"application/json\" id=\"looptrace-thread-dump\">"
+        << EscapeJsonForScript(EscapeJsonForTerminal(RenderThreadDumpJson(dump))) << "</script>\n</body>\n</html>\n";
+  }
+
  private:
   // What the page needs beyond the JSON records: counter descriptions, what the profile
   // could see, and the summaries of records not embedded one by one.

@@ -10,6 +10,7 @@ class JsonRenderer : public Renderer {
   void Render(const Report& report, std::ostream& out) const override {
     ForEachRecord(report, [&](const nlohmann::json& record) { out << RecordLine(record) << '\n'; });
   }
+  void RenderDump(const ThreadDump& dump, std::ostream& out) const override { out << RenderThreadDumpJson(dump); }
 };
 
 }  // namespace

@@ -12,8 +12,8 @@ std::unique_ptr<Renderer> MakeFoldedRenderer(const RenderOptions& options);
 const std::vector<RendererEntry>& RendererRegistry() {
   static const std::vector<RendererEntry> kRenderers = {
       {"text", "text report for a terminal (default)", MakeTextRenderer},
-      {"json", "JSON lines: one record per message, report, summary (Matrix keys first)", MakeJsonRenderer},
-      {"chrome", "Chrome trace event JSON for Perfetto UI / chrome://tracing", MakeChromeRenderer},
+      {"json", "JSON lines: one record per message, report, summary (Matrix keys first)", MakeJsonRenderer, true},
+      {"chrome", "Chrome trace event JSON for Perfetto UI / chrome://tracing", MakeChromeRenderer, true},
       {"html", "one self-contained HTML page: timeline, frame charts, call trees", MakeHtmlRenderer},
       {"folded", "folded stacks (FlameGraph, speedscope): one line per stack, weight in microseconds",
        MakeFoldedRenderer},
@@ -21,10 +21,15 @@ const std::vector<RendererEntry>& RendererRegistry() {
   return kRenderers;
 }
 
-std::unique_ptr<Renderer> MakeRenderer(std::string_view format, const RenderOptions& options) {
+const RendererEntry* FindRenderer(std::string_view format) {
   for (const auto& entry : RendererRegistry())
-    if (entry.name == format) return entry.make(options);
+    if (entry.name == format) return &entry;
   return nullptr;
+}
+
+std::unique_ptr<Renderer> MakeRenderer(std::string_view format, const RenderOptions& options) {
+  const RendererEntry* entry = FindRenderer(format);
+  return entry ? entry->make(options) : nullptr;
 }
 
 std::string RendererNames() {

@@ -81,6 +81,9 @@ class TextRenderer : public Renderer {
       final_out << EscapeForTerminalKeepLayout(text);
   }
 
+  // Like Android's `kill -3` traces.
+  void RenderDump(const ThreadDump& dump, std::ostream& out) const override { out << RenderThreadDumpText(dump); }
+
  private:
   void RenderUnchecked(const Report& report, std::ostream& out) const {
     const SessionInfo& s = report.session;

@@ -89,7 +89,7 @@ std::string RenderThreadDumpText(const ThreadDump& d) {
   return out;
 }
 
-std::string RenderThreadDumpJson(const ThreadDump& d) {
+nlohmann::json ThreadDumpRecord(const ThreadDump& d) {
   using nlohmann::json;
   const StallSnapshot& s = d.snapshot;
   json j{{"type", "thread_dump"},
@@ -117,7 +117,11 @@ std::string RenderThreadDumpJson(const ThreadDump& d) {
   j["memory_kb"] = MemoryKbJson(s.memory_kb);
   j["tree"] = CallTreeJson(d.tree, /*marks=*/false);
   j["threads"] = s.threads;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  return j;
+}
+
+std::string RenderThreadDumpJson(const ThreadDump& dump) {
+  return ThreadDumpRecord(dump).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace looptrace

@@ -168,6 +168,22 @@ TEST_F(LiveSessionTest, BackgroundSessionFromAnyShell) {
   for (const auto& t : dump["threads"]) names.insert(t.value("name", ""));
   EXPECT_TRUE(names.contains("sample-deadlock")) << snapshot.out.substr(0, 2000);
   EXPECT_GE(dump["threads"].size(), 2u);
+  // The same dump in every report format: a trace with a thread per thread, a page, stacks.
+  auto chrome = Lt({"snapshot", "-p", pid, "-f", "chrome"});
+  ASSERT_EQ(chrome.exit_code, 0) << chrome.err;
+  json trace = json::parse(chrome.out, nullptr, false);
+  ASSERT_TRUE(trace.is_object()) << chrome.out.substr(0, 2000);
+  size_t thread_states = 0;
+  for (const auto& e : trace["traceEvents"]) thread_states += e.value("cat", "") == "thread";
+  EXPECT_EQ(thread_states, dump["threads"].size());
+  auto html = Lt({"snapshot", "-p", pid, "-f", "html"});
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  EXPECT_TRUE(html.out.starts_with("<!DOCTYPE html>")) << html.out.substr(0, 500);
+  EXPECT_NE(html.out.find("sample-deadlock"), std::string::npos);
+  auto folded = Lt({"snapshot", "-p", pid, "-f", "folded"});
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  EXPECT_NE(folded.out.find("sample-deadlock (tid "), std::string::npos) << folded.out.substr(0, 2000);
+  EXPECT_EQ(Lt({"snapshot", "-p", pid, "-f", "pdf"}).exit_code, 2);
 
   // The report so far: the session goes on.
   auto so_far = Lt({"report", "-p", pid, "-f", "json"});

@@ -13,8 +13,8 @@ AnrTracer::AnrTracer(const AnrOptions& options, const TracerContext& context)
     : CopyableTracer(context), options_(options) {}
 
 std::vector<WatchThreshold> AnrTracer::Watches() const {
-  return {{SpanKind::kMessage, context_.common->lag_threshold_ns, "lag"},
-          {SpanKind::kMessage, context_.common->anr_threshold_ns, "anr"}};
+  return {{SpanKind::kMessage, context_.common->lag_threshold_ns, "lag", false},
+          {SpanKind::kMessage, context_.common->anr_threshold_ns, "anr", true}};
 }
 
 bool AnrTracer::MessageOpen(uint32_t tid) const {

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 
+#include "looptrace/tracers/event_sanitize.h"
+#include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/registry.h"
+#include "looptrace/tracers/thread_state.h"
+#include "looptrace/util/log.h"
 
 namespace looptrace {
 
@@ -57,6 +61,7 @@ Pipeline::Pipeline(const AnalysisOptions& options, SliceSource* live_slices, Pip
     tracers_.push_back(entry.live_only && use != PipelineUse::kLive ? nullptr
                                                                     : entry.make(options_.Of(entry.name), context_));
   Subscribe();
+  watches_ = Watches();
 }
 
 void Pipeline::Subscribe() {
@@ -113,8 +118,87 @@ std::vector<WatchThreshold> Pipeline::Watches() const {
   return out;
 }
 
+void Pipeline::AddObserver(EventSink* observer, uint32_t event_types) {
+  if (event_types & EventBit<ProbeEvent>()) {
+    observers_.push_back(observer);
+    return;
+  }
+  for (size_t e = 0; e < observers_by_event_.size(); ++e)
+    if (event_types & (1u << e)) observers_by_event_[e].push_back(observer);
+}
+
+void Pipeline::RemoveObserver(EventSink* observer) {
+  std::erase(observers_, observer);
+  for (auto& list : observers_by_event_) std::erase(list, observer);
+}
+
 void Pipeline::ObserveAll(const Event& event) {
   for (EventSink* observer : observers_) observer->OnEvent(event);
+}
+
+void Pipeline::Inject(Event event) {
+  SanitizeEvent(&event);
+  OnEvent(event);
+}
+
+void Pipeline::Tick(uint64_t now_ns) {
+  if (!snapshots_) return;
+  const uint32_t looper = snapshots_->LoopThread();
+  if (!looper) return;  // the loop thread is not known yet
+  for (const WatchThreshold& watch : watches_) {
+    auto open = spans_.Open(looper, watch.kind);
+    if (open.empty()) continue;
+    const Span& span = *open.front();  // the outermost: the one the thread is stuck in
+    if (now_ns < span.begin_ns || now_ns - span.begin_ns < watch.threshold_ns) continue;
+    if (!snapshotted_.insert({span.id, watch.label}).second) continue;
+    log::V1("{} snapshot of the {} running for {:.3f} s", watch.label, SpanKindName(span.kind),
+            (now_ns - span.begin_ns) / 1e9);
+    SliceRequest open_slice = SliceRequest::Of(span, "open");
+    open_slice.end_ns = now_ns;
+    open_slice.end_beat_index = UINT64_MAX;
+    Inject(snapshots_->Take({looper, span.begin_ns, now_ns, watch.anr, false}));
+    if (live_slices_)
+      if (auto beats = live_slices_->Slice(open_slice)) Inject(std::move(*beats));
+  }
+}
+
+std::optional<ThreadDump> Pipeline::DumpNow(uint64_t now_ns, uint64_t wall_time_ns) {
+  if (!snapshots_) return std::nullopt;
+  ThreadDump dump;
+  dump.pid = report_.session.pid;
+  dump.command = report_.session.command;
+  dump.wall_time_ns = wall_time_ns;
+  uint32_t tid = snapshots_->LoopThread();
+  if (!tid) tid = report_.session.pid;
+  auto open = spans_.Open(tid, SpanKind::kMessage);
+  const Span* running = open.empty() ? nullptr : open.front();
+  Event snapshot = snapshots_->Take({tid, running ? running->begin_ns : 0, now_ns, false, true});
+  SanitizeEvent(&snapshot);
+  dump.snapshot = std::get<StallSnapshot>(std::move(snapshot));
+  dump.frame = spans_.CurrentFrame(tid);
+  dump.scene = spans_.scene();
+  if (running) {
+    LiveMessage m;
+    m.tid = running->tid;
+    m.begin_ns = running->begin_ns;
+    if (running->begin.Arg("id")) m.msg_id = running->key;
+    m.name = running->ArgText("name");
+    dump.current = std::move(m);
+    dump.running_ns = dump.snapshot.ts_ns > running->begin_ns ? dump.snapshot.ts_ns - running->begin_ns : 0;
+    if (live_slices_) {
+      SliceRequest open_slice = SliceRequest::Of(*running, "open");
+      open_slice.end_ns = now_ns;
+      open_slice.end_beat_index = UINT64_MAX;
+      if (auto beats = live_slices_->Slice(open_slice)) {
+        Stats scratch;  // a dump counts nothing into the report
+        NamedCallTree tree = BuildNamedCallTree(*beats, options_.common.max_nodes, 0, options_.namer, &scratch);
+        dump.tree = std::move(tree.nodes);
+        dump.stack_key = std::move(tree.stack_key);
+      }
+    }
+  }
+  ClassifyMainThread(&dump);
+  return dump;
 }
 
 std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
@@ -213,6 +297,7 @@ void Pipeline::OnOtherEvent(const Event& event) {
     if (!std::holds_alternative<Wakeup>(event)) last_ts_ns_ = std::max(last_ts_ns_, ts);
   }
   Observe(event);
+  for (EventSink* observer : observers_by_event_[event.index()]) observer->OnEvent(event);
   for (Tracer* tracer : by_event_[event.index()]) tracer->OnEvent(event);
   if (const auto* sample = std::get_if<StackSample>(&event))
     samples_.OnSample(*sample);

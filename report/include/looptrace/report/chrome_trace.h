@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "looptrace/report/report.h"
+#include "looptrace/report/thread_dump.h"
 
 namespace looptrace {
 
@@ -14,5 +15,9 @@ namespace looptrace {
 // earliest slice if one began before it). Slices of a thread are always properly nested:
 // a slice that would end after its enclosing slice is clipped to it (args.clipped_end_ns).
 void RenderChromeTrace(const Report& report, std::ostream& out);
+
+// A thread dump as a trace: the running message as a slice up to the dump, and each thread's
+// state and stacks at that moment as an instant event (made from the dump's JSON record).
+void RenderThreadDumpChromeTrace(const ThreadDump& dump, std::ostream& out);
 
 }  // namespace looptrace

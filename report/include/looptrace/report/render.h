@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "looptrace/report/report.h"
+#include "looptrace/report/thread_dump.h"
 
 namespace looptrace {
 
@@ -26,17 +27,21 @@ class Renderer {
  public:
   virtual ~Renderer() = default;
   virtual void Render(const Report& report, std::ostream& out) const = 0;
+  // `looptrace snapshot`'s thread dump in the same format.
+  virtual void RenderDump(const ThreadDump& dump, std::ostream& out) const = 0;
 };
 
 struct RendererEntry {
   std::string_view name;         // the -f value
   std::string_view description;  // one line for --help
   std::function<std::unique_ptr<Renderer>(const RenderOptions&)> make;
+  bool json = false;  // the output is JSON (its strings escaped for a terminal inside the JSON)
 };
 
 // Every output format; adding one is its file plus one line in renderer_registry.cc.
 const std::vector<RendererEntry>& RendererRegistry();
 // Null for an unknown name.
+const RendererEntry* FindRenderer(std::string_view format);
 std::unique_ptr<Renderer> MakeRenderer(std::string_view format, const RenderOptions& options = {});
 // "text, json, chrome"
 std::string RendererNames();

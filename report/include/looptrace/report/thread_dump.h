@@ -5,6 +5,8 @@
 // of the session's report.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,7 +34,10 @@ struct ThreadDump {
 };
 
 std::string RenderThreadDumpText(const ThreadDump& dump);
-// One JSON object (a line): {"type":"thread_dump", ...}.
+// The dump's one JSON record, {"type":"thread_dump", ...}: -f json prints it, other formats
+// derive from it.
+nlohmann::json ThreadDumpRecord(const ThreadDump& dump);
+// The record as one line.
 std::string RenderThreadDumpJson(const ThreadDump& dump);
 
 }  // namespace looptrace

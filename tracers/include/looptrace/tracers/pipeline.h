@@ -1,18 +1,22 @@
 // The analysis pipeline: one event stream (live or replayed) -> span tracker -> every
 // registered tracer -> one Report. It also asks the tracers which method-beat slices they
-// need at each span's end and fetches them from a SliceSource, and it passes every event it
-// handles (slices included, in stream order) to observers such as the recording writer.
+// need at each span's end and fetches them from a SliceSource; live, it watches the spans
+// the tracers set thresholds on and asks a SnapshotSource for stall snapshots; and it passes
+// the events it handles (slices and snapshots included, in stream order) to observers such as
+// the recording writer.
 #pragma once
 
 #include <array>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "looptrace/report/report.h"
+#include "looptrace/report/thread_dump.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/options.h"
 #include "looptrace/tracers/registry.h"
@@ -61,8 +65,12 @@ class Pipeline : public EventSink, private SpanListener {
 
   // The live slice source once it exists (null: slices come from the stream again).
   void SetSliceSource(SliceSource* live_slices) { live_slices_ = live_slices; }
-  // Sees every event the pipeline handles, including the slices it fetched.
-  void AddObserver(EventSink* observer) { observers_.push_back(observer); }
+  // The live snapshot source once it exists (null: none, as in a replay).
+  void SetSnapshotSource(SnapshotSource* snapshots) { snapshots_ = snapshots; }
+  // Sees the events the pipeline handles, including the slices and snapshots it fetched:
+  // every event, or only those of `event_types` (EventBit) when they hold no probe events.
+  void AddObserver(EventSink* observer, uint32_t event_types = ~0u);
+  void RemoveObserver(EventSink* observer);
   // Probe events (nearly every event) take a path of their own, inline in the caller's
   // loop over records.
   [[gnu::always_inline]] void OnEvent(const Event& event) override {
@@ -76,6 +84,15 @@ class Pipeline : public EventSink, private SpanListener {
   const SampleStore& samples() const { return samples_; }
   const SessionInfo& session() const { return report_.session; }
   std::vector<WatchThreshold> Watches() const;
+
+  // Live, at least every poll interval: each watched span of the loop thread past its
+  // threshold gets one snapshot from the snapshot source, and its open method slice, both
+  // handled as events of the stream. Nothing without a snapshot source.
+  void Tick(uint64_t now_ns);
+  // `looptrace snapshot`: every thread now, the loop thread's running message with its
+  // method tree so far, its frame and scene. Counts nothing into the report; nothing
+  // without a snapshot source.
+  std::optional<ThreadDump> DumpNow(uint64_t now_ns, uint64_t wall_time_ns);
 
   // Call once after the last event; a stream without SessionEnd ends at its last event.
   Report TakeReport();
@@ -125,12 +142,17 @@ class Pipeline : public EventSink, private SpanListener {
     if (!observers_.empty()) ObserveAll(event);  // most analyses record nothing
   }
   void ObserveAll(const Event& event);
+  // An event the pipeline fetched itself (a snapshot, its slice): made safe, then handled.
+  void Inject(Event event);
   // Fills the subscriber lists from tracers_ (span kinds, event types, roles).
   void Subscribe();
   std::optional<MethodBeats> FetchSlice(const SliceRequest& request);
 
   const AnalysisOptions& options_;
   SliceSource* live_slices_;
+  SnapshotSource* snapshots_ = nullptr;
+  std::vector<WatchThreshold> watches_;
+  std::set<std::pair<uint64_t, std::string>> snapshotted_;  // (span id, watch label) done
   Report report_;
   SpanTracker spans_;
   StallCauses causes_;
@@ -152,6 +174,7 @@ class Pipeline : public EventSink, private SpanListener {
   std::array<std::vector<Tracer*>, std::variant_size_v<Event>> by_event_;
   std::array<std::vector<Tracer*>, 64> by_role_;
   std::vector<EventSink*> observers_;
+  std::array<std::vector<EventSink*>, std::variant_size_v<Event>> observers_by_event_;
   // Replay: slices recorded in the stream, by (label, tid, begin_ns).
   std::map<std::tuple<std::string, uint32_t, uint64_t>, MethodBeats, std::less<>> recorded_slices_;
   uint64_t last_ts_ns_ = 0;

@@ -42,12 +42,33 @@ class SliceSource {
   virtual std::optional<MethodBeats> Slice(const SliceRequest& request) = 0;
 };
 
-// A threshold on a span still running, at which the live watchdog takes a snapshot
-// (a StallSnapshot event with this label comes back through the pipeline).
+// What the pipeline asks a snapshot source for.
+struct SnapshotRequest {
+  uint32_t tid = 0;             // the loop thread: first in the snapshot
+  uint64_t stuck_since_ns = 0;  // the begin of the span it is stuck in (0: none)
+  uint64_t now_ns = 0;
+  bool anr = false;        // an ANR's snapshot (else a LAG's)
+  bool on_demand = false;  // a thread dump: counts nothing into the session's report
+};
+
+// Snapshots of a live process (the loader reads /proc and the BPF stacks), which the pipeline
+// asks for when a watched span passes its threshold (Pipeline::Tick) or on demand
+// (Pipeline::DumpNow). A replayed recording has none: its snapshots are events in the stream.
+class SnapshotSource {
+ public:
+  virtual ~SnapshotSource() = default;
+  // The thread whose loop is watched (0 while it is not known yet).
+  virtual uint32_t LoopThread() = 0;
+  virtual StallSnapshot Take(const SnapshotRequest& request) = 0;
+};
+
+// A threshold on a span still running, at which the pipeline asks for a snapshot (a
+// StallSnapshot event comes back through it, with the span's open method slice).
 struct WatchThreshold {
   SpanKind kind = SpanKind::kMessage;
   uint64_t threshold_ns = 0;
-  std::string label;  // "lag", "anr"
+  std::string label;  // "lag", "anr": one snapshot per span and label
+  bool anr = false;   // the snapshot is an ANR's
 };
 
 // What every tracer may read: shared state, never another tracer.
