@@ -64,7 +64,7 @@ class ProbesCommand : public Command {
             loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_) : loader::TargetCommand{});
         return Fail(
             Error{fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
-                  !why.empty() ? why : "pass --profile FILE with the target's probe points (see README \"Profiles\")",
+                  !why.empty() ? why : "pass --profile FILE with the target's probe points (see docs/profiles-and-runtimes.md)",
                   ExitCode::kProfile});
       }
       profile = std::move(d.profile);

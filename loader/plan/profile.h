@@ -1,5 +1,5 @@
 // Profiles: human-editable files that map roles to probe points of one runtime.
-// Format (documented in README "Profiles"):
+// Format (documented in docs/profiles-and-runtimes.md):
 //   # comment
 //   profile NAME
 //   description free text

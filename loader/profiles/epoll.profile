@@ -4,7 +4,7 @@
 # poll call. The most generic profile, so the last one auto-detection tries; it fits a
 # program only if its executable or a library imports one of the poll functions.
 # epoll_wait, epoll_pwait(2) and poll begin with a rip-relative cmpb, which the kernel
-# single-steps at every hit (ppoll begins with a push, emulated): README "Performance".
+# single-steps at every hit (ppoll begins with a push, emulated): docs/performance.md.
 profile epoll
 description any epoll/poll loop (libc): messages are loop iterations, the busy time between polls
 messages poll-bounded

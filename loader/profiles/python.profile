@@ -1,7 +1,7 @@
 # CPython asyncio, as python-asyncio, plus every Python function as a method beat
 # (module:function:line) from the USDT probes function__entry/return, so slow callbacks get
 # their call trees. Each Python call and return then costs a kernel trap: call-heavy code
-# runs several times slower while traced (README "Performance").
+# runs several times slower while traced (docs/performance.md).
 # CPython 3.11 to 3.14 fire function__entry only while a profiler is active (CPython issue
 # gh-98894): run the program under one, e.g. python3.11 -m cProfile -o /dev/null app.py.
 profile python

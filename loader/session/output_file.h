@@ -1,4 +1,4 @@
-// Report and recording files (README "Security", output files). looptrace runs as root and
+// Report and recording files (docs/security.md, output files). looptrace runs as root and
 // may be asked to write into a directory others can write to, so -o/--save never open a
 // name someone else could have planted:
 //   - "-" (or empty) is stdout; "/dev/stdout", "/dev/stderr", "/dev/fd/N" and

@@ -200,7 +200,7 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
               [](const LiveStatus& st) { return static_cast<double>(st.evil_methods); });
 
   w.Family("looptrace_data_quality", Type::kCounter,
-           "loss and degradation counters of the session (see README: data quality), by name and severity");
+           "loss and degradation counters of the session (see docs/output-formats.md, counters), by name and severity");
   for (const auto& s : sessions)
     for (int i = 0; i < kStatCount; ++i) {
       const StatId id = static_cast<StatId>(i);

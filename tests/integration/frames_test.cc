@@ -77,7 +77,7 @@ TEST_P(FramesTest, EveryFrameMatchesTheTruth) {
     double matrix_dropped = std::max(0.0, double(end - vsync - interval) / double(interval));
     EXPECT_EQ(f["bucket"], MatrixBucket(matrix_dropped));
     EXPECT_EQ(f["scene"], t["scene"]);
-    // Delivered FPS from the truth (FrameTracer's definition, README "Frames").
+    // Delivered FPS from the truth (FrameTracer's definition, docs/reports.md, "Frames").
     int64_t from = std::max(t["intended_vsync_ns"].get<int64_t>(), previous_end);
     denominator += std::max<double>(double(end - from), double(interval));
     previous_end = end;

@@ -1,4 +1,4 @@
-// One JSON record per report item, each with a "type" (schema in README "JSON output"):
+// One JSON record per report item, each with a "type" (schema in docs/output-formats.md):
 // the JSON renderer writes them one a line, the HTML page embeds those lines, and the
 // Chrome trace and the ClickHouse rows are made from them, so an item is serialized here
 // and nowhere else. Matrix's keys come first in the records Matrix has (its issue

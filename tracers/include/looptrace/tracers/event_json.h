@@ -1,5 +1,5 @@
 // Events as JSON lines: the recording format (`record --save`, `report FILE`) and the
-// input format of golden tests. One event per line; see docs in README "Recordings".
+// input format of golden tests. One event per line; see docs/output-formats.md, "Recordings".
 #pragma once
 
 #include <string>

@@ -12,7 +12,7 @@
 
 namespace looptrace {
 
-// Exit codes are part of the CLI contract (README "Exit codes").
+// Exit codes are part of the CLI contract (docs/commands.md, "Exit codes").
 enum class ExitCode : int {
   kOk = 0,
   kRuntime = 1,      // anything that went wrong while running

@@ -12,7 +12,7 @@
 
 namespace looptrace {
 
-// Size caps of input files (README "Security").
+// Size caps of input files (docs/security.md).
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxProfileBytes = 1 * kMiB;            // --profile FILE
 inline constexpr uint64_t kMaxMappingBytes = 1024 * kMiB;         // methodMapping.txt, ProGuard
