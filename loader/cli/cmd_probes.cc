@@ -62,10 +62,11 @@ class ProbesCommand : public Command {
         // A runtime looptrace knows, missing what its profiles need, says so (runtimes.h).
         std::string why =
             loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_) : loader::TargetCommand{});
-        return Fail(
-            Error{fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
-                  !why.empty() ? why : "pass --profile FILE with the target's probe points (see docs/profiles-and-runtimes.md)",
-                  ExitCode::kProfile});
+        return Fail(Error{
+            fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
+            !why.empty() ? why
+                         : "pass --profile FILE with the target's probe points (see docs/profiles-and-runtimes.md)",
+            ExitCode::kProfile});
       }
       profile = std::move(d.profile);
       plan = std::move(d.plan);

@@ -17,9 +17,9 @@
 
 #include "loader/export/clickhouse_sink.h"
 #include "loader/live/control_server.h"
-#include "loader/session/event_loop.h"
 #include "loader/live/live_session.h"
 #include "loader/live/metrics_server.h"
+#include "loader/session/event_loop.h"
 #include "looptrace/report/clickhouse_rows.h"
 #include "looptrace/report/live_status.h"
 #include "looptrace/util/result.h"

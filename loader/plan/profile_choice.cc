@@ -86,10 +86,11 @@ Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requeste
   if (d.picked) return std::pair{std::move(d.profile), std::move(d.plan)};
   std::string tried;
   for (const auto& c : d.candidates) tried += (tried.empty() ? "" : ", ") + c.name;
-  return MakeError(fmt::format("no built-in profile matches {} (tried {})", who, tried), ExitCode::kProfile,
-                   fmt::format("pass --profile FILE with the target's probe points (see docs/profiles-and-runtimes.md); "
-                               "`looptrace probes {}` says why no built-in fits",
-                               target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path));
+  return MakeError(
+      fmt::format("no built-in profile matches {} (tried {})", who, tried), ExitCode::kProfile,
+      fmt::format("pass --profile FILE with the target's probe points (see docs/profiles-and-runtimes.md); "
+                  "`looptrace probes {}` says why no built-in fits",
+                  target.pid > 0 ? fmt::format("-p {}", target.pid) : "--exe " + target.exe_path));
 }
 
 }  // namespace looptrace::loader
