@@ -77,6 +77,11 @@ struct SessionFlags {
 };
 void AddSessionOptions(CLI::App* command, SessionFlags& flags);
 
+// Overwrites with '*', in place, the passwords of --clickhouse URLs among the arguments
+// (user:PASSWORD@ and password=PASSWORD), so that `ps` and /proc/PID/cmdline no longer
+// show them. Returns whether one was there. Call it once the arguments are parsed.
+bool HideSecretsInArguments(int argc, char** argv);
+
 // EXAMPLES / TROUBLESHOOTING / EXIT CODES footers.
 std::string Footer(std::string_view examples);
 

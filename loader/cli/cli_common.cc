@@ -145,6 +145,46 @@ Result<void> SessionFlags::Resolve() {
   return {};
 }
 
+namespace {
+
+// Stars over the password parts of one --clickhouse URL; whether there was one.
+bool HidePasswordsInUrl(char* url) {
+  bool hid = false;
+  std::string_view text(url);
+  if (const size_t scheme = text.find("://"); scheme != std::string_view::npos) {
+    const size_t start = scheme + 3;
+    const size_t authority_end = std::min(text.find_first_of("/?", start), text.size());
+    const std::string_view authority = text.substr(start, authority_end - start);
+    if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
+      if (const size_t colon = authority.find(':'); colon != std::string_view::npos && colon < at) {
+        for (size_t i = start + colon + 1; i < start + at; ++i) url[i] = '*';
+        hid = hid || at > colon + 1;
+      }
+    }
+  }
+  for (size_t key = text.find("password="); key != std::string_view::npos; key = text.find("password=", key + 1)) {
+    if (key > 0 && text[key - 1] != '?' && text[key - 1] != '&') continue;
+    const size_t end = std::min(text.find('&', key), text.size());
+    for (size_t i = key + 9; i < end; ++i) url[i] = '*';
+    hid = hid || end > key + 9;
+  }
+  return hid;
+}
+
+}  // namespace
+
+bool HideSecretsInArguments(int argc, char** argv) {
+  bool hid = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--clickhouse" && i + 1 < argc)
+      hid = HidePasswordsInUrl(argv[++i]) || hid;
+    else if (arg.starts_with("--clickhouse="))
+      hid = HidePasswordsInUrl(argv[i] + 13) || hid;
+  }
+  return hid;
+}
+
 std::string Footer(std::string_view examples) {
   return fmt::format(R"(
 EXAMPLES:

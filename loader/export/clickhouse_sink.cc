@@ -59,7 +59,10 @@ Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url) {
     authority = authority.substr(at + 1);
     size_t colon = credentials.find(':');
     o.user = UrlDecode(credentials.substr(0, colon));
-    if (colon != std::string_view::npos) o.password = UrlDecode(credentials.substr(colon + 1));
+    if (colon != std::string_view::npos) {
+      o.password = UrlDecode(credentials.substr(colon + 1));
+      o.password_in_url = true;
+    }
   }
   std::string_view host = authority, port;
   if (authority.starts_with('[')) {
@@ -93,9 +96,10 @@ Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url) {
       o.database = value;
     else if (key == "user")
       o.user = value;
-    else if (key == "password")
+    else if (key == "password") {
       o.password = value;
-    else
+      o.password_in_url = true;
+    } else
       return bad(fmt::format("unknown parameter '{}' (database, user, password)", key));
   }
   if (!ValidIdentifier(o.database)) return bad("the database name must be letters, digits and _");

@@ -31,10 +31,13 @@ struct ClickHouseOptions {
   size_t max_queued_bytes = 16u << 20;
   int max_attempts = 6;  // per batch: 0.5 + 1 + 2 + 4 + 8 s of backoff between them
   std::chrono::milliseconds first_backoff{500};
-  std::chrono::seconds timeout{10};  // connect + read, per INSERT
+  std::chrono::milliseconds timeout{10'000};  // the whole INSERT: connect, send, answer
+  size_t max_answer_bytes = 64 * 1024;        // of ClickHouse's answer kept (the rest is not read)
+  bool password_in_url = false;               // the URL carried one (visible in argv until hidden)
 };
 
-// "http://[user[:password]@]host[:port][/][?database=NAME]" (port 8123, database looptrace).
+// "http://[user[:password]@]host[:port][/][?database=NAME&user=NAME]" (port 8123, database
+// looptrace). A password belongs in a file or the environment (cmd_attach.cc), not in argv.
 Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url);
 
 // Whether ClickHouse's error text says retrying cannot help (no such table or column,
