@@ -187,6 +187,8 @@ BACKGROUND SESSIONS:
       signal_fd = loader::BlockTerminationSignals();
       if (!signal_fd) return Report(signal_fd.error());
     }
+    // The daemon writes to pipes and sockets whose readers may be gone: errors, not death.
+    signal(SIGPIPE, SIG_IGN);
     return Serve(daemon, configs, signal_fd->get());
   }
 

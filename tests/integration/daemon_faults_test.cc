@@ -152,5 +152,41 @@ TEST_F(DaemonFaultsTest, ClickHousePasswordIsNeverInTheProcessList) {
   EXPECT_EQ(Lt({"detach", "-p", pid2}).exit_code, 0);
 }
 
+// The client killed while the daemon attaches: the daemon finishes, the session goes on and
+// ends with its report (before, it died of SIGPIPE writing "ready": no report, no .ended,
+// a stale socket).
+TEST_F(DaemonFaultsTest, TheDaemonSurvivesItsClient) {
+  auto app = StartTarget();
+  const std::string pid = std::to_string(app->pid());
+  const std::string report = dir_ / "final.json";
+  Process client({Looptrace(), "attach", "--profile", SampleProfile(), "-p", pid, "-o", report, "-f", "json"});
+  pid_t daemon = 0;
+  ASSERT_TRUE(WaitUntil([&] { return (daemon = DaemonOf(pid, client.pid())) != 0; }, 20));
+  client.Signal(SIGKILL);
+  client.Wait(10);
+  const std::string socket = run_ / (pid + ".sock");
+  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(socket); }, 30));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past "ready"
+  EXPECT_EQ(kill(daemon, 0), 0) << "the daemon died";
+  auto detached = Lt({"detach", "-p", pid});
+  EXPECT_EQ(detached.exit_code, 0) << detached.err;
+  EXPECT_TRUE(std::filesystem::exists(report));
+  EXPECT_TRUE(std::filesystem::exists(run_ / (pid + ".ended")));
+  EXPECT_FALSE(std::filesystem::exists(socket));
+}
+
+// SIGTERM to a waiting `attach` is named SIGTERM (it was "SIGINT"), and nothing stays attached.
+TEST_F(DaemonFaultsTest, SigtermWhileAttachingIsNamed) {
+  auto app = StartTarget();
+  const std::string pid = std::to_string(app->pid());
+  Process client({Looptrace(), "attach", "--profile", SampleProfile(), "-p", pid});
+  ASSERT_TRUE(WaitUntil([&] { return DaemonOf(pid, client.pid()) != 0; }, 20));
+  client.Signal(SIGTERM);
+  auto result = client.Wait(30);
+  if (result.exit_code == 0) GTEST_SKIP() << "attached before the signal came: " << result.err;
+  EXPECT_NE(result.err.find("SIGTERM"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("SIGINT"), std::string::npos) << result.err;
+}
+
 }  // namespace
 }  // namespace looptrace::testing
