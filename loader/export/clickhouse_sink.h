@@ -2,7 +2,9 @@
 // own: one INSERT ... FORMAT JSONEachRow per table and batch, retried with exponential
 // backoff while ClickHouse is unreachable or failing, never more than a bounded number of
 // bytes queued; rows that do not fit, or that ClickHouse keeps refusing, are dropped and
-// counted, and each distinct reason is logged once. The session never waits for it.
+// counted, and each distinct reason is logged once. The session never waits for it, and
+// neither does the daemon's end: every request has one deadline and a bounded answer
+// (http_post.h), and Stop() cuts a request still running when its time is up.
 #pragma once
 
 #include <chrono>
@@ -19,6 +21,7 @@
 #include "loader/export/clickhouse_rows.h"
 #include "loader/export/metrics_text.h"
 #include "looptrace/util/result.h"
+#include "looptrace/util/unique_fd.h"
 
 namespace looptrace::loader {
 
@@ -81,6 +84,9 @@ class ClickHouseSink {
   std::string last_error_;
   std::vector<std::string> reasons_logged_;
   bool failing_ = false;
+  bool finished_ = false;                // Run() returned
+  std::condition_variable finished_cv_;  // ... told to Stop()
+  UniqueFd cancel_;                      // readable: a request still running ends now
   std::thread thread_;
 };
 
