@@ -73,7 +73,9 @@ struct SessionFlags {
   std::string beat_buffer = "1048576";
   std::string sample_ring = "8M";
   bool no_thread_tracking = false;
+  // Checks the sizes; warns when the buffers will take over 1 GiB of memory.
   Result<void> Resolve();
+  void WarnAboutRingMemory() const;
 };
 void AddSessionOptions(CLI::App* command, SessionFlags& flags);
 

@@ -5,6 +5,8 @@
 #include "loader/cli/cli.h"
 #include "looptrace/tracers/render.h"
 #include "looptrace/util/log.h"
+#include "looptrace/util/safe_file.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::cli {
 
@@ -95,8 +97,21 @@ namespace {
 constexpr size_t kMaxRingbufBytes = size_t{1} << 30;  // the kernel takes up to ~4 GiB; memory says less
 constexpr size_t kMaxBeatRecords = size_t{1} << 25;   // 1 GiB of 32-byte beats
 constexpr size_t kMaxRecords = size_t{1} << 23;       // 832 MiB of 104-byte records
+constexpr uint64_t kRingMemoryWarningBytes = uint64_t{1} << 30;
 
 }  // namespace
+
+void SessionFlags::WarnAboutRingMemory() const {
+  // A BPF ring buffer's data is mapped twice into looptrace (so records never wrap) on top
+  // of the kernel's locked pages: 1G rings are gigabytes of memory, said before they are made.
+  const uint64_t rings = 2 * (uint64_t{session.ringbuf_bytes} + session.sample_ring_bytes);
+  const uint64_t arrays = uint64_t{session.record_capacity} * 104 + uint64_t{session.beat_capacity} * 32;
+  if (rings + arrays < kRingMemoryWarningBytes) return;
+  log::Warning(
+      "the BPF buffers will take about {} of memory (--ringbuf-size {} and --sample-ring {}, each mapped twice, "
+      "--record-ring {}, --beat-buffer {}); lower them unless the host has it to spare",
+      FormatBytes(rings + arrays), ringbuf_size, sample_ring, record_ring, beat_buffer);
+}
 
 void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--profile", f.session.profile, "built-in profile name or profile file (default: detect)");
@@ -136,6 +151,7 @@ Result<void> SessionFlags::Resolve() {
   ASSIGN_OR_RETURN(session.record_capacity, ParseSize("--record-ring", record_ring, 1024, kMaxRecords));
   ASSIGN_OR_RETURN(session.beat_capacity, ParseSize("--beat-buffer", beat_buffer, 1024, kMaxBeatRecords));
   ASSIGN_OR_RETURN(session.sample_ring_bytes, ParseSize("--sample-ring", sample_ring, 4096, kMaxRingbufBytes));
+  WarnAboutRingMemory();
   if (!threads.empty()) {
     auto choice = loader::ParseThreadChoice(threads);
     if (!choice) return MakeError("--threads: " + choice.error().message, ExitCode::kUsage, choice.error().hint);

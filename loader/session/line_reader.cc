@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace looptrace::loader {
@@ -49,12 +50,17 @@ Result<bool> LineReader::Next(std::string* line) {
   while (true) {
     const size_t newline = pending_.find('\n', pending_pos_);
     const size_t end = newline == std::string::npos ? pending_.size() : newline;
-    line->append(pending_, pending_pos_, end - pending_pos_);
-    pending_pos_ = newline == std::string::npos ? pending_.size() : newline + 1;
-    if (line->size() > max_line_bytes_)
+    const size_t size = line->size() + (end - pending_pos_);
+    // Checked before it grows, and grown no further than the cap: a one-line gzip bomb costs
+    // the cap, not the doubling of a string past it.
+    if (size > max_line_bytes_)
       return MakeError(
           fmt::format("cannot read {}: a line is longer than the {} limit", path_, FormatBytes(max_line_bytes_)),
           ExitCode::kUsage);
+    if (size > line->capacity())
+      line->reserve(static_cast<size_t>(std::min<uint64_t>(max_line_bytes_, std::max(size, 2 * line->capacity()))));
+    line->append(pending_, pending_pos_, end - pending_pos_);
+    pending_pos_ = newline == std::string::npos ? pending_.size() : newline + 1;
     if (newline != std::string::npos) return true;
     if (eof_) return !line->empty();
     RETURN_IF_ERROR(Fill());

@@ -20,7 +20,8 @@ class LineReader {
                                                   uint64_t max_line_bytes = kMaxRecordingLineBytes,
                                                   uint64_t max_total_bytes = kMaxRecordingBytes);
   ~LineReader();
-  // False at end of file; an I/O error is returned as an error.
+  // False at end of file; an I/O error is returned as an error. A line never takes more
+  // than `max_line_bytes` of memory, however it grows.
   Result<bool> Next(std::string* line);
 
  private:

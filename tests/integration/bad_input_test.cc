@@ -1,6 +1,7 @@
 // Bad input: every failure is one clear stderr line naming the object and the cause,
 // a documented exit code, and no probe left attached.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -190,6 +191,21 @@ TEST_F(BadInputTest, SigintDuringAttachDetachesEverything) {
     EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{}) << "delay " << delay_ms;
   }
   EXPECT_EQ(kill(Target().pid(), 0), 0);
+}
+
+// Inputs that could block or take all memory: a FIFO as --exe, 1 GiB rings (said first).
+TEST_F(BadInputTest, BlockingAndHugeInputsAreBounded) {
+  const std::string fifo = dir_ / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunCommand({Looptrace(), "probes", "--exe", fifo}, 20);
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  auto huge = RunCommand({Looptrace(), "record", "-p", "999999999", "--ringbuf-size", "1G", "--sample-ring", "1G"});
+  EXPECT_EQ(huge.exit_code, kTarget) << huge.err;
+  EXPECT_NE(huge.err.find("the BPF buffers will take about 4."), std::string::npos) << huge.err;
 }
 
 }  // namespace
