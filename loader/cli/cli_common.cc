@@ -1,6 +1,10 @@
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <charconv>
+#include <cmath>
+#include <filesystem>
 
 #include "loader/cli/cli.h"
 #include "looptrace/tracers/render.h"
@@ -66,6 +70,36 @@ Result<std::unique_ptr<loader::MappingNamer>> LoadMethodMapping(const ReportOutp
   ASSIGN_OR_RETURN(std::unique_ptr<loader::MappingNamer> namer, loader::MappingNamer::Load(output.method_mapping));
   analysis.namer = namer.get();
   return namer;
+}
+
+CLI::Validator FiniteNumber(double min, double max, std::string unit) {
+  const std::string name = unit == "seconds" ? "SECONDS" : "NUMBER";
+  return CLI::Validator(
+      [min, max, unit](std::string& text) -> std::string {
+        double value = 0;
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool number = ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(value);
+        if (number && value >= min && value <= max) return {};
+        return fmt::format("'{}' is {}: give {} from {} to {}", EscapeForTerminal(text, 40),
+                           number ? "out of range" : "not a number", unit, min, max);
+      },
+      name);
+}
+
+Result<void> CheckNotSameFile(const std::string& report_path, const std::string& other, std::string_view other_flag) {
+  if (report_path.empty() || other.empty() || report_path == "-" || other == "-") return {};
+  std::error_code ec;
+  const auto a = std::filesystem::absolute(report_path, ec).lexically_normal();
+  const auto b = std::filesystem::absolute(other, ec).lexically_normal();
+  struct stat sa {
+  }, sb{};
+  const bool same_file = stat(report_path.c_str(), &sa) == 0 && stat(other.c_str(), &sb) == 0 &&
+                         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (a != b && !same_file) return {};
+  return MakeError(fmt::format("-o {} and {} {} are the same file: the report would overwrite it",
+                               EscapeForTerminal(report_path, kMaxQuotedBytes), other_flag,
+                               EscapeForTerminal(other, kMaxQuotedBytes)),
+                   ExitCode::kUsage, "give the report another name");
 }
 
 Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t min, size_t max) {

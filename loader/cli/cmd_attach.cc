@@ -82,11 +82,11 @@ class AttachCommand : public Command {
     cmd->add_option("--clickhouse-password-file", clickhouse_password_file_,
                     "the ClickHouse user's password: the first line of FILE (keep it 0600)");
     cmd->add_option("--clickhouse-interval", clickhouse_interval_, "seconds between ClickHouse inserts")
-        ->check(CLI::Range(1.0, 3600.0))
+        ->check(FiniteNumber(1, 3600, "seconds"))
         ->capture_default_str();
     cmd->add_option("--clickhouse-slow-threshold", clickhouse_slow_ms_,
                     "messages at least MS long become slow_messages rows")
-        ->check(CLI::Range(1.0, 1e7))
+        ->check(FiniteNumber(1, 1e7, "ms"))
         ->capture_default_str();
     cmd->add_option("--clickhouse-buffer-mb", clickhouse_buffer_mb_, "MiB of rows waiting for ClickHouse at most")
         ->check(CLI::Range(1, 4096))
@@ -159,6 +159,7 @@ BACKGROUND SESSIONS:
       auto save = OutputFor(save_, pid, pids.size(), "--save");
       if (!save) return Fail(save.error());
       c.save_path = *save;
+      if (auto ok = CheckNotSameFile(c.output_path, c.save_path, "--save"); !ok) return Fail(ok.error());
       configs.push_back(std::move(c));
     }
     if (auto ok = loader::CheckRunDirectory(true); !ok) return Fail(ok.error());

@@ -193,6 +193,29 @@ TEST_F(BadInputTest, SigintDuringAttachDetachesEverything) {
   EXPECT_EQ(kill(Target().pid(), 0), 0);
 }
 
+// Outputs that would overwrite each other, and numbers that mean nothing, are usage errors
+// before anything is attached (before: exit 0 with the recording overwritten, "-d nan" and
+// "-d 1e-300" as "no limit", "-d 0" answered with a 309-digit range).
+TEST_F(BadInputTest, ClashingOutputsAndMeaninglessNumbersAreRefused) {
+  const std::string same = dir_ / "same.json";
+  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", TargetPid(), "-o", same, "--save", same}), kUsage,
+                     "are the same file: the report would overwrite it");
+  std::filesystem::create_symlink(same, dir_ / "link.json");
+  std::ofstream(same) << "{}\n";
+  ExpectOneLineError(RunCommand({Looptrace(), "run", "-o", dir_ / "link.json", "--save", same, "--", SampleApp(),
+                                 "--scenario", "quick"}),
+                     kUsage, "are the same file");
+  ExpectOneLineError(RunCommand({Looptrace(), "report", same, "-o", same}), kUsage, "the recording");
+  for (const char* bad : {"nan", "inf", "1e-300", "0", "5s"}) {
+    auto r = RunCommand({Looptrace(), "record", "-p", TargetPid(), "-d", bad});
+    ExpectOneLineError(r, kUsage, "'" + std::string(bad) + "' is");
+    EXPECT_NE(r.err.find("seconds from 0.001 to 31536000"), std::string::npos) << r.err;
+    EXPECT_LT(r.err.size(), 400u) << r.err;
+  }
+  ExpectOneLineError(RunCommand({Looptrace(), "attach", "-p", TargetPid(), "--clickhouse-interval", "nan"}), kUsage,
+                     "'nan' is not a number");
+}
+
 // Inputs that could block or take all memory: a FIFO as --exe, 1 GiB rings (said first).
 TEST_F(BadInputTest, BlockingAndHugeInputsAreBounded) {
   const std::string fifo = dir_ / "fifo";
