@@ -37,6 +37,9 @@ Result<void> LineReader::Fill() {
   pending_.resize(static_cast<size_t>(n));
   pending_pos_ = 0;
   eof_ = n == 0;
+  // zlib reads what a cut-off stream holds and then says "unexpected end of file" as a
+  // Z_BUF_ERROR, never as a failed read: asked here, or the loss would be silent.
+  if (int err = Z_OK; eof_ && (gzerror(static_cast<gzFile>(gz_), &err), err == Z_BUF_ERROR)) truncated_ = true;
   total_bytes_ += static_cast<uint64_t>(n);
   if (total_bytes_ > max_total_bytes_)
     return MakeError(
@@ -62,7 +65,7 @@ Result<bool> LineReader::Next(std::string* line) {
     line->append(pending_, pending_pos_, end - pending_pos_);
     pending_pos_ = newline == std::string::npos ? pending_.size() : newline + 1;
     if (newline != std::string::npos) return true;
-    if (eof_) return !line->empty();
+    if (eof_) return !line->empty() && !truncated_;
     RETURN_IF_ERROR(Fill());
   }
 }

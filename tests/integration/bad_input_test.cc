@@ -216,6 +216,23 @@ TEST_F(BadInputTest, ClashingOutputsAndMeaninglessNumbersAreRefused) {
                      "'nan' is not a number");
 }
 
+// A .gz recording cut short says so, and where; its events up to the cut are reported and
+// the loss counted (before: one "bad line", nothing else).
+TEST_F(BadInputTest, ATruncatedRecordingSaysWhere) {
+  const std::string recording = dir_ / "rec.jsonl.gz";
+  auto made = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-o", dir_ / "r.json", "--save", recording,
+                          "--", SampleApp(), "--scenario", "quick"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::filesystem::resize_file(recording, std::filesystem::file_size(recording) * 2 / 3);
+  auto r = RunCommand({Looptrace(), "report", recording, "-f", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(recording + ": truncated after line "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("bad line"), std::string::npos) << r.err;
+  auto stats = OfType(ParseJsonLines(r.out), "stats");
+  ASSERT_EQ(stats.size(), 1u) << r.out;
+  EXPECT_EQ(stats[0]["counters"].value("recording_truncated", 0), 1) << stats[0].dump();
+}
+
 // Inputs that could block or take all memory: a FIFO as --exe, 1 GiB rings (said first).
 TEST_F(BadInputTest, BlockingAndHugeInputsAreBounded) {
   const std::string fifo = dir_ / "fifo";

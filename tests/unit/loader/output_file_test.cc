@@ -409,6 +409,40 @@ TEST(LineReader, LongLinesAndHugeFilesHitTheirCaps) {
   EXPECT_THAT(next.error().message, HasSubstr("decompresses to more than the 150 bytes limit"));
 }
 
+// A .gz cut short: the complete lines come back, the cut one does not, and the reader says
+// it was truncated (zlib reports it as Z_BUF_ERROR, not as a failed read: it went unseen).
+TEST(LineReader, SaysWhenAGzipFileIsTruncated) {
+  ScratchDir dir;
+  gzFile gz = gzopen((dir / "cut.gz").c_str(), "wb1");
+  for (int i = 0; i < 20000; ++i) gzprintf(gz, "line %d with some text to compress\n", i);
+  gzclose(gz);
+  const auto size = fs::file_size(dir / "cut.gz");
+  fs::copy_file(dir / "cut.gz", dir / "whole.gz");
+  fs::resize_file(dir / "cut.gz", size / 2);
+  for (const char* name : {"whole.gz", "cut.gz"}) {
+    auto reader = LineReader::Open(dir / name);
+    ASSERT_TRUE(reader) << reader.error().message;
+    std::string line, last;
+    size_t lines = 0;
+    for (;;) {
+      auto more = (*reader)->Next(&line);
+      ASSERT_TRUE(more) << more.error().message;
+      if (!*more) break;
+      ++lines;
+      last = line;
+    }
+    const bool cut = std::string(name) == "cut.gz";
+    EXPECT_EQ((*reader)->truncated(), cut) << name;
+    if (cut) {
+      EXPECT_GT(lines, 0u);
+      EXPECT_LT(lines, 20000u);
+      EXPECT_EQ(last, fmt::format("line {} with some text to compress", lines - 1));  // complete
+    } else {
+      EXPECT_EQ(lines, 20000u);
+    }
+  }
+}
+
 // A one-line gzip bomb costs at most the line cap: the line stops growing at the cap
 // (before, a string doubling past it took twice the cap). Measured in a child's peak RSS.
 TEST(LineReader, AOneLineBombCostsTheCapNotTwice) {
