@@ -354,6 +354,9 @@ class JsonRenderer : public Renderer {
                    {"end_reason", s.end_reason},
                    {"message_definition", report.messages.definition},
                    {"exit_status", s.exit_status ? json(*s.exit_status) : json(nullptr)}});
+    // Only when there were some: an exec into another program during the session.
+    for (const SessionInfo::Exec& e : s.execs)
+      Line(out, json{{"type", "session_exec"}, {"ts_ns", e.ts_ns}, {"comm", e.comm}});
     const MessagesReport& m = report.messages;
     for (const Message& msg : m.messages) Line(out, MessageJson(msg, true));
     for (const Message& msg : m.unfinished) Line(out, MessageJson(msg, false));
