@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fault tests (root, not in CI): targets that churn processes and threads, die by SIGKILL
 # in the middle of a message or exit while looptrace attaches; every output on a full disk;
-# looptrace itself SIGKILLed at random points. After every case: no looptrace BPF program
+# looptrace itself SIGKILLed at random points; background sessions whose attach client is
+# killed or sent SIGTERM, with a hostile ClickHouse (dripping, 400 MB answers, garbage) and
+# hostile metrics clients (40 idle, 2 trickling headers). After every case: no looptrace BPF program
 # loaded or attached (bpftool prog/link/perf show: names lt_*) and no temporary file left in
 # the output directory. Prints a table: case / expected / observed / PASS-FAIL.
 # Usage: sudo scripts/faults.sh [SEED]        (BUILD_DIR=build by default)
@@ -176,6 +178,151 @@ files=$(ls "$d" | grep -v '^truth' | tr '\n' ' ')
 clean=$(after_checks "$d"); c=$?
 row "next run in the same directory" "exit 0, 20 messages, only r.json + rec.jsonl.gz" \
   "exit $st, $got messages, files: $files; $clean" $([[ $st == 0 && $got == 20 && $files == "r.json rec.jsonl.gz " && $c == 0 ]]; echo $?)
+
+# 6. Background sessions against what goes wrong around them: the attach client killed or
+# sent SIGTERM while the daemon attaches, a hostile ClickHouse (dripping, 400 MB answers,
+# garbage), hostile metrics clients (trickled headers, 40 idle connections).
+export LOOPTRACE_RUN_DIR=$out/run
+mkdir -p "$LOOPTRACE_RUN_DIR"; chmod 700 "$LOOPTRACE_RUN_DIR"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+st_json() { "$LT" -q status -p "$1" -f json 2>/dev/null; }
+st_field() {  # PID FIELD: a field of the session's status
+  st_json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["session"].get(sys.argv[1], ""))' "$2" 2>/dev/null
+}
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# The looptrace daemon (not the client $2) whose command line has -p $1.
+daemon_of() {
+  local p
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/exe" 2>/dev/null) == "$LT" && ${p#/proc/} != "${2:-}" ]] || continue
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- " -p $1 " && { echo "${p#/proc/}"; return; }
+  done
+}
+wait_for() {  # SECONDS COMMAND...: polls every 0.1 s
+  local until=$((SECONDS + $1)); shift
+  while (( SECONDS < until )); do "$@" && return 0; sleep 0.1; done
+  "$@"
+}
+# 5 messages 2 s after it starts (attaching takes longer under load), then a deadlock.
+target() { "$APP" --scenario anr-deadlock --count 5 --start-delay-ms 2000 --truth "$1" >/dev/null 2>&1 & echo $!; }
+
+d=$out/client-killed; mkdir -p "$d"
+app=$(target "$d/truth.jsonl")
+"$LT" -q attach --profile "$PROFILE" -p "$app" -o "$d/final.json" -f json 2>"$d/err" &
+client=$!
+wait_for 20 test -n "$(daemon_of "$app" "$client")"
+daemon=$(daemon_of "$app" "$client")
+kill -9 $client; wait $client 2>/dev/null
+wait_for 30 test -S "$LOOPTRACE_RUN_DIR/$app.sock"; sleep 1
+alive=$( [[ -n $daemon ]] && kill -0 "$daemon" 2>/dev/null && echo alive || echo dead)
+"$LT" -q detach -p "$app" >/dev/null 2>"$d/err.detach"; st=$?
+got=$(completed_count "$d/final.json")
+ended=$( [[ -e $LOOPTRACE_RUN_DIR/$app.ended ]] && echo ".ended" || echo "no .ended")
+sock=$( [[ -e $LOOPTRACE_RUN_DIR/$app.sock ]] && echo "socket left" || echo "no socket")
+kill -9 "$app" 2>/dev/null
+clean=$(after_checks "$d"); c=$?
+row "attach client SIGKILLed while attaching" "daemon lives, detach 0, report + .ended, no socket, clean" \
+  "daemon $alive, detach $st, $got messages, $ended, $sock, $clean" \
+  $([[ $alive == alive && $st == 0 && $got == 5 && $ended == .ended && $sock == "no socket" && $c == 0 ]]; echo $?)
+
+d=$out/client-sigterm; mkdir -p "$d"
+app=$(target "$d/truth.jsonl")
+"$LT" attach --profile "$PROFILE" -p "$app" 2>"$d/err" &
+client=$!
+wait_for 20 test -n "$(daemon_of "$app" "$client")"
+kill -TERM $client; wait $client; st=$?
+said=$(grep -o 'SIG[A-Z]*' "$d/err" | head -1)
+[[ $st == 0 ]] && "$LT" -q detach -p "$app" >/dev/null 2>&1  # attached before the signal: not this case
+kill -9 "$app" 2>/dev/null
+clean=$(after_checks "$d"); c=$?
+row "SIGTERM to attach while attaching" "exit 130 naming SIGTERM (or 0: attached first), clean" \
+  "exit $st ${said:+(says $said)}, $clean" $([[ ( ($st == 130 && $said == SIGTERM) || $st == 0 ) && $c == 0 ]]; echo $?)
+
+cat >"$out/hostile_http.py" <<'PY'
+# A hostile HTTP server on 127.0.0.1: drip (a byte every 2 s), huge (a 400 MB answer),
+# garbage (not HTTP), idle-clients (for a metrics endpoint: 40 idle + 2 trickling).
+import socket, sys, threading, time
+mode = sys.argv[1]
+def serve(port, handle):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port)); s.listen(16)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=handle, args=(c,), daemon=True).start()
+def drip(c):
+    try:
+        c.recv(65536)
+        for b in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+            c.send(bytes([b])); time.sleep(2)
+    except OSError: pass
+def huge(c):
+    try:
+        c.recv(65536)
+        c.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 419430400\r\n\r\n")
+        chunk = b"x" * (1 << 20)
+        for _ in range(400): c.sendall(chunk)
+    except OSError: pass
+def garbage(c):
+    try:
+        c.recv(65536); c.sendall(b"\x16\x03\x01\x00\x2a garbage \x1b[31m\r\n\r\n"); c.close()
+    except OSError: pass
+if mode in ("drip", "huge", "garbage"):
+    serve(int(sys.argv[2]), globals()[mode])
+elif mode == "idle-clients":  # PORT: holds 40 idle and 2 trickling connections until killed
+    port = int(sys.argv[2]); held = []
+    for _ in range(40): held.append(socket.create_connection(("127.0.0.1", port)))
+    slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    head = b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"a" * 200
+    for i in range(len(head)):
+        for s in slow:
+            try: s.send(head[i:i + 1])
+            except OSError: pass
+        time.sleep(0.5)
+PY
+
+for mode in drip huge garbage; do
+  d=$out/clickhouse-$mode; mkdir -p "$d"
+  port=$(free_port)
+  python3 "$out/hostile_http.py" "$mode" "$port" & server=$!
+  sleep 0.5
+  app=$(target "$d/truth.jsonl")
+  "$LT" -q attach --profile "$PROFILE" -p "$app" -o "$d/final.json" -f json --clickhouse "http://127.0.0.1:$port/" \
+    --clickhouse-interval 1 2>"$d/err"; st=$?
+  daemon=$(daemon_of "$app")
+  # Past the first insert's 10 s deadline when the server drips.
+  [[ $mode == drip ]] && sleep 12 || sleep 5
+  rss=$(( $(rss_kb "${daemon:-0}") / 1024 ))
+  why=$(st_field "$app" clickhouse_error | head -c 110)
+  start=$SECONDS
+  timeout 30 "$LT" -q detach -p "$app" >/dev/null 2>&1; dst=$?
+  took=$((SECONDS - start))
+  got=$(completed_count "$d/final.json")
+  kill $server 2>/dev/null; wait $server 2>/dev/null
+  kill -9 "$app" 2>/dev/null
+  clean=$(after_checks "$d"); c=$?
+  row "hostile ClickHouse: $mode" "attach 0, RSS < 200 MB, reason named, detach 0 in < 15 s, report, clean" \
+    "attach $st, RSS ${rss} MB, reason: ${why:-none}; detach $dst in ${took}s, $got messages, $clean" \
+    $([[ $st == 0 && $rss -lt 200 && -n $why && $dst == 0 && $took -lt 15 && $got == 5 && $c == 0 ]]; echo $?)
+done
+
+d=$out/metrics-clients; mkdir -p "$d"
+port=$(free_port)
+app=$(target "$d/truth.jsonl")
+"$LT" -q attach --profile "$PROFILE" -p "$app" --metrics ":$port" 2>"$d/err"; st=$?
+python3 "$out/hostile_http.py" idle-clients "$port" & clients=$!
+sleep 2
+start_ms=$(date +%s%3N)
+code=$(curl -s -o "$d/metrics.txt" -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/metrics")
+took_ms=$(( $(date +%s%3N) - start_ms ))
+listen=$(ss -Hltn "sport = :$port" | awk '{print $4}' | head -1)
+kill $clients 2>/dev/null; wait $clients 2>/dev/null
+"$LT" -q detach -p "$app" >/dev/null 2>&1; dst=$?
+kill -9 "$app" 2>/dev/null
+clean=$(after_checks "$d"); c=$?
+row "metrics: 40 idle + 2 trickling clients" "scrape 200 in < 1 s, :PORT on 127.0.0.1, detach 0, clean" \
+  "attach $st, scrape $code in ${took_ms} ms, listening on $listen, detach $dst, $clean" \
+  $([[ $st == 0 && $code == 200 && $took_ms -lt 1000 && $listen == 127.0.0.1:$port && $dst == 0 && $c == 0 ]]; echo $?)
+unset LOOPTRACE_RUN_DIR
 
 echo
 printf '%s\n' "case"$'\t'"expected"$'\t'"observed"$'\t'"result" "${rows[@]}" | column -t -s $'\t'

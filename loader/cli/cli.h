@@ -60,6 +60,15 @@ Result<void> CheckFormat(const std::string& format);
 // caller keeps it alive as long as the analysis runs.
 Result<std::unique_ptr<loader::MappingNamer>> LoadMethodMapping(const ReportOutput& output, AnalysisOptions& analysis);
 
+// A number of `unit` (seconds, ms) from `min` to `max`, strictly: "nan", "inf", "1e-300"
+// (no limit once made nanoseconds) and trailing junk are usage errors naming the range.
+CLI::Validator FiniteNumber(double min, double max, std::string unit);
+
+// The report (`report_path`, -o) and another file looptrace reads or writes (`other`,
+// --save or the recording read) must differ: the same path, or one file by two names (a
+// link), would overwrite the one with the other. "" is stdout or none: no clash.
+Result<void> CheckNotSameFile(const std::string& report_path, const std::string& other, std::string_view other_flag);
+
 // "16M" -> bytes; a power of two in [min, max].
 Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t min, size_t max);
 
@@ -73,9 +82,16 @@ struct SessionFlags {
   std::string beat_buffer = "1048576";
   std::string sample_ring = "8M";
   bool no_thread_tracking = false;
+  // Checks the sizes; warns when the buffers will take over 1 GiB of memory.
   Result<void> Resolve();
+  void WarnAboutRingMemory() const;
 };
 void AddSessionOptions(CLI::App* command, SessionFlags& flags);
+
+// Overwrites with '*', in place, the passwords of --clickhouse URLs among the arguments
+// (user:PASSWORD@ and password=PASSWORD), so that `ps` and /proc/PID/cmdline no longer
+// show them. Returns whether one was there. Call it once the arguments are parsed.
+bool HideSecretsInArguments(int argc, char** argv);
 
 // EXAMPLES / TROUBLESHOOTING / EXIT CODES footers.
 std::string Footer(std::string_view examples);

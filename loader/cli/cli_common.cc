@@ -1,10 +1,16 @@
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <charconv>
+#include <cmath>
+#include <filesystem>
 
 #include "loader/cli/cli.h"
 #include "looptrace/report/render.h"
 #include "looptrace/util/log.h"
+#include "looptrace/util/safe_file.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::cli {
 
@@ -66,6 +72,36 @@ Result<std::unique_ptr<loader::MappingNamer>> LoadMethodMapping(const ReportOutp
   return namer;
 }
 
+CLI::Validator FiniteNumber(double min, double max, std::string unit) {
+  const std::string name = unit == "seconds" ? "SECONDS" : "NUMBER";
+  return CLI::Validator(
+      [min, max, unit](std::string& text) -> std::string {
+        double value = 0;
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool number = ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(value);
+        if (number && value >= min && value <= max) return {};
+        return fmt::format("'{}' is {}: give {} from {} to {}", EscapeForTerminal(text, 40),
+                           number ? "out of range" : "not a number", unit, min, max);
+      },
+      name);
+}
+
+Result<void> CheckNotSameFile(const std::string& report_path, const std::string& other, std::string_view other_flag) {
+  if (report_path.empty() || other.empty() || report_path == "-" || other == "-") return {};
+  std::error_code ec;
+  const auto a = std::filesystem::absolute(report_path, ec).lexically_normal();
+  const auto b = std::filesystem::absolute(other, ec).lexically_normal();
+  struct stat sa {
+  }, sb{};
+  const bool same_file = stat(report_path.c_str(), &sa) == 0 && stat(other.c_str(), &sb) == 0 &&
+                         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (a != b && !same_file) return {};
+  return MakeError(fmt::format("-o {} and {} {} are the same file: the report would overwrite it",
+                               EscapeForTerminal(report_path, kMaxQuotedBytes), other_flag,
+                               EscapeForTerminal(other, kMaxQuotedBytes)),
+                   ExitCode::kUsage, "give the report another name");
+}
+
 Result<size_t> ParseSize(std::string_view flag, std::string_view text, size_t min, size_t max) {
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -95,8 +131,21 @@ namespace {
 constexpr size_t kMaxRingbufBytes = size_t{1} << 30;  // the kernel takes up to ~4 GiB; memory says less
 constexpr size_t kMaxBeatRecords = size_t{1} << 25;   // 1 GiB of 32-byte beats
 constexpr size_t kMaxRecords = size_t{1} << 23;       // 832 MiB of 104-byte records
+constexpr uint64_t kRingMemoryWarningBytes = uint64_t{1} << 30;
 
 }  // namespace
+
+void SessionFlags::WarnAboutRingMemory() const {
+  // A BPF ring buffer's data is mapped twice into looptrace (so records never wrap) on top
+  // of the kernel's locked pages: 1G rings are gigabytes of memory, said before they are made.
+  const uint64_t rings = 2 * (uint64_t{session.ringbuf_bytes} + session.sample_ring_bytes);
+  const uint64_t arrays = uint64_t{session.record_capacity} * 104 + uint64_t{session.beat_capacity} * 32;
+  if (rings + arrays < kRingMemoryWarningBytes) return;
+  log::Warning(
+      "the BPF buffers will take about {} of memory (--ringbuf-size {} and --sample-ring {}, each mapped twice, "
+      "--record-ring {}, --beat-buffer {}); lower them unless the host has it to spare",
+      FormatBytes(rings + arrays), ringbuf_size, sample_ring, record_ring, beat_buffer);
+}
 
 void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--profile", f.session.profile, "built-in profile name or profile file (default: detect)");
@@ -136,6 +185,7 @@ Result<void> SessionFlags::Resolve() {
   ASSIGN_OR_RETURN(session.record_capacity, ParseSize("--record-ring", record_ring, 1024, kMaxRecords));
   ASSIGN_OR_RETURN(session.beat_capacity, ParseSize("--beat-buffer", beat_buffer, 1024, kMaxBeatRecords));
   ASSIGN_OR_RETURN(session.sample_ring_bytes, ParseSize("--sample-ring", sample_ring, 4096, kMaxRingbufBytes));
+  WarnAboutRingMemory();
   if (!threads.empty()) {
     auto choice = loader::ParseThreadChoice(threads);
     if (!choice) return MakeError("--threads: " + choice.error().message, ExitCode::kUsage, choice.error().hint);
@@ -143,6 +193,46 @@ Result<void> SessionFlags::Resolve() {
   }
   session.thread_tracking = !no_thread_tracking;
   return {};
+}
+
+namespace {
+
+// Stars over the password parts of one --clickhouse URL; whether there was one.
+bool HidePasswordsInUrl(char* url) {
+  bool hid = false;
+  std::string_view text(url);
+  if (const size_t scheme = text.find("://"); scheme != std::string_view::npos) {
+    const size_t start = scheme + 3;
+    const size_t authority_end = std::min(text.find_first_of("/?", start), text.size());
+    const std::string_view authority = text.substr(start, authority_end - start);
+    if (const size_t at = authority.rfind('@'); at != std::string_view::npos) {
+      if (const size_t colon = authority.find(':'); colon != std::string_view::npos && colon < at) {
+        for (size_t i = start + colon + 1; i < start + at; ++i) url[i] = '*';
+        hid = hid || at > colon + 1;
+      }
+    }
+  }
+  for (size_t key = text.find("password="); key != std::string_view::npos; key = text.find("password=", key + 1)) {
+    if (key > 0 && text[key - 1] != '?' && text[key - 1] != '&') continue;
+    const size_t end = std::min(text.find('&', key), text.size());
+    for (size_t i = key + 9; i < end; ++i) url[i] = '*';
+    hid = hid || end > key + 9;
+  }
+  return hid;
+}
+
+}  // namespace
+
+bool HideSecretsInArguments(int argc, char** argv) {
+  bool hid = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--clickhouse" && i + 1 < argc)
+      hid = HidePasswordsInUrl(argv[++i]) || hid;
+    else if (arg.starts_with("--clickhouse="))
+      hid = HidePasswordsInUrl(argv[i] + 13) || hid;
+  }
+  return hid;
 }
 
 std::string Footer(std::string_view examples) {

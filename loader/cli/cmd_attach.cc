@@ -3,9 +3,12 @@
 // whether they were); the session then lives in a daemon of its own until the target exits
 // or `detach`.
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 
 #include "loader/cli/cli.h"
@@ -17,6 +20,7 @@
 #include "looptrace/report/render.h"
 #include "looptrace/tracers/messages.h"
 #include "looptrace/util/log.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::cli {
 namespace {
@@ -70,16 +74,19 @@ class AttachCommand : public Command {
         ->capture_default_str();
     cmd->add_option("--method-mapping", output_.method_mapping, "Matrix methodMapping.txt naming method ids");
     cmd->add_option("--metrics", metrics_,
-                    "serve Prometheus/OpenMetrics text at http://ADDR:PORT/metrics (:PORT = every interface)");
-    cmd->add_option(
-        "--clickhouse", clickhouse_,
-        "insert report rows into ClickHouse over HTTP: http://[user:pass@]host[:8123][/?database=looptrace]");
+                    "serve Prometheus/OpenMetrics text at http://ADDR:PORT/metrics (:PORT = 127.0.0.1 only; "
+                    "0.0.0.0:PORT or [::]:PORT for every interface)");
+    cmd->add_option("--clickhouse", clickhouse_,
+                    "insert report rows into ClickHouse over HTTP: http://[user@]host[:8123][/?database=looptrace] "
+                    "(the password: --clickhouse-password-file or CLICKHOUSE_PASSWORD, never the command line)");
+    cmd->add_option("--clickhouse-password-file", clickhouse_password_file_,
+                    "the ClickHouse user's password: the first line of FILE (keep it 0600)");
     cmd->add_option("--clickhouse-interval", clickhouse_interval_, "seconds between ClickHouse inserts")
-        ->check(CLI::Range(1.0, 3600.0))
+        ->check(FiniteNumber(1, 3600, "seconds"))
         ->capture_default_str();
     cmd->add_option("--clickhouse-slow-threshold", clickhouse_slow_ms_,
                     "messages at least MS long become slow_messages rows")
-        ->check(CLI::Range(1.0, 1e7))
+        ->check(FiniteNumber(1, 1e7, "ms"))
         ->capture_default_str();
     cmd->add_option("--clickhouse-buffer-mb", clickhouse_buffer_mb_, "MiB of rows waiting for ClickHouse at most")
         ->check(CLI::Range(1, 4096))
@@ -128,6 +135,7 @@ BACKGROUND SESSIONS:
     if (!clickhouse_.empty()) {
       auto options = loader::ParseClickHouseUrl(clickhouse_);
       if (!options) return Fail(options.error());
+      if (auto ok = ClickHousePassword(*options); !ok) return Fail(ok.error());
       options->max_queued_bytes = static_cast<size_t>(clickhouse_buffer_mb_) << 20;
       daemon.clickhouse = *options;
     }
@@ -151,6 +159,7 @@ BACKGROUND SESSIONS:
       auto save = OutputFor(save_, pid, pids.size(), "--save");
       if (!save) return Fail(save.error());
       c.save_path = *save;
+      if (auto ok = CheckNotSameFile(c.output_path, c.save_path, "--save"); !ok) return Fail(ok.error());
       configs.push_back(std::move(c));
     }
     if (auto ok = loader::CheckRunDirectory(true); !ok) return Fail(ok.error());
@@ -179,11 +188,37 @@ BACKGROUND SESSIONS:
       signal_fd = loader::BlockTerminationSignals();
       if (!signal_fd) return Report(signal_fd.error());
     }
+    // The daemon writes to pipes and sockets whose readers may be gone: errors, not death.
+    signal(SIGPIPE, SIG_IGN);
     return Serve(daemon, configs, signal_fd->get());
   }
 
  private:
   bool keep_messages_given() const { return app_ && app_->count("--keep-messages") > 0; }
+
+  // The password, from the file, else CLICKHOUSE_PASSWORD, else the URL (said to be a bad
+  // place: argv is every local user's to read until main hides it).
+  Result<void> ClickHousePassword(loader::ClickHouseOptions& options) const {
+    if (!clickhouse_password_file_.empty()) {
+      ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(clickhouse_password_file_, "the ClickHouse password file", 4096,
+                                                        ExitCode::kUsage));
+      struct stat st {};
+      if (fstat(file.fd.get(), &st) == 0 && (st.st_mode & 077))
+        log::Warning("{}: other users may read it (mode {:o}): chmod 600 it", clickhouse_password_file_,
+                     st.st_mode & 0777);
+      ASSIGN_OR_RETURN(std::string text, ReadOpenedFile(file, clickhouse_password_file_, "the ClickHouse password file",
+                                                        4096, ExitCode::kUsage));
+      options.password = text.substr(0, text.find_first_of("\r\n"));
+    } else if (const char* env = std::getenv("CLICKHOUSE_PASSWORD"); env && *env) {
+      options.password = env;
+    } else if (options.password_in_url) {
+      log::Warning(
+          "--clickhouse: a password in the URL shows in the process list until looptrace hides it; pass it with "
+          "--clickhouse-password-file FILE or CLICKHOUSE_PASSWORD instead");
+    }
+    if (!options.password.empty() && options.user.empty()) options.user = "default";
+    return {};
+  }
 
   // An error of the background session: to the terminal waiting for it, and to its log.
   int Report(const Error& error) {
@@ -230,6 +265,7 @@ BACKGROUND SESSIONS:
   ReportOutput output_;
   std::string metrics_;
   std::string clickhouse_;
+  std::string clickhouse_password_file_;
   double clickhouse_interval_ = 10;
   double clickhouse_slow_ms_ = 100;
   int clickhouse_buffer_mb_ = 16;

@@ -32,7 +32,8 @@ class TraceCommand : public Command {
   void Setup(CLI::App* cmd) override {
     if (!run_) cmd->add_option("-p,--pid", pid_, "process to trace")->required()->check(CLI::PositiveNumber);
     AddSessionOptions(cmd, flags_);
-    cmd->add_option("-d,--duration", flags_.session.duration_s, "stop after S seconds")->check(CLI::PositiveNumber);
+    cmd->add_option("-d,--duration", flags_.session.duration_s, "stop after S seconds")
+        ->check(FiniteNumber(0.001, 31'536'000, "seconds"));
     cmd->add_option("--save", save_, "also save the decoded event stream (JSON lines, .gz ok)");
     AddReportOutputOptions(cmd, output_);
     AddAnalysisOptions(cmd, analysis_);
@@ -44,6 +45,7 @@ class TraceCommand : public Command {
       return Fail(Error{"run needs a command", "looptrace run ./app --flag", ExitCode::kUsage});
     if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
     if (auto ok = flags_.Resolve(); !ok) return Fail(ok.error());
+    if (auto ok = CheckNotSameFile(output_.path, save_, "--save"); !ok) return Fail(ok.error());
 
     // Inputs are read and outputs opened before anything is attached: a bad path fails
     // before the target is touched.

@@ -39,6 +39,7 @@ class ReportCommand : public Command {
     if (recording_.empty())
       return Fail(Error{"report needs a RECORDING or -p PID",
                         "looptrace report rec.jsonl.gz, or looptrace report -p 1234", ExitCode::kUsage});
+    if (auto ok = CheckNotSameFile(output_.path, recording_, "the recording"); !ok) return Fail(ok.error());
     auto namer = LoadMethodMapping(output_, analysis_);
     if (!namer) return Fail(namer.error());
     auto out = loader::OutputFile::Create(output_.path);

@@ -98,7 +98,7 @@ class TopCommand : public Command {
         ->required()
         ->check(CLI::PositiveNumber);
     cmd->add_option("-d,--delay", delay_s_, "seconds between refreshes")
-        ->check(CLI::Range(0.1, 3600.0))
+        ->check(FiniteNumber(0.1, 3600, "seconds"))
         ->capture_default_str();
     cmd->add_option("-n,--iterations", iterations_, "refresh this many times, then quit (0 = until q)")
         ->check(CLI::NonNegativeNumber)

@@ -140,6 +140,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return Usage(e.what(), "looptrace --help, or looptrace COMMAND --help");
   }
+  // CLI11 has its copies: a password given on the command line stops showing in `ps` now.
+  HideSecretsInArguments(argc, argv);
   if (quiet) log::Verbosity() = log::Level::kError;
   if (verbose == 1) log::Verbosity() = log::Level::kV1;
   if (verbose >= 2) log::Verbosity() = log::Level::kV2;

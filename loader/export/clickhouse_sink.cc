@@ -1,11 +1,13 @@
 #include "loader/export/clickhouse_sink.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 
+#include "loader/export/http_post.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -59,7 +61,10 @@ Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url) {
     authority = authority.substr(at + 1);
     size_t colon = credentials.find(':');
     o.user = UrlDecode(credentials.substr(0, colon));
-    if (colon != std::string_view::npos) o.password = UrlDecode(credentials.substr(colon + 1));
+    if (colon != std::string_view::npos) {
+      o.password = UrlDecode(credentials.substr(colon + 1));
+      o.password_in_url = true;
+    }
   }
   std::string_view host = authority, port;
   if (authority.starts_with('[')) {
@@ -93,9 +98,10 @@ Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url) {
       o.database = value;
     else if (key == "user")
       o.user = value;
-    else if (key == "password")
+    else if (key == "password") {
       o.password = value;
-    else
+      o.password_in_url = true;
+    } else
       return bad(fmt::format("unknown parameter '{}' (database, user, password)", key));
   }
   if (!ValidIdentifier(o.database)) return bad("the database name must be letters, digits and _");
@@ -119,6 +125,8 @@ Result<std::unique_ptr<ClickHouseSink>> ClickHouseSink::Start(const ClickHouseOp
   std::unique_ptr<ClickHouseSink> sink(new ClickHouseSink());
   sink->options_ = options;
   sink->counters_.clickhouse = true;
+  sink->cancel_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!sink->cancel_) return SystemError("eventfd", errno);
   sink->thread_ = std::thread([s = sink.get()] { s->Run(); });
   return sink;
 }
@@ -166,26 +174,30 @@ std::string ClickHouseSink::last_error() const {
 
 std::string ClickHouseSink::Send(const Batch& batch, bool* permanent) {
   *permanent = false;
-  httplib::Client client(options_.host, options_.port);
-  client.set_connection_timeout(std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count());
-  client.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count());
-  client.set_write_timeout(std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count());
-  if (!options_.user.empty()) client.set_basic_auth(options_.user, options_.password);
-  const std::string query = fmt::format("INSERT INTO {}.{} FORMAT JSONEachRow", options_.database, batch.table);
-  httplib::Params params{{"query", query}};
-  const std::string path = "/?" + httplib::detail::params_to_query_str(params);
-  auto result = client.Post(path, batch.body, "application/x-ndjson");
-  if (!result)
-    return fmt::format("cannot reach {}:{}: {}", options_.host, options_.port, httplib::to_string(result.error()));
-  if (result->status == 200) return "";
-  *permanent = PermanentClickHouseError(result->status, result->body);
-  return fmt::format("{}.{} refused the insert (HTTP {}): {}", options_.database, batch.table, result->status,
-                     Shorten(result->body));
+  HttpRequest request;
+  request.host = options_.host;
+  request.port = options_.port;
+  request.target =
+      "/?query=" + UrlEncode(fmt::format("INSERT INTO {}.{} FORMAT JSONEachRow", options_.database, batch.table));
+  request.content_type = "application/x-ndjson";
+  request.body = batch.body;
+  if (!options_.user.empty())
+    request.headers.emplace_back("Authorization", "Basic " + Base64(options_.user + ":" + options_.password));
+  auto answer =
+      HttpPost(request, std::chrono::steady_clock::now() + options_.timeout, options_.max_answer_bytes, cancel_.get());
+  if (!answer) return answer.error().message;
+  if (answer->status == 200) return "";
+  *permanent = PermanentClickHouseError(answer->status, answer->body);
+  return fmt::format("{}.{} refused the insert (HTTP {}): {}", options_.database, batch.table, answer->status,
+                     Shorten(answer->body));
 }
 
 void ClickHouseSink::Failed(const std::string& reason) {
-  // Each distinct reason once in the log (they repeat for every batch while it lasts).
-  std::string kind = reason.substr(0, reason.find(':'));
+  // Each distinct reason once in the log (they repeat for every batch while it lasts): up to
+  // the first ':' past the server's "host:port".
+  const size_t server_end = reason.find(fmt::format("{}:{}", options_.host, options_.port));
+  const size_t from = server_end == std::string::npos ? 0 : server_end + options_.host.size() + 1;
+  std::string kind = reason.substr(0, reason.find(':', from));
   if (std::find(reasons_logged_.begin(), reasons_logged_.end(), kind) == reasons_logged_.end()) {
     reasons_logged_.push_back(kind);
     log::Warning("clickhouse: {} (the session goes on; rows are retried, then dropped and counted)", reason);
@@ -194,6 +206,14 @@ void ClickHouseSink::Failed(const std::string& reason) {
 
 void ClickHouseSink::Run() {
   std::unique_lock lock(mutex_);
+  // However it returns, Stop() learns it at once.
+  struct Finished {
+    ClickHouseSink* sink;
+    ~Finished() {
+      sink->finished_ = true;
+      sink->finished_cv_.notify_all();
+    }
+  } finished{this};
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping and nothing left
@@ -243,14 +263,19 @@ void ClickHouseSink::Run() {
 
 void ClickHouseSink::Stop(std::chrono::milliseconds timeout) {
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (!thread_.joinable()) return;
     if (!stopping_) {
       stopping_ = true;
       deadline_ = std::chrono::steady_clock::now() + timeout;
     }
+    wake_.notify_all();
+    // What is queued may go out until the deadline; a request still running then (a server
+    // that answers a byte at a time) is cut, so the daemon's end never waits on ClickHouse.
+    finished_cv_.wait_until(lock, deadline_, [&] { return finished_; });
   }
-  wake_.notify_all();
+  uint64_t one = 1;
+  (void)!write(cancel_.get(), &one, sizeof(one));
   thread_.join();
 }
 

@@ -2,7 +2,9 @@
 // own: one INSERT ... FORMAT JSONEachRow per table and batch, retried with exponential
 // backoff while ClickHouse is unreachable or failing, never more than a bounded number of
 // bytes queued; rows that do not fit, or that ClickHouse keeps refusing, are dropped and
-// counted, and each distinct reason is logged once. The session never waits for it.
+// counted, and each distinct reason is logged once. The session never waits for it, and
+// neither does the daemon's end: every request has one deadline and a bounded answer
+// (http_post.h), and Stop() cuts a request still running when its time is up.
 #pragma once
 
 #include <chrono>
@@ -19,6 +21,7 @@
 #include "looptrace/report/clickhouse_rows.h"
 #include "looptrace/report/metrics_text.h"
 #include "looptrace/util/result.h"
+#include "looptrace/util/unique_fd.h"
 
 namespace looptrace::loader {
 
@@ -31,10 +34,13 @@ struct ClickHouseOptions {
   size_t max_queued_bytes = 16u << 20;
   int max_attempts = 6;  // per batch: 0.5 + 1 + 2 + 4 + 8 s of backoff between them
   std::chrono::milliseconds first_backoff{500};
-  std::chrono::seconds timeout{10};  // connect + read, per INSERT
+  std::chrono::milliseconds timeout{10'000};  // the whole INSERT: connect, send, answer
+  size_t max_answer_bytes = 64 * 1024;        // of ClickHouse's answer kept (the rest is not read)
+  bool password_in_url = false;               // the URL carried one (visible in argv until hidden)
 };
 
-// "http://[user[:password]@]host[:port][/][?database=NAME]" (port 8123, database looptrace).
+// "http://[user[:password]@]host[:port][/][?database=NAME&user=NAME]" (port 8123, database
+// looptrace). A password belongs in a file or the environment (cmd_attach.cc), not in argv.
 Result<ClickHouseOptions> ParseClickHouseUrl(std::string_view url);
 
 // Whether ClickHouse's error text says retrying cannot help (no such table or column,
@@ -78,6 +84,9 @@ class ClickHouseSink {
   std::string last_error_;
   std::vector<std::string> reasons_logged_;
   bool failing_ = false;
+  bool finished_ = false;                // Run() returned
+  std::condition_variable finished_cv_;  // ... told to Stop()
+  UniqueFd cancel_;                      // readable: a request still running ends now
   std::thread thread_;
 };
 

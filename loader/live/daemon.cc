@@ -95,7 +95,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options, int
 }
 
 Daemon::~Daemon() {
-  metrics_.reset();  // its thread waits on the loop: stop it first
+  metrics_.reset();  // its connections are on the loop: closed first
   if (clickhouse_) clickhouse_->Stop(std::chrono::seconds(0));
 }
 

@@ -20,14 +20,20 @@ namespace {
 using nlohmann::json;
 
 // The word of the background process to the one waiting in the terminal: a JSON line.
+// The terminal's process may be gone (killed, its terminal closed): the write then fails
+// with EPIPE (SIGPIPE is ignored), and the session goes on without it.
 void Tell(int fd, const json& message) {
   const std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  (void)!write(fd, line.data(), line.size());
+  if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    log::Warning("the attach command that started this daemon is gone ({}); the session goes on",
+                 errno == EPIPE ? "nobody reads its pipe" : strerror(errno));
 }
 
 // The child, once forked: a session of its own, no terminal, stderr to the log.
 void LeaveTerminal(const std::string& log_path) {
   setsid();
+  // A daemon outlives its readers: a closed pipe or socket is an error to handle, not death.
+  signal(SIGPIPE, SIG_IGN);
   if (chdir("/") != 0) {
   }
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -53,8 +59,10 @@ Result<std::vector<std::string>> WaitForChild(pid_t child, int ready, int signal
     if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo info;
+      // Ctrl-C or SIGTERM stops the attach (it detaches what it attached and says which
+      // signal). SIGHUP, the terminal going away, does not: the session is meant to outlive it.
       while (read(signal_fd, &info, sizeof(info)) == sizeof(info))
-        kill(child, SIGINT);  // stops the attach: it detaches what it attached and says so
+        if (info.ssi_signo != SIGHUP) kill(child, static_cast<int>(info.ssi_signo));
     }
     if (fds[0].revents & (POLLIN | POLLHUP)) {
       char buf[4096];

@@ -41,8 +41,9 @@ struct Daemonized {
 };
 
 // `log_path`: where the background process's stderr goes (timestamped). `signal_fd`: the
-// termination signals, blocked, that the waiting parent forwards to the child as SIGINT
-// (the child stops attaching, detaches what it attached and says so).
+// termination signals, blocked, that the waiting parent forwards to the child as they came,
+// SIGINT and SIGTERM (the child stops attaching, detaches what it attached and names the
+// signal); SIGHUP is not forwarded. The child ignores SIGPIPE: it survives the parent's end.
 Daemonized Daemonize(const std::string& log_path, int signal_fd);
 
 }  // namespace looptrace::loader

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "loader/plan/binaries.h"
 #include "loader/plan/marks.h"
@@ -193,6 +197,27 @@ PlanResult<std::vector<ResolvedProbe>> ResolveSymbols(const ProbeSpec& spec, con
       closest.empty() ? "the binary has no function symbols (stripped?)" : "closest names: " + JoinNames(closest));
 }
 
+// Two lines of one role that land on one instruction (a symbol and its alias, a glob and a
+// name, a pointer and the function it holds) make two events of every hit: a message
+// nested in itself, 0 ms long. Said, naming both lines; the second still attaches.
+void WarnAboutRolesBoundTwice(AttachPlan& plan) {
+  std::map<std::tuple<Role, ProbeKind, std::string, uint64_t>, const ResolvedProbe*> first;
+  std::set<std::pair<std::string, std::string>> said;
+  for (const ResolvedProbe& probe : plan.probes) {
+    if (probe.spec.kind == ProbeKind::kUsdt) continue;
+    auto [it, added] =
+        first.try_emplace({probe.spec.role, probe.spec.kind, probe.binary_path, probe.file_offset}, &probe);
+    const ResolvedProbe& other = *it->second;
+    if (added || other.spec.Where() == probe.spec.Where() || other.spec.conditions != probe.spec.conditions) continue;
+    if (!said.insert({other.spec.Where(), probe.spec.Where()}).second) continue;
+    plan.warnings.push_back(fmt::format(
+        "{} and {} both bind {} at {} in {}: every hit makes two events (a 0 ms message inside each message); "
+        "keep one of the two lines",
+        other.spec.Where(), probe.spec.Where(), RoleName(probe.spec.role), probe.symbol,
+        std::filesystem::path(probe.binary_path).filename().string()));
+  }
+}
+
 }  // namespace
 
 PlanResult<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target) {
@@ -253,6 +278,7 @@ PlanResult<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinari
       plan.probes.push_back(std::move(probe));
     }
   }
+  WarnAboutRolesBoundTwice(plan);
   PlaceProbes(plan, elf_cache, target);
   return plan;
 }

@@ -70,6 +70,8 @@ struct AttachPlan {
   // `requires-loaded` marks that could not be checked (a command not started yet), or that an
   // explicitly chosen profile lacks: said to the user, who may want another profile.
   std::vector<std::string> assumptions;
+  // Said once the profile is chosen: lines that resolve so that every hit counts twice.
+  std::vector<std::string> warnings;
 };
 
 // Why a profile does not resolve for a target. kDoesNotFit: the target is not one the profile

@@ -32,7 +32,7 @@ class ProbeLineParser {
     auto [ptr, ec] = std::from_chars(word.data() + std::min<size_t>(3, word.size()), word.data() + word.size(), n);
     if (!word.starts_with("arg") || ec != std::errc() || ptr != word.data() + word.size() || n < 1 ||
         n > LT_MAX_SOURCES)
-      return Fail(line, fmt::format("{}: source '{}' must be arg1..arg{} or ret", what, word, LT_MAX_SOURCES));
+      return Fail(line, fmt::format("{}: source {} must be arg1..arg{} or ret", what, Quoted(word), LT_MAX_SOURCES));
     if (probe.kind == ProbeKind::kUretprobe)
       return Fail(line, fmt::format("{}: a uretprobe can only read 'ret'", what),
                   "read arguments with a uprobe on the same symbol");
@@ -72,7 +72,8 @@ class ProbeLineParser {
       ASSIGN_OR_RETURN(arg.length_source,
                        ParseSourceName(line, type.substr(4, type.size() - 5), probe, fmt::format("{} length", what)));
     } else {
-      return Fail(line, fmt::format("{}: unknown type '{}' (known: uint, int, ptr, str, str(argN), sym)", what, type));
+      return Fail(line,
+                  fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym)", what, Quoted(type)));
     }
     return arg;
   }
@@ -80,15 +81,16 @@ class ProbeLineParser {
   Result<ArgSpec> ParseArg(int line, std::string_view word, const ProbeSpec& probe) {
     size_t eq = word.find('=');
     if (eq == std::string_view::npos || eq == 0)
-      return Fail(line, fmt::format("argument '{}' is not NAME=SOURCE[:TYPE]", word), "example: id=arg1 name=arg2:str");
+      return Fail(line, fmt::format("argument {} is not NAME=SOURCE[:TYPE]", Quoted(word)),
+                  "example: id=arg1 name=arg2:str");
     ArgSpec arg;
     arg.name = std::string(word.substr(0, eq));
     auto known = KnownArgNames(probe.role);
     if (std::find(known.begin(), known.end(), arg.name) == known.end())
-      return Fail(line, fmt::format("role {} has no argument '{}' (known: {})", RoleName(probe.role), arg.name,
+      return Fail(line, fmt::format("role {} has no argument {} (known: {})", RoleName(probe.role), Quoted(arg.name),
                                     known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
     ASSIGN_OR_RETURN(ArgSource source, ParseSource(line, word.substr(eq + 1), probe,
-                                                   fmt::format("argument '{}'", arg.name), ArgType::kUint));
+                                                   fmt::format("argument {}", Quoted(arg.name)), ArgType::kUint));
     static_cast<ArgSource&>(arg) = source;
     return arg;
   }
@@ -96,7 +98,7 @@ class ProbeLineParser {
   // SOURCE[:TYPE] OP VALUE
   Result<Condition> ParseCondition(int line, const std::vector<std::string>& words, size_t at, const ProbeSpec& probe) {
     const std::string text = fmt::format("{} {} {}", words[at], words[at + 1], words[at + 2]);
-    const std::string what = fmt::format("condition '{}'", text);
+    const std::string what = fmt::format("condition {}", Quoted(text));
     Condition c;
     c.text = text;
     const std::string& op = words[at + 1];
@@ -141,7 +143,7 @@ class ProbeLineParser {
           c.pattern = pattern;
         }
       } else {
-        return Fail(line, fmt::format("{}: strings compare with ==, != or ~ (glob), not '{}'", what, op));
+        return Fail(line, fmt::format("{}: strings compare with ==, != or ~ (glob), not {}", what, Quoted(op)));
       }
       return c;
     }
@@ -150,7 +152,7 @@ class ProbeLineParser {
                                                              {">", CompareOp::kGt},  {">=", CompareOp::kGe}};
     auto it = std::find_if(std::begin(kOps), std::end(kOps), [&](const auto& o) { return op == o.first; });
     if (it == std::end(kOps))
-      return Fail(line, fmt::format("{}: numbers compare with == != < <= > >=, not '{}'", what, op));
+      return Fail(line, fmt::format("{}: numbers compare with == != < <= > >=, not {}", what, Quoted(op)));
     c.op = it->second;
     std::string_view digits = value;
     bool negative = digits.starts_with("-");
@@ -164,7 +166,7 @@ class ProbeLineParser {
     auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
     if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() ||
         magnitude > (negative ? uint64_t{1} << 63 : UINT64_MAX))
-      return Fail(line, fmt::format("{}: '{}' is not a number", what, value));
+      return Fail(line, fmt::format("{}: {} is not a number", what, Quoted(value)));
     c.value = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
     return c;
   }
@@ -183,9 +185,9 @@ class ProbeLineParser {
                   "examples: id=arg1 | addr=arg1 | name=arg2:str class=arg1:str");
     for (const auto& a : probe->args) {
       if ((a.name == "name" || a.name == "class" || a.name == "sig" || a.name == "file") && a.type != ArgType::kStr)
-        return Fail(line, fmt::format("method argument '{}' must be a string (:str or :str(argN))", a.name));
+        return Fail(line, fmt::format("method argument {} must be a string (:str or :str(argN))", Quoted(a.name)));
       if (a.type == ArgType::kSym)
-        return Fail(line, fmt::format("method argument '{}': a method named by its address binds addr=", a.name),
+        return Fail(line, fmt::format("method argument {}: a method named by its address binds addr=", Quoted(a.name)),
                     "example: addr=arg1");
     }
     // The identity of an id/addr beat is its first argument.
@@ -205,7 +207,7 @@ class ProbeLineParser {
     probe.line = line;
     auto role = RoleFromName(words[1]);
     if (!role)
-      return Fail(line, fmt::format("unknown role '{}'", words[1]),
+      return Fail(line, fmt::format("unknown role {}", Quoted(words[1])),
                   fmt::format("known roles: {}", fmt::join(AllRoleNames(), ", ")));
     probe.role = *role;
     if (words[2] == "uprobe")
@@ -215,7 +217,7 @@ class ProbeLineParser {
     else if (words[2] == "usdt")
       probe.kind = ProbeKind::kUsdt;
     else
-      return Fail(line, fmt::format("unknown probe kind '{}' (known: uprobe, uretprobe, usdt)", words[2]));
+      return Fail(line, fmt::format("unknown probe kind {} (known: uprobe, uretprobe, usdt)", Quoted(words[2])));
     // "quoted" when the name has spaces (C++ parameter lists).
     auto unquote = [](const std::string& w) { return IsQuoted(w) ? w.substr(1, w.size() - 2) : w; };
     probe.binary = unquote(words[3]);
@@ -223,13 +225,13 @@ class ProbeLineParser {
     if (probe.kind == ProbeKind::kUsdt) {
       size_t colon = probe.point.find(':');
       if (colon == std::string::npos || colon == 0 || colon + 1 == probe.point.size())
-        return Fail(line, fmt::format("usdt point '{}' must be provider:name", probe.point));
+        return Fail(line, fmt::format("usdt point {} must be provider:name", Quoted(probe.point)));
     }
     size_t i = 5;
     for (; i < words.size() && words[i] != "if"; ++i) {
       ASSIGN_OR_RETURN(ArgSpec arg, ParseArg(line, words[i], probe));
       for (const auto& other : probe.args)
-        if (other.name == arg.name) return Fail(line, fmt::format("argument '{}' is bound twice", arg.name));
+        if (other.name == arg.name) return Fail(line, fmt::format("argument {} is bound twice", Quoted(arg.name)));
       probe.args.push_back(std::move(arg));
     }
     if (i < words.size()) {
@@ -241,7 +243,8 @@ class ProbeLineParser {
         probe.conditions.push_back(std::move(c));
         i += 3;
         if (i == words.size()) break;
-        if (words[i] != "&&") return Fail(line, fmt::format("expected && between conditions, got '{}'", words[i]));
+        if (words[i] != "&&")
+          return Fail(line, fmt::format("expected && between conditions, got {}", Quoted(words[i])));
         ++i;
       }
       if (probe.conditions.size() > LT_MAX_PREDICATES)

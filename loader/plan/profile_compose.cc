@@ -2,6 +2,8 @@
 // the checks a whole profile must pass.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,10 +13,33 @@
 
 namespace looptrace::loader {
 
-Result<Profile> LoadNamedProfile(std::string_view name_or_path, std::string_view including, int depth) {
+namespace {
+
+// Parses one file (or built-in) of a load: `identity` tells a cycle (a file including one
+// that is being parsed) from a repeat (one included before: nothing new, not read again).
+Result<Profile> ParseOnce(std::string_view text, const std::string& source, const std::string& identity, uid_t owner,
+                          ProfileLoad& load) {
+  for (const std::string& open : load.stack)
+    if (open == identity) return MakeError(fmt::format("{} is already being included (an include cycle)", source));
+  if (load.loaded.contains(identity)) return Profile{};
+  const uid_t including_owner = load.owner;
+  load.owner = owner;
+  load.stack.push_back(identity);
+  auto profile = ParseProfileText(text, source, load);
+  load.stack.pop_back();
+  load.owner = including_owner;
+  load.loaded.insert(identity);
+  return profile;
+}
+
+}  // namespace
+
+Result<Profile> LoadNamedProfile(std::string_view name_or_path, std::string_view including, ProfileLoad& load) {
   for (const auto& builtin : BuiltinProfiles())
-    if (builtin.name == name_or_path)
-      return ParseProfileText(builtin.text, "builtin:" + std::string(builtin.name), depth);
+    if (builtin.name == name_or_path) {
+      const std::string source = "builtin:" + std::string(builtin.name);
+      return ParseOnce(builtin.text, source, source, /*owner=*/0, load);
+    }
   if (name_or_path.find('/') == std::string_view::npos && name_or_path.find('.') == std::string_view::npos) {
     std::vector<std::string_view> names;
     for (const auto& builtin : BuiltinProfiles()) names.push_back(builtin.name);
@@ -23,13 +48,22 @@ Result<Profile> LoadNamedProfile(std::string_view name_or_path, std::string_view
   }
   // A file: a path relative to the including file's directory, else as given. Read as any
   // profile file is: a regular file of bounded size, opened so that a FIFO or device cannot
-  // block.
+  // block, never a kernel file (/proc/self/environ is root's environment), and, when
+  // included, one the including file's owner could read (/etc/shadow is not).
   std::string path(name_or_path);
   if (!path.starts_with("/") && !including.starts_with("builtin:") && !including.empty())
     if (auto dir = std::filesystem::path(std::string(including)).parent_path(); !dir.empty())
       path = (dir / path).string();
-  ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, "profile", kMaxProfileBytes, ExitCode::kProfile));
-  return ParseProfileText(text, path, depth);
+  ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(path, "profile", kMaxProfileBytes, ExitCode::kProfile));
+  RETURN_IF_ERROR(CheckNotKernelFile(file.fd.get(), path, "profile", ExitCode::kProfile));
+  struct stat st {};
+  if (fstat(file.fd.get(), &st) != 0) return SystemError("cannot read profile " + path, errno, ExitCode::kProfile);
+  if (!load.stack.empty() && !ReadableBy(file.fd.get(), load.owner))
+    return MakeError(fmt::format("cannot read profile {}: the including profile's owner (uid {}) could not read it",
+                                 path, load.owner),
+                     ExitCode::kProfile, "include only files the profile's owner can read");
+  ASSIGN_OR_RETURN(std::string text, ReadOpenedFile(file, path, "profile", kMaxProfileBytes, ExitCode::kProfile));
+  return ParseOnce(text, path, fmt::format("{}:{}", st.st_dev, st.st_ino), st.st_uid, load);
 }
 
 // Begin/end roles must come in pairs so the tracers never see half a span: every role the
@@ -51,7 +85,11 @@ Result<void> CheckPairs(const Profile& profile) {
 }
 
 Result<Profile> ParseProfile(std::string_view text, std::string_view source) {
-  ASSIGN_OR_RETURN(Profile profile, ParseProfileText(text, source, 0));
+  // Text from memory: written by whoever runs looptrace, whose includes are read as theirs.
+  ProfileLoad load;
+  load.owner = geteuid();
+  load.stack.push_back("text:" + std::string(source));
+  ASSIGN_OR_RETURN(Profile profile, ParseProfileText(text, source, load));
   ASSIGN_OR_RETURN(Profile composed, ComposeProfiles({std::move(profile)}));
   RETURN_IF_ERROR(CheckPairs(composed));
   return composed;
@@ -120,7 +158,8 @@ Result<Profile> LoadProfile(std::string_view names_or_paths) {
     std::string_view one = names_or_paths.substr(start, comma - start);
     start = comma + 1;
     if (one.empty()) continue;
-    ASSIGN_OR_RETURN(Profile profile, LoadNamedProfile(one, "", 0));
+    ProfileLoad load;
+    ASSIGN_OR_RETURN(Profile profile, LoadNamedProfile(one, "", load));
     profiles.push_back(std::move(profile));
   }
   if (profiles.empty()) return MakeError("no profile named", ExitCode::kUsage, "example: --profile glib,python");

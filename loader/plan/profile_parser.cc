@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "loader/plan/profile_parser.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 namespace {
@@ -73,7 +74,7 @@ Result<std::vector<std::string>> Tokenize(std::string_view line) {
 
 class Parser {
  public:
-  Parser(std::string_view source, int depth) : source_(source), depth_(depth) {}
+  Parser(std::string_view source, ProfileLoad& load) : source_(source), load_(load) {}
 
   Result<Profile> Parse(std::string_view text) {
     profile_.source = std::string(source_);
@@ -83,13 +84,16 @@ class Parser {
       std::string_view line = text.substr(pos, nl == std::string_view::npos ? text.npos : nl - pos);
       pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
       ++line_;
+      if (++load_.lines > kMaxProfileLines)
+        return Fail(fmt::format("more than {} lines with the files it includes", kMaxProfileLines));
       auto tokens = Tokenize(line);
       if (!tokens) return Fail(tokens.error().message);
       auto words = *tokens;
       if (words.empty()) continue;
       RETURN_IF_ERROR(Directive(words, line));
     }
-    if (profile_.probes.empty()) return Fail("profile defines no probe");
+    // An included file may add nothing new (its lines came through another include first).
+    if (profile_.probes.empty() && load_.stack.size() <= 1) return Fail("profile defines no probe");
     if (profile_.name.empty()) profile_.name = std::string(source_);
     return std::move(profile_);
   }
@@ -119,10 +123,19 @@ class Parser {
     if (name == "requires-call") return RequiresCall(words);
     if (name == "requires-loaded") return RequiresLoaded(words);
     if (name == "probe") return Probe(words, /*optional=*/false);
-    return Fail(
-        fmt::format("unknown directive '{}' (known: profile, description, include, messages, "
-                    "requires, requires-call, requires-loaded, optional probe, probe, thread, runtime)",
-                    name));
+    // Quoted only when it looks like a mistyped directive: a line of some other file (an
+    // environment, a password entry) is not echoed.
+    const bool word_like =
+        name.size() <= 32 && std::all_of(name.begin(), name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        });
+    constexpr std::string_view kKnown =
+        "known: profile, description, include, messages, requires, requires-call, requires-loaded, optional probe, "
+        "probe, thread, runtime";
+    if (!word_like)
+      return Fail(
+          fmt::format("not a profile line: it starts with {} bytes that are no directive ({})", name.size(), kKnown));
+    return Fail(fmt::format("unknown directive {} ({})", Quoted(name), kKnown));
   }
 
   // profile NAME
@@ -171,9 +184,12 @@ class Parser {
   // include NAME_OR_PATH: the other profile's lines join this one's.
   Result<void> Include(const Words& words) {
     if (words.size() != 2) return Fail("'include' takes one profile name or path");
-    if (depth_ >= kMaxIncludeDepth) return Fail("includes nest too deep (a cycle?)");
-    auto included = LoadNamedProfile(words[1], source_, depth_ + 1);
-    if (!included) return Fail(fmt::format("include {}: {}", words[1], included.error().message));
+    if (load_.stack.size() > kMaxIncludeDepth)
+      return Fail(fmt::format("includes nest more than {} deep", kMaxIncludeDepth));
+    auto included = LoadNamedProfile(words[1], source_, load_);
+    if (!included)
+      return Fail(fmt::format("include {}: {}", EscapeForTerminal(words[1], kMaxQuotedBytes), included.error().message),
+                  included.error().hint);
     for (auto& p : included->probes) profile_.probes.push_back(std::move(p));
     for (auto& r : included->requirements) profile_.requirements.push_back(std::move(r));
     for (auto& r : included->call_requirements) profile_.call_requirements.push_back(std::move(r));
@@ -254,15 +270,17 @@ class Parser {
   }
 
   std::string_view source_;
-  int depth_;
+  ProfileLoad& load_;
   int line_ = 0;
   Profile profile_;
 };
 
 }  // namespace
 
-Result<Profile> ParseProfileText(std::string_view text, std::string_view source, int depth) {
-  return Parser(source, depth).Parse(text);
+std::string Quoted(std::string_view word) { return "'" + EscapeForTerminal(word, kMaxQuotedBytes) + "'"; }
+
+Result<Profile> ParseProfileText(std::string_view text, std::string_view source, ProfileLoad& load) {
+  return Parser(source, load).Parse(text);
 }
 
 }  // namespace looptrace::loader

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace looptrace::loader {
@@ -36,6 +37,9 @@ Result<void> LineReader::Fill() {
   pending_.resize(static_cast<size_t>(n));
   pending_pos_ = 0;
   eof_ = n == 0;
+  // zlib reads what a cut-off stream holds and then says "unexpected end of file" as a
+  // Z_BUF_ERROR, never as a failed read: asked here, or the loss would be silent.
+  if (int err = Z_OK; eof_ && (gzerror(static_cast<gzFile>(gz_), &err), err == Z_BUF_ERROR)) truncated_ = true;
   total_bytes_ += static_cast<uint64_t>(n);
   if (total_bytes_ > max_total_bytes_)
     return MakeError(
@@ -49,14 +53,19 @@ Result<bool> LineReader::Next(std::string* line) {
   while (true) {
     const size_t newline = pending_.find('\n', pending_pos_);
     const size_t end = newline == std::string::npos ? pending_.size() : newline;
-    line->append(pending_, pending_pos_, end - pending_pos_);
-    pending_pos_ = newline == std::string::npos ? pending_.size() : newline + 1;
-    if (line->size() > max_line_bytes_)
+    const size_t size = line->size() + (end - pending_pos_);
+    // Checked before it grows, and grown no further than the cap: a one-line gzip bomb costs
+    // the cap, not the doubling of a string past it.
+    if (size > max_line_bytes_)
       return MakeError(
           fmt::format("cannot read {}: a line is longer than the {} limit", path_, FormatBytes(max_line_bytes_)),
           ExitCode::kUsage);
+    if (size > line->capacity())
+      line->reserve(static_cast<size_t>(std::min<uint64_t>(max_line_bytes_, std::max(size, 2 * line->capacity()))));
+    line->append(pending_, pending_pos_, end - pending_pos_);
+    pending_pos_ = newline == std::string::npos ? pending_.size() : newline + 1;
     if (newline != std::string::npos) return true;
-    if (eof_) return !line->empty();
+    if (eof_) return !line->empty() && !truncated_;
     RETURN_IF_ERROR(Fill());
   }
 }

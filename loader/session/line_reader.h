@@ -13,15 +13,22 @@ namespace looptrace::loader {
 
 // Reads a text file line by line, transparently gunzipping ".gz" (or any gzip) input.
 // The file must be a regular file (never blocks); a decompressed line longer than
-// kMaxRecordingLineBytes or a file decompressing to more than kMaxRecordingBytes is an error.
+// kMaxRecordingLineBytes or a file decompressing to more than kMaxRecordingBytes is an error;
+// gzip data that ends before its trailer is told apart (truncated()).
 class LineReader {
  public:
   static Result<std::unique_ptr<LineReader>> Open(const std::string& path,
                                                   uint64_t max_line_bytes = kMaxRecordingLineBytes,
                                                   uint64_t max_total_bytes = kMaxRecordingBytes);
   ~LineReader();
-  // False at end of file; an I/O error is returned as an error.
+  // False at end of file; an I/O error is returned as an error. A line never takes more
+  // than `max_line_bytes` of memory, however it grows.
   Result<bool> Next(std::string* line);
+  // At the end: whether the gzip data stopped short of its end (a copy cut off, or a writer
+  // killed). The incomplete last line is then not returned.
+  bool truncated() const { return truncated_; }
+  // Decompressed bytes read so far.
+  uint64_t bytes_read() const { return total_bytes_; }
 
  private:
   LineReader() = default;
@@ -34,6 +41,7 @@ class LineReader {
   std::string pending_;  // decompressed bytes not yet returned
   size_t pending_pos_ = 0;
   bool eof_ = false;
+  bool truncated_ = false;
 };
 
 }  // namespace looptrace::loader

@@ -55,6 +55,17 @@ Result<void> ReplayRecording(const std::string& path, EventSink& raw_sink, Stats
                        ExitCode::kUsage);
     sink.OnEvent(**parsed);
   }
+  if (reader->truncated()) {
+    // A cut-off .gz (a copy stopped short, a writer killed): said with where, counted.
+    if (!saw_header)
+      return MakeError(fmt::format("{}: truncated before its first complete line", path), ExitCode::kUsage,
+                       "the file was cut short: copy it again");
+    log::Warning(
+        "{}: truncated after line {} ({} bytes decompressed): the compressed data ends early; the "
+        "report covers the events up to there",
+        path, line_no, reader->bytes_read());
+    stats->Add(StatId::recording_truncated);
+  }
   if (!saw_header) return MakeError(fmt::format("{}: empty recording", path), ExitCode::kUsage);
   if (bad_lines > 1) log::Warning("{}: {} bad lines skipped in all", path, bad_lines);
   return {};

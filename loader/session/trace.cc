@@ -44,6 +44,7 @@ Result<std::pair<Profile, AttachPlan>> ChooseAndCheck(const SessionOptions& opti
         "profile {}{} {}; without it the profile shows no messages: `looptrace probes {}` lists the "
         "profiles that fit (epoll fits any poll loop)",
         chosen->first.name, options.profile.empty() ? " (auto-detected)" : "", assumption, probes_args);
+  for (const std::string& warning : chosen->second.warnings) log::Warning("{}", warning);
   return chosen;
 }
 

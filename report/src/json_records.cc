@@ -349,6 +349,9 @@ json WarmStartJson(const Report& report, const WarmStart& w) {
 
 void ForEachRecord(const Report& report, const std::function<void(const json&)>& emit) {
   emit(SessionJson(report));
+  // Only when there were some: an exec into another program during the session.
+  for (const SessionInfo::Exec& e : report.session.execs)
+    emit(json{{"type", "session_exec"}, {"ts_ns", e.ts_ns}, {"comm", e.comm}});
   const MessagesReport& m = report.messages;
   for (const Message& msg : m.messages) emit(MessageJson(msg, true));
   for (const Message& msg : m.unfinished) emit(MessageJson(msg, false));

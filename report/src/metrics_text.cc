@@ -7,6 +7,7 @@
 
 #include "looptrace/report/live_status.h"
 #include "looptrace/report/stats.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 namespace {
@@ -89,7 +90,11 @@ bool WantsOpenMetrics(std::string_view accept) {
   return text == std::string_view::npos || om < text;
 }
 
-std::string EscapeLabelValue(std::string_view value) {
+std::string EscapeLabelValue(std::string_view raw) {
+  // Terminal escapes first, as every other output does (a scrape ends up in terminals,
+  // curl's and promtool's): ESC, C1 controls and bidi overrides become visible text;
+  // newlines and tabs stay for the label syntax below.
+  const std::string value = EscapeForTerminalKeepLayout(raw);
   std::string out;
   out.reserve(value.size());
   for (char c : value) {

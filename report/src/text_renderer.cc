@@ -93,6 +93,9 @@ class TextRenderer : public Renderer {
     out << fmt::format("session: {} ({}{})\n", FormatDuration(s.duration_ns()),
                        s.end_reason.empty() ? "ended" : Esc(s.end_reason),
                        s.exit_status ? fmt::format(", exit status {}", *s.exit_status) : "");
+    for (const SessionInfo::Exec& e : s.execs)
+      out << fmt::format("exec: at +{} the process became {}: the old program's probes no longer fire\n",
+                         FormatDuration(e.ts_ns > s.begin_ns ? e.ts_ns - s.begin_ns : 0), Esc(e.comm));
     RenderMessages(report, out);
     RenderFrames(report, out);
     RenderEvilMethods(report, out);

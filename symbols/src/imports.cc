@@ -9,12 +9,14 @@
 #include <algorithm>
 
 #include "looptrace/symbols/elf_file.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::symbols {
 
 Result<std::string> FirstImported(const std::string& path, const std::vector<std::string>& names) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return MakeError(fmt::format("cannot open {}", path));
+  // Opened as every file a profile names is: a FIFO or device never blocks, size bounded.
+  ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(path, "", kMaxElfBytes, ExitCode::kProfile));
+  const int fd = file.fd.get();
   elf_version(EV_CURRENT);
   Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   std::string found;
@@ -40,7 +42,6 @@ Result<std::string> FirstImported(const std::string& path, const std::vector<std
     }
   }
   if (elf) elf_end(elf);
-  close(fd);
   if (!is_elf) return MakeError(fmt::format("{} is not an ELF file", path));
   return found;
 }

@@ -1,6 +1,7 @@
 // Bad input: every failure is one clear stderr line naming the object and the cause,
 // a documented exit code, and no probe left attached.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -190,6 +191,62 @@ TEST_F(BadInputTest, SigintDuringAttachDetachesEverything) {
     EXPECT_EQ(AttachedLooptracePrograms(), std::vector<std::string>{}) << "delay " << delay_ms;
   }
   EXPECT_EQ(kill(Target().pid(), 0), 0);
+}
+
+// Outputs that would overwrite each other, and numbers that mean nothing, are usage errors
+// before anything is attached (before: exit 0 with the recording overwritten, "-d nan" and
+// "-d 1e-300" as "no limit", "-d 0" answered with a 309-digit range).
+TEST_F(BadInputTest, ClashingOutputsAndMeaninglessNumbersAreRefused) {
+  const std::string same = dir_ / "same.json";
+  ExpectOneLineError(RunCommand({Looptrace(), "record", "-p", TargetPid(), "-o", same, "--save", same}), kUsage,
+                     "are the same file: the report would overwrite it");
+  std::filesystem::create_symlink(same, dir_ / "link.json");
+  std::ofstream(same) << "{}\n";
+  ExpectOneLineError(RunCommand({Looptrace(), "run", "-o", dir_ / "link.json", "--save", same, "--", SampleApp(),
+                                 "--scenario", "quick"}),
+                     kUsage, "are the same file");
+  ExpectOneLineError(RunCommand({Looptrace(), "report", same, "-o", same}), kUsage, "the recording");
+  for (const char* bad : {"nan", "inf", "1e-300", "0", "5s"}) {
+    auto r = RunCommand({Looptrace(), "record", "-p", TargetPid(), "-d", bad});
+    ExpectOneLineError(r, kUsage, "'" + std::string(bad) + "' is");
+    EXPECT_NE(r.err.find("seconds from 0.001 to 31536000"), std::string::npos) << r.err;
+    EXPECT_LT(r.err.size(), 400u) << r.err;
+  }
+  ExpectOneLineError(RunCommand({Looptrace(), "attach", "-p", TargetPid(), "--clickhouse-interval", "nan"}), kUsage,
+                     "'nan' is not a number");
+}
+
+// A .gz recording cut short says so, and where; its events up to the cut are reported and
+// the loss counted (before: one "bad line", nothing else).
+TEST_F(BadInputTest, ATruncatedRecordingSaysWhere) {
+  const std::string recording = dir_ / "rec.jsonl.gz";
+  auto made = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-o", dir_ / "r.json", "--save", recording,
+                          "--", SampleApp(), "--scenario", "quick"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::filesystem::resize_file(recording, std::filesystem::file_size(recording) * 2 / 3);
+  auto r = RunCommand({Looptrace(), "report", recording, "-f", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(recording + ": truncated after line "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("bad line"), std::string::npos) << r.err;
+  auto stats = OfType(ParseJsonLines(r.out), "stats");
+  ASSERT_EQ(stats.size(), 1u) << r.out;
+  EXPECT_EQ(stats[0]["counters"].value("recording_truncated", 0), 1) << stats[0].dump();
+}
+
+// Inputs that could block or take all memory: a FIFO as --exe, 1 GiB rings (said first).
+TEST_F(BadInputTest, BlockingAndHugeInputsAreBounded) {
+  const std::string fifo = dir_ / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunCommand({Looptrace(), "probes", "--exe", fifo}, 20);
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  // Each built-in's verdict is listed on stdout, the error on stderr.
+  EXPECT_NE((r.out + r.err).find("it is a FIFO, not a regular file"), std::string::npos) << r.out << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  auto huge = RunCommand({Looptrace(), "record", "-p", "999999999", "--ringbuf-size", "1G", "--sample-ring", "1G"});
+  EXPECT_EQ(huge.exit_code, kTarget) << huge.err;
+  EXPECT_NE(huge.err.find("the BPF buffers will take about 4."), std::string::npos) << huge.err;
 }
 
 }  // namespace

@@ -280,6 +280,14 @@ void Pipeline::OnOtherEvent(const Event& event) {
       recorded_slices_[{beats->span, beats->tid, beats->begin_ns}] = *beats;
       return;
     }
+  } else if (const auto* exec = std::get_if<ProcessExec>(&event)) {
+    // `run`'s own exec of the command keeps the name; another program's is noted.
+    SessionInfo& s = report_.session;
+    constexpr size_t kCommBytes = 15;  // the kernel's comm: TASK_COMM_LEN less its NUL
+    const std::string& before = s.execs.empty() ? s.command : s.execs.back().comm;
+    if (exec->comm != before.substr(0, std::min(before.size(), kCommBytes)))
+      s.execs.push_back({exec->ts_ns, exec->comm});
+    last_ts_ns_ = std::max(last_ts_ns_, exec->ts_ns);
   } else if (const auto* counters = std::get_if<LossCounters>(&event)) {
     report_.stats.Merge(counters->stats);
   } else if (const auto* end = std::get_if<SessionEnd>(&event)) {

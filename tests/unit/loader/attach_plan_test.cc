@@ -57,6 +57,25 @@ TEST(AttachPlan, PointerPointsProbeTheFunctionATableStores) {
   }
 }
 
+// One role bound by two lines at one instruction makes every hit two events: said, naming
+// both lines (before: 0.000 ms messages, not a word).
+TEST(AttachPlan, ARoleBoundTwiceAtOnePointIsSaid) {
+  auto plan = Resolve(
+      "probe dispatch.begin uprobe exe lt_table_dispatch\n"
+      "probe dispatch.begin uprobe exe *(lt_exported_funcs+16)\n"
+      "probe dispatch.end uretprobe exe lt_table_dispatch\n",
+      Exe("loop_shapes_pie"));
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->warnings.size(), 1u);
+  EXPECT_NE(plan->warnings[0].find("t.profile:1 and t.profile:2 both bind dispatch.begin at"), std::string::npos)
+      << plan->warnings[0];
+  auto once =
+      Resolve("probe dispatch.begin uprobe exe lt_table_dispatch\nprobe dispatch.end uretprobe exe lt_table_dispatch\n",
+              Exe("loop_shapes_pie"));
+  ASSERT_TRUE(once);
+  EXPECT_TRUE(once->warnings.empty());
+}
+
 TEST(AttachPlan, GlobsSkipThunksAndOptionalProbesAreLeftOutWithANote) {
   auto plan = Resolve(R"P(probe dispatch.begin uprobe exe "*::handleEvent(int)" name=func
 probe dispatch.end uretprobe exe "*::handleEvent(int)"

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -406,6 +407,67 @@ TEST(LineReader, LongLinesAndHugeFilesHitTheirCaps) {
   next = (*reader)->Next(&line);
   ASSERT_FALSE(next);
   EXPECT_THAT(next.error().message, HasSubstr("decompresses to more than the 150 bytes limit"));
+}
+
+// A .gz cut short: the complete lines come back, the cut one does not, and the reader says
+// it was truncated (zlib reports it as Z_BUF_ERROR, not as a failed read: it went unseen).
+TEST(LineReader, SaysWhenAGzipFileIsTruncated) {
+  ScratchDir dir;
+  gzFile gz = gzopen((dir / "cut.gz").c_str(), "wb1");
+  for (int i = 0; i < 20000; ++i) gzprintf(gz, "line %d with some text to compress\n", i);
+  gzclose(gz);
+  const auto size = fs::file_size(dir / "cut.gz");
+  fs::copy_file(dir / "cut.gz", dir / "whole.gz");
+  fs::resize_file(dir / "cut.gz", size / 2);
+  for (const char* name : {"whole.gz", "cut.gz"}) {
+    auto reader = LineReader::Open(dir / name);
+    ASSERT_TRUE(reader) << reader.error().message;
+    std::string line, last;
+    size_t lines = 0;
+    for (;;) {
+      auto more = (*reader)->Next(&line);
+      ASSERT_TRUE(more) << more.error().message;
+      if (!*more) break;
+      ++lines;
+      last = line;
+    }
+    const bool cut = std::string(name) == "cut.gz";
+    EXPECT_EQ((*reader)->truncated(), cut) << name;
+    if (cut) {
+      EXPECT_GT(lines, 0u);
+      EXPECT_LT(lines, 20000u);
+      EXPECT_EQ(last, fmt::format("line {} with some text to compress", lines - 1));  // complete
+    } else {
+      EXPECT_EQ(lines, 20000u);
+    }
+  }
+}
+
+// A one-line gzip bomb costs at most the line cap: the line stops growing at the cap
+// (before, a string doubling past it took twice the cap). Measured in a child's peak RSS.
+TEST(LineReader, AOneLineBombCostsTheCapNotTwice) {
+  ScratchDir dir;
+  gzFile gz = gzopen((dir / "bomb.gz").c_str(), "wb9");
+  std::string zeros(1 << 20, '0');
+  for (int i = 0; i < 200; ++i) gzwrite(gz, zeros.data(), zeros.size());
+  gzclose(gz);
+  constexpr uint64_t kCap = 128 << 20;
+  const pid_t child = fork();
+  if (child == 0) {
+    auto reader = LineReader::Open(dir / "bomb.gz", kCap);
+    std::string line;
+    auto next = reader ? (*reader)->Next(&line) : Result<bool>(false);
+    _exit(!next && next.error().message.find("longer than the 128 MiB limit") != std::string::npos ? 0 : 1);
+  }
+  int status = 0;
+  rusage usage{};
+  ASSERT_EQ(wait4(child, &status, 0, &usage), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  rusage self{};
+  getrusage(RUSAGE_SELF, &self);
+  // The child starts as a copy of this process; the line may add the cap, not twice it.
+  EXPECT_LT(static_cast<uint64_t>(usage.ru_maxrss) * 1024,
+            static_cast<uint64_t>(self.ru_maxrss) * 1024 + kCap + kCap / 4);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -319,7 +320,108 @@ TEST(Profile, IncludedFilesAreReadLikeProfileFiles) {
   std::ofstream(dir / "self.profile") << "include self.profile\n" << pair;
   auto cycle = LoadProfile((dir / "self.profile").string());
   ASSERT_FALSE(cycle);
-  EXPECT_NE(cycle.error().message.find("includes nest too deep"), std::string::npos) << cycle.error().message;
+  EXPECT_NE(cycle.error().message.find("self.profile is already being included (an include cycle)"), std::string::npos)
+      << cycle.error().message;
+  std::filesystem::remove_all(dir);
+}
+
+// A profile cannot make root print what its writer could not read: kernel files (root's
+// environment in /proc/self/environ) are refused for every profile file, an included file
+// must be readable by the including file's owner, and a line that is no directive is not
+// echoed.
+TEST(Profile, IncludesCannotReadKernelFilesOrFilesTheirOwnerCannotRead) {
+  char templ[] = "/tmp/looptrace-include-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(templ);
+  chmod(dir.c_str(), 0755);
+  const std::string pair = "probe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n";
+  setenv("LOOPTRACE_TEST_SECRET", "hunter2-secret", 1);
+  auto expect_refused = [&](const std::string& top, const std::string& needle) {
+    auto profile = LoadProfile(top);
+    ASSERT_FALSE(profile) << top;
+    EXPECT_NE(profile.error().message.find(needle), std::string::npos) << profile.error().message;
+    EXPECT_EQ(profile.error().message.find("hunter2"), std::string::npos) << profile.error().message;
+    EXPECT_EQ(profile.error().message.find("$6$"), std::string::npos) << profile.error().message;
+    EXPECT_EQ(profile.error().code, ExitCode::kProfile);
+  };
+  std::ofstream(dir / "environ.profile") << "include /proc/self/environ\n" << pair;
+  expect_refused((dir / "environ.profile").string(), "/proc/self/environ: it is a kernel file (proc)");
+  // Through a link too: what counts is where the file is.
+  std::filesystem::create_symlink("/proc/self/status", dir / "status.profile");
+  std::ofstream(dir / "link.profile") << "include status.profile\n" << pair;
+  expect_refused((dir / "link.profile").string(), "it is a kernel file (proc)");
+  expect_refused("/proc/self/environ", "it is a kernel file (proc)");
+  expect_refused("/sys/kernel/mm/transparent_hugepage/enabled", "it is a kernel file (sysfs)");
+
+  // A file only root reads, included by a profile nobody owns.
+  std::ofstream(dir / "shadow") << "root:$6$saltsalt$hash:19000:0:99999:7:::\n";
+  chmod((dir / "shadow").c_str(), 0600);
+  std::ofstream(dir / "nobody.profile") << "include ./shadow\n" << pair;
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown((dir / "nobody.profile").c_str(), 65534, 65534), 0);
+    expect_refused((dir / "nobody.profile").string(), "the including profile's owner (uid 65534) could not read it");
+    // Readable to anyone: nobody could read it, so may include it (and its error may say what it holds).
+    chmod((dir / "shadow").c_str(), 0644);
+    auto readable = LoadProfile((dir / "nobody.profile").string());
+    ASSERT_FALSE(readable);
+    EXPECT_NE(
+        readable.error().message.find("shadow:1: not a profile line: it starts with 40 bytes that are no directive"),
+        std::string::npos)
+        << readable.error().message;
+  }
+  // Root's own profile may include root's file, but a line that is no directive is not echoed.
+  chmod((dir / "shadow").c_str(), 0600);
+  std::ofstream(dir / "root.profile") << "include ./shadow\n" << pair;
+  expect_refused((dir / "root.profile").string(), "not a profile line: it starts with 40 bytes");
+  unsetenv("LOOPTRACE_TEST_SECRET");
+  std::filesystem::remove_all(dir);
+}
+
+// Files including each other many times are read once each (a fan-out of 20 files, each
+// including all the others, was 20^8 parses); a profile of more than 100,000 lines with its
+// includes is refused.
+TEST(Profile, IncludeFanOutIsReadOnceAndLinesAreCapped) {
+  char templ[] = "/tmp/looptrace-include-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(templ);
+  constexpr int kFiles = 20;
+  for (int i = 0; i < kFiles; ++i) {
+    std::ofstream out(dir / fmt::format("f{}.profile", i));
+    for (int j = 0; j < kFiles; ++j)
+      if (j != i) out << fmt::format("include f{}.profile\n", j);
+    out << fmt::format("probe dispatch.begin uprobe exe f{} id=arg1\nprobe dispatch.end uprobe exe g{}\n", i, i);
+  }
+  std::ofstream(dir / "top.profile") << "include f0.profile\n";
+  const auto start = std::chrono::steady_clock::now();
+  auto fan = LoadProfile((dir / "top.profile").string());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // Each file is also on the include stack of the ones it includes: a cycle, said as such.
+  ASSERT_FALSE(fan);
+  EXPECT_NE(fan.error().message.find("an include cycle"), std::string::npos) << fan.error().message;
+
+  // A diamond without a cycle: every file includes the ones after it, 20 deep at most is
+  // too deep, so 8 layers of 20 files each including all of the next layer.
+  for (int layer = 0; layer < 8; ++layer)
+    for (int i = 0; i < kFiles; ++i) {
+      std::ofstream out(dir / fmt::format("l{}-{}.profile", layer, i));
+      if (layer < 7)
+        for (int j = 0; j < kFiles; ++j) out << fmt::format("include l{}-{}.profile\n", layer + 1, j);
+      out << fmt::format("probe dispatch.begin uprobe exe l{}_{} id=arg1\nprobe dispatch.end uprobe exe m{}_{}\n",
+                         layer, i, layer, i);
+    }
+  const auto diamond_start = std::chrono::steady_clock::now();
+  auto diamond = LoadProfile((dir / "l0-0.profile").string());
+  EXPECT_LT(std::chrono::steady_clock::now() - diamond_start, std::chrono::seconds(5));
+  ASSERT_TRUE(diamond) << diamond.error().message;
+  EXPECT_EQ(diamond->probes.size(), 2u * (1 + 7 * kFiles));
+
+  {
+    std::ofstream out(dir / "long.profile");
+    for (size_t i = 0; i <= 100'000; ++i) out << "#\n";
+    out << "probe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n";
+  }
+  auto long_profile = LoadProfile((dir / "long.profile").string());
+  ASSERT_FALSE(long_profile);
+  EXPECT_NE(long_profile.error().message.find("more than 100000 lines with the files it includes"), std::string::npos)
+      << long_profile.error().message;
   std::filesystem::remove_all(dir);
 }
 

@@ -149,6 +149,10 @@ TEST(MetricsText, NegotiatesTheFormatPrometheusPrefers) {
 TEST(MetricsText, EscapesLabelValues) {
   EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
   EXPECT_EQ(EscapeLabelValue("plain"), "plain");
+  // A target named with terminal escapes (ESC, C1 CSI, a bidi override) shows them as text,
+  // as every other output does: the label holds a backslash, written \\.
+  EXPECT_EQ(EscapeLabelValue("evil\x1b]0;pwned\x07"), "evil\\\\x1b]0;pwned\\\\x07");
+  EXPECT_EQ(EscapeLabelValue("a\u009b31mb\u202e"), "a\\\\u009b31mb\\\\u202e");
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ bool WantsOpenMetrics(std::string_view accept);
 std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const ExporterCounters& exporters,
                           const std::string& host, bool openmetrics);
 
-// A label value with \, " and newlines escaped (valid UTF-8 in, as the sessions make it).
+// A label value with terminal escapes made visible (as in every other output), then \, "
+// and newlines escaped (valid UTF-8 in, as the sessions make it).
 std::string EscapeLabelValue(std::string_view value);
 
 }  // namespace looptrace

@@ -28,6 +28,13 @@ struct SessionInfo {
   std::optional<int> exit_status;        // run: the command's exit status
   std::vector<std::string> probe_roles;  // each probe point's role by name: what the profile could see
   DeviceInfo device;
+  // exec()s into another program during the session (the comm changed): the old program's
+  // probes stop firing there, so what follows is not the same program's.
+  struct Exec {
+    uint64_t ts_ns = 0;
+    std::string comm;  // after the exec
+  };
+  std::vector<Exec> execs;
 
   uint64_t duration_ns() const { return end_ns > begin_ns ? end_ns - begin_ns : 0; }
 };

@@ -59,6 +59,7 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(refresh_rate_assumed, kInfo, "too few vsyncs to measure the refresh rate (guessed)")                               \
   X(refresh_rate_changes, kInfo, "refresh-rate changes detected")                                                      \
   X(recording_bad_lines, kDataLoss, "lines of a recording that could not be parsed")                                   \
+  X(recording_truncated, kDataLoss, "recordings whose compressed data ended early: the events after the cut are lost") \
   X(events_out_of_order, kError, "events older than the previous event of the same thread")                            \
   X(samples_dropped, kDataLoss, "stack samples dropped in BPF because the sample ring was full (raise --sample-ring)") \
   X(shadow_overflow, kError,                                                                                           \

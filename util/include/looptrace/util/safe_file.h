@@ -3,6 +3,8 @@
 // with one message naming the file and the cause.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -42,11 +44,30 @@ Result<OpenedFile> OpenRegularFile(const std::string& path, std::string_view wha
                                    ExitCode code = ExitCode::kRuntime, std::string hint = {},
                                    int* error_number = nullptr);
 
+// The rest of an opened file, at most `max_bytes` (errors as ReadRegularFile's).
+Result<std::string> ReadOpenedFile(OpenedFile& file, const std::string& path, std::string_view what, uint64_t max_bytes,
+                                   ExitCode code = ExitCode::kRuntime, std::string hint = {},
+                                   int* error_number = nullptr);
+
 // OpenRegularFile, then the whole content; a file that grows past `max_bytes` while it is
 // read is an error too. Works for /proc files (size 0 in stat).
 Result<std::string> ReadRegularFile(const std::string& path, std::string_view what, uint64_t max_bytes,
                                     ExitCode code = ExitCode::kRuntime, std::string hint = {},
                                     int* error_number = nullptr);
+
+// Refuses a file of the kernel's pseudo file systems (proc, sysfs, debugfs, tracefs,
+// securityfs, cgroup, bpf, configfs, efivarfs, pstore) or one under /dev, /proc or /sys:
+// their content is the system's state (environments, keys, tokens), never a file someone
+// wrote for looptrace. `fd` is the opened file, `path` how it was named. Error: "cannot
+// read WHAT PATH: it is a kernel file (proc), not a file of its own" with `code`.
+Result<void> CheckNotKernelFile(int fd, const std::string& path, std::string_view what, ExitCode code);
+
+// Whether user `uid` could read the file behind `fd` by its mode bits: read permission on
+// the file and search permission on every directory of its real path, as owner, as a
+// member of the file's group (the user's groups from the user database) or as anyone.
+// uid 0 reads everything. ACLs are not consulted: a file only an ACL opens counts as
+// unreadable.
+bool ReadableBy(int fd, uid_t uid);
 
 // "512 MiB", "1.5 GiB", "300 bytes": for messages about caps.
 std::string FormatBytes(uint64_t bytes);
