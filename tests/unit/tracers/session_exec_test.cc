@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "looptrace/tracers/pipeline.h"
-#include "looptrace/tracers/render.h"
+#include "looptrace/report/render.h"
 
 namespace looptrace {
 namespace {
