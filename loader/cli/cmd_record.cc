@@ -44,6 +44,9 @@ class TraceCommand : public Command {
       return Fail(Error{"run needs a command", "looptrace run ./app --flag", ExitCode::kUsage});
     if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
     if (auto ok = flags_.Resolve(); !ok) return Fail(ok.error());
+    // The session's folded stacks show every wait, idle ones included.
+    if (output_.format == "folded" && analysis_.Rendering().folded_scope == "session")
+      flags_.session.idle_stacks = true;
 
     // Inputs are read and outputs opened before anything is attached: a bad path fails
     // before the target is touched.
