@@ -22,6 +22,7 @@ no probe of looptrace is attached anywhere while they run).
 import argparse
 import fcntl
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -34,6 +35,12 @@ SERVERS = os.path.join(HERE, "servers")
 PY = "/usr/bin/python3.11"
 NODE = "/usr/bin/node"
 TICK = os.sysconf("SC_CLK_TCK")
+BLOCKING_CHECKS = [
+    ("a slow message (evil method)", r"evil methods: [1-9]"),
+    ("its sampled tree", r"\(sampled\)"),
+    ("its off-CPU reason (sleep)", r"\[off CPU: sleep\]|sleep \d+%"),
+    ("a LAG snapshot", r"----- LAG pid"),
+]
 
 
 def process_cpu_s(pid):
@@ -52,8 +59,11 @@ def machine_busy_s():
 
 
 class Server:
-    def __init__(self, name, argv, mode, profile):
-        self.name, self.argv, self.mode, self.profile = name, argv, mode, profile
+    def __init__(self, name, argv, mode, options=(), checks=()):
+        # options: looptrace options of every traced setup; checks: (what, regex) the default
+        # mode's report must match (the sections it promises, still filled)
+        self.name, self.argv, self.mode = name, argv, mode
+        self.options, self.checks = list(options), list(checks)
         self.proc = None
 
     def start(self, port):
@@ -74,11 +84,13 @@ def build_servers(out, names):
     subprocess.check_call(["cc", "-O2", "-o", epoll, os.path.join(SERVERS, "epoll_echo.c")])
     subprocess.check_call(["cc", "-O2", "-o", client, os.path.join(SERVERS, "closed_loop_client.c")])
     all_servers = {
-        "echo": Server("asyncio echo", [PY, os.path.join(SERVERS, "echo_asyncio.py")], "echo", None),
-        "node": Server("node http", [NODE, os.path.join(SERVERS, "http_node.js")], "http", None),
-        "epoll": Server("C epoll echo", [epoll], "echo", None),
+        "echo": Server("asyncio echo", [PY, os.path.join(SERVERS, "echo_asyncio.py")], "echo"),
+        "node": Server("node http", [NODE, os.path.join(SERVERS, "http_node.js")], "http"),
+        "epoll": Server("C epoll echo", [epoll], "echo"),
+        # Its slow requests (100 ms, one in 2000) over lowered thresholds: a slow message with
+        # its sampled tree and off-CPU reasons, and a LAG snapshot, in every default-mode report.
         "blocking": Server("asyncio blocking handlers", [PY, os.path.join(SERVERS, "blocking_asyncio.py")], "lines",
-                           None),
+                           ["--evil-threshold", "40", "--lag-threshold", "60"], BLOCKING_CHECKS),
     }
     return [all_servers[n] for n in names], client
 
@@ -112,7 +124,7 @@ class Tracer:
 
 
 def run_once(server, client, seconds, looptrace, options, report):
-    tracer = Tracer(looptrace, options, server.proc.pid, report) if looptrace else None
+    tracer = Tracer(looptrace, options + server.options, server.proc.pid, report) if looptrace else None
     time.sleep(0.2)  # let the loader settle after attaching
     server_cpu0, machine0 = process_cpu_s(server.proc.pid), machine_busy_s()
     loader_cpu0 = tracer.cpu_s() if tracer else 0
@@ -151,6 +163,7 @@ def main():
     out = tempfile.mkdtemp(prefix="busy-bench-")
     servers, client = build_servers(out, args.servers.split(","))
     results = {(s.name, name): [] for s in servers for name, _, _ in setups}
+    missing = []  # (server, setup, what) a default-mode report lacked
     port = args.port
     for rnd in range(args.rounds):
         for server in servers:
@@ -161,6 +174,10 @@ def main():
             for name, binary, options in order:
                 report = os.path.join(out, f"{server.mode}-{name.split()[0]}.txt")
                 results[(server.name, name)].append(run_once(server, client, args.seconds, binary, options, report))
+                if name.startswith("default"):
+                    text = open(report).read()
+                    missing += [(server.name, name, what) for what, regex in server.checks
+                                if not re.search(regex, text)]
             server.stop()
         print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
 
@@ -179,6 +196,8 @@ def main():
             print(f"  {name:24} {rps:9.0f} {rps / base:10.3f} {rps / probes:9.3f} "
                   f"{med(server, name, 'cpu_us_per_request'):12.1f} us {100 * med(server, name, 'loader_share'):9.1f}% "
                   f"{100 * med(server, name, 'machine_share'):10.1f}%")
+    for server, setup, what in sorted(set(missing)):
+        print(f"\nMISSING in a report of {server}, {setup}: {what}")
     print(f"\nreports of the last round: {out}")
 
 

@@ -5,6 +5,8 @@
 #   sleep time.sleep(0.3 ms) (a blocking call a handler should not make)
 #   lock  waits ~0.2 ms for a lock a worker thread holds in turns
 #   disk  writes 4 KiB to a temporary file and fdatasync()s it
+#   slow  50 ms asleep, then 50 ms of Python work: a slow message, its LAG snapshot, its sampled
+#         tree with an off-CPU reason (the benchmark lowers the thresholds to see them)
 # The answer is the request line back.
 #   python3.11 blocking_asyncio.py PORT
 import asyncio
@@ -44,6 +46,11 @@ def handle(kind):
     elif kind == b"lock":
         with lock:
             pass
+    elif kind == b"slow":
+        time.sleep(0.05)
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.05:
+            cpu()
     elif kind == b"disk":
         disk.seek(0)
         disk.write(block)

@@ -5,7 +5,8 @@
  * "requests N seconds S total T elapsed E" (T: every answer, warm-up included, in E seconds).
  *   closed_loop_client PORT echo|http|lines SECONDS [WARMUP]
  * echo: 64 bytes, the same 64 back. http: a kept-alive GET, an answer ending "\r\n\r\nok".
- * lines: the kinds of blocking_asyncio.py in turn (cpu, sleep, lock, disk), each line back.
+ * lines: the kinds of blocking_asyncio.py in turn (cpu, sleep, lock, disk; slow every 2000th),
+ * each line back.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
 			req = http;
 			len = sizeof(http) - 1;
 		} else if (!strcmp(mode, "lines")) {
-			req = kinds[i % 4];
+			req = i % 2000 == 1999 ? "slow\n" : kinds[i % 4];
 			len = strlen(req);
 		} else {
 			req = echo;
