@@ -74,6 +74,22 @@ __u64 loop_cpu_base;   /* its CPU time when the current stretch began (0: not st
 __u64 loop_cpu_since;  /* when it went on CPU (0: off CPU) */
 __u64 loop_cpu_kernel; /* its sum_exec_runtime at the last edge traced */
 
+/*
+ * Whether the loop thread has a message open, as its probe hits say (sched_switch takes no
+ * stack at a switch-out while it has none: LT_STACK_IDLE). Written by the loop thread only.
+ * A lost dispatch.end leaves the depth up: stacks are then taken, as before.
+ */
+__u32 loop_dispatch_depth; /* dispatch.begin hits minus dispatch.end hits, never below 0 */
+__u32 loop_in_poll;        /* between poll.begin and poll.end */
+/* 1: stacks at every switch-out (the profile reports spans outside messages, or
+ * --idle-stacks); 0: not while the loop thread is idle. */
+const volatile __u32 switch_stacks_idle = 1;
+/* Messages are poll-bounded (the busy time between polls): idle only inside the poll. */
+const volatile __u32 messages_poll_bounded = 0;
+__u64 loop_message_begin_ns; /* when the outermost open message began */
+/* Preemptions of the loop thread in a message open for less than this get no stack (0: all do). */
+const volatile __u64 preempt_stacks_after_ns = 0;
+
 /* Per probe id: role, arguments and conditions (filled by the loader before attach). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -713,6 +729,23 @@ static __always_inline __u16 shadow_capture(__u32 tid, __u64 sp, struct lt_shado
 	return n;
 }
 
+/* The loop thread's probe hits keep its message state (sched_switch reads it). */
+static __always_inline void loop_message_state(__u32 role)
+{
+	if (role == LT_ROLE_DISPATCH_BEGIN) {
+		if (!loop_dispatch_depth++ && !messages_poll_bounded)
+			loop_message_begin_ns = bpf_ktime_get_ns();
+	} else if (role == LT_ROLE_DISPATCH_END && loop_dispatch_depth) {
+		loop_dispatch_depth--;
+	} else if (role == LT_ROLE_POLL_BEGIN) {
+		loop_in_poll = 1;
+	} else if (role == LT_ROLE_POLL_END) {
+		loop_in_poll = 0;
+		if (messages_poll_bounded)
+			loop_message_begin_ns = bpf_ktime_get_ns();
+	}
+}
+
 /* ---- the loop thread's CPU time ---- */
 
 /*
@@ -836,6 +869,8 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 		count(LT_STAT_OTHER_THREAD);
 		return 0;
 	}
+	if (!switch_stacks_idle && tid == looper_tid())
+		loop_message_state(cfg->role);
 	if (cfg->nargs)
 		read_args(ctx, cfg, &values, usdt);
 	if (cfg->flags & LT_PROBE_COMM)
@@ -1184,6 +1219,24 @@ static __always_inline void emit_switch(__u64 now, __u32 tid, __u32 kind, __u32 
 	publish_record(rec, index);
 }
 
+/*
+ * A switch-out of the loop thread with no message open (none begun, or in its poll wait):
+ * no report shows what it waits for then, so it needs no stack.
+ */
+static __always_inline int loop_idle(__u32 tid)
+{
+	if (switch_stacks_idle || tid != looper_tid() || loop_dispatch_depth)
+		return 0;
+	return !messages_poll_bounded || loop_in_poll;
+}
+
+/* A preemption (state 0: still runnable) of the loop thread early in a message (LT_STACK_YOUNG). */
+static __always_inline int loop_preempted_early(__u32 tid, __u32 state, __u64 now)
+{
+	return preempt_stacks_after_ns && state == 0 && tid == looper_tid() &&
+	       now - loop_message_begin_ns < preempt_stacks_after_ns;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -1199,12 +1252,21 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (prev_in) {
 		__u32 tid = prev->pid;
 		struct lt_thread_state *st = state_of(tid);
-		/* prev is current here: its stacks are the ones it blocked with */
-		__s32 kstack = bpf_get_stackid(ctx, &stack_traces, 0);
-		__s32 ustack = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
+		int idle = loop_idle(tid);
+		int early = !idle && loop_preempted_early(tid, prev_state, now);
+		int stacks = !idle && !early;
+		__s32 kstack = idle ? LT_STACK_IDLE : LT_STACK_YOUNG, ustack = kstack;
 
-		if (kstack < 0 && ustack < 0)
-			count(LT_STAT_STACK_FAILED);
+		if (stacks) {
+			/* prev is current here: its stacks are the ones it blocked with */
+			kstack = bpf_get_stackid(ctx, &stack_traces, 0);
+			ustack = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
+			if (kstack < 0 && ustack < 0)
+				count(LT_STAT_STACK_FAILED);
+			count(LT_STAT_SWITCH_STACKED);
+		} else {
+			count(idle ? LT_STAT_SWITCH_IDLE : LT_STAT_SWITCH_YOUNG);
+		}
 		loop_cpu_switch(prev, tid, 0, now);
 		if (st) {
 			st->since_ns = now;
@@ -1216,7 +1278,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		/* the sample first: user space gets it before the switch record (events.h) */
 		if (watched(tid)) {
 			/* an exiting thread's last switch-outs: its user stack is gone */
-			if (!(prev->flags & LT_PF_EXITING))
+			if (stacks && !(prev->flags & LT_PF_EXITING))
 				take_sample(ctx, prev, tid, LT_SAMPLE_SWITCH, prev_state, now);
 			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
 		}
@@ -1325,8 +1387,13 @@ int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 		st->sample_ustack_id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
 		st->sample_ns = now;
 	}
-	if (watched(tid))
-		take_sample(ctx, bpf_get_current_task_btf(), tid, LT_SAMPLE_CPU, 0, now);
+	if (!watched(tid))
+		return 0;
+	if (loop_idle(tid)) {
+		count(LT_STAT_SAMPLE_IDLE); /* between messages: no tree wants it */
+		return 0;
+	}
+	take_sample(ctx, bpf_get_current_task_btf(), tid, LT_SAMPLE_CPU, 0, now);
 	return 0;
 }
 
@@ -1350,5 +1417,16 @@ int BPF_PROG(lt_process_exec, struct task_struct *p, pid_t old_pid, struct linux
 	rec->exec.pid = p->tgid;
 	bpf_get_current_comm(rec->exec.comm, sizeof(rec->exec.comm));
 	publish_record(rec, index);
+	return 0;
+}
+
+/*
+ * Attached by the loader for a moment to a function of its own, to measure what a uprobe
+ * hit costs on this machine (the trap, the kernel's dispatch and a BPF program that does
+ * nothing): the report's cost figures multiply the target's hits by it.
+ */
+SEC("uprobe")
+int lt_trap_calibration(struct pt_regs *ctx)
+{
 	return 0;
 }

@@ -4,10 +4,16 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "loader/bpf/perf_sampler.h"
 #include "loader/plan/probe_config.h"
@@ -39,6 +45,68 @@ void DisableThreadTracking(lt_probes* skel) {
 }
 
 }  // namespace
+
+// The function MeasureUprobeHitNs probes: a frame-pointer prologue, as most probed function
+// entries have (an emulated `push %rbp`; perf-facts: single-stepped entries cost ~15x more).
+extern "C" void looptrace_uprobe_calibration();
+asm(".text\n"
+    ".globl looptrace_uprobe_calibration\n"
+    ".type looptrace_uprobe_calibration,@function\n"
+    "looptrace_uprobe_calibration:\n"
+    "  push %rbp\n"
+    "  mov %rsp, %rbp\n"
+    "  pop %rbp\n"
+    "  ret\n"
+    ".size looptrace_uprobe_calibration, .-looptrace_uprobe_calibration\n");
+
+namespace {
+
+// The file and offset a code address of this process is mapped from.
+std::optional<std::pair<std::string, uint64_t>> FileOffsetOf(uint64_t address) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long low = 0, high = 0, offset = 0;
+    char path[4096] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %*s %lx %*s %*s %4095s", &low, &high, &offset, path) == 4 &&
+        address >= low && address < high)
+      return std::pair<std::string, uint64_t>(path, address - low + offset);
+  }
+  return std::nullopt;
+}
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
+}
+
+// ns per call of the calibration function, the fastest of a few batches (the least disturbed).
+double NsPerCall() {
+  constexpr int kCalls = 2000;
+  void (*volatile call)() = looptrace_uprobe_calibration;
+  double best = 1e18;
+  for (int batch = 0; batch < 5; ++batch) {
+    const uint64_t start = MonotonicNs();
+    for (int i = 0; i < kCalls; ++i) call();
+    best = std::min(best, static_cast<double>(MonotonicNs() - start) / kCalls);
+  }
+  return best;
+}
+
+}  // namespace
+
+Result<uint64_t> BpfSession::MeasureUprobeHitNs() {
+  auto where = FileOffsetOf(reinterpret_cast<uint64_t>(&looptrace_uprobe_calibration));
+  if (!where) return MakeError("cannot find looptrace's own code in /proc/self/maps");
+  const double plain = NsPerCall();
+  bpf_link* link =
+      bpf_program__attach_uprobe(skel_->progs.lt_trap_calibration, false, 0, where->first.c_str(), where->second);
+  if (!link) return SystemError("cannot probe looptrace's own calibration function", errno);
+  const double probed = NsPerCall();
+  bpf_link__destroy(link);
+  return static_cast<uint64_t>(std::max(probed - plain, 0.0));
+}
 
 Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& options,
                                                      SideRecordCallback on_side_record, RecordCallback on_record) {
@@ -76,6 +144,9 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->dwarf_stack_bytes = options.dwarf_unwind ? LT_MAX_STACK_COPY : 0;
     skel->rodata->sample_records = options.sample_records && options.thread_tracking;
     skel->rodata->samples_after_exec = options.samples_after_exec;
+    skel->rodata->switch_stacks_idle = options.switch_stacks_idle;
+    skel->rodata->messages_poll_bounded = options.messages_poll_bounded;
+    skel->rodata->preempt_stacks_after_ns = options.preempt_stacks_after_ns;
     if (options.thread_tracking)
       if (int err = bpf_map__set_max_entries(skel->maps.samples, options.sample_ring_bytes))
         return SystemError("cannot size the sample ring", err);
@@ -106,6 +177,10 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
                            : "rerun with -vv to see the verifier log");
   }
   lt_probes* skel = session->skel_.get();
+  // What the programs cost, for the report (cost counters); a kernel or a policy that
+  // refuses only loses those figures.
+  session->run_stats_ = UniqueFd(bpf_enable_stats(BPF_STATS_RUN_TIME));
+  if (!session->run_stats_) log::V1("no BPF run-time statistics: {}", strerror(errno));
   for (uint32_t id = 0; id < options.probe_configs.size(); ++id)
     if (int err = bpf_map__update_elem(skel->maps.probe_configs, &id, sizeof(id), &options.probe_configs[id],
                                        sizeof(lt_probe_config), BPF_ANY))
@@ -391,7 +466,32 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::samples_dropped, sum(LT_STAT_SAMPLES_DROPPED));
   stats.Set(StatId::shadow_overflow, sum(LT_STAT_SHADOW_OVERFLOW));
   stats.Set(StatId::cpu_switch_untraced, sum(LT_STAT_CPU_SWITCH_UNTRACED));
+  stats.Set(StatId::cost_switch_stacks, sum(LT_STAT_SWITCH_STACKED));
+  stats.Set(StatId::switch_stacks_idle, sum(LT_STAT_SWITCH_IDLE));
+  stats.Set(StatId::samples_idle, sum(LT_STAT_SAMPLE_IDLE));
+  stats.Set(StatId::early_preemptions_unstacked, sum(LT_STAT_SWITCH_YOUNG));
+  if (run_stats_) AddRunTimes(&stats);
   return stats;
+}
+
+// The kernel's run counts and times of every loaded program: the probe programs run once
+// per hit on the target, the others at every switch, wakeup, signal and exec of every
+// process (they filter) and at every cpu-clock sample.
+void BpfSession::AddRunTimes(Stats* stats) const {
+  const bpf_program* probe_programs[] = {skel_->progs.lt_uprobe, skel_->progs.lt_uprobe_multi, skel_->progs.lt_usdt,
+                                         skel_->progs.lt_beat_enter, skel_->progs.lt_beat_exit};
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    const int fd = bpf_program__fd(prog);
+    if (fd < 0 || prog == skel_->progs.lt_trap_calibration) continue;  // not loaded, or not the target's cost
+    bpf_prog_info info{};
+    uint32_t size = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &size) != 0) continue;
+    const bool probe =
+        std::find(std::begin(probe_programs), std::end(probe_programs), prog) != std::end(probe_programs);
+    stats->Add(probe ? StatId::cost_probe_hits : StatId::cost_sched_runs, info.run_cnt);
+    stats->Add(probe ? StatId::cost_probe_bpf_ns : StatId::cost_sched_bpf_ns, info.run_time_ns);
+  }
 }
 
 }  // namespace looptrace::loader

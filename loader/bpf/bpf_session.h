@@ -40,6 +40,9 @@ struct BpfSessionOptions {
   bool sample_records = false;                 // stack samples for sampled call trees (sample ring)
   size_t sample_ring_bytes = 4u << 20;         // the sample ring, power of two
   bool samples_after_exec = false;             // run: no samples of the held child before its exec
+  bool switch_stacks_idle = true;              // stacks at the loop thread's idle switch-outs too (session_cost.h)
+  bool messages_poll_bounded = false;          // the loop is idle only in its poll wait
+  uint64_t preempt_stacks_after_ns = 0;        // no stacks at preemptions in younger messages (0: all)
   std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
 };
 
@@ -110,8 +113,12 @@ class BpfSession {
   // cpu-clock samples of `tid` (the loop thread once known) at `sample_hz`.
   Result<void> AttachCpuSampler(int tid, int sample_hz);
 
-  // Loss and filter counters kept by the BPF programs (summed over CPUs).
+  // Loss and filter counters kept by the BPF programs (summed over CPUs), and what the
+  // programs cost (the kernel's run counts and times, when it keeps them).
   Stats ReadCounters() const;
+  // What one uprobe hit costs here (the trap, the kernel's dispatch, an empty BPF program),
+  // in ns: a function of looptrace's own timed with a probe on it and without (a few ms).
+  Result<uint64_t> MeasureUprobeHitNs();
 
   // Detaches every probe (also done by the destructor).
   void Detach();
@@ -125,6 +132,7 @@ class BpfSession {
   };
 
   BpfSession() = default;
+  void AddRunTimes(Stats* stats) const;
   Result<void> AttachOne(const ResolvedProbe& probe, int pid);
   Result<void> AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid);
   int CreateMultiLink(const std::vector<const ResolvedProbe*>& probes, int pid);
@@ -144,6 +152,9 @@ class BpfSession {
   bool thread_tracking_enabled_ = true;
   bool thread_tracking_ = false;
   bool uprobe_multi_ = false;
+  // The kernel's BPF run-time statistics (run_time_ns, run_cnt), on while this is open: the
+  // cost counters. Machine-wide: every BPF program pays two clock reads per run meanwhile.
+  UniqueFd run_stats_;
 };
 
 }  // namespace looptrace::loader

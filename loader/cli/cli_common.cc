@@ -178,6 +178,9 @@ void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
       ->capture_default_str();
   cmd->add_option("--sample-ring", f.sample_ring, "BPF ring buffer size for stack samples (power of two)")
       ->capture_default_str();
+  cmd->add_flag("--idle-stacks", f.session.idle_stacks,
+                "take stacks at every switch-out and cpu-clock sample of the loop thread, also while no "
+                "message is open (idle, or in its poll wait): only the session's folded stacks show those");
 }
 
 Result<void> SessionFlags::Resolve() {

@@ -46,6 +46,9 @@ class TraceCommand : public Command {
     if (auto ok = CheckFormat(output_.format); !ok) return Fail(ok.error());
     if (auto ok = flags_.Resolve(); !ok) return Fail(ok.error());
     if (auto ok = CheckNotSameFile(output_.path, save_, "--save"); !ok) return Fail(ok.error());
+    // The session's folded stacks show every wait, idle ones included.
+    if (output_.format == "folded" && analysis_.Rendering().folded_scope == "session")
+      flags_.session.idle_stacks = true;
 
     // Inputs are read and outputs opened before anything is attached: a bad path fails
     // before the target is touched.

@@ -102,6 +102,8 @@ void EventDecoder::DecodeOther(const lt_record& rec, std::vector<Event>* out) {
       e.state = rec.sw.state;
       if (e.off_cpu && kernel_stacks_ && rec.sw.kstack_id >= 0)
         e.kernel_stack = kernel_stacks_->KernelStack(rec.sw.kstack_id);
+      if (e.off_cpu && rec.sw.kstack_id == LT_STACK_IDLE) e.unstacked = kUnstackedLoopIdle;
+      if (e.off_cpu && rec.sw.kstack_id == LT_STACK_YOUNG) e.unstacked = kUnstackedEarlyPreemption;
       out->push_back(std::move(e));
       return;
     }

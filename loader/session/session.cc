@@ -111,6 +111,12 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.sample_ring_bytes = options_.sample_ring_bytes;
   bpf_options.samples_after_exec = options_.held_child;
   bpf_options.btf_path = options_.btf_path;
+  const SwitchStackPolicy switch_stacks =
+      ChooseSwitchStacks(plan_, message_definition_, options_.idle_stacks, ShortestSlowMessageNs(pipeline_));
+  bpf_options.switch_stacks_idle = switch_stacks.at_idle;
+  bpf_options.messages_poll_bounded = switch_stacks.poll_bounded;
+  bpf_options.preempt_stacks_after_ns = switch_stacks.preempt_stacks_after_ns;
+  loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, switch_stacks.preempt_stacks_after_ns);
   if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
   ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
                              bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
@@ -193,6 +199,10 @@ void Session::Start(SessionStart start) {
                         ? static_cast<uint32_t>(options_.sample_hz)
                         : 0;
   start.dwarf_unwind = options_.dwarf_unwind;
+  if (auto hit_ns = bpf_->MeasureUprobeHitNs())
+    loader_stats_.Set(StatId::cost_uprobe_hit_ns, *hit_ns);
+  else
+    log::V1("no uprobe cost measured: {}", hit_ns.error().message);
   for (const auto& p : plan_.probes)
     if (!p.shadow_only)
       start.probes.push_back(
@@ -281,6 +291,7 @@ Result<std::string> Session::Stream(int pid_fd) {
 Stats Session::LiveLosses() const {
   Stats losses = bpf_->ReadCounters();
   losses.Merge(loader_stats_);
+  losses.Set(StatId::cost_loader_cpu_ns, own_cpu_.ElapsedNs());
   return losses;
 }
 
@@ -292,8 +303,7 @@ void Session::Finish(const std::string& reason, std::optional<int> exit_status) 
   bpf_->Detach();
   (void)bpf_->Consume();
   stacks_->Finish();
-  Stats losses = bpf_->ReadCounters();
-  losses.Merge(loader_stats_);
+  Stats losses = LiveLosses();
   events_.OnEvent(LossCounters{losses});
   events_.OnEvent(SessionEnd{end_ns, reason, exit_status});
   if (losses.Get(StatId::records_full))

@@ -24,6 +24,7 @@
 #include "loader/plan/attach_plan.h"
 #include "loader/plan/profile.h"
 #include "loader/session/event_loop.h"
+#include "loader/session/session_cost.h"
 #include "loader/session/stall_snapshot.h"
 #include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/pipeline.h"
@@ -49,6 +50,7 @@ struct SessionOptions {
   bool held_child = false;              // run: the target is looptrace's held child until it execs
   bool dwarf_unwind = false;            // copy registers + stack top for DWARF unwinding (no frame pointers)
   bool exact_entry = false;             // --exact-entry: no probe relocation (probe_placement.h)
+  bool idle_stacks = false;             // --idle-stacks: stacks at idle switch-outs too (session_cost.h)
 };
 
 // Blocks SIGINT/SIGTERM/SIGHUP and returns a signalfd for them: signals are then handled
@@ -134,6 +136,7 @@ class Session : private SnapshotSource {
   uint64_t stop_ns_ = UINT64_MAX;      // the session's end: later records are dropped (and counted)
   uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session
   ProcessTaps taps_{*this};
+  OwnCpuClock own_cpu_;  // the loader's CPU time, a cost counter
   std::unique_ptr<BpfSession> bpf_;
 };
 

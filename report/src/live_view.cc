@@ -39,7 +39,9 @@ std::string Losses(const Stats& stats) {
   for (int i = 0; i < kStatCount; ++i) {
     const StatId id = static_cast<StatId>(i);
     const StatSeverity severity = StatSeverityOf(id);
-    if (severity == StatSeverity::kInfo || severity == StatSeverity::kFilter || !stats.Get(id)) continue;
+    if (severity == StatSeverity::kInfo || severity == StatSeverity::kFilter || severity == StatSeverity::kCost ||
+        !stats.Get(id))
+      continue;
     out += fmt::format("{}{} {}", out.empty() ? "" : ", ", StatName(id), stats.Get(id));
   }
   return out.empty() ? "complete (no losses counted)" : out;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "looptrace/report/cost_text.h"
 #include "looptrace/report/live_status.h"
 #include "looptrace/report/stats.h"
 #include "looptrace/util/text_safety.h"
@@ -212,6 +213,17 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
       w.Sample(With(With(TargetLabels(s), "counter", StatName(id)), "severity", SeverityName(StatSeverityOf(id))),
                static_cast<double>(s.status.stats.Get(id)));
     }
+
+  w.Family("looptrace_cost_seconds", Type::kCounter,
+           "CPU time tracing took from the target and the machine, by part: the loader's own process, the probe hits "
+           "(hits x the cost of one measured at the start, + BPF time), the scheduler programs (every CPU)");
+  for (const auto& s : sessions) {
+    const CostBreakdown cost = CostOf(s.status.stats);
+    for (const auto& [part, ns] : {std::pair<const char*, uint64_t>{"loader", cost.loader_ns},
+                                   {"probes", cost.probes_ns},
+                                   {"scheduler", cost.scheduler_ns}})
+      w.Sample(With(TargetLabels(s), "part", part), ns / 1e9);
+  }
 
   if (exporters.clickhouse) {
     const std::string labels = Label("host", host);

@@ -37,6 +37,8 @@ std::string_view SeverityName(StatSeverity severity) {
       return "data_loss";
     case StatSeverity::kFilter:
       return "filter";
+    case StatSeverity::kCost:
+      return "cost";
   }
   return "unknown";
 }

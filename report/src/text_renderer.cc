@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "looptrace/report/cost_text.h"
 #include "looptrace/report/render.h"
 #include "looptrace/util/text_safety.h"
 #include "sampled_render.h"
@@ -104,6 +105,7 @@ class TextRenderer : public Renderer {
     RenderSpanLags(report, out);
     RenderStartup(report, out);
     RenderStats(report.stats, out);
+    out << CostText(report.stats, s.duration_ns());
   }
 
   void RenderMessages(const Report& report, std::ostream& out) const {
@@ -460,7 +462,9 @@ class TextRenderer : public Renderer {
 
   void RenderStats(const Stats& stats, std::ostream& out) const {
     auto shown = [&](StatId id) {
-      return stats.Get(id) && (options_.verbose || StatSeverityOf(id) != StatSeverity::kFilter);
+      const StatSeverity severity = StatSeverityOf(id);
+      return stats.Get(id) && severity != StatSeverity::kCost &&
+             (options_.verbose || severity != StatSeverity::kFilter);
     };
     bool any = false;
     for (int i = 0; i < kStatCount; ++i) any |= shown(static_cast<StatId>(i));

@@ -92,6 +92,7 @@ struct ToJson {
     if (e.off_cpu) {
       j["state"] = e.state;
       j["kernel_stack"] = e.kernel_stack;
+      if (!e.unstacked.empty()) j["unstacked"] = e.unstacked;
     }
     return j;
   }
@@ -218,6 +219,7 @@ Result<Event> ParseSwitch(const json& j) {
   ASSIGN_OR_RETURN(e.off_cpu, Field<bool>(j, "off_cpu"));
   e.state = FieldOr<uint32_t>(j, "state", 0);
   e.kernel_stack = FieldOr<std::vector<std::string>>(j, "kernel_stack", {});
+  e.unstacked = UnstackedReason(FieldOr<std::string>(j, "unstacked", ""));
   return e;
 }
 

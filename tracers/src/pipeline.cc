@@ -118,6 +118,13 @@ std::vector<WatchThreshold> Pipeline::Watches() const {
   return out;
 }
 
+uint64_t Pipeline::ShortestInterestingNs(SpanKind kind) const {
+  uint64_t shortest = cheap_below_ns_[static_cast<int>(kind)];
+  for (const WatchThreshold& watch : watches_)
+    if (watch.kind == kind && watch.threshold_ns) shortest = std::min(shortest, watch.threshold_ns);
+  return shortest;
+}
+
 void Pipeline::AddObserver(EventSink* observer, uint32_t event_types) {
   if (event_types & EventBit<ProbeEvent>()) {
     observers_.push_back(observer);

@@ -40,7 +40,7 @@ void SampleStore::OnSwitch(const ThreadSwitch& sw) {
       Sample s;
       s.ts_ns = sw.ts_ns;
       s.on_cpu = false;
-      s.stop = "no stack sample";
+      s.stop = sw.unstacked.empty() ? "no stack sample" : std::string(sw.unstacked);
       t.unsettled_from_ns = std::min(t.unsettled_from_ns, s.ts_ns);
       auto at = t.samples.end();
       while (at != t.samples.begin() && std::prev(at)->ts_ns > s.ts_ns) --at;
@@ -153,7 +153,7 @@ SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_
   tree.sample_hz = sample_hz_;
   tree.dwarf = dwarf_;
   for (const auto& [reason, n] : tree.walk_stops)
-    if (reason != "no stack sample") stats_->Add(StatId::stack_walk_truncated, n);
+    if (reason != "no stack sample" && UnstackedReason(reason).empty()) stats_->Add(StatId::stack_walk_truncated, n);
   return tree;
 }
 
@@ -182,7 +182,7 @@ void SampleStore::AddToSession(uint32_t tid, const Sample& s, Stacks* stacks) co
     if (!s.stop.empty()) frames.push_back("[unknown callers]");
     frames.insert(frames.end(), s.frames->rbegin(), s.frames->rend());
   } else {
-    frames.push_back("[no stack]");
+    frames.push_back(UnstackedReason(s.stop).empty() ? "[no stack]" : "[" + s.stop + ": no stack taken]");
   }
   uint64_t weight = 0;
   if (s.on_cpu) {

@@ -196,7 +196,11 @@ struct lt_probe_config {
 #define LT_STAT_SAMPLES_DROPPED 10    /* a stack sample dropped: the sample ring was full */
 #define LT_STAT_SHADOW_OVERFLOW 11    /* uretprobe return addresses not remembered (too deep, or slot taken) */
 #define LT_STAT_CPU_SWITCH_UNTRACED 12 /* loop-thread switches the kernel ran without a sched_switch event */
-#define LT_STAT_MAX 13
+#define LT_STAT_SWITCH_STACKED 13     /* switch-outs of the target's threads whose stacks were taken */
+#define LT_STAT_SWITCH_IDLE 14        /* loop-thread switch-outs while idle: no stack taken (LT_STACK_IDLE) */
+#define LT_STAT_SAMPLE_IDLE 15        /* cpu-clock samples of the loop thread while idle: not taken */
+#define LT_STAT_SWITCH_YOUNG 16       /* loop-thread preemptions early in a message: no stack taken (LT_STACK_YOUNG) */
+#define LT_STAT_MAX 17
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {
@@ -232,9 +236,23 @@ struct lt_probe_body {
 struct lt_switch_body {
 	__u32 kind;      /* LT_SWITCH_OUT / LT_SWITCH_IN */
 	__u32 state;     /* prev->__state at switch-out (0 = preempted while running) */
-	__s32 kstack_id; /* kernel stack at switch-out, -1 if none */
-	__s32 ustack_id; /* user stack (frame pointers) at switch-out, -1 if none */
+	__s32 kstack_id; /* kernel stack at switch-out, -1 if none, LT_STACK_IDLE if not taken */
+	__s32 ustack_id; /* user stack (frame pointers) at switch-out, -1 if none, LT_STACK_IDLE */
 };
+
+/*
+ * A switch-out of the loop thread while no message was open (idle, or in its poll wait):
+ * no stack was taken (lt_switch_body, lt_thread_state), unless the loader asked for stacks
+ * at every switch-out (switch_stacks_idle). Nothing a report shows is inside such a stretch.
+ */
+#define LT_STACK_IDLE -2
+/*
+ * A preemption (the thread still runnable) of the loop thread in a message open for less
+ * than preempt_stacks_after_ns: no stack taken either. A message that turns slow lost the
+ * CPU there for a scheduler's time slice, not for a reason of its own: only the reason
+ * ("preempted", from the state) is kept.
+ */
+#define LT_STACK_YOUNG -3
 
 struct lt_wakeup_body {
 	__u32 waker_tid;

@@ -38,6 +38,10 @@ LiveStatus Sample() {
   s.state = "lag";
   s.current_running_ns = 2'500'000'000;
   s.stats.Add(StatId::records_full, 5);
+  s.stats.Add(StatId::cost_loader_cpu_ns, 250'000'000);
+  s.stats.Add(StatId::cost_probe_hits, 2000);
+  s.stats.Add(StatId::cost_uprobe_hit_ns, 1000);
+  s.stats.Add(StatId::cost_probe_bpf_ns, 1'000'000);  // 2 ms of traps + 1 ms in BPF
   return s;
 }
 
@@ -90,6 +94,8 @@ TEST(MetricsText, OpenMetricsIsWellFormed) {
   EXPECT_EQ(samples.at("looptrace_data_quality_total{" + target + ",counter=\"records_full\",severity=\"data_loss\"}"),
             5);
   EXPECT_EQ(samples.at("looptrace_busy_seconds_total{" + target + ",tid=\"4242\"}"), 2.5);
+  EXPECT_EQ(samples.at("looptrace_cost_seconds_total{" + target + ",part=\"loader\"}"), 0.25);
+  EXPECT_EQ(samples.at("looptrace_cost_seconds_total{" + target + ",part=\"probes\"}"), 0.003);
   EXPECT_EQ(samples.at("looptrace_session_info{" + target + ",message_definition=\"dispatch\"}"), 1);
 }
 

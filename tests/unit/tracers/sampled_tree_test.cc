@@ -214,6 +214,50 @@ TEST(SampledTreeTracer, ASwitchOutWhoseSampleWasLostKeepsItsTime) {
   EXPECT_EQ(none->off_cpu_by_reason[0].first, "sleep");
 }
 
+// Between messages BPF takes no stack at the loop thread's switch-outs (issue 32): the
+// session's folded stacks say so instead of "[no stack]", and no tree counts it truncated.
+TEST(SampledTreeTracer, IdleSwitchOutsWithoutStacksAreNamedInTheSessionStacks) {
+  testing::EventScript script;
+  script.Add(Probe(Role::kDispatchBegin, 0, {U("id", 1)}, kMain));
+  script.Add(Probe(Role::kDispatchEnd, 10 * kMs, {U("id", 1)}, kMain));
+  ThreadSwitch idle = Out(20 * kMs, 1, {});
+  idle.unstacked = kUnstackedLoopIdle;
+  script.Add(idle);
+  script.Add(In(520 * kMs));
+  Report r = script.Run(AnalysisOptions{}, 2'000 * kMs, Start());
+  bool found = false;
+  for (const FoldedStack& f : r.session_stacks)
+    if (!f.frames.empty() && f.frames.front() == "[loop idle: no stack taken]") {
+      found = true;
+      EXPECT_EQ(f.weight_ns, 500 * kMs);
+    }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(r.stats.Get(StatId::stack_walk_truncated), 0u);
+}
+
+// Preempted early in a message, BPF took no stack: a message that turns slow shows that
+// time as such (its reason kept), not as a lost sample or a truncated walk.
+TEST(SampledTreeTracer, EarlyPreemptionsWithoutStacksKeepTheirTimeAndReason) {
+  testing::EventScript script;
+  script.Add(Probe(Role::kDispatchBegin, 0, {U("id", 1)}, kMain));
+  ThreadSwitch early = Out(1 * kMs, 0, {});
+  early.unstacked = kUnstackedEarlyPreemption;
+  script.Add(early);
+  script.Add(In(5 * kMs));
+  for (uint64_t ms = 10; ms < 800; ms += 10) script.Add(Sample(ms * kMs, true, {"main", "work"}));
+  script.Add(Probe(Role::kDispatchEnd, 800 * kMs, {U("id", 1)}, kMain));
+  Report r = script.Run(AnalysisOptions{}, 2'000 * kMs, Start());
+  ASSERT_EQ(r.evil_methods.size(), 1u);
+  const SampledCallTree& tree = r.evil_methods[0].sampled;
+  const SampledNode* none = Find(tree, "[no stack]");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->off_cpu_ns, 4 * kMs);
+  EXPECT_EQ(none->off_cpu_by_reason[0].first, "preempted");
+  ASSERT_EQ(tree.walk_stops.size(), 1u);
+  EXPECT_EQ(tree.walk_stops[0], (std::pair<std::string, uint64_t>("early preemption", 1)));
+  EXPECT_EQ(r.stats.Get(StatId::stack_walk_truncated), 0u);
+}
+
 // A full record ring drops switch records but not their samples (another ring): a
 // switch-out sample whose switch-out or switch-in record never came must not stay "still
 // off CPU" and hold every later sample (a soak at 30,000 messages/s grew 17 MB/s).

@@ -10,8 +10,9 @@
 namespace looptrace {
 
 // kFilter: hits BPF filtered out on purpose (other processes, threads, conditions): not a
-// loss; the text report shows them with -v only.
-enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
+// loss; the text report shows them with -v only. kCost: what looptrace itself cost the
+// target and the machine (not a loss; the text report sums them up in one line).
+enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost };
 
 // X(name, severity, description)
 #define LOOPTRACE_STATS(X)                                                                                             \
@@ -80,7 +81,27 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped")                         \
   X(cpu_switch_untraced, kInfo,                                                                                        \
     "loop-thread switches the kernel made without a sched_switch event: that stretch's CPU time is the kernel's "      \
-    "tick-granular count")
+    "tick-granular count")                                                                                             \
+  X(switch_stacks_idle, kInfo,                                                                                         \
+    "loop-thread switch-outs with no message open (idle, or in its poll wait): no stack taken, no report shows that "  \
+    "wait (--idle-stacks takes them)")                                                                                 \
+  X(samples_idle, kInfo,                                                                                               \
+    "cpu-clock samples of the loop thread with no message open: not taken, no report shows them (--idle-stacks "       \
+    "takes them)")                                                                                                     \
+  X(early_preemptions_unstacked, kInfo,                                                                                \
+    "loop-thread preemptions early in a message (younger than cost_preempt_stacks_after_ns): no stack taken, the "     \
+    "reason (preempted) kept")                                                                                         \
+  X(cost_probe_hits, kCost, "probe hits on the target (runs of looptrace's uprobe and USDT programs)")                 \
+  X(cost_probe_bpf_ns, kCost, "ns in looptrace's uprobe and USDT programs (the kernel's BPF run-time statistics)")     \
+  X(cost_sched_runs, kCost,                                                                                            \
+    "runs of looptrace's scheduler, signal, exec and sampler programs (every CPU, every process: they filter)")        \
+  X(cost_sched_bpf_ns, kCost, "ns in looptrace's scheduler, signal, exec and sampler programs, on every CPU")          \
+  X(cost_switch_stacks, kCost, "switch-outs of the target's threads whose kernel and user stacks BPF took")            \
+  X(cost_uprobe_hit_ns, kCost,                                                                                         \
+    "ns one uprobe hit costs on this machine, measured at the start (trap, dispatch, an empty program)")               \
+  X(cost_preempt_stacks_after_ns, kCost,                                                                               \
+    "preemptions get stacks only in messages open this long (ns; a tenth of the shortest slow message, 0: all)")       \
+  X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session")
 
 enum class StatId : int {
 #define LOOPTRACE_STAT_ENUM(name, severity, description) name,

@@ -208,6 +208,16 @@ struct SessionEnd {
   std::optional<int> exit_status;  // run: the command's exit status (128+N if killed by N)
 };
 
+// Why BPF took no stack at a switch-out (ThreadSwitch::unstacked).
+inline constexpr std::string_view kUnstackedLoopIdle = "loop idle";
+inline constexpr std::string_view kUnstackedEarlyPreemption = "early preemption";
+// The constant `text` names, or "" (text read from a recording, or a sample's stop reason).
+constexpr std::string_view UnstackedReason(std::string_view text) {
+  if (text == kUnstackedLoopIdle) return kUnstackedLoopIdle;
+  if (text == kUnstackedEarlyPreemption) return kUnstackedEarlyPreemption;
+  return {};
+}
+
 // The main thread left the CPU (with why: its state and kernel stack) or got it back.
 struct ThreadSwitch {
   uint64_t ts_ns = 0;
@@ -215,6 +225,10 @@ struct ThreadSwitch {
   bool off_cpu = false;                   // true: switch-out; false: switch-in
   uint32_t state = 0;                     // task __state at switch-out (0 = preempted while runnable)
   std::vector<std::string> kernel_stack;  // innermost first, resolved by the loader
+  // Why BPF took no stack (issue 32), or "": "loop idle" (no message open: no report shows
+  // that wait, LT_STACK_IDLE), "early preemption" (preempted early in a message,
+  // LT_STACK_YOUNG). --idle-stacks takes them all.
+  std::string_view unstacked;
 };
 
 // Someone woke the main thread (sched_wakeup): who ended its wait.

@@ -84,6 +84,10 @@ class Pipeline : public EventSink, private SpanListener {
   const SampleStore& samples() const { return samples_; }
   const SessionInfo& session() const { return report_.session; }
   std::vector<WatchThreshold> Watches() const;
+  // The shortest running time at which a span of `kind` interests a tracer: a watch's
+  // threshold, or the cost from which a tracer looks at its end beyond counting it
+  // (UINT64_MAX: none does).
+  uint64_t ShortestInterestingNs(SpanKind kind) const;
 
   // Live, at least every poll interval: each watched span of the loop thread past its
   // threshold gets one snapshot from the snapshot source, and its open method slice, both

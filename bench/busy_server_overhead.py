@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""What looptrace's default mode costs a busy server (issue 32), side by side in one run.
+
+Servers (bench/servers/, everything on 127.0.0.1, one closed-loop client at the highest rate
+it reaches): a tight asyncio echo server (/usr/bin/python3.11, profile python-asyncio), a
+Node `http` server (/usr/bin/node, the epoll profile), a C epoll echo server (the epoll
+profile), and an asyncio server whose handlers block (sleep, lock, disk; ~0.1-1 ms each, a few
+thousand requests per second: the "realistic" server, where switch-outs happen inside
+messages).
+
+Setups, interleaved by round (the order turns every round): untraced; the message probes alone
+(`record -p PID --no-thread-tracking --sample-rate 0`); the default mode (`record -p PID`);
+and with LT_BASELINE=/path/to/another/looptrace, that build's default mode too (before/after
+in one run). Per run: the client's requests per second, the server's CPU per request, the
+loader's own CPU during the measured window (a share of one core) and the machine's busy CPU.
+Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run.
+
+Root. Each traced run holds /tmp/looptrace-integration.lock (the integration tests check that
+no probe of looptrace is attached anywhere while they run).
+  sudo bench/busy_server_overhead.py [--rounds 5] [--seconds 4] [--build build] [--servers echo,node,epoll,blocking]
+"""
+import argparse
+import fcntl
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVERS = os.path.join(HERE, "servers")
+PY = "/usr/bin/python3.11"
+NODE = "/usr/bin/node"
+TICK = os.sysconf("SC_CLK_TCK")
+BLOCKING_CHECKS = [
+    ("a slow message (evil method)", r"evil methods: [1-9]"),
+    ("its sampled tree", r"\(sampled\)"),
+    ("its off-CPU reason (sleep)", r"\[off CPU: sleep\]|sleep \d+%"),
+    ("a LAG snapshot", r"----- LAG pid"),
+]
+
+
+def process_cpu_s(pid):
+    """utime + stime of a whole process (every thread), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def machine_busy_s():
+    """CPU seconds the machine spent not idle (all CPUs)."""
+    with open("/proc/stat") as f:
+        cpu = [int(v) for v in f.readline().split()[1:]]
+    idle = cpu[3] + cpu[4]
+    return (sum(cpu[:8]) - idle) / TICK
+
+
+class Server:
+    def __init__(self, name, argv, mode, options=(), checks=()):
+        # options: looptrace options of every traced setup; checks: (what, regex) the default
+        # mode's report must match (the sections it promises, still filled)
+        self.name, self.argv, self.mode = name, argv, mode
+        self.options, self.checks = list(options), list(checks)
+        self.proc = None
+
+    def start(self, port):
+        self.proc = subprocess.Popen(self.argv + [str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        line = self.proc.stdout.readline()
+        if "listening" not in line:
+            sys.exit(f"{self.name}: did not start")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def build_servers(out, names):
+    epoll = os.path.join(out, "epoll_echo")
+    client = os.path.join(out, "closed_loop_client")
+    subprocess.check_call(["cc", "-O2", "-o", epoll, os.path.join(SERVERS, "epoll_echo.c")])
+    subprocess.check_call(["cc", "-O2", "-o", client, os.path.join(SERVERS, "closed_loop_client.c")])
+    all_servers = {
+        "echo": Server("asyncio echo", [PY, os.path.join(SERVERS, "echo_asyncio.py")], "echo"),
+        "node": Server("node http", [NODE, os.path.join(SERVERS, "http_node.js")], "http"),
+        "epoll": Server("C epoll echo", [epoll], "echo"),
+        # Its slow requests (100 ms, one in 2000) over lowered thresholds: a slow message with
+        # its sampled tree and off-CPU reasons, and a LAG snapshot, in every default-mode report.
+        "blocking": Server("asyncio blocking handlers", [PY, os.path.join(SERVERS, "blocking_asyncio.py")], "lines",
+                           ["--evil-threshold", "40", "--lag-threshold", "60"], BLOCKING_CHECKS),
+    }
+    return [all_servers[n] for n in names], client
+
+
+class Tracer:
+    """A looptrace session on the server, started before the client and ended after it."""
+
+    def __init__(self, looptrace, options, pid, report):
+        self.lock = open("/tmp/looptrace-integration.lock", "w")
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
+        self.proc = subprocess.Popen([looptrace, "record", "-p", str(pid), "-o", report] + options,
+                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        while True:
+            line = self.proc.stderr.readline()
+            if not line:
+                sys.exit(f"looptrace did not attach: {self.proc.wait()}")
+            if "tracing pid" in line:
+                break
+
+    def cpu_s(self):
+        return process_cpu_s(self.proc.pid)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.stderr.read()
+        rc = self.proc.wait()
+        fcntl.flock(self.lock, fcntl.LOCK_UN)
+        self.lock.close()
+        if rc != 0:
+            sys.exit(f"looptrace exited with {rc}")
+
+
+def run_once(server, client, seconds, looptrace, options, report):
+    tracer = Tracer(looptrace, options + server.options, server.proc.pid, report) if looptrace else None
+    time.sleep(0.2)  # let the loader settle after attaching
+    server_cpu0, machine0 = process_cpu_s(server.proc.pid), machine_busy_s()
+    loader_cpu0 = tracer.cpu_s() if tracer else 0
+    out = subprocess.check_output([client, str(server.proc.server_port), server.mode, str(seconds), "0.5"], text=True)
+    server_cpu = process_cpu_s(server.proc.pid) - server_cpu0
+    machine = machine_busy_s() - machine0
+    loader_cpu = tracer.cpu_s() - loader_cpu0 if tracer else 0
+    if tracer:
+        tracer.stop()
+    words = out.split()
+    requests, total, elapsed = int(words[1]), int(words[5]), float(words[7])
+    return {
+        "rps": requests / seconds,
+        "cpu_us_per_request": server_cpu / total * 1e6,
+        "loader_share": loader_cpu / elapsed,
+        "machine_share": machine / elapsed,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=4)
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--servers", default="echo,node,epoll,blocking")
+    parser.add_argument("--port", type=int, default=18700)
+    args = parser.parse_args()
+    looptrace = os.path.abspath(os.path.join(args.build, "looptrace"))
+    setups = [
+        ("untraced", None, []),
+        ("probes only", looptrace, ["--no-thread-tracking", "--sample-rate", "0"]),
+        ("default", looptrace, []),
+    ]
+    if os.environ.get("LT_BASELINE"):
+        setups.append(("default (LT_BASELINE)", os.environ["LT_BASELINE"], []))
+    out = tempfile.mkdtemp(prefix="busy-bench-")
+    servers, client = build_servers(out, args.servers.split(","))
+    results = {(s.name, name): [] for s in servers for name, _, _ in setups}
+    missing = []  # (server, setup, what) a default-mode report lacked
+    port = args.port
+    for rnd in range(args.rounds):
+        for server in servers:
+            port += 1
+            server.start(port)
+            server.proc.server_port = port
+            order = setups[rnd % len(setups):] + setups[:rnd % len(setups)]
+            for name, binary, options in order:
+                report = os.path.join(out, f"{server.mode}-{name.split()[0]}.txt")
+                results[(server.name, name)].append(run_once(server, client, args.seconds, binary, options, report))
+                if name.startswith("default"):
+                    text = open(report).read()
+                    missing += [(server.name, name, what) for what, regex in server.checks
+                                if not re.search(regex, text)]
+            server.stop()
+        print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
+
+    def med(server, setup, key):
+        return statistics.median(r[key] for r in results[(server.name, setup)])
+
+    print(f"busy servers, median of {args.rounds} interleaved rounds of {args.seconds:g} s, one closed-loop client")
+    for server in servers:
+        print(f"\n{server.name}")
+        print(f"  {'setup':24} {'req/s':>9} {'x untraced':>10} {'x probes':>9} {'server CPU/req':>15} "
+              f"{'loader CPU':>10} {'machine CPU':>11}")
+        base = med(server, "untraced", "rps")
+        probes = med(server, "probes only", "rps")
+        for name, _, _ in setups:
+            rps = med(server, name, "rps")
+            print(f"  {name:24} {rps:9.0f} {rps / base:10.3f} {rps / probes:9.3f} "
+                  f"{med(server, name, 'cpu_us_per_request'):12.1f} us {100 * med(server, name, 'loader_share'):9.1f}% "
+                  f"{100 * med(server, name, 'machine_share'):10.1f}%")
+    for server, setup, what in sorted(set(missing)):
+        print(f"\nMISSING in a report of {server}, {setup}: {what}")
+    print(f"\nreports of the last round: {out}")
+
+
+if __name__ == "__main__":
+    main()

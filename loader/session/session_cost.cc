@@ -1,0 +1,69 @@
+#include "loader/session/session_cost.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+
+#include "looptrace/tracers/roles.h"
+
+namespace looptrace::loader {
+namespace {
+
+uint64_t ProcessCpuNs() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  auto ns = [](const timeval& tv) {
+    return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(tv.tv_usec) * 1000ull;
+  };
+  return ns(usage.ru_utime) + ns(usage.ru_stime);
+}
+
+// Spans a report may show with stacks or off-CPU time outside any message.
+bool SpansOutsideMessages(SpanKind kind) {
+  switch (kind) {
+    case SpanKind::kIdle:
+    case SpanKind::kInput:
+    case SpanKind::kFrame:
+    case SpanKind::kPhase:
+    case SpanKind::kAppCreate:
+    case SpanKind::kLaunch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+uint64_t ShortestSlowMessageNs(const Pipeline& pipeline) { return pipeline.ShortestInterestingNs(SpanKind::kMessage); }
+
+SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view message_definition, bool idle_stacks,
+                                     uint64_t slow_message_ns) {
+  SwitchStackPolicy policy;
+  bool dispatch = false, poll = false;
+  for (const ResolvedProbe& p : plan.probes) {
+    if (p.shadow_only) continue;
+    if (SpansOutsideMessages(InfoOf(p.spec.role).span)) return policy;
+    dispatch |= p.spec.role == Role::kDispatchBegin;
+    poll |= p.spec.role == Role::kPollBegin;
+  }
+  // As the span tracker defines messages (SpanTracker::Configure).
+  if (message_definition == "poll-bounded" && poll)
+    policy.poll_bounded = true;
+  else if (!(message_definition == "dispatch" && dispatch))
+    policy.poll_bounded = !dispatch && poll;
+  if (!dispatch && !poll) return policy;  // no messages: nothing tells idle from busy
+  policy.at_idle = idle_stacks;
+  if (!idle_stacks && slow_message_ns != UINT64_MAX)
+    policy.preempt_stacks_after_ns = slow_message_ns / kEarlyPreemptionShare;
+  return policy;
+}
+
+OwnCpuClock::OwnCpuClock() : start_ns_(ProcessCpuNs()) {}
+
+uint64_t OwnCpuClock::ElapsedNs() const {
+  const uint64_t now = ProcessCpuNs();
+  return now > start_ns_ ? now - start_ns_ : 0;
+}
+
+}  // namespace looptrace::loader

@@ -1,0 +1,53 @@
+// What a session costs the target and the machine, and what it leaves out to cost less:
+// which switch-outs BPF takes stacks at, and the loader's own CPU time.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "loader/plan/attach_plan.h"
+#include "looptrace/tracers/pipeline.h"
+
+namespace looptrace::loader {
+
+// At which switch-outs of the loop thread BPF takes stacks (loop_idle in bpf/looptrace.bpf.c).
+struct SwitchStackPolicy {
+  bool at_idle = true;        // at every switch-out, idle or not (as before issue 32)
+  bool poll_bounded = false;  // messages are the busy time between polls: idle only inside the poll
+  // Preemptions (the thread still runnable) in a message open for less than this get no
+  // stack (0: every one does): a tenth of the shortest message a report shows with stacks.
+  uint64_t preempt_stacks_after_ns = 0;
+};
+
+// A preemption early in a message is stackless; a message that turns slow loses at most
+// this share of its threshold's worth of preempted time to "[no stack]".
+inline constexpr uint64_t kEarlyPreemptionShare = 10;
+
+// The shortest message a report shows with its stacks: the evil-method threshold, or the
+// first stall snapshot (LAG), whichever is smaller (UINT64_MAX: none).
+uint64_t ShortestSlowMessageNs(const Pipeline& pipeline);
+
+// A switch-out of the loop thread with no message open (between messages, or in its poll
+// wait) needs no stack when every span a report shows with stacks or off-CPU reasons is a
+// message or runs inside one (GC runs, monitor waits). A profile with spans of their own
+// outside messages (idle handlers, input events, frames, app creation, launches: the
+// startup tracer weighs every off-CPU stretch of a cold start) keeps stacks everywhere, and
+// so does --idle-stacks (the session's folded stacks then show the idle waits too).
+// Voluntary switch-outs inside messages always get stacks: what a message waits for is
+// why it is slow. Preemptions get them once the message is `slow_message_ns` /
+// kEarlyPreemptionShare old.
+SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view message_definition, bool idle_stacks,
+                                     uint64_t slow_message_ns = UINT64_MAX);
+
+// CPU time (user + system) of this process since construction. A background daemon's
+// covers every session it runs.
+class OwnCpuClock {
+ public:
+  OwnCpuClock();
+  uint64_t ElapsedNs() const;
+
+ private:
+  uint64_t start_ns_;
+};
+
+}  // namespace looptrace::loader

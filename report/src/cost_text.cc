@@ -1,0 +1,77 @@
+#include "looptrace/report/cost_text.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace looptrace {
+namespace {
+
+std::string Seconds(uint64_t ns) { return fmt::format("{:.3f} s", ns / 1e9); }
+
+// "of one CPU" over the session: what a budget is written in.
+std::string ShareOfCpu(uint64_t ns, uint64_t session_ns) {
+  return session_ns ? fmt::format("{:.2f}% of one CPU", 100.0 * ns / session_ns) : "";
+}
+
+std::string PerRun(uint64_t ns, uint64_t runs) { return runs ? fmt::format("{} ns each", ns / runs) : "no runs"; }
+
+}  // namespace
+
+CostBreakdown CostOf(const Stats& stats) {
+  CostBreakdown cost;
+  cost.loader_ns = stats.Get(StatId::cost_loader_cpu_ns);
+  // A hit's trap and dispatch (measured on an empty program) plus what the program did.
+  cost.probes_ns =
+      stats.Get(StatId::cost_probe_hits) * stats.Get(StatId::cost_uprobe_hit_ns) + stats.Get(StatId::cost_probe_bpf_ns);
+  cost.scheduler_ns = stats.Get(StatId::cost_sched_bpf_ns);
+  return cost;
+}
+
+std::string CostText(const Stats& stats, uint64_t session_ns) {
+  bool any = false;
+  for (int i = 0; i < kStatCount; ++i) {
+    const auto id = static_cast<StatId>(i);
+    any |= StatSeverityOf(id) == StatSeverity::kCost && stats.Get(id);
+  }
+  if (!any) return "";
+  const uint64_t loader = stats.Get(StatId::cost_loader_cpu_ns);
+  const uint64_t hits = stats.Get(StatId::cost_probe_hits), probe_bpf = stats.Get(StatId::cost_probe_bpf_ns);
+  const uint64_t hit_ns = stats.Get(StatId::cost_uprobe_hit_ns);
+  const uint64_t runs = stats.Get(StatId::cost_sched_runs), sched = stats.Get(StatId::cost_sched_bpf_ns);
+  const uint64_t stacked = stats.Get(StatId::cost_switch_stacks), idle = stats.Get(StatId::switch_stacks_idle);
+  const CostBreakdown cost = CostOf(stats);
+  const uint64_t probes = cost.probes_ns;
+  std::string out = "\nlooptrace cost (what tracing took from the target and the machine)\n";
+  auto line = [&](std::string_view what, const std::string& amount, const std::string& how) {
+    out += fmt::format("  {:<20} {:>10}  {}\n", what, amount, how);
+  };
+  line("loader CPU", Seconds(loader), ShareOfCpu(loader, session_ns));
+  if (hits)
+    line("probe hits", Seconds(probes),
+         hit_ns ? fmt::format("{} hits x {} ns (a uprobe hit here, measured at the start) + {} in BPF", hits, hit_ns,
+                              PerRun(probe_bpf, hits))
+                : fmt::format("{} hits, {} in BPF (the trap per hit was not measured)", hits, PerRun(probe_bpf, hits)));
+  if (runs)
+    line("scheduler programs", Seconds(sched),
+         fmt::format("{} runs, {} (every CPU, filtered in BPF)", runs, PerRun(sched, runs)));
+  if (hits || runs) line("total", Seconds(cost.total_ns()), ShareOfCpu(cost.total_ns(), session_ns));
+  if (!hits && !runs && (loader || stacked))
+    out += "  (BPF run times unavailable: the kernel's BPF statistics could not be enabled)\n";
+  const uint64_t idle_samples = stats.Get(StatId::samples_idle);
+  const uint64_t early = stats.Get(StatId::early_preemptions_unstacked);
+  const uint64_t after_ns = stats.Get(StatId::cost_preempt_stacks_after_ns);
+  if (stacked || idle || idle_samples || early) {
+    std::string how = "taken at every switch-out";
+    if (idle || idle_samples || early || after_ns)
+      how = fmt::format(
+          "taken while a message is open{} ({} idle switch-outs, {} early preemptions, {} idle "
+          "cpu-clock samples without)",
+          after_ns ? fmt::format(", at preemptions once it is {:.2f} ms old", after_ns / 1e6) : "", idle, early,
+          idle_samples);
+    line("switch-out stacks", fmt::format("{}", stacked), how);
+  }
+  return out;
+}
+
+}  // namespace looptrace

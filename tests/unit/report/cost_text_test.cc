@@ -1,0 +1,56 @@
+#include "looptrace/report/cost_text.h"
+
+#include <gtest/gtest.h>
+
+namespace looptrace {
+namespace {
+
+TEST(CostText, NothingWithoutCostFigures) {
+  Stats stats;
+  stats.Set(StatId::records_full, 3);
+  EXPECT_EQ(CostText(stats, 10'000'000'000), "");
+}
+
+TEST(CostText, SaysWhatTheSessionCostInPlainNumbers) {
+  Stats stats;
+  stats.Set(StatId::cost_loader_cpu_ns, 200'000'000);  // 0.2 s over 10 s: 2% of one CPU
+  stats.Set(StatId::cost_probe_hits, 1000);
+  stats.Set(StatId::cost_uprobe_hit_ns, 1000);
+  stats.Set(StatId::cost_probe_bpf_ns, 150'000);
+  stats.Set(StatId::cost_sched_runs, 4000);
+  stats.Set(StatId::cost_sched_bpf_ns, 1'200'000);
+  stats.Set(StatId::cost_switch_stacks, 12);
+  stats.Set(StatId::switch_stacks_idle, 988);
+  const std::string text = CostText(stats, 10'000'000'000);
+  EXPECT_NE(text.find("  loader CPU              0.200 s  2.00% of one CPU\n"), std::string::npos) << text;
+  // 1000 hits x 1000 ns + 150 us in BPF
+  EXPECT_NE(text.find("  probe hits              0.001 s  1000 hits x 1000 ns"), std::string::npos) << text;
+  EXPECT_NE(text.find("+ 150 ns each in BPF"), std::string::npos) << text;
+  EXPECT_NE(text.find("  scheduler programs      0.001 s  4000 runs, 300 ns each"), std::string::npos) << text;
+  EXPECT_NE(text.find("  total                   0.202 s  2.02% of one CPU"), std::string::npos) << text;
+  EXPECT_NE(text.find("12  taken while a message is open (988 idle switch-outs, 0 early preemptions, 0 idle cpu-clock "
+                      "samples without)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("unavailable"), std::string::npos) << text;
+}
+
+TEST(CostText, SaysWhenPreemptionsGetStacks) {
+  Stats stats;
+  stats.Set(StatId::cost_switch_stacks, 5);
+  stats.Set(StatId::early_preemptions_unstacked, 7);
+  stats.Set(StatId::cost_preempt_stacks_after_ns, 70'000'000);
+  const std::string text = CostText(stats, 1'000'000'000);
+  EXPECT_NE(text.find("at preemptions once it is 70.00 ms old (0 idle switch-outs, 7 early preemptions"),
+            std::string::npos)
+      << text;
+}
+
+TEST(CostText, SaysWhenBpfRunTimesAreMissing) {
+  Stats stats;
+  stats.Set(StatId::cost_loader_cpu_ns, 1'000'000);
+  EXPECT_NE(CostText(stats, 1'000'000'000).find("BPF run times unavailable"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace looptrace
