@@ -30,6 +30,7 @@
 #include "bench_child.h"
 #include "loader/bpf/bpf_session.h"
 #include "loader/plan/attach_plan.h"
+#include "loader/plan/probe_config.h"
 #include "loader/plan/profile.h"
 
 namespace {

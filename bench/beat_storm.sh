@@ -9,7 +9,8 @@ SECONDS_TOTAL=${2:-30}
 BUILD=${3:-build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-"$BUILD/looptrace" -q run -f json -o "$out/report.json" --evil-threshold 50 -- \
+"$BUILD/looptrace" -q run --profile "$(dirname "$0")/../tests/sample_app/profiles/sample.profile" \
+  -f json -o "$out/report.json" --evil-threshold 50 -- \
   "$BUILD/looptrace-sample-app" --scenario method-storm --rate "$RATE" \
   --count "$((SECONDS_TOTAL * 1000))" --truth "$out/truth.jsonl"
 python3 - "$out" "$RATE" "$SECONDS_TOTAL" <<'PY'

@@ -20,7 +20,8 @@ cleanup() { "$BUILD/looptrace" detach -p "$APP" >/dev/null 2>&1 || true; kill "$
 "$BUILD/looptrace-sample-app" --scenario messages --count 100000 --start-delay-ms 300 &
 APP=$!
 trap cleanup EXIT
-"$BUILD/looptrace" attach -q -p "$APP" --metrics "127.0.0.1:$PORT"
+"$BUILD/looptrace" attach -q -p "$APP" --profile "$(dirname "$0")/../tests/sample_app/profiles/sample.profile" \
+  --metrics "127.0.0.1:$PORT"
 DAEMON=$("$BUILD/looptrace" status -p "$APP" -f json | python3 -c 'import json,sys; print(json.load(sys.stdin)["session"]["daemon_pid"])')
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }

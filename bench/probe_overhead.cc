@@ -20,6 +20,7 @@
 #include "loader/decode/event_decoder.h"
 #include "loader/decode/string_reader.h"
 #include "loader/plan/attach_plan.h"
+#include "loader/plan/probe_config.h"
 #include "loader/plan/profile.h"
 #include "looptrace/tracers/pipeline.h"
 
@@ -72,7 +73,7 @@ double RunLoop(Hooks hooks, uint64_t iterations) {
 }
 
 AttachPlan PlanFor(Hooks hooks) {
-  auto profile = LoadProfile("sample");
+  auto profile = LoadProfile(LOOPTRACE_SAMPLE_PROFILE_DIR "/sample.profile");
   if (!profile) Die(profile.error().message);
   std::erase_if(profile->probes, [&](const ProbeSpec& p) {
     if (hooks == Hooks::kMethod) return p.role != Role::kMethodEnter && p.role != Role::kMethodExit;

@@ -75,8 +75,14 @@ pid_t StartLooptrace(const std::string& build, pid_t pid, const std::vector<std:
   if (child == 0) {
     dup2(err[1], 2);
     if (!freopen("/dev/null", "w", stdout)) _exit(127);
-    std::vector<std::string> argv = {build + "/looptrace", "record", "-p", std::to_string(pid),
-                                     "--profile",          "sample", "-d", "600"};
+    std::vector<std::string> argv = {build + "/looptrace",
+                                     "record",
+                                     "-p",
+                                     std::to_string(pid),
+                                     "--profile",
+                                     LOOPTRACE_SAMPLE_PROFILE_DIR "/sample.profile",
+                                     "-d",
+                                     "600"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());

@@ -80,7 +80,9 @@ int main(int argc, char** argv) {
   std::vector<double> without, with;
   for (int r = 0; r < rounds; ++r) {
     without.push_back(PingPong(round_trips));
-    pid_t tracer = Spawn({build + "/looptrace", "-q", "record", "-p", std::to_string(target), "-o", "/dev/null"}, true);
+    pid_t tracer = Spawn({build + "/looptrace", "-q", "record", "-p", std::to_string(target), "--profile",
+                          LOOPTRACE_SAMPLE_PROFILE_DIR "/sample.profile", "-o", "/dev/null"},
+                         true);
     usleep(1'500'000);  // attached
     with.push_back(PingPong(round_trips));
     kill(tracer, SIGINT);

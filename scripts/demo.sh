@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh >/dev/null
 SUDO=
 [[ $(id -u) -ne 0 ]] && SUDO=sudo
-echo "== looptrace run -- build/looptrace-sample-app --scenario messages" >&2
-$SUDO ./build/looptrace run -- ./build/looptrace-sample-app --scenario messages
+# The sample target's profile is a test file, not a built-in: passed by path.
+PROFILE=tests/sample_app/profiles/sample.profile
+echo "== looptrace run --profile $PROFILE -- build/looptrace-sample-app --scenario messages" >&2
+$SUDO ./build/looptrace run --profile "$PROFILE" -- ./build/looptrace-sample-app --scenario messages
 echo >&2
-echo "== looptrace run --method-mapping ... -- build/looptrace-sample-app --scenario evil" >&2
-$SUDO ./build/looptrace run --method-mapping build/looptrace-sample-app.methodMapping.txt \
+echo "== looptrace run --profile $PROFILE --method-mapping ... -- build/looptrace-sample-app --scenario evil" >&2
+$SUDO ./build/looptrace run --profile "$PROFILE" --method-mapping build/looptrace-sample-app.methodMapping.txt \
   -- ./build/looptrace-sample-app --scenario evil

@@ -16,6 +16,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "faults: needs root (BPF, mount)" >&2; exit 2; }
 LT=$(realpath "$BUILD/looptrace")
 APP=$(realpath "$BUILD/looptrace-sample-app")
+PROFILE=$(realpath "$(dirname "$0")/../tests/sample_app/profiles/sample.profile")
 SEED=${1:-$$}
 RANDOM=$SEED
 out=$(mktemp -d /tmp/looptrace-faults.XXXXXX)
@@ -93,7 +94,7 @@ echo "faults: seed $SEED, output in $out"
 
 # 1. Process and thread churn in the target while it is traced.
 d=$out/churn; mkdir -p "$d"
-"$LT" -q run -f json -o "$d/r.json" -- "$APP" --scenario churn --count 3000 --truth "$d/truth.jsonl" 2>"$d/err"
+"$LT" -q run --profile "$PROFILE" -f json -o "$d/r.json" -- "$APP" --scenario churn --count 3000 --truth "$d/truth.jsonl" 2>"$d/err"
 st=$?
 made=$(truth_messages "$d/truth.jsonl"); got=$(completed_count "$d/r.json")
 churn=$(grep -o '"forks".*' "$d/truth.jsonl" 2>/dev/null | tr -d '}"' | head -1)
@@ -103,7 +104,7 @@ row "churn: fork/exec/spawn/threads for 3 s" "exit 0, messages = truth, clean" \
 
 # 2. Target SIGKILLed in the middle of a 4 s message.
 d=$out/killed-target; mkdir -p "$d"
-"$LT" -q run -f json -o "$d/r.json" -- "$APP" --scenario anr-busy --stall-ms 4000 --truth "$d/truth.jsonl" 2>"$d/err" &
+"$LT" -q run --profile "$PROFILE" -f json -o "$d/r.json" -- "$APP" --scenario anr-busy --stall-ms 4000 --truth "$d/truth.jsonl" 2>"$d/err" &
 lt=$!
 sleep 1.5
 kill_targets "$d/truth.jsonl"
@@ -119,7 +120,7 @@ for delay in 0 0.01 0.02 0.04; do
   "$APP" --scenario quick --truth "$d/truth.jsonl" &
   app=$!
   sleep "$delay"
-  "$LT" -q record -p "$app" -f json -o "$d/r.json" 2>"$d/err"; st=$?
+  "$LT" -q record --profile "$PROFILE" -p "$app" -f json -o "$d/r.json" 2>"$d/err"; st=$?
   wait "$app" 2>/dev/null
   err=$(head -c 120 "$d/err" | tr '\n' ' ')
   clean=$(after_checks "$d"); c=$?
@@ -132,7 +133,7 @@ mkdir -p "$full"
 mount -t tmpfs -o size=64k looptrace-faults "$full"
 dd if=/dev/zero of="$full/filler" bs=4k 2>/dev/null
 for fmt in text json chrome html folded; do
-  "$LT" -q run -f "$fmt" -o "$full/report.$fmt" -- "$APP" --scenario quick 2>"$out/err.$fmt"; st=$?
+  "$LT" -q run --profile "$PROFILE" -f "$fmt" -o "$full/report.$fmt" -- "$APP" --scenario quick 2>"$out/err.$fmt"; st=$?
   err=$(grep -m1 -o 'cannot write.*' "$out/err.$fmt" | sed "s|$full/||")
   clean=$(after_checks "$full"); c=$?
   size=$(stat -c %s "$full/report.$fmt" 2>/dev/null)
@@ -142,14 +143,14 @@ for fmt in text json chrome html folded; do
     "exit $st ${err:+($err)}, $left, $clean" \
     $([[ ( ($st == 7 && $err == *"No space left"* && -z $size) || ($st == 0 && $size == 0) ) && $c == 0 ]]; echo $?)
 done
-"$LT" -q run -f json -o "$out/ok.json" --save "$full/rec.jsonl" -- "$APP" --scenario quick 2>"$out/err.save"; st=$?
+"$LT" -q run --profile "$PROFILE" -f json -o "$out/ok.json" --save "$full/rec.jsonl" -- "$APP" --scenario quick 2>"$out/err.save"; st=$?
 err=$(grep -m1 -o 'cannot write.*' "$out/err.save" | sed "s|$full/||")
 got=$(completed_count "$out/ok.json")
 clean=$(after_checks "$full"); c=$?
 row "disk full: --save (report elsewhere)" "exit 7, ENOSPC named, report still written, clean" \
   "exit $st ($err), report: $got messages, $clean" \
   $([[ $st == 7 && $err == *"No space left"* && $got == 20 && ! -e $full/rec.jsonl && $c == 0 ]]; echo $?)
-"$LT" -q run -f json -o "$full/r.json" --save "$full/rec.jsonl.gz" -- "$APP" --scenario quick 2>"$out/err.both"; st=$?
+"$LT" -q run --profile "$PROFILE" -f json -o "$full/r.json" --save "$full/rec.jsonl.gz" -- "$APP" --scenario quick 2>"$out/err.both"; st=$?
 err=$(grep -m1 -o 'cannot write.*' "$out/err.both" | sed "s|$full/||")
 clean=$(after_checks "$full"); c=$?
 row "disk full: --save .gz and -o" "exit 7, ENOSPC named, clean" "exit $st ($err), $clean" \
@@ -160,7 +161,7 @@ umount "$full"
 d=$out/killed-looptrace; mkdir -p "$d"
 for i in 1 2 3 4 5 6; do
   delay=$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", r / 32767 * 3 }')
-  "$LT" -q run -f json -o "$d/r.json" --save "$d/rec.jsonl.gz" -- "$APP" --scenario storm --rate 20000 \
+  "$LT" -q run --profile "$PROFILE" -f json -o "$d/r.json" --save "$d/rec.jsonl.gz" -- "$APP" --scenario storm --rate 20000 \
     --count 4000 --truth "$d/truth.$i.jsonl" 2>/dev/null &
   lt=$!
   sleep "$delay"
@@ -169,7 +170,7 @@ for i in 1 2 3 4 5 6; do
   clean=$(after_checks "$d"); c=$?
   row "looptrace SIGKILLed at +${delay}s" "nothing attached, no temporary left" "$clean" $c
 done
-"$LT" -q run -f json -o "$d/r.json" --save "$d/rec.jsonl.gz" -- "$APP" --scenario quick 2>"$out/err.next"; st=$?
+"$LT" -q run --profile "$PROFILE" -f json -o "$d/r.json" --save "$d/rec.jsonl.gz" -- "$APP" --scenario quick 2>"$out/err.next"; st=$?
 got=$(completed_count "$d/r.json")
 files=$(ls "$d" | grep -v '^truth' | tr '\n' ' ')
 clean=$(after_checks "$d"); c=$?

@@ -28,7 +28,8 @@ mkdir -p docs/images
 
 if [[ ${1:-} == --live ]]; then
   if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
-  $SUDO "$BUILD_DIR/looptrace" run -f json -o "$tmp/ignored.json" --save "$tmp/recording.jsonl.gz" \
+  $SUDO "$BUILD_DIR/looptrace" run --profile tests/sample_app/profiles/sample.profile \
+    -f json -o "$tmp/ignored.json" --save "$tmp/recording.jsonl.gz" \
     "${analysis[@]}" -- "$BUILD_DIR/looptrace-sample-app" --scenario report-tour
   cp "$tmp/recording.jsonl.gz" "$recording"
 fi

@@ -25,7 +25,8 @@ out=$(mktemp -d /tmp/looptrace-soak.XXXXXX)
 # LOOPTRACE_SOAK_KEEP=1 keeps the report, truth and stderr (the directory is printed).
 if [[ -n ${LOOPTRACE_SOAK_KEEP:-} ]]; then echo "soak: keeping $out"; else trap 'rm -rf "$out"' EXIT; fi
 
-"$BUILD/looptrace" -q run -f json -o "$out/report.json" -- \
+"$BUILD/looptrace" -q run --profile "$(dirname "$0")/../tests/sample_app/profiles/sample.profile" \
+  -f json -o "$out/report.json" -- \
   "$BUILD/looptrace-sample-app" --scenario storm --rate "$RATE" --count "$ms" \
   --truth "$out/truth.jsonl" 2>"$out/stderr" &
 lt=$!

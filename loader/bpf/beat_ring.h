@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "loader/decode/beat_slicer.h"
+#include "loader/bpf/beat_source.h"
 #include "looptrace/events.h"
 #include "looptrace/util/result.h"
 #include "looptrace/util/unique_fd.h"

@@ -4,7 +4,6 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 
 #include <cstdarg>
 #include <cstdio>
@@ -83,14 +82,6 @@ Result<void> CheckBpfPrerequisites(const std::string& btf_path) {
         "(/sys/bus/event_source/devices/uprobe missing)",
         ExitCode::kUnsupported, "looptrace needs CONFIG_UPROBE_EVENTS");
   return {};
-}
-
-bool KernelAtLeast(int major, int minor) {
-  utsname u{};
-  if (uname(&u) != 0) return false;
-  int have_major = 0, have_minor = 0;
-  if (std::sscanf(u.release, "%d.%d", &have_major, &have_minor) != 2) return false;
-  return have_major > major || (have_major == major && have_minor >= minor);
 }
 
 }  // namespace looptrace::loader

@@ -12,7 +12,4 @@ namespace looptrace::loader {
 // CAP_SYS_ADMIN), kernel BTF (or `btf_path`) and uprobe perf events.
 Result<void> CheckBpfPrerequisites(const std::string& btf_path);
 
-// Whether the running kernel's release is at least major.minor (false if unreadable).
-bool KernelAtLeast(int major, int minor);
-
 }  // namespace looptrace::loader

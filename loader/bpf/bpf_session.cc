@@ -10,6 +10,7 @@
 #include <string>
 
 #include "loader/bpf/perf_sampler.h"
+#include "loader/plan/probe_config.h"
 #include "looptrace/events.h"
 #include "looptrace/util/log.h"
 #include "lt_probes.skel.h"
@@ -18,12 +19,6 @@ namespace looptrace::loader {
 
 void BpfSession::SkeletonDeleter::operator()(lt_probes* skel) const { lt_probes__destroy(skel); }
 void BpfSession::RingDeleter::operator()(ring_buffer* ring) const { ring_buffer__free(ring); }
-
-bool UsesFastBeats(const ResolvedProbe& probe) {
-  const ProbeSpec& spec = probe.spec;
-  return (spec.role == Role::kMethodEnter || spec.role == Role::kMethodExit) && spec.kind == ProbeKind::kUprobe &&
-         spec.args.size() == 1 && spec.args[0].source == 0 && spec.args[0].type != ArgType::kStr;
-}
 
 namespace {
 

@@ -51,10 +51,6 @@ inline constexpr size_t kMaxPointsPerLink = 1u << 17;
 // Without uprobe_multi every point is its own link anyway: progress every this many.
 inline constexpr size_t kMaxPointsPerPerfGroup = 256;
 
-// Method probes whose identity is their first argument use the cookie-less fast path
-// (uprobe_multi kernels only): the group attach keeps them apart.
-bool UsesFastBeats(const ResolvedProbe& probe);
-
 class BpfSession {
  public:
   using SideRecordCallback = std::function<void(std::span<const uint8_t>)>;

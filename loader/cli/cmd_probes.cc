@@ -1,12 +1,13 @@
 // looptrace probes (-p PID | --exe PATH) [--profile P]: resolve probe points, attach nothing.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 
 #include "loader/cli/cli.h"
-#include "loader/plan/attach_plan.h"
 #include "loader/plan/probe_listing.h"
+#include "loader/plan/profile_choice.h"
 #include "loader/runtimes/runtimes.h"
 #include "loader/target/target_process.h"
 #include "looptrace/symbols/probe_cost.h"
@@ -105,7 +106,9 @@ class ProfilesCommand : public Command {
     // Detection order; fragments (shared lines for `include`) after.
     std::cout << "built-in profiles, in auto-detection order:\n";
     for (bool fragments : {false, true}) {
-      if (fragments) std::cout << "\nfragments (lines other profiles include):\n";
+      const bool any = std::any_of(loader::BuiltinProfiles().begin(), loader::BuiltinProfiles().end(),
+                                   [&](const loader::BuiltinProfile& b) { return b.fragment == fragments; });
+      if (fragments && any) std::cout << "\nfragments (lines other profiles include):\n";
       for (const auto& builtin : loader::BuiltinProfiles()) {
         if (builtin.fragment != fragments) continue;
         auto profile = loader::ParseProfile(builtin.text, builtin.name);

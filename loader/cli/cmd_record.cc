@@ -18,7 +18,7 @@ constexpr const char* kRecordExamples =
   looptrace record -p 1234 --save rec.jsonl.gz   also keep the event stream
   looptrace record -p 1234 --evil-threshold 300 --method-mapping methodMapping.txt
 )";
-constexpr const char* kRunExamples = R"(  looptrace run ./build/looptrace-sample-app --scenario messages
+constexpr const char* kRunExamples = R"(  looptrace run /usr/bin/python3.11 app.py
   looptrace run -f json -o out.json -- ./app --flag     "--" is optional
   looptrace run --profile glib -d 5 gnome-calculator
 )";

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "more diagnostics on stderr (-vv: libbpf debug)");
   app.add_flag("-q,--quiet", quiet, "only errors on stderr");
   app.footer(Footer(R"(  looptrace record -p 1234                    trace pid 1234 until Ctrl-C, text report
-  looptrace run ./build/looptrace-sample-app --scenario messages
+  looptrace run /usr/bin/python3.11 app.py     start a command under looptrace
   looptrace report rec.jsonl.gz --top 20       re-analyse a recording, no BPF needed
   looptrace probes -p 1234 --profile my.profile   resolve probe points, attach nothing
   looptrace profiles                           list built-in profiles

@@ -9,21 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "loader/bpf/beat_source.h"
 #include "loader/decode/string_reader.h"
 #include "loader/plan/attach_plan.h"
 #include "looptrace/events.h"
 #include "looptrace/tracers/tracer.h"
 
 namespace looptrace::loader {
-
-// The BPF method-beat ring (events.h), as the slicer needs it.
-class BeatSource {
- public:
-  virtual ~BeatSource() = default;
-  // Copies the beats with absolute indices [begin, end) that are still in the ring and
-  // returns how many of them had already been overwritten.
-  virtual uint64_t Copy(uint64_t begin, uint64_t end, std::vector<lt_beat>* out) const = 0;
-};
 
 // Names function addresses of the target (address-flavour method beats).
 class AddressNamer {

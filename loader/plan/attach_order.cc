@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "loader/bpf/bpf_session.h"
+#include "loader/plan/probe_config.h"
 
 namespace looptrace::loader {
 namespace {

@@ -1,4 +1,7 @@
-// Profile + target -> the concrete probe points to attach (no libbpf here, no root).
+// Profile + target -> the concrete probe points to attach (no libbpf here, no root): the plan's
+// types and point resolution. The rest of plan/ by job: binaries.h (a profile's BINARY names),
+// marks.h (`requires` lines), probe_config.h (what BPF is told per probe), profile_choice.h
+// (auto-detection and --profile), runtime_checks.h (the runtimes' checks of a chosen profile).
 #pragma once
 
 #include <cstdint>
@@ -8,25 +11,11 @@
 #include <vector>
 
 #include "loader/plan/profile.h"
+#include "loader/target/target_binaries.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {
-
-// Where a profile's BINARY names are looked up.
-struct TargetBinaries {
-  int pid = 0;                  // live process (record): /proc/PID/maps and /proc/PID/exe
-  std::string exe_path;         // run: the resolved command; record: /proc/PID/exe target
-  std::string ld_library_path;  // run: the child's LD_LIBRARY_PATH
-  // run + profile detection: a library must be one the executable links (DT_NEEDED,
-  // transitively), not merely present on disk.
-  bool require_linked = false;
-  // Auto-detection: `requires-loaded` marks must be present (else only a warning).
-  bool detecting = false;
-  // --exact-entry: every probe stays on its symbol, even where the kernel single-steps
-  // the first instruction (no relocation, probe_placement.h).
-  bool exact_entry = false;
-};
 
 // Where a uprobe/uretprobe fires (probe_placement.h).
 enum class Placement {
@@ -83,42 +72,32 @@ struct AttachPlan {
   std::vector<std::string> assumptions;
 };
 
-// The attach cookie (probe id and role) and the probe's configuration for BPF (events.h).
-uint64_t MakeCookie(const ResolvedProbe& probe);
-lt_probe_config MakeProbeConfig(const ResolvedProbe& probe);
-// Every probe's configuration, by probe id (which probes may claim the loop thread depends on
-// the whole plan).
-std::vector<lt_probe_config> MakeProbeConfigs(const AttachPlan& plan);
+// Why a profile does not resolve for a target. kDoesNotFit: the target is not one the profile
+// is for (a library it does not map or link, a `requires` mark it lacks): another profile may
+// fit. kNoSuchPoint: a line's point is not in its binary (an optional line is left out).
+// kOther: the rest (a USDT argument the probe lacks, a file that cannot be read).
+enum class PlanErrorKind : uint8_t { kOther, kDoesNotFit, kNoSuchPoint };
+
+struct PlanError : Error {
+  PlanErrorKind kind = PlanErrorKind::kOther;
+
+  PlanError() = default;
+  // Implicit: any Error is a PlanError of kind kOther.
+  PlanError(Error error, PlanErrorKind error_kind = PlanErrorKind::kOther)
+      : Error(std::move(error)), kind(error_kind) {}
+};
+
+template <typename T>
+using PlanResult = std::expected<T, PlanError>;
+
+// A kDoesNotFit error (exit code kProfile).
+inline std::unexpected<PlanError> DoesNotFit(std::string message, std::string hint = {}) {
+  return std::unexpected(
+      PlanError(Error{std::move(message), std::move(hint), ExitCode::kProfile}, PlanErrorKind::kDoesNotFit));
+}
 
 // Resolves every probe of the profile; the first failure is returned, naming the
 // binary and point, with the closest symbol names as a hint.
-Result<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target);
-
-// One built-in profile as auto-detection judged it.
-struct ProfileCandidate {
-  std::string name;
-  bool matches = false;
-  std::string reason;  // what it matched on, or why it does not fit
-};
-
-struct Detection {
-  std::vector<ProfileCandidate> candidates;  // in detection order
-  std::optional<size_t> picked;              // index of the first that matches
-  Profile profile;                           // the picked one and its plan
-  AttachPlan plan;
-};
-
-// Auto-detection: the built-ins (not fragments) in LOOPTRACE_PROFILE_FILES order; the first
-// whose `requires` / `requires-call` marks are present and whose probes all resolve is picked. Libraries must
-// be ones the executable links (run) or has mapped (record). With `stop_at_first`, those
-// after the pick are not tried.
-Detection DetectProfile(const TargetBinaries& target, bool stop_at_first);
-
-// The explicit profile (a clear error naming what the target lacks when it does not fit),
-// or the auto-detected one.
-Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requested, const TargetBinaries& target);
-
-// Path of a profile BINARY ("exe", absolute path, or library name) for the target.
-Result<std::string> ResolveBinary(const std::string& binary, const TargetBinaries& target);
+PlanResult<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinaries& target);
 
 }  // namespace looptrace::loader

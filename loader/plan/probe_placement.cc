@@ -9,7 +9,7 @@
 #include <set>
 #include <utility>
 
-#include "loader/bpf/bpf_prerequisites.h"
+#include "loader/target/kernel_release.h"
 #include "looptrace/events.h"
 #include "looptrace/symbols/probe_relocation.h"
 #include "looptrace/symbols/proc_maps.h"

@@ -3,8 +3,8 @@
 #include <set>
 #include <utility>
 
-#include "loader/bpf/bpf_prerequisites.h"
-#include "loader/bpf/bpf_session.h"
+#include "loader/plan/probe_config.h"
+#include "loader/target/kernel_release.h"
 
 namespace looptrace::loader {
 namespace {

@@ -1,6 +1,5 @@
-// What the runtimes share: reading a target's command line, telling runtimes apart, and
-// the checks every runtime profile goes through (runtimes.h). Each runtime's own knowledge
-// is in runtime_python.cc and runtime_jvm.cc.
+// What is asked of every registered runtime at once (runtimes.h), and the target's command
+// line the runtimes' checks read.
 #include "loader/runtimes/runtimes.h"
 
 #include <fmt/format.h>
@@ -30,12 +29,13 @@ std::optional<std::vector<std::string>> ReadNulSeparated(const std::string& path
   return words;
 }
 
-std::string Describe(const TargetBinaries& target) {
-  if (target.pid > 0) return fmt::format("pid {} ({})", target.pid, target.exe_path);
-  return target.exe_path;
-}
-
 }  // namespace
+
+const Runtime* FindRuntime(std::string_view name) {
+  for (const Runtime* runtime : AllRuntimes())
+    if (runtime->name() == name) return runtime;
+  return nullptr;
+}
 
 TargetCommand ReadTargetCommand(int pid) {
   TargetCommand c;
@@ -56,51 +56,27 @@ TargetCommand CommandOf(const std::vector<std::string>& argv) {
 }
 
 RuntimeInfo IdentifyRuntime(const TargetBinaries& target) {
-  RuntimeInfo info;
-  if (jvm::Looks(target, &info)) return info;
-  if (python::Looks(target, &info)) return info;
-  return info;
-}
-
-Result<void> CheckRuntimePresent(const Profile& profile, const TargetBinaries& target) {
-  if (profile.runtimes.empty()) return {};
-  const RuntimeInfo info = IdentifyRuntime(target);
-  for (const std::string& runtime : profile.runtimes) {
-    if (runtime != "python" && runtime != "jvm") continue;  // a runtime without checks here
-    if (info.name == runtime) continue;
-    const std::string what = info.name.empty() ? "no runtime looptrace knows" : info.what;
-    return MakeError(fmt::format("profile {} is for {}, but {} runs {}", profile.name,
-                                 runtime == "python" ? "CPython" : "a HotSpot JVM", Describe(target), what),
-                     ExitCode::kProfile,
-                     info.name == "python" ? "use --profile python (or leave --profile out to detect it)"
-                     : info.name == "jvm"  ? "use --profile jvm (or leave --profile out to detect it)"
-                                           : "leave --profile out to detect the target's profile");
-  }
-  // Present, but perhaps without the probes the profile reads.
-  for (const std::string& runtime : profile.runtimes) {
-    if (runtime == "python" && info.binary.empty()) {
-      std::string why = python::Diagnose(target, TargetCommand{});
-      return MakeError(why.empty() ? fmt::format("{} has no CPython USDT probes", Describe(target)) : why,
-                       ExitCode::kProfile,
-                       "use a CPython configured --with-dtrace, such as Debian's /usr/bin/python3.11 "
-                       "(readelf -n shows its 'python' probes)");
-    }
-  }
-  return {};
-}
-
-Result<void> CheckRuntimes(const Profile& profile, const AttachPlan& plan, const TargetBinaries& target,
-                           const TargetCommand& command) {
-  for (const std::string& runtime : profile.runtimes) {
-    if (runtime == "python") RETURN_IF_ERROR(python::Check(profile, plan, target, command));
-    if (runtime == "jvm") RETURN_IF_ERROR(jvm::Check(profile, plan, target, command));
-  }
+  for (const Runtime* runtime : AllRuntimes())
+    if (auto info = runtime->Detect(target)) return *info;
   return {};
 }
 
 std::string DiagnoseRuntime(const TargetBinaries& target, const TargetCommand& command) {
-  if (std::string why = jvm::Diagnose(target, command); !why.empty()) return why;
-  return python::Diagnose(target, command);
+  for (const Runtime* runtime : AllRuntimes())
+    if (std::string why = runtime->Diagnose(target, command); !why.empty()) return why;
+  return "";
+}
+
+std::optional<uint64_t> ResolveRuntimePoint(const symbols::ElfFile& elf, std::string_view point) {
+  for (const Runtime* runtime : AllRuntimes())
+    if (auto address = runtime->ResolvePoint(elf, point)) return address;
+  return std::nullopt;
+}
+
+std::optional<std::string> DlopenedRuntimeLibrary(const std::string& library, const std::string& exe_path) {
+  for (const Runtime* runtime : AllRuntimes())
+    if (auto path = runtime->DlopenedLibrary(library, exe_path)) return path;
+  return std::nullopt;
 }
 
 }  // namespace looptrace::loader

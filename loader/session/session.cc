@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "loader/plan/attach_order.h"
+#include "loader/plan/probe_config.h"
 #include "loader/plan/shadow_probes.h"
 #include "loader/target/proc_readers.h"
 #include "looptrace/util/log.h"

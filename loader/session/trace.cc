@@ -9,6 +9,8 @@
 #include <set>
 
 #include "loader/bpf/bpf_prerequisites.h"
+#include "loader/plan/profile_choice.h"
+#include "loader/plan/runtime_checks.h"
 #include "loader/plan/usdt_semaphores.h"
 #include "loader/runtimes/runtimes.h"
 #include "loader/target/proc_readers.h"

@@ -22,7 +22,8 @@ class AnrTest : public BpfTest {
   };
 
   Outcome RunScenario(const std::string& scenario, std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
+    std::vector<std::string> argv = {Looptrace(), "run",  "--profile", SampleProfile(),
+                                     "-f",        "json", "-o",        dir_ / "out.json"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back("--");
     for (const auto& a :
@@ -115,8 +116,8 @@ TEST_F(AnrTest, DiskIo) {
 TEST_F(AnrTest, DeadlockNamesBothThreads) {
   // The deadlocked target never ends: looptrace records for 6 s, then it is killed.
   Process app({SampleApp(), "--scenario", "anr-deadlock", "--start-delay-ms", "800", "--truth", dir_ / "truth.jsonl"});
-  auto r = RunCommand(
-      {Looptrace(), "record", "-p", std::to_string(app.pid()), "-d", "6.5", "-f", "json", "-o", dir_ / "out.json"});
+  auto r = RunCommand({Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid()), "-d",
+                       "6.5", "-f", "json", "-o", dir_ / "out.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   app.Signal(SIGKILL);
   app.Wait(10);
@@ -164,7 +165,7 @@ TEST_F(AnrTest, OpenMethodSliceMatchesTheTruth) {
 
 TEST_F(AnrTest, SigquitFromAnotherProcessIsAConfirmedAnr) {
   Process app({SampleApp(), "--scenario", "anr-sleep", "--start-delay-ms", "500"});
-  Process tracer({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json"});
+  Process tracer({Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid()), "-f", "json"});
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // inside the 6 s sleep
   ASSERT_EQ(kill(app.pid(), SIGQUIT), 0);
   EXPECT_EQ(app.Wait(30).exit_code, 0) << "the target's signal catcher keeps it running";
@@ -218,8 +219,8 @@ TEST(AnrDwarfUnwind, StackOfAProgramWithoutFramePointers) {
   const std::string app = std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app-nofp";
   auto stack_of = [&](bool dwarf) {
     // One snapshot (no LAG first): the first unwind of the session.
-    std::vector<std::string> argv = {Looptrace(),       "run", "-f", "json", "-o", dir / "out.json",
-                                     "--anr-threshold", "1500"};
+    std::vector<std::string> argv = {Looptrace(), "run", "--profile",      SampleProfile(),   "-f",
+                                     "json",      "-o",  dir / "out.json", "--anr-threshold", "1500"};
     if (dwarf) argv.push_back("--dwarf-unwind");
     for (const auto& a : {std::string("--"), app, std::string("--scenario"), std::string("anr-sleep"),
                           std::string("--stall-ms"), std::string("2000")})

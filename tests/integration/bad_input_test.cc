@@ -77,7 +77,7 @@ TEST_F(BadInputTest, RunNotRootDoesNotStartTheCommand) {
   std::string marker = dir_ / "ran";
   chmod(dir_.path().c_str(), 0777);
   auto r = RunCommand({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Looptrace(), "run", "--profile",
-                       "sample", "--", "/bin/sh", "-c", "touch " + marker});
+                       SampleProfile(), "--", "/bin/sh", "-c", "touch " + marker});
   ExpectOneLineError(r, kPermission, "permission denied");
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the command must not run untraced";
 }
@@ -167,7 +167,8 @@ TEST_F(BadInputTest, ReportOfAFileThatIsNotARecording) {
 
 TEST_F(BadInputTest, TargetExitingDuringTheSessionStillGetsAReport) {
   Process app({SampleApp(), "--scenario", "quick", "--start-delay-ms", "700"});
-  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json"});
+  auto r =
+      RunCommand({Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid()), "-f", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto lines = ParseJsonLines(r.out);
   EXPECT_EQ(OfType(lines, "session").at(0)["end_reason"], "target-exited");

@@ -58,8 +58,9 @@ class EvilMethodTest : public BpfTest {
 };
 
 TEST_F(EvilMethodTest, IdHooksTreeMatchesTruth) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--method-mapping", Mapping(), "--",
-                       SampleApp(), "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json",
+                       "--method-mapping", Mapping(), "--", SampleApp(), "--scenario", "evil", "--truth",
+                       dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   auto truth = ReadJsonLines(dir_ / "truth.jsonl");
@@ -83,8 +84,8 @@ TEST_F(EvilMethodTest, IdHooksTreeMatchesTruth) {
 }
 
 TEST_F(EvilMethodTest, InstrumentFunctionsTreeMatchesTruth) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", CygApp(), "--scenario", "evil",
-                       "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile("sample-cyg"), "-f", "json", "-o",
+                       dir_ / "out.json", "--", CygApp(), "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   EXPECT_EQ(OfType(lines, "session")[0]["profile"], "sample-cyg");
@@ -96,15 +97,15 @@ TEST_F(EvilMethodTest, InstrumentFunctionsTreeMatchesTruth) {
 }
 
 TEST_F(EvilMethodTest, MessageUnderTheThresholdHasNoReport) {
-  auto r = RunCommand(
-      {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", SampleApp(), "--scenario", "evil-short"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json", "--",
+                       SampleApp(), "--scenario", "evil-short"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(OfType(ReadJsonLines(dir_ / "out.json"), "evil_method").size(), 0u);
 
   // A lower threshold reports it, with the full tree.
-  auto low = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "low.json", "--evil-threshold", "150",
-                         "--method-mapping", Mapping(), "--", SampleApp(), "--scenario", "evil-short", "--truth",
-                         dir_ / "truth.jsonl"});
+  auto low = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "low.json",
+                         "--evil-threshold", "150", "--method-mapping", Mapping(), "--", SampleApp(), "--scenario",
+                         "evil-short", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(low.exit_code, 0) << low.err;
   auto reports = OfType(ReadJsonLines(dir_ / "low.json"), "evil_method");
   ASSERT_EQ(reports.size(), 1u);
@@ -113,8 +114,8 @@ TEST_F(EvilMethodTest, MessageUnderTheThresholdHasNoReport) {
 }
 
 TEST_F(EvilMethodTest, MatrixCompatReproducesMatrixStackFormat) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--matrix-compat", "--", SampleApp(),
-                       "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json",
+                       "--matrix-compat", "--", SampleApp(), "--scenario", "evil", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto reports = OfType(ReadJsonLines(dir_ / "out.json"), "evil_method");
   ASSERT_EQ(reports.size(), 1u);
@@ -132,8 +133,9 @@ TEST_F(EvilMethodTest, MatrixCompatReproducesMatrixStackFormat) {
 // record lost or overwritten): the storm's leaf calls, merged into one node, must add up
 // to the number of calls the target made.
 TEST_F(EvilMethodTest, MethodStormLosesNoBeats) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "50", "--",
-                       SampleApp(), "--scenario", "method-storm", "--count", "3000", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json",
+                       "--evil-threshold", "50", "--", SampleApp(), "--scenario", "method-storm", "--count", "3000",
+                       "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   std::map<uint64_t, uint64_t> calls_by_msg;
@@ -173,8 +175,8 @@ TEST_F(EvilMethodTest, MalformedMappingStaysUsableAndMissingIdsAreCounted) {
       out << line << "\n";
     }
   }
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--method-mapping", mapping, "--",
-                       SampleApp(), "--scenario", "evil", "--count", "1"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json",
+                       "--method-mapping", mapping, "--", SampleApp(), "--scenario", "evil", "--count", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find(mapping + ":3:"), std::string::npos) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");

@@ -29,8 +29,9 @@ class FramesTest : public BpfTest, public ::testing::WithParamInterface<std::pai
 
 TEST_P(FramesTest, EveryFrameMatchesTheTruth) {
   auto [scenario, hz] = GetParam();
-  std::vector<std::string> argv = {Looptrace(), "run",       "-f",         "json",   "-o",      dir_ / "out.json",
-                                   "--",        SampleApp(), "--scenario", scenario, "--truth", dir_ / "truth.jsonl"};
+  std::vector<std::string> argv = {
+      Looptrace(),       "run", "--profile", SampleProfile(), "-f",     "json",    "-o",
+      dir_ / "out.json", "--",  SampleApp(), "--scenario",    scenario, "--truth", dir_ / "truth.jsonl"};
   if (hz) {
     argv.push_back("--refresh-rate");
     argv.push_back(std::to_string(hz));
@@ -108,8 +109,8 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, FramesTest,
 
 TEST(FramesOff, ProfileWithoutFrameRolesSaysSoOnce) {
   RequireRootOrSkip();
-  auto r = RunCommand({Looptrace(), "run", "--profile", "sample-usdt", "--", SampleApp(), "--scenario", "frames-smooth",
-                       "--count", "10"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile("sample-usdt"), "--", SampleApp(), "--scenario",
+                       "frames-smooth", "--count", "10"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   size_t at = r.out.find("frames: off");
   EXPECT_NE(at, std::string::npos) << r.out;
@@ -119,8 +120,8 @@ TEST(FramesOff, ProfileWithoutFrameRolesSaysSoOnce) {
 TEST(ChromeTrace, LoadsAsTraceEventJson) {
   RequireRootOrSkip();
   TempDir dir;
-  auto r = RunCommand(
-      {Looptrace(), "run", "-f", "chrome", "-o", dir / "trace.json", "--", SampleApp(), "--scenario", "frames-jank"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "chrome", "-o", dir / "trace.json", "--",
+                       SampleApp(), "--scenario", "frames-jank"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(dir / "trace.json");
   json trace = json::parse(in);

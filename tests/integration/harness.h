@@ -25,6 +25,12 @@ namespace looptrace::testing {
 
 inline std::string Looptrace() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace"; }
 inline std::string SampleApp() { return std::string(LOOPTRACE_BINARY_DIR) + "/looptrace-sample-app"; }
+// The sample target's profiles (tests/sample_app/profiles/NAME.profile): test files, passed
+// with --profile, never built into looptrace. "sample" for the id hooks (looptrace-sample-app,
+// -nofp), "sample-cyg" for -finstrument-functions (-cyg), "sample-usdt" for its USDT probes.
+inline std::string SampleProfile(const std::string& name = "sample") {
+  return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/sample_app/profiles/" + name + ".profile";
+}
 
 struct CommandResult {
   int exit_code = -1;  // 128+signal when killed

@@ -137,8 +137,8 @@ TEST_F(HtmlReportLiveTest, ReportTourInChromium) {
   ASSERT_TRUE(browser_.found()) << "chromium not found: apt-get install chromium (scripts/setup.sh installs it)";
   const std::vector<std::string> analysis = {"--method-mapping", Mapping(), "--evil-threshold", "150",
                                              "--anr-threshold",  "1000",    "--lag-threshold",  "500"};
-  std::vector<std::string> argv = {
-      Looptrace(), "run", "-f", "html", "-o", dir_ / "report.html", "--save", dir_ / "recording.jsonl"};
+  std::vector<std::string> argv = {Looptrace(), "run", "--profile",          SampleProfile(), "-f",
+                                   "html",      "-o",  dir_ / "report.html", "--save",        dir_ / "recording.jsonl"};
   argv.insert(argv.end(), analysis.begin(), analysis.end());
   for (const auto& a : {std::string("--"), SampleApp(), std::string("--scenario"), std::string("report-tour"),
                         std::string("--truth"), dir_ / "truth.jsonl"})

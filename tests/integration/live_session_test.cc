@@ -105,7 +105,8 @@ TEST_F(LiveSessionTest, BackgroundSessionFromAnyShell) {
   auto app = StartDeadlocked();
   const std::string pid = std::to_string(app->pid());
   const auto t0 = Clock::now();
-  auto attached = Lt({"attach", "-p", pid, "-o", dir_ / "final.json", "-f", "json", "--anr-threshold", "1500"});
+  auto attached = Lt({"attach", "--profile", SampleProfile(), "-p", pid, "-o", dir_ / "final.json", "-f", "json",
+                      "--anr-threshold", "1500"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   std::cout << "attach returned after "
             << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count() << " ms\n";
@@ -121,7 +122,7 @@ TEST_F(LiveSessionTest, BackgroundSessionFromAnyShell) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 
   // A second attach to the same pid: a clear error, the first session untouched.
-  auto again = Lt({"attach", "-p", pid});
+  auto again = Lt({"attach", "--profile", SampleProfile(), "-p", pid});
   EXPECT_EQ(again.exit_code, 8) << again.err;
   EXPECT_NE(again.err.find(pid), std::string::npos) << again.err;
 
@@ -194,7 +195,7 @@ TEST_F(LiveSessionTest, BackgroundSessionFromAnyShell) {
 TEST_F(LiveSessionTest, ReportSoFarHasSampledTrees) {
   Process app({SampleApp(), "--scenario", "messages", "--count", "2000", "--start-delay-ms", "500"});
   const std::string pid = std::to_string(app.pid());
-  auto attached = Lt({"attach", "-p", pid, "--evil-threshold", "2"});
+  auto attached = Lt({"attach", "--profile", SampleProfile(), "-p", pid, "--evil-threshold", "2"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   ASSERT_TRUE(WaitUntil([&] { return StatusMessages(Status(app.pid())) >= 20; }, 20));
   auto so_far = Lt({"report", "-p", pid, "-f", "json"});
@@ -211,7 +212,7 @@ TEST_F(LiveSessionTest, SessionEndsWithItsTarget) {
   Process app({SampleApp(), "--scenario", "messages", "--count", "60", "--start-delay-ms", "1000", "--truth",
                dir_ / "truth.jsonl"});
   const std::string pid = std::to_string(app.pid());
-  auto attached = Lt({"attach", "-p", pid, "-o", dir_ / "final.json", "-f", "json"});
+  auto attached = Lt({"attach", "--profile", SampleProfile(), "-p", pid, "-o", dir_ / "final.json", "-f", "json"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   EXPECT_EQ(app.Wait(30).exit_code, 0);
   // The session writes its report and removes its socket by itself.
@@ -275,7 +276,7 @@ TEST_F(LiveSessionTest, DetachRacingTheTargetsExit) {
     auto app = StartDeadlocked();
     const std::string pid = std::to_string(app->pid());
     const std::string out = dir_ / ("final-" + std::to_string(round) + ".json");
-    ASSERT_EQ(Lt({"attach", "-p", pid, "-o", out, "-f", "json"}).exit_code, 0);
+    ASSERT_EQ(Lt({"attach", "--profile", SampleProfile(), "-p", pid, "-o", out, "-f", "json"}).exit_code, 0);
     ASSERT_TRUE(WaitUntil([&] { return StatusMessages(Status(app->pid())) == 5; }, 20));
     Process detach({Looptrace(), "detach", "-p", pid});
     app->Signal(SIGKILL);
@@ -290,7 +291,7 @@ TEST_F(LiveSessionTest, DetachRacingTheTargetsExit) {
 TEST_F(LiveSessionTest, TopUnderTmux) {
   auto app = StartDeadlocked();
   const std::string pid = std::to_string(app->pid());
-  ASSERT_EQ(Lt({"attach", "-p", pid, "--anr-threshold", "1000"}).exit_code, 0);
+  ASSERT_EQ(Lt({"attach", "--profile", SampleProfile(), "-p", pid, "--anr-threshold", "1000"}).exit_code, 0);
   ASSERT_TRUE(WaitUntil([&] { return Status(app->pid())["status"].value("anrs", 0) == 1; }, 20));
 
   // A tmux server of the test's own (-L), so the environment is this process's.
@@ -335,7 +336,8 @@ TEST_F(LiveSessionTest, PrometheusScrapesTheReportsCounts) {
   const std::string pid = std::to_string(app->pid());
   const int metrics_port = FreePort();
   const std::string metrics = "127.0.0.1:" + std::to_string(metrics_port);
-  auto attached = Lt({"attach", "-p", pid, "--metrics", metrics, "--anr-threshold", "1500"});
+  auto attached =
+      Lt({"attach", "--profile", SampleProfile(), "-p", pid, "--metrics", metrics, "--anr-threshold", "1500"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
 
   // The port is taken now: a second daemon says so with exit 9 and attaches nothing.
@@ -463,8 +465,8 @@ TEST_F(ClickHouseTest, RowsMatchTheReports) {
   Process evil({SampleApp(), "--scenario", "evil", "--start-delay-ms", "1000"});
   Process anr({SampleApp(), "--scenario", "anr-busy", "--stall-ms", "2000", "--start-delay-ms", "1000"});
   auto attached =
-      Lt({"attach", "-p", std::to_string(evil.pid()), "-p", std::to_string(anr.pid()), "-o", dir_ / "final-%p.json",
-          "-f", "json", "--anr-threshold", "1500", "--clickhouse",
+      Lt({"attach", "--profile", SampleProfile(), "-p", std::to_string(evil.pid()), "-p", std::to_string(anr.pid()),
+          "-o", dir_ / "final-%p.json", "-f", "json", "--anr-threshold", "1500", "--clickhouse",
           "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=looptrace", "--clickhouse-interval", "1"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   EXPECT_EQ(evil.Wait(30).exit_code, 0);
@@ -524,8 +526,8 @@ TEST_F(ClickHouseTest, RefusedInsertsAreDroppedAndCounted) {
   auto app = StartDeadlocked();
   const std::string pid = std::to_string(app->pid());
   auto attached =
-      Lt({"attach", "-p", pid, "--clickhouse", "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=missing",
-          "--clickhouse-interval", "1"});
+      Lt({"attach", "--profile", SampleProfile(), "-p", pid, "--clickhouse",
+          "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=missing", "--clickhouse-interval", "1"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   json status;
   EXPECT_TRUE(WaitUntil(
@@ -544,8 +546,8 @@ TEST_F(ClickHouseTest, RefusedInsertsAreDroppedAndCounted) {
 TEST_F(LiveSessionTest, ClickHouseUnreachableDoesNotStopTheSession) {
   auto app = StartDeadlocked();
   const std::string pid = std::to_string(app->pid());
-  auto attached = Lt({"attach", "-p", pid, "--clickhouse", "http://127.0.0.1:" + std::to_string(FreePort()) + "/",
-                      "--clickhouse-interval", "1"});
+  auto attached = Lt({"attach", "--profile", SampleProfile(), "-p", pid, "--clickhouse",
+                      "http://127.0.0.1:" + std::to_string(FreePort()) + "/", "--clickhouse-interval", "1"});
   ASSERT_EQ(attached.exit_code, 0) << attached.err;
   json status;
   EXPECT_TRUE(WaitUntil(

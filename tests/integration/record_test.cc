@@ -112,8 +112,8 @@ void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<js
 }
 
 TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--", SampleApp(), "--scenario",
-                       "messages", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json", "--",
+                       SampleApp(), "--scenario", "messages", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   auto truth = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message");
@@ -133,7 +133,8 @@ TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {
 TEST_F(RecordTest, RecordAttachesToARunningProcessAndEndsWhenItExits) {
   Process app({SampleApp(), "--scenario", "messages", "--count", "150", "--start-delay-ms", "1500", "--truth",
                dir_ / "truth.jsonl"});
-  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json", "-o", dir_ / "out.json"});
+  auto r = RunCommand({Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid()), "-f",
+                       "json", "-o", dir_ / "out.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("exited"), std::string::npos) << r.err;
   EXPECT_EQ(app.Wait(30).exit_code, 0);
@@ -143,8 +144,8 @@ TEST_F(RecordTest, RecordAttachesToARunningProcessAndEndsWhenItExits) {
 }
 
 TEST_F(RecordTest, UsdtProfileSeesTheSameMessages) {
-  auto r = RunCommand({Looptrace(), "run", "--profile", "sample-usdt", "-f", "json", "-o", dir_ / "out.json", "--",
-                       SampleApp(), "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile("sample-usdt"), "-f", "json", "-o",
+                       dir_ / "out.json", "--", SampleApp(), "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   EXPECT_EQ(OfType(lines, "session")[0]["profile"], "sample-usdt");
@@ -152,16 +153,17 @@ TEST_F(RecordTest, UsdtProfileSeesTheSameMessages) {
 }
 
 TEST_F(RecordTest, ThreadFilterMainOrAll) {
-  auto all = RunCommand({Looptrace(), "run", "--threads", "all", "-f", "json", "-o", dir_ / "all.json", "--",
-                         SampleApp(), "--scenario", "two-loopers", "--truth", dir_ / "truth_all.jsonl"});
+  auto all = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "--threads", "all", "-f", "json", "-o",
+                         dir_ / "all.json", "--", SampleApp(), "--scenario", "two-loopers", "--truth",
+                         dir_ / "truth_all.jsonl"});
   ASSERT_EQ(all.exit_code, 0) << all.err;
   auto truth_all = OfType(ReadJsonLines(dir_ / "truth_all.jsonl"), "message");
   auto lines_all = ReadJsonLines(dir_ / "all.json");
   ExpectMatchesTruth(OfType(lines_all, "message"), truth_all);
   EXPECT_EQ(OfType(lines_all, "message_summary").size(), 2u);
 
-  auto main_only = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "main.json", "--", SampleApp(),
-                               "--scenario", "two-loopers", "--truth", dir_ / "truth_main.jsonl"});
+  auto main_only = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "main.json",
+                               "--", SampleApp(), "--scenario", "two-loopers", "--truth", dir_ / "truth_main.jsonl"});
   ASSERT_EQ(main_only.exit_code, 0) << main_only.err;
   auto process = OfType(ReadJsonLines(dir_ / "truth_main.jsonl"), "process");
   ASSERT_EQ(process.size(), 1u);
@@ -212,8 +214,8 @@ TEST_F(RecordTest, EveryArgumentSourceOfAUprobeIsRecordedExactly) {
 }
 
 TEST_F(RecordTest, SavedRecordingReplaysToTheSameReport) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "live.json", "--save", dir_ / "rec.jsonl.gz",
-                       "--", SampleApp(), "--scenario", "quick"});
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "live.json",
+                       "--save", dir_ / "rec.jsonl.gz", "--", SampleApp(), "--scenario", "quick"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto replay = RunCommand({Looptrace(), "report", dir_ / "rec.jsonl.gz", "-f", "json"});
   ASSERT_EQ(replay.exit_code, 0) << replay.err;
@@ -230,14 +232,14 @@ TEST_F(RecordTest, SavedRecordingReplaysToTheSameReport) {
 }
 
 TEST_F(RecordTest, TextReportHasSummaryAndGzOutputDecompresses) {
-  auto text = RunCommand({Looptrace(), "run", "--", SampleApp(), "--scenario", "quick"});
+  auto text = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "--", SampleApp(), "--scenario", "quick"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   for (const char* needle : {"messages on thread", "p50", "p99", "slowest messages", "msg.", "data quality"}) {
     EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
   }
 
-  auto gz = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json.gz", "--", SampleApp(), "--scenario",
-                        "quick", "--truth", dir_ / "truth.jsonl"});
+  auto gz = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json.gz",
+                        "--", SampleApp(), "--scenario", "quick", "--truth", dir_ / "truth.jsonl"});
   ASSERT_EQ(gz.exit_code, 0) << gz.err;
   gzFile f = gzopen((dir_ / "out.json.gz").c_str(), "rb");
   ASSERT_NE(f, nullptr);
@@ -254,7 +256,8 @@ TEST_F(RecordTest, DurationStopsTheSessionAndLeavesTheTargetRunning) {
   Process app({SampleApp(), "--scenario", "idle", "--count", "4000"});
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto start = std::chrono::steady_clock::now();
-  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(app.pid()), "-d", "1", "-f", "json"});
+  auto r = RunCommand(
+      {Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid()), "-d", "1", "-f", "json"});
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(took, 3.5);
@@ -266,7 +269,7 @@ TEST_F(RecordTest, DurationStopsTheSessionAndLeavesTheTargetRunning) {
 
 TEST_F(RecordTest, SigtermEndsTheSessionWithAReport) {
   Process app({SampleApp(), "--scenario", "idle", "--count", "4000"});
-  Process tracer({Looptrace(), "record", "-p", std::to_string(app.pid()), "-f", "json"});
+  Process tracer({Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid()), "-f", "json"});
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   tracer.Signal(SIGTERM);
   auto r = tracer.Wait(30);
@@ -277,7 +280,7 @@ TEST_F(RecordTest, SigtermEndsTheSessionWithAReport) {
 
 TEST_F(RecordTest, KillNineMidSessionLeavesTargetRunningAndNoProbes) {
   Process app({SampleApp(), "--scenario", "messages", "--start-delay-ms", "500", "--truth", dir_ / "truth.jsonl"});
-  Process tracer({Looptrace(), "record", "-p", std::to_string(app.pid())});
+  Process tracer({Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid())});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   tracer.Signal(SIGKILL);
   EXPECT_EQ(tracer.Wait(30).exit_code, 128 + SIGKILL);
@@ -287,7 +290,7 @@ TEST_F(RecordTest, KillNineMidSessionLeavesTargetRunningAndNoProbes) {
 }
 
 TEST_F(RecordTest, ProbesListsResolvedPointsWithTheirCost) {
-  auto r = RunCommand({Looptrace(), "probes", "--exe", SampleApp(), "--profile", "sample"});
+  auto r = RunCommand({Looptrace(), "probes", "--exe", SampleApp(), "--profile", SampleProfile()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* needle :
        {"dispatch.begin", "sample_looper_dispatch_begin", "emulated (nop5)", "dispatch.end", "looptrace-sample-app"}) {

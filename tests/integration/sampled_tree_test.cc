@@ -3,6 +3,7 @@
 // lock the main thread waits for, never a bogus frame.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -25,6 +26,9 @@ class SampledTreeTest : public BpfTest {
   std::vector<json> Run(const std::string& app, const std::string& scenario, std::vector<std::string> extra,
                         std::vector<std::string> app_args = {}) {
     std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
+    // The sample target's profile, unless the test brings its own.
+    if (std::find(extra.begin(), extra.end(), "--profile") == extra.end())
+      argv.insert(argv.end(), {"--profile", SampleProfile()});
     argv.insert(argv.end(), extra.begin(), extra.end());
     for (const auto& a :
          {std::string("--"), app, std::string("--scenario"), scenario, std::string("--truth"), dir_ / "truth.jsonl"})
@@ -116,8 +120,8 @@ TEST_F(SampledTreeTest, OnCpuSharesMatchTheTruth) {
 }
 
 TEST_F(SampledTreeTest, FoldedStacksOfTheSlowMessage) {
-  auto r = RunCommand({Looptrace(), "run", "-f", "folded", "-o", dir_ / "out.folded", "--", SampleApp(), "--scenario",
-                       "evil", "--truth", dir_ / "truth.jsonl"},
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "folded", "-o", dir_ / "out.folded",
+                       "--", SampleApp(), "--scenario", "evil", "--truth", dir_ / "truth.jsonl"},
                       120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(dir_ / "out.folded");

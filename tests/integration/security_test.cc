@@ -324,8 +324,9 @@ namespace {
 // report is still written; the exit status says an output failed.
 TEST_F(SecurityTest, AFailedRecordingKeepsTheReport) {
   const std::string report = dir_ / "report.txt";
-  auto r = RunCommand(
-      {Looptrace(), "run", "--save", "/dev/full", "-o", report, "--", SampleApp(), "--scenario", "messages"}, 120);
+  auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "--save", "/dev/full", "-o", report, "--",
+                       SampleApp(), "--scenario", "messages"},
+                      120);
   EXPECT_EQ(r.exit_code, 7) << r.err;
   EXPECT_NE(r.err.find("No space left on device; the recording stops here (the report is still written)"),
             std::string::npos)

@@ -14,6 +14,8 @@ class StartupTest : public BpfTest {
   std::vector<json> Run(const std::string& scenario, std::vector<std::string> options = {}) {
     std::vector<std::string> argv = {Looptrace(),
                                      "run",
+                                     "--profile",
+                                     SampleProfile(),
                                      "-f",
                                      "json",
                                      "-o",
@@ -145,7 +147,8 @@ TEST_F(StartupTest, CommandExitStatusIsReported) {
   auto r = RunCommand({Looptrace(), "run", "-f", "json", "--", "/bin/sh", "-c", "exit 3"});
   // /bin/sh matches no built-in profile: a clear profile error, nothing attached.
   EXPECT_EQ(r.exit_code, 6) << r.err;
-  auto ok = RunCommand({Looptrace(), "run", "-f", "json", "--", SampleApp(), "--scenario", "nope"});
+  auto ok = RunCommand(
+      {Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "--", SampleApp(), "--scenario", "nope"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   auto session = OfType(ParseJsonLines(ok.out), "session");
   ASSERT_EQ(session.size(), 1u);

@@ -6,7 +6,7 @@
 // to these costs about 0.7 us per hit (see docs/probe-costs.md). Arguments travel in
 // the normal SysV registers (rdi, rsi), where a probe reads them.
 //
-// The names are a contract: looptrace's built-in sample profile attaches to
+// The names are a contract: the sample profiles (profiles/*.profile) attach to
 // them by symbol. String arguments always point at static storage (string
 // literals), so a profiler may read them from the target's memory later.
 

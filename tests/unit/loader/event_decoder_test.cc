@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "loader/decode/beat_slicer.h"
+#include "loader/plan/probe_config.h"
 
 namespace looptrace::loader {
 namespace {

@@ -1,11 +1,23 @@
 #include "loader/plan/profile.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "loader/plan/attach_plan.h"
 
 namespace looptrace::loader {
 namespace {
+
+// The sample target's profiles: test files, passed with --profile (never built in).
+std::string SampleProfile(const std::string& name) {
+  return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/sample_app/profiles/" + name + ".profile";
+}
 
 TEST(Profile, ParsesProbesArgumentsAndComments) {
   auto profile = ParseProfile(R"(
@@ -95,10 +107,13 @@ TEST(Profile, BuiltinProfilesAllParse) {
     EXPECT_EQ(profile->name, builtin.name);
     EXPECT_FALSE(profile->description.empty());
   }
-  EXPECT_TRUE(LoadProfile("sample"));
+  EXPECT_TRUE(LoadProfile("glib"));
   auto missing = LoadProfile("nosuchprofile");
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().hint.find("sample"), std::string::npos);
+  EXPECT_NE(missing.error().hint.find("glib"), std::string::npos);
+  // The sample target's profiles are the tests', not the product's.
+  for (const auto& builtin : BuiltinProfiles()) EXPECT_FALSE(builtin.name.starts_with("sample")) << builtin.name;
+  EXPECT_FALSE(LoadProfile("sample"));
   auto no_file = LoadProfile("/nonexistent/x.profile");
   ASSERT_FALSE(no_file);
   EXPECT_NE(no_file.error().message.find("/nonexistent/x.profile"), std::string::npos);
@@ -139,15 +154,15 @@ probe frame.end uprobe exe g if arg3 ~ "a?c*\"q\"\x41"
 }
 
 TEST(Profile, IncludesAndCompositionsShareLinesAndRefuseConflicts) {
-  auto sample = LoadProfile("sample");
+  auto sample = LoadProfile(SampleProfile("sample"));
   ASSERT_TRUE(sample) << sample.error().message;
   // A loop layer and a method layer: the second adds what the first lacks.
-  auto composed = LoadProfile("glib,sample");
+  auto composed = LoadProfile("glib," + SampleProfile("sample"));
   ASSERT_TRUE(composed) << composed.error().message;
   EXPECT_EQ(composed->name, "glib+sample");
   EXPECT_TRUE(composed->HasRole(Role::kMethodEnter));
   // The same profile twice is the same lines once.
-  auto twice = LoadProfile("sample,sample");
+  auto twice = LoadProfile(SampleProfile("sample") + "," + SampleProfile("sample"));
   ASSERT_TRUE(twice);
   EXPECT_EQ(twice->probes.size(), sample->probes.size());
   auto conflict = ComposeProfiles(
@@ -249,25 +264,63 @@ TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
       << conflict.error().message;
 }
 
-TEST(Profile, SampleProfilesShareTheirLinesThroughAFragment) {
-  auto sample = LoadProfile("sample");
-  auto cyg = LoadProfile("sample-cyg");
-  auto common = LoadProfile("sample-common");
-  ASSERT_TRUE(sample && cyg && common);
+TEST(Profile, SampleProfilesShareTheirLinesThroughAnIncludedFile) {
+  auto sample = LoadProfile(SampleProfile("sample"));
+  auto cyg = LoadProfile(SampleProfile("sample-cyg"));
+  auto common = LoadProfile(SampleProfile("sample-common"));
+  ASSERT_TRUE(sample && cyg && common) << (sample ? cyg ? common.error() : cyg.error() : sample.error()).message;
   // The 21 shared lines plus each one's two method lines, as before the fragment existed.
   EXPECT_EQ(common->probes.size(), 21u);
   EXPECT_EQ(sample->probes.size(), 23u);
   EXPECT_EQ(cyg->probes.size(), 23u);
   EXPECT_EQ(sample->name, "sample");
   EXPECT_EQ(cyg->name, "sample-cyg");
+  EXPECT_EQ(sample->source, SampleProfile("sample"));
   for (const auto& p : common->probes) {
     auto same = [&](const ProbeSpec& q) { return q.role == p.role && q.point == p.point && q.args == p.args; };
     EXPECT_TRUE(std::any_of(sample->probes.begin(), sample->probes.end(), same)) << p.point;
     EXPECT_TRUE(std::any_of(cyg->probes.begin(), cyg->probes.end(), same)) << p.point;
   }
-  size_t fragments = 0;
-  for (const auto& builtin : BuiltinProfiles()) fragments += builtin.fragment;
-  EXPECT_EQ(fragments, 1u);
+  // An included line names its own file (next to the including one).
+  EXPECT_EQ(sample->probes.front().source, SampleProfile("sample-common"));
+}
+
+// `include PATH` reads a file relative to the including file, with the checks every profile
+// file gets: a FIFO or a device is refused at once, a file over 1 MiB is refused.
+TEST(Profile, IncludedFilesAreReadLikeProfileFiles) {
+  char templ[] = "/tmp/looptrace-include-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(templ);
+  const std::string pair = "probe dispatch.begin uprobe exe f\nprobe dispatch.end uprobe exe g\n";
+  std::ofstream(dir / "lines.profile") << pair;
+  std::ofstream(dir / "top.profile") << "include lines.profile\n";
+  auto relative = LoadProfile((dir / "top.profile").string());
+  ASSERT_TRUE(relative) << relative.error().message;
+  EXPECT_EQ(relative->probes.size(), 2u);
+  EXPECT_EQ(relative->probes[0].source, (dir / "lines.profile").string());
+
+  ASSERT_EQ(mkfifo((dir / "fifo.profile").c_str(), 0600), 0);
+  std::ofstream(dir / "fifo-top.profile") << "include fifo.profile\n" << pair;
+  auto fifo = LoadProfile((dir / "fifo-top.profile").string());
+  ASSERT_FALSE(fifo);
+  EXPECT_NE(fifo.error().message.find("include fifo.profile: "), std::string::npos) << fifo.error().message;
+  EXPECT_NE(fifo.error().message.find("it is a FIFO"), std::string::npos) << fifo.error().message;
+
+  std::ofstream(dir / "device-top.profile") << "include /dev/zero\n" << pair;
+  auto device = LoadProfile((dir / "device-top.profile").string());
+  ASSERT_FALSE(device);
+  EXPECT_NE(device.error().message.find("it is a character device"), std::string::npos) << device.error().message;
+
+  std::ofstream(dir / "big.profile") << std::string(2 << 20, '#');
+  std::ofstream(dir / "big-top.profile") << "include big.profile\n" << pair;
+  auto big = LoadProfile((dir / "big-top.profile").string());
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message.find("big.profile"), std::string::npos) << big.error().message;
+
+  std::ofstream(dir / "self.profile") << "include self.profile\n" << pair;
+  auto cycle = LoadProfile((dir / "self.profile").string());
+  ASSERT_FALSE(cycle);
+  EXPECT_NE(cycle.error().message.find("includes nest too deep"), std::string::npos) << cycle.error().message;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Profile, ThreadChoicesNameTheLoopThreadOnTheKernelsFifteenBytes) {
@@ -324,6 +377,24 @@ probe dispatch.end uprobe exe g
     ASSERT_FALSE(bad) << c.text;
     EXPECT_NE(bad.error().message.find(c.expected), std::string::npos) << bad.error().message;
   }
+}
+
+// Every pair the role table knows, not a list of its own: input, barriers, app.create and
+// launches too.
+TEST(Profile, EveryBeginRoleNeedsItsPartnerFromTheRoleTable) {
+  for (const RoleInfo& info : AllRoles()) {
+    if (info.partner == info.role) continue;
+    SCOPED_TRACE(info.name);
+    auto alone = ParseProfile(fmt::format("probe {} uprobe exe f\n", info.name), "p.profile");
+    ASSERT_FALSE(alone);
+    EXPECT_EQ(alone.error().message, fmt::format("p.profile:1: maps {} but no {}", info.name, RoleName(info.partner)));
+    EXPECT_EQ(alone.error().code, ExitCode::kProfile);
+  }
+  for (const char* role : {"input.receive", "barrier.remove", "activity.launch", "app.create.end"})
+    EXPECT_FALSE(ParseProfile(fmt::format("probe {} uprobe exe f\n", role), "p.profile")) << role;
+  auto paired = ParseProfile("probe input.receive uprobe exe f seq=arg1\nprobe input.finish uprobe exe g seq=arg1\n",
+                             "p.profile");
+  EXPECT_TRUE(paired) << paired.error().message;
 }
 
 TEST(Profile, GcAndLockRolesComeInPairs) {

@@ -2,15 +2,22 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "loader/plan/attach_plan.h"
+#include "loader/plan/binaries.h"
+#include "loader/plan/runtime_checks.h"
+#include "loader/runtimes/jvm/jvm.h"
+#include "loader/runtimes/python/python.h"
 
 namespace looptrace::loader {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string Fixture(const std::string& name) { return std::string(LOOPTRACE_FIXTURE_DIR) + "/" + name; }
 
 TargetCommand Command(std::vector<std::string> argv, std::vector<std::string> env = {}) {
   TargetCommand c;
@@ -109,6 +116,43 @@ TEST_F(FakeJdk, AJvmProfileResolvesLibjvmForARunWithoutMappingsAndAPythonOneSays
   EXPECT_EQ(present.error().code, ExitCode::kProfile);
 }
 
+// One registry: each runtime once, by the name profiles declare, with a title for messages.
+TEST(Runtimes, EveryRuntimeIsRegisteredOnceByItsProfileName) {
+  std::vector<std::string_view> names;
+  for (const Runtime* runtime : AllRuntimes()) {
+    ASSERT_NE(runtime, nullptr);
+    EXPECT_FALSE(runtime->title().empty()) << runtime->name();
+    EXPECT_EQ(FindRuntime(runtime->name()), runtime);
+    EXPECT_EQ(std::count(names.begin(), names.end(), runtime->name()), 0) << runtime->name();
+    names.push_back(runtime->name());
+  }
+  EXPECT_EQ(names, (std::vector<std::string_view>{"jvm", "python"}));  // detection order
+  EXPECT_EQ(FindRuntime("node"), nullptr);
+  // A runtime's point syntax resolves through the registry, and only there.
+  auto elf = symbols::ElfFile::Open(Fixture("fake_cpython_type_pie"));
+  ASSERT_TRUE(elf) << elf.error().message;
+  EXPECT_EQ(ResolveRuntimePoint(*elf, "PyContext_Type.run"), python::ResolveTypeMethod(*elf, "PyContext_Type.run"));
+  EXPECT_EQ(ResolveRuntimePoint(*elf, "no_such_point"), std::nullopt);
+}
+
+// A runtime's check sees the plan as plain data: the profile's name and its resolved points.
+TEST(Runtimes, ChecksSeeTheResolvedPointsOnly) {
+  TargetBinaries target;
+  target.exe_path = "/usr/bin/java";
+  RuntimeCheck check;
+  check.profile_name = "jvm";
+  check.points = {"hotspot:gc__begin", "hotspot:gc__end"};  // no method or monitor probes
+  EXPECT_TRUE(FindRuntime("jvm")->Check(check, target, Command({"java", "Main"})));
+  check.points.push_back("hotspot:method__entry");
+  auto off = FindRuntime("jvm")->Check(check, target, Command({"java", "Main"}));
+  ASSERT_FALSE(off);
+  EXPECT_NE(off.error().message.find("the JVM runs HotSpot with its method probes off: profile jvm needs them"),
+            std::string::npos)
+      << off.error().message;
+  EXPECT_NE(off.error().hint.find("-XX:+DTraceMethodProbes"), std::string::npos);
+  EXPECT_TRUE(FindRuntime("jvm")->Check(check, target, Command({"java", "-XX:+DTraceMethodProbes", "Main"})));
+}
+
 TEST(Runtimes, ANativeProgramIsNoRuntime) {
   TargetBinaries target;
   target.exe_path = "/bin/true";
@@ -154,8 +198,6 @@ TEST(Runtimes, BuiltInRuntimeProfilesDeclareTheirRuntimeAndThread) {
   EXPECT_NE(clash.error().message.find("thread loop:AWT-EventQueue-* conflicts with thread loop"), std::string::npos)
       << clash.error().message;
 }
-
-std::string Fixture(const std::string& name) { return std::string(LOOPTRACE_FIXTURE_DIR) + "/" + name; }
 
 TEST(PythonTypeMethods, ACMethodIsFoundThroughItsTypesMethodTableInPieAndNonPieBinaries) {
   for (const char* name : {"fake_cpython_type_pie", "fake_cpython_type_nopie"}) {

@@ -4,7 +4,7 @@
 // probes only with -XX:+DTraceMonitorProbes (-XX:+ExtendedDTraceProbes turns on both). The
 // flags are global bools in libjvm.so's symbol table, so a running JVM's values are read from
 // its memory; for a JVM not started yet they come from its command line and environment.
-#include "loader/runtimes/runtimes.h"
+#include "loader/runtimes/jvm/jvm.h"
 
 #include <fmt/format.h>
 #include <limits.h>
@@ -20,7 +20,7 @@
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/util/log.h"
 
-namespace looptrace::loader {
+namespace looptrace::loader::jvm {
 namespace {
 
 std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
@@ -36,7 +36,7 @@ std::string RealPath(const std::string& path) {
 
 }  // namespace
 
-std::optional<std::string> DlopenedRuntimeLibrary(const std::string& library, const std::string& exe_path) {
+std::optional<std::string> LauncherLibjvm(const std::string& library, const std::string& exe_path) {
   if (!library.starts_with("libjvm") || exe_path.empty()) return std::nullopt;
   const std::string real = RealPath(exe_path);
   const std::string bin = Dirname(real);
@@ -58,7 +58,6 @@ std::optional<std::string> DlopenedRuntimeLibrary(const std::string& library, co
   return std::nullopt;
 }
 
-namespace jvm {
 namespace {
 
 // libjvm.so the target maps (live) or will load (run).
@@ -70,7 +69,7 @@ std::optional<std::string> Libjvm(const TargetBinaries& target) {
       if (m.is_file() && Basename(m.path) == "libjvm.so") return m.path;
     return std::nullopt;
   }
-  if (auto path = DlopenedRuntimeLibrary("libjvm.so", target.exe_path)) return path;
+  if (auto path = LauncherLibjvm("libjvm.so", target.exe_path)) return path;
   if (auto info = symbols::ReadDynamicInfo(target.exe_path))
     for (const auto& needed : info->needed)
       if (needed == "libjvm.so") return symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path);
@@ -169,60 +168,79 @@ ProbeFlags ParseProbeFlags(const TargetCommand& command) {
   return flags;
 }
 
-bool Looks(const TargetBinaries& target, RuntimeInfo* info) {
-  auto lib = Libjvm(target);
-  if (!lib) return false;
-  info->name = "jvm";
-  info->what = fmt::format("a HotSpot JVM ({})", *lib);
-  auto elf = symbols::ElfFile::Open(*lib);
-  if (elf && !elf->FindUsdt("hotspot", "gc__begin").empty()) info->binary = *lib;
-  return true;
+namespace {
+
+class HotSpotRuntime : public Runtime {
+ public:
+  std::string_view name() const override { return "jvm"; }
+  std::string_view title() const override { return "a HotSpot JVM"; }
+
+  std::optional<RuntimeInfo> Detect(const TargetBinaries& target) const override {
+    auto lib = Libjvm(target);
+    if (!lib) return std::nullopt;
+    RuntimeInfo info;
+    info.name = "jvm";
+    info.what = fmt::format("a HotSpot JVM ({})", *lib);
+    auto elf = symbols::ElfFile::Open(*lib);
+    if (elf && !elf->FindUsdt("hotspot", "gc__begin").empty()) info.binary = *lib;
+    return info;
+  }
+
+  Result<void> Check(const RuntimeCheck& check, const TargetBinaries& target,
+                     const TargetCommand& command) const override {
+    bool need_method = false, need_monitor = false;
+    for (const std::string& point : check.points) {
+      need_method |= point.starts_with("hotspot:method__");
+      need_monitor |= point.starts_with("hotspot:monitor__");
+    }
+    if (!need_method && !need_monitor) return {};
+    std::optional<ProbeFlags> flags;
+    std::string source = "its command line";
+    if (target.pid > 0) {
+      if (auto lib = Libjvm(target)) flags = LiveFlags(target.pid, *lib);
+      if (flags) source = "its memory";
+    }
+    if (!flags) flags = ParseProbeFlags(command);
+    const std::string who = target.pid > 0 ? fmt::format("pid {}", target.pid) : "the JVM";
+    log::V1("{}: HotSpot method probes {}, monitor probes {} (from {})", who, flags->method ? "on" : "off",
+            flags->monitor ? "on" : "off", source);
+    if (need_method && !flags->method) {
+      const std::string what = fmt::format(
+          "{} runs HotSpot with its method probes off: profile {} needs them for "
+          "event-dispatch messages and Java method beats",
+          who, check.profile_name);
+      const std::string fix =
+          "start java with -XX:+DTraceMethodProbes (or JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes); "
+          "add -XX:+DTraceMonitorProbes for monitor contention";
+      if (flags->certain) return MakeError(what, ExitCode::kProfile, fix);
+      log::Warning("{} (as far as {} tells; @argfiles or -XX:Flags files may say otherwise); {}", what, source, fix);
+    }
+    if (need_monitor && !flags->monitor && flags->method)
+      log::Warning(
+          "{}: monitor contention will not show: HotSpot's monitor probes are off (start java with "
+          "-XX:+DTraceMonitorProbes)",
+          who);
+    return {};
+  }
+
+  std::string Diagnose(const TargetBinaries& target, const TargetCommand& command) const override {
+    (void)command;
+    auto info = Detect(target);
+    if (!info || !info->binary.empty()) return "";
+    return fmt::format("{} {}, whose libjvm.so has no hotspot USDT probes (a build without DTrace support)",
+                       target.pid > 0 ? fmt::format("pid {} runs", target.pid) : "the command runs", info->what);
+  }
+
+  std::optional<std::string> DlopenedLibrary(const std::string& library, const std::string& exe_path) const override {
+    return LauncherLibjvm(library, exe_path);
+  }
+};
+
+}  // namespace
+
+const Runtime& HotSpot() {
+  static const HotSpotRuntime runtime;
+  return runtime;
 }
 
-Result<void> Check(const Profile& profile, const AttachPlan& plan, const TargetBinaries& target,
-                   const TargetCommand& command) {
-  bool need_method = false, need_monitor = false;
-  for (const auto& p : plan.probes) {
-    need_method |= p.symbol.starts_with("hotspot:method__");
-    need_monitor |= p.symbol.starts_with("hotspot:monitor__");
-  }
-  if (!need_method && !need_monitor) return {};
-  std::optional<ProbeFlags> flags;
-  std::string source = "its command line";
-  if (target.pid > 0) {
-    if (auto lib = Libjvm(target)) flags = LiveFlags(target.pid, *lib);
-    if (flags) source = "its memory";
-  }
-  if (!flags) flags = ParseProbeFlags(command);
-  const std::string who = target.pid > 0 ? fmt::format("pid {}", target.pid) : "the JVM";
-  log::V1("{}: HotSpot method probes {}, monitor probes {} (from {})", who, flags->method ? "on" : "off",
-          flags->monitor ? "on" : "off", source);
-  if (need_method && !flags->method) {
-    const std::string what = fmt::format(
-        "{} runs HotSpot with its method probes off: profile {} needs them for "
-        "event-dispatch messages and Java method beats",
-        who, profile.name);
-    const std::string fix =
-        "start java with -XX:+DTraceMethodProbes (or JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes); "
-        "add -XX:+DTraceMonitorProbes for monitor contention";
-    if (flags->certain) return MakeError(what, ExitCode::kProfile, fix);
-    log::Warning("{} (as far as {} tells; @argfiles or -XX:Flags files may say otherwise); {}", what, source, fix);
-  }
-  if (need_monitor && !flags->monitor && flags->method)
-    log::Warning(
-        "{}: monitor contention will not show: HotSpot's monitor probes are off (start java with "
-        "-XX:+DTraceMonitorProbes)",
-        who);
-  return {};
-}
-
-std::string Diagnose(const TargetBinaries& target, const TargetCommand& command) {
-  (void)command;
-  RuntimeInfo info;
-  if (!Looks(target, &info) || !info.binary.empty()) return "";
-  return fmt::format("{} {}, whose libjvm.so has no hotspot USDT probes (a build without DTrace support)",
-                     target.pid > 0 ? fmt::format("pid {} runs", target.pid) : "the command runs", info.what);
-}
-
-}  // namespace jvm
-}  // namespace looptrace::loader
+}  // namespace looptrace::loader::jvm

@@ -1,5 +1,6 @@
 # Lines the sample target's profiles share (sample, sample-cyg): looper, idle handlers,
-# Choreographer, input, barriers, lifecycle. A fragment: included, never auto-detected.
+# Choreographer, input, barriers, lifecycle. Included by them (`include sample-common.profile`,
+# a path relative to the including file).
 profile sample-common
 description looptrace-sample-app hooks shared by sample and sample-cyg (for include)
 probe dispatch.begin   uprobe exe sample_looper_dispatch_begin id=arg1 name=arg2:str
