@@ -260,6 +260,13 @@ __noinline int send_string_once(__u64 address, __u64 length, int delimited)
 
 /* The CPython layout of the target (events.h); frame_model 0: not a CPython. */
 const volatile struct lt_py_layout py_layout = {};
+/* Where the target's interpreter is, published by the loader once it checked the layout. */
+struct lt_py_addresses py_addresses = {};
+
+static __always_inline __u64 py_code_type(void)
+{
+	return *(volatile __u64 *)&py_addresses.code_type;
+}
 
 static __always_inline __u64 read_user_u64(__u64 address)
 {
@@ -344,6 +351,31 @@ static __always_inline __u64 py_ascii_text(__u64 str)
 }
 
 /*
+ * asyncio's default task names, "Task-<n>": their number. A task's name is a str freed with
+ * the task, and the next task's name often takes its address: texts are sent once per
+ * address, so a default name travels as its number instead.
+ */
+static __always_inline int py_task_number(__u64 text, __u64 *number)
+{
+	char buf[24] = {};
+	__u64 n = 0;
+
+	if (bpf_probe_read_user_str(buf, sizeof(buf), (const void *)text) <= 6 || !starts_with(buf, "Task-", 5))
+		return 0;
+#pragma unroll
+	for (int i = 5; i < (int)sizeof(buf); i++) {
+		if (buf[i] == 0) {
+			*number = n;
+			return 1;
+		}
+		if (buf[i] < '0' || buf[i] > '9')
+			return 0;
+		n = n * 10 + (buf[i] - '0');
+	}
+	return 0;
+}
+
+/*
  * Names a callable the way asyncio's debug repr does: follows bound methods,
  * functools.partial and asyncio's task wrappers, and writes LT_PY_CALLABLE_SLOTS values
  * (events.h) to slots[0..4]: code, offset | kind << 32, fingerprint, text, text.
@@ -354,7 +386,7 @@ static __noinline int py_name_callable(__u64 vector, __u64 *slots)
 	__u32 kind = LT_PYK_OTHER, offset = 0xffffffff;
 	int i;
 
-	if (!slots || !vector)
+	if (!slots || !vector || !py_code_type())
 		return 0;
 	object = read_user_u64(vector);
 	for (i = 0; i < 4 && object; i++) {
@@ -399,7 +431,13 @@ static __noinline int py_name_callable(__u64 vector, __u64 *slots)
 			offset = instr > code + py_layout.code_adaptive ? (__u32)((instr - code - py_layout.code_adaptive) / 2) : 0;
 		}
 		if (py_kind_of(py_type_of(name)) == LT_PYK_STR) {
+			__u64 number = 0;
+
 			text = py_ascii_text(name);
+			if (text && py_task_number(text, &number)) {
+				text = number;
+				kind_out |= LT_PY_CALLABLE_TASK_NUMBER;
+			}
 		} else {
 			/* 3.13 names tasks lazily: an int, "Task-<n>" */
 			text = read_user_u64(name + py_layout.long_digit) & 0x3fffffff;
@@ -412,7 +450,7 @@ static __noinline int py_name_callable(__u64 vector, __u64 *slots)
 	} else if (object) {
 		text = read_user_u64(py_type_of(object) + py_layout.type_name);
 	}
-	if (code && read_user_u64(code + 8) != py_layout.code_type)
+	if (code && read_user_u64(code + 8) != py_code_type())
 		code = 0; /* not a code object: a layout mismatch, never a name */
 	slots[0] = code;
 	slots[1] = (__u64)offset | kind_out << 32;
@@ -1231,7 +1269,8 @@ static __noinline __u64 py_thread_state(struct task_struct *task, __u32 tid)
 	cached = bpf_map_lookup_elem(&py_thread_states, &tid);
 	if (cached && *cached && read_user_u64(*cached + py_layout.tstate_thread_id) == search.fs_base)
 		return *cached;
-	search.tstate = read_user_u64(read_user_u64(py_layout.interp_head) + py_layout.interp_tstate_head);
+	search.tstate = read_user_u64(read_user_u64(*(volatile __u64 *)&py_addresses.interp_head) +
+				      py_layout.interp_tstate_head);
 	bpf_loop(256, py_thread_step, &search, 0);
 	if (search.found)
 		bpf_map_update_elem(&py_thread_states, &tid, &search.found, BPF_ANY);
@@ -1272,7 +1311,7 @@ static long py_frame_step(__u32 i, struct py_frame_walk *walk)
 	if (py_layout.frame_is_entry != LT_PY_NONE)
 		entry = frame[py_layout.frame_is_entry & (LT_PY_FRAME_BYTES - 1)];
 	if (bpf_probe_read_user(&code_type, sizeof(code_type), (const void *)(code + 8)) ||
-	    code_type != py_layout.code_type) {
+	    code_type != py_code_type()) {
 		stack->flags |= LT_INTERP_BAD_CODE;
 		return 1;
 	}
@@ -1305,6 +1344,8 @@ static __noinline int send_interp_stack(struct task_struct *task, __u32 tid, __u
 	__u32 zero = 0, size;
 	__u64 tstate;
 
+	if (!py_code_type())
+		return 0; /* the loader has not located the interpreter yet */
 	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
 	if (!stack)
 		return 0;

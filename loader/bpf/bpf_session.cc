@@ -76,6 +76,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->dwarf_stack_bytes = options.dwarf_unwind ? LT_MAX_STACK_COPY : 0;
     skel->rodata->sample_records = options.sample_records && options.thread_tracking;
     skel->rodata->samples_after_exec = options.samples_after_exec;
+    std::memcpy(const_cast<lt_py_layout*>(&skel->rodata->py_layout), &options.interpreters.python_layout,
+                sizeof(lt_py_layout));
     if (options.thread_tracking)
       if (int err = bpf_map__set_max_entries(skel->maps.samples, options.sample_ring_bytes))
         return SystemError("cannot size the sample ring", err);
@@ -287,6 +289,12 @@ Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
   return AttachCpuSampler(sample_tid, sample_hz);
 }
 
+void BpfSession::PublishInterpreterAddresses(const InterpreterBpfConfig& config) {
+  // The code type last: BPF walks nothing while it is 0.
+  __atomic_store_n(&skel_->bss->py_addresses.interp_head, config.python_addresses.interp_head, __ATOMIC_RELAXED);
+  __atomic_store_n(&skel_->bss->py_addresses.code_type, config.python_addresses.code_type, __ATOMIC_RELEASE);
+}
+
 uint32_t BpfSession::loop_tid() const {
   return static_cast<uint32_t>(__atomic_load_n(&skel_->bss->loop_tid, __ATOMIC_RELAXED));
 }
@@ -391,6 +399,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::samples_dropped, sum(LT_STAT_SAMPLES_DROPPED));
   stats.Set(StatId::shadow_overflow, sum(LT_STAT_SHADOW_OVERFLOW));
   stats.Set(StatId::cpu_switch_untraced, sum(LT_STAT_CPU_SWITCH_UNTRACED));
+  stats.Set(StatId::interp_stacks_dropped, sum(LT_STAT_INTERP_STACKS_DROPPED));
   return stats;
 }
 

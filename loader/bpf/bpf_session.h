@@ -16,6 +16,7 @@
 #include "loader/bpf/record_ring.h"
 #include "loader/bpf/uprobe_multi.h"
 #include "loader/plan/attach_plan.h"
+#include "loader/runtimes/interpreter.h"
 #include "looptrace/events.h"
 #include "looptrace/tracers/stats.h"
 #include "looptrace/util/result.h"
@@ -41,6 +42,7 @@ struct BpfSessionOptions {
   size_t sample_ring_bytes = 4u << 20;         // the sample ring, power of two
   bool samples_after_exec = false;             // run: no samples of the held child before its exec
   std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
+  InterpreterBpfConfig interpreters;           // layouts of the interpreters BPF walks (runtimes/interpreter.h)
 };
 
 // The loader attaches a group of points in uprobe_multi links of at most this many, so it
@@ -103,6 +105,9 @@ class BpfSession {
   std::vector<uint64_t> StackIps(int32_t stack_id) const;
 
   const BeatRing& beats() const { return beats_; }
+
+  // Where the target's interpreters are, once located: BPF walks their frames from now on.
+  void PublishInterpreterAddresses(const InterpreterBpfConfig& config);
 
   // LT_THREADS_LOOP: the loop thread BPF claimed (0 while none did), or names it first.
   uint32_t loop_tid() const;

@@ -49,6 +49,9 @@ struct SessionOptions {
   bool held_child = false;              // run: the target is looptrace's held child until it execs
   bool dwarf_unwind = false;            // copy registers + stack top for DWARF unwinding (no frame pointers)
   bool exact_entry = false;             // --exact-entry: no probe relocation (probe_placement.h)
+  // --native-frames: interpreter frames spliced into the native stack (the interpreter loop's
+  // frames replaced) instead of shown alone over the native code the time is in.
+  bool native_frames = false;
 };
 
 // Blocks SIGINT/SIGTERM/SIGHUP and returns a signalfd for them: signals are then handled
@@ -62,6 +65,9 @@ class Session {
   ~Session();
 
   Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid);
+  // Before Prepare: the target's interpreter (runtimes.h InterpreterOf), whose frames BPF
+  // walks once it is located in the process; null: none.
+  void SetInterpreter(std::unique_ptr<InterpreterSupport> interpreter) { interpreter_ = std::move(interpreter); }
   // Attaches every probe point (ends first); a signal meanwhile detaches all and fails.
   Result<void> Attach(pid_t pid);
   // Off-CPU reasons, wakeups, SIGQUIT and stacks; a kernel without them only loses those.
@@ -95,6 +101,8 @@ class Session {
   void OnRecord(const lt_record& record);
   void OnSideRecord(std::span<const uint8_t> raw);
   void Watchdog(uint64_t now_ns);
+  // Until the interpreter is found in the process (a program `run` starts maps it after exec).
+  void LocateInterpreter();
   // The thread whose loop is watched: the main thread, or the loop thread once known (0 before).
   uint32_t LooperTid();
 
@@ -114,6 +122,9 @@ class Session {
   std::optional<SymbolizingAddressNamer> addresses_;
   std::optional<BpfKernelStacks> kernel_stacks_;
   std::optional<StackResolver> stacks_;
+  std::unique_ptr<InterpreterSupport> interpreter_;
+  InterpreterBpfConfig interpreter_config_;
+  bool interpreter_pending_ = false;  // not located yet, nor given up on
   std::optional<EventDecoder> decoder_;
   std::optional<BeatSlicer> slicer_;
   std::optional<SnapshotTaker> snapshots_;

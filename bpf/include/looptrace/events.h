@@ -473,11 +473,12 @@ struct lt_interp_stack {
 
 /*
  * A CPython's object layout, set by the loader (rodata py_layout) from its per-version
- * tables after checking them against the running interpreter. Offsets in bytes.
+ * tables before load. Offsets in bytes. Where the interpreter lies in the target is known
+ * only once it is mapped and initialized (a command `run` starts maps libpython after
+ * exec): the loader checks the layout against the running interpreter and then publishes
+ * the addresses (struct lt_py_addresses, .bss py_addresses); BPF walks nothing before.
  */
 struct lt_py_layout {
-	__u64 interp_head;  /* address of _PyRuntime.interpreters.head in the target */
-	__u64 code_type;    /* address of PyCode_Type: every frame's code object is checked */
 	__u16 frame_model;  /* LT_PY_*; 0: no CPython walking */
 	__u16 interp_tstate_head;
 	__u16 tstate_next;
@@ -511,5 +512,14 @@ struct lt_py_layout {
 	__u16 long_digit;
 	__u16 pad[2];
 };
+
+struct lt_py_addresses {
+	__u64 interp_head; /* address of _PyRuntime.interpreters.head; 0: not located (yet) */
+	__u64 code_type;   /* address of PyCode_Type: every frame's code object is checked */
+};
+
+LT_STATIC_ASSERT(sizeof(struct lt_py_layout) == 64, "python layout size");
+LT_STATIC_ASSERT(sizeof(struct lt_py_addresses) == 16, "python addresses size");
+LT_STATIC_ASSERT(sizeof(struct lt_interp_frame) == 16, "interpreter frame size");
 
 #endif /* LOOPTRACE_EVENTS_H */

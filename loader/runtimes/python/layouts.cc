@@ -272,10 +272,8 @@ std::optional<Layout> LayoutOf(int major, int minor) {
 
 const char* SupportedVersions() { return "3.8-3.13"; }
 
-lt_py_layout ToBpf(const Layout& l, uint64_t runtime_address, uint64_t code_type_address) {
+lt_py_layout ToBpf(const Layout& l) {
   lt_py_layout b{};
-  b.interp_head = runtime_address + l.runtime_interpreters_head;
-  b.code_type = code_type_address;
   b.frame_model = static_cast<uint16_t>(l.frame_model());
   b.interp_tstate_head = l.interp_tstate_head;
   b.tstate_next = l.tstate_next;

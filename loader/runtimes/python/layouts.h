@@ -75,8 +75,8 @@ std::optional<Layout> LayoutOf(int major, int minor);
 // "3.8-3.13": the versions with a table.
 const char* SupportedVersions();
 
-// The BPF side's view of `layout` (events.h), given where the target keeps _PyRuntime and
-// PyCode_Type.
-lt_py_layout ToBpf(const Layout& layout, uint64_t runtime_address, uint64_t code_type_address);
+// The BPF side's view of `layout` (events.h); where the interpreter lies in the target is
+// published apart (lt_py_addresses), once checked.
+lt_py_layout ToBpf(const Layout& layout);
 
 }  // namespace looptrace::loader::python

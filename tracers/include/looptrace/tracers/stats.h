@@ -79,7 +79,17 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter };
   X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped")                         \
   X(cpu_switch_untraced, kInfo,                                                                                        \
     "loop-thread switches the kernel made without a sched_switch event: that stretch's CPU time is the kernel's "      \
-    "tick-granular count")
+    "tick-granular count")                                                                                             \
+  X(interp_stacks_dropped, kDataLoss,                                                                                  \
+    "interpreter stacks (Python frames) dropped in BPF because the sample ring was full (raise --sample-ring)")        \
+  X(interp_stacks_truncated, kInfo,                                                                                    \
+    "interpreter stacks deeper than the walk's limit (64 frames): their outer frames are missing, marked in the tree") \
+  X(interp_stacks_failed, kError,                                                                                      \
+    "interpreter stacks whose walk stopped at a frame that could not be read or was not a code object")                \
+  X(interp_frames_unnamed, kError, "interpreter frames whose code object could not be read (shown as unknown)")        \
+  X(interp_code_reused, kInfo,                                                                                         \
+    "interpreter frames whose code object was freed and its address reused before it was named (shown as unknown)")    \
+  X(interp_callables_unnamed, kError, "callables of a runtime (asyncio callbacks) that could not be named")
 
 enum class StatId : int {
 #define LOOPTRACE_STAT_ENUM(name, severity, description) name,
