@@ -502,7 +502,8 @@ __noinline int read_args(struct pt_regs *ctx, const struct lt_probe_config *cfg,
 			value = read_arg(ctx, source, usdt);
 		}
 		out->v[i] = value;
-		if (arg->type == LT_ARG_PY_CALLABLE && i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
+		/* py_layout is rodata: for any other target the verifier never sees this branch */
+		if (py_layout.frame_model && arg->type == LT_ARG_PY_CALLABLE && i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
 			__u64 named[LT_PY_CALLABLE_SLOTS] = {};
 
 			py_name_callable(value, named);

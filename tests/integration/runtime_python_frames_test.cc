@@ -122,7 +122,7 @@ TEST_P(PythonFramesTest, CallbacksAreNamedAsAsyncioNamesThemAndTheSlowOnesTreeNa
   }
   std::cout << "CPython 3." << GetParam() << ": largest share error " << worst << " points\n";
   // time.sleep's wait is under wait_for_disk's own line, off CPU, with the native leaf.
-  const size_t sleeper = tree.find("wait_for_disk (frames_app.py:68)");
+  const size_t sleeper = tree.find("wait_for_disk (frames_app.py:72)");
   ASSERT_NE(sleeper, std::string::npos) << tree;
   EXPECT_NE(tree.find(SleepLeaf(GetParam()), sleeper), std::string::npos) << tree;
   json stats = OfType(lines, "stats").at(0)["counters"];
@@ -141,16 +141,40 @@ TEST_P(PythonFramesTest, AnAnrSnapshotNamesThePythonLineThatIsStuck) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto anrs = OfType(ReadJsonLines(dir_ / "out.json"), "anr");
   ASSERT_EQ(anrs.size(), 1u);
-  EXPECT_EQ(anrs[0]["name"], "stuck_callback() at frames_app.py:126");
+  EXPECT_EQ(anrs[0]["name"], "stuck_callback() at frames_app.py:130");
   const json& stack = anrs[0]["threads"][0]["user_stack"];
   ASSERT_FALSE(stack.empty()) << anrs[0].dump(1);
   std::string text;
   for (const json& frame : stack) text += frame.get<std::string>() + "\n";
   std::cout << "CPython 3." << GetParam() << " stuck thread:\n" << text;
-  size_t at = text.find("wait_on_lock (frames_app.py:123)");
+  size_t at = text.find("wait_on_lock (frames_app.py:127)");
   EXPECT_NE(at, std::string::npos) << text;
-  EXPECT_NE(text.find("stuck_callback (frames_app.py:128)"), std::string::npos) << text;
+  EXPECT_NE(text.find("stuck_callback (frames_app.py:132)"), std::string::npos) << text;
   EXPECT_LT(text.find(SleepLeaf(GetParam())), at) << text;  // the native leaf first
+}
+
+// The loop on a thread of its own while the main thread and another one run Python: the
+// callbacks are the loop thread's, and its samples hold its own Python frames, not theirs
+// (BPF finds a thread's interpreter state by the thread's pointer).
+TEST_P(PythonFramesTest, ALoopOnItsOwnThreadAmongBusyPythonThreadsGetsItsOwnFrames) {
+  auto r = RunCommand(
+      {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "50", "--sampled-max-nodes",
+       "1000", "--", python_, App(), "--scenario", "threaded", "--truth", dir_ / "truth.jsonl"},
+      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto session = OfType(lines, "session");
+  ASSERT_EQ(session.size(), 1u);
+  EXPECT_EQ(session[0]["threads"], "loop");
+  auto evil = OfType(lines, "evil_method");
+  ASSERT_EQ(evil.size(), 1u) << json(evil).dump(1);
+  EXPECT_EQ(evil[0]["name"], "render_report() at frames_app.py:75");
+  EXPECT_NE(evil[0]["tid"], session[0]["pid"]);  // not the main thread
+  std::string tree;
+  for (const json& node : evil[0]["sampled_tree"]) tree += node["name"].get<std::string>() + "\n";
+  EXPECT_NE(tree.find("parse_records (frames_app.py:"), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("background_work"), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("main_thread_work"), std::string::npos) << tree;
 }
 
 class PythonRecordTest : public BpfTest {
@@ -176,7 +200,7 @@ TEST_F(PythonRecordTest, RecordOnARunningPyenvInterpreterPicksPythonAsyncioAndNa
   EXPECT_EQ(session[0]["profile"], "python-asyncio");
   size_t slow = 0;
   for (const json& m : OfType(lines, "message"))
-    if (m["name"] == "render_report() at frames_app.py:71") ++slow;
+    if (m["name"] == "render_report() at frames_app.py:75") ++slow;
   EXPECT_GE(slow, 5u);  // a round every ~130 ms for 2 s
   auto evil = OfType(lines, "evil_method");
   ASSERT_FALSE(evil.empty());

@@ -8,6 +8,9 @@ writes one line per Python function on its path with that function's time.
   python3 frames_app.py --scenario slow --truth FILE     callbacks of every kind + one slow one
   python3 frames_app.py --scenario forever --truth FILE  the same, over and over, until killed
   python3 frames_app.py --scenario stuck --truth FILE    one callback stuck 1.5 s in a sleep
+  python3 frames_app.py --scenario threaded --truth FILE the slow scenario's loop on a thread
+                                                         "loop", the main thread and another one
+                                                         busy in Python meanwhile
 
 Truth lines are kept in memory and written when a round is done, so writing them is no part
 of any callback; "ready" is written first, once the loop runs.
@@ -18,6 +21,7 @@ import asyncio
 import functools
 import json
 import os
+import threading
 import time
 
 FILE = os.path.basename(__file__)
@@ -150,14 +154,39 @@ async def main(scenario):
     await asyncio.sleep(1.0)
 
 
+def background_work(done):
+    while not done.is_set():
+        spin(1)
+
+
+def main_thread_work(done):
+    while not done.is_set():
+        spin(1)
+
+
+def run_threaded():
+    """The loop on its own thread while two other Python threads compute."""
+    done = threading.Event()
+    worker = threading.Thread(target=background_work, args=(done,), name="worker")
+    loop = threading.Thread(target=lambda: asyncio.run(main("slow")), name="loop")
+    worker.start()
+    loop.start()
+    threading.Thread(target=lambda: (loop.join(), done.set())).start()
+    main_thread_work(done)
+    worker.join()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck"])
+    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded"])
     parser.add_argument("--truth")
     parser.add_argument("--start-delay", type=float, default=0)
     args = parser.parse_args()
     if args.truth:
         truth_file = open(args.truth, "w")
     time.sleep(args.start_delay)
-    asyncio.run(main(args.scenario))
+    if args.scenario == "threaded":
+        run_threaded()
+    else:
+        asyncio.run(main(args.scenario))
     flush_truth()
