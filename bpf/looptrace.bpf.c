@@ -272,6 +272,214 @@ __noinline int send_string_once(__u64 address, __u64 length, int delimited)
 	return 0;
 }
 
+/* ---- CPython objects (loader/runtimes/python/) ---- */
+
+/* The CPython layout of the target (events.h); frame_model 0: not a CPython. */
+const volatile struct lt_py_layout py_layout = {};
+/* Where the target's interpreter is, published by the loader once it checked the layout. */
+struct lt_py_addresses py_addresses = {};
+
+static __always_inline __u64 py_code_type(void)
+{
+	return *(volatile __u64 *)&py_addresses.code_type;
+}
+
+static __always_inline __u64 read_user_u64(__u64 address)
+{
+	__u64 value = 0;
+
+	bpf_probe_read_user(&value, sizeof(value), (const void *)address);
+	return value;
+}
+
+/* Kinds of Python objects a callable is followed through (by their type's name). */
+#define LT_PYK_OTHER 0
+#define LT_PYK_FUNCTION 1
+#define LT_PYK_METHOD 2
+#define LT_PYK_PARTIAL 3
+#define LT_PYK_CFUNC 4
+#define LT_PYK_TASK_WRAPPER 5
+#define LT_PYK_TASK 6
+#define LT_PYK_STR 7
+
+/* Type object -> LT_PYK_*: type objects outlive the callables of a session. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 512);
+	__type(key, __u64);
+	__type(value, __u32);
+} py_type_kinds SEC(".maps");
+
+static __always_inline int starts_with(const char *text, const char *prefix, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (text[i] != prefix[i])
+			return 0;
+	return 1;
+}
+
+/* The kind of a type, from its tp_name ("_asyncio." types with or without the module). */
+static __noinline __u32 py_kind_of(__u64 type)
+{
+	char name[40] = {};
+	__u32 *cached, kind = LT_PYK_OTHER;
+	const char *n = name;
+
+	if (!type)
+		return LT_PYK_OTHER;
+	cached = bpf_map_lookup_elem(&py_type_kinds, &type);
+	if (cached)
+		return *cached;
+	if (bpf_probe_read_user_str(name, sizeof(name), (const void *)read_user_u64(type + py_layout.type_name)) <= 0)
+		return LT_PYK_OTHER;
+	if (starts_with(n, "_asyncio.", 9))
+		n += 9;
+	if (starts_with(n, "function", 9))
+		kind = LT_PYK_FUNCTION;
+	else if (starts_with(n, "method", 7))
+		kind = LT_PYK_METHOD;
+	else if (starts_with(n, "functools.partial", 18))
+		kind = LT_PYK_PARTIAL;
+	else if (starts_with(n, "builtin_function_or_method", 27) || starts_with(n, "builtin_method", 15))
+		kind = LT_PYK_CFUNC;
+	else if (starts_with(n, "TaskStepMethWrapper", 20) || starts_with(n, "TaskWakeupMethWrapper", 22))
+		kind = LT_PYK_TASK_WRAPPER;
+	else if (starts_with(n, "Task", 5))
+		kind = LT_PYK_TASK;
+	else if (starts_with(n, "str", 4))
+		kind = LT_PYK_STR;
+	bpf_map_update_elem(&py_type_kinds, &type, &kind, BPF_ANY);
+	return kind;
+}
+
+static __always_inline __u64 py_type_of(__u64 object)
+{
+	return read_user_u64(object + 8);
+}
+
+/* A str's ASCII text (its address, for LT_RECORD_STRING), or 0 for another kind of str. */
+static __always_inline __u64 py_ascii_text(__u64 str)
+{
+	__u32 state = 0;
+
+	bpf_probe_read_user(&state, sizeof(state), (const void *)(str + py_layout.str_state));
+	return (state & 0x40) ? str + py_layout.str_ascii_data : 0; /* state.ascii (compact ASCII) */
+}
+
+/*
+ * asyncio's default task names, "Task-<n>": their number. A task's name is a str freed with
+ * the task, and the next task's name often takes its address: texts are sent once per
+ * address, so a default name travels as its number instead.
+ */
+static __always_inline int py_task_number(__u64 text, __u64 *number)
+{
+	char buf[24] = {};
+	__u64 n = 0;
+
+	if (bpf_probe_read_user_str(buf, sizeof(buf), (const void *)text) <= 6 || !starts_with(buf, "Task-", 5))
+		return 0;
+#pragma unroll
+	for (int i = 5; i < (int)sizeof(buf); i++) {
+		if (buf[i] == 0) {
+			*number = n;
+			return 1;
+		}
+		if (buf[i] < '0' || buf[i] > '9')
+			return 0;
+		n = n * 10 + (buf[i] - '0');
+	}
+	return 0;
+}
+
+/*
+ * Names a callable the way asyncio's debug repr does: follows bound methods,
+ * functools.partial and asyncio's task wrappers, and writes LT_PY_CALLABLE_SLOTS values
+ * (events.h) to slots[0..4]: code, offset | kind << 32, fingerprint, text, text.
+ */
+static __noinline int py_name_callable(__u64 vector, __u64 *slots)
+{
+	__u64 object, code = 0, text = 0, text2 = 0, kind_out = LT_PY_CALLABLE_OTHER;
+	__u32 kind = LT_PYK_OTHER, offset = 0xffffffff;
+	int i;
+
+	if (!slots || !vector || !py_code_type())
+		return 0;
+	object = read_user_u64(vector);
+	for (i = 0; i < 4 && object; i++) {
+		kind = py_kind_of(py_type_of(object));
+		if (kind == LT_PYK_METHOD)
+			object = read_user_u64(object + py_layout.method_func);
+		else if (kind == LT_PYK_PARTIAL)
+			object = read_user_u64(object + py_layout.partial_fn);
+		else if (kind == LT_PYK_TASK_WRAPPER)
+			object = read_user_u64(object + py_layout.wrapper_task);
+		else if (kind == LT_PYK_CFUNC &&
+			 py_kind_of(py_type_of(read_user_u64(object + py_layout.cfunc_self))) == LT_PYK_TASK)
+			object = read_user_u64(object + py_layout.cfunc_self); /* Task.task_wakeup (3.12+) */
+		else
+			break;
+	}
+	if (kind == LT_PYK_FUNCTION) {
+		code = read_user_u64(object + py_layout.func_code);
+		kind_out = LT_PY_CALLABLE_FUNCTION;
+		if (py_layout.func_qualname != LT_PY_NONE)
+			text = py_ascii_text(read_user_u64(object + py_layout.func_qualname));
+	} else if (kind == LT_PYK_TASK) {
+		__u64 coro = read_user_u64(object + py_layout.task_coro);
+		__u64 name = read_user_u64(object + py_layout.task_name);
+
+		kind_out = LT_PY_CALLABLE_TASK;
+		if (py_layout.gen_frame != LT_PY_NONE) {
+			/* to 3.10: the coroutine's code, and its frame object (none once finished) */
+			__u64 frame = read_user_u64(coro + py_layout.gen_frame);
+			__s32 lasti = 0;
+
+			code = read_user_u64(coro + py_layout.gen_code);
+			if (frame)
+				bpf_probe_read_user(&lasti, sizeof(lasti), (const void *)(frame + py_layout.frame_instr));
+			offset = lasti < 0 ? 0 : (__u32)lasti << (py_layout.lasti_in_units ? 1 : 0);
+		} else {
+			/* 3.11+: the frame is part of the coroutine object */
+			__u64 frame = coro + py_layout.gen_iframe;
+			__u64 instr = read_user_u64(frame + py_layout.frame_instr);
+
+			code = read_user_u64(frame + py_layout.frame_code);
+			offset = instr > code + py_layout.code_adaptive ? (__u32)((instr - code - py_layout.code_adaptive) / 2) : 0;
+		}
+		if (py_kind_of(py_type_of(name)) == LT_PYK_STR) {
+			__u64 number = 0;
+
+			text = py_ascii_text(name);
+			if (text && py_task_number(text, &number)) {
+				text = number;
+				kind_out |= LT_PY_CALLABLE_TASK_NUMBER;
+			}
+		} else {
+			/* 3.13 names tasks lazily: an int, "Task-<n>" */
+			text = read_user_u64(name + py_layout.long_digit) & 0x3fffffff;
+			kind_out |= LT_PY_CALLABLE_TASK_NUMBER;
+		}
+	} else if (kind == LT_PYK_CFUNC) {
+		kind_out = LT_PY_CALLABLE_CFUNC;
+		text = read_user_u64(py_type_of(read_user_u64(object + py_layout.cfunc_self)) + py_layout.type_name);
+		text2 = read_user_u64(read_user_u64(object + py_layout.cfunc_ml)); /* ml_name */
+	} else if (object) {
+		text = read_user_u64(py_type_of(object) + py_layout.type_name);
+	}
+	if (code && read_user_u64(code + 8) != py_code_type())
+		code = 0; /* not a code object: a layout mismatch, never a name */
+	slots[0] = code;
+	slots[1] = (__u64)offset | kind_out << 32;
+	slots[2] = code ? (__u32)read_user_u64(code + py_layout.code_fingerprint) : 0;
+	slots[3] = text;
+	slots[4] = text2;
+	if (text && !(kind_out & LT_PY_CALLABLE_TASK_NUMBER))
+		send_string_once(text, 0, 0);
+	if (text2)
+		send_string_once(text2, 0, 0);
+	return 0;
+}
+
 /* A probe hit's recorded argument values. */
 struct lt_arg_values {
 	__u64 v[LT_MAX_ARGS];
@@ -310,6 +518,16 @@ __noinline int read_args(struct pt_regs *ctx, const struct lt_probe_config *cfg,
 			value = read_arg(ctx, source, usdt);
 		}
 		out->v[i] = value;
+		/* py_layout is rodata: for any other target the verifier never sees this branch */
+		if (py_layout.frame_model && arg->type == LT_ARG_PY_CALLABLE && i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
+			__u64 named[LT_PY_CALLABLE_SLOTS] = {};
+
+			py_name_callable(value, named);
+#pragma unroll
+			for (__u32 k = 0; k < LT_PY_CALLABLE_SLOTS; k++)
+				out->v[(i + k) & (LT_MAX_ARGS - 1)] = named[k];
+			break; /* the callable's slots are the last */
+		}
 		if (arg->type == LT_ARG_STR && value && sent_strings[cache_slot(value)] != value) {
 			int delimited = arg->length_source != LT_SOURCE_NONE;
 
@@ -1037,6 +1255,164 @@ struct {
 	__type(value, struct lt_sample_record);
 } sample_scratch SEC(".maps");
 
+/* ---- interpreter stacks: CPython (loader/runtimes/python/) ---- */
+
+/* Thread id -> its PyThreadState (checked at every use: the thread's fs base must match). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_thread_states SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lt_interp_stack);
+} interp_scratch SEC(".maps");
+
+struct py_thread_search {
+	__u64 fs_base;
+	__u64 tstate;
+	__u64 found;
+};
+
+static long py_thread_step(__u32 i, struct py_thread_search *search)
+{
+	if (!search->tstate)
+		return 1;
+	if (read_user_u64(search->tstate + py_layout.tstate_thread_id) == search->fs_base) {
+		search->found = search->tstate;
+		return 1;
+	}
+	search->tstate = read_user_u64(search->tstate + py_layout.tstate_next);
+	return 0;
+}
+
+/*
+ * The thread state of the current thread: its pthread_t (thread_id) is its fs base. Cached
+ * per tid and checked again at each use, so a thread state freed or reused is not followed.
+ */
+static __noinline __u64 py_thread_state(struct task_struct *task, __u32 tid)
+{
+	struct py_thread_search search = {};
+	__u64 *cached;
+
+	if (!task)
+		return 0;
+	search.fs_base = BPF_CORE_READ(task, thread.fsbase);
+	cached = bpf_map_lookup_elem(&py_thread_states, &tid);
+	if (cached && *cached && read_user_u64(*cached + py_layout.tstate_thread_id) == search.fs_base)
+		return *cached;
+	search.tstate = read_user_u64(read_user_u64(*(volatile __u64 *)&py_addresses.interp_head) +
+				      py_layout.interp_tstate_head);
+	bpf_loop(256, py_thread_step, &search, 0);
+	if (search.found)
+		bpf_map_update_elem(&py_thread_states, &tid, &search.found, BPF_ANY);
+	return search.found;
+}
+
+struct py_frame_walk {
+	struct lt_interp_stack *stack;
+	__u64 frame;
+	__u32 n;
+};
+
+#define LT_PY_FRAME_OWNED_BY_CSTACK 3
+
+/* One frame of the chain: a bpf_loop callback, verified once whatever the chain's length. */
+static long py_frame_step(__u32 i, struct py_frame_walk *walk)
+{
+	__u8 frame[LT_PY_FRAME_BYTES];
+	struct lt_interp_stack *stack = walk->stack;
+	__u64 code, code_type = 0, instr;
+	__u32 offset, entry = 0;
+
+	if (!walk->frame || !stack)
+		return 1;
+	if (bpf_probe_read_user(frame, sizeof(frame), (const void *)walk->frame)) {
+		stack->flags |= LT_INTERP_READ_FAILED;
+		return 1;
+	}
+	walk->frame = *(__u64 *)(frame + (py_layout.frame_back & (LT_PY_FRAME_BYTES - 8)));
+	code = *(__u64 *)(frame + (py_layout.frame_code & (LT_PY_FRAME_BYTES - 8)));
+	if (py_layout.frame_owner != LT_PY_NONE &&
+	    frame[py_layout.frame_owner & (LT_PY_FRAME_BYTES - 1)] == LT_PY_FRAME_OWNED_BY_CSTACK) {
+		/* an entry shim (3.12+): the frame before it was the outermost of its C call */
+		if (walk->n > 0)
+			stack->frames[(walk->n - 1) & (LT_MAX_INTERP_FRAMES - 1)].offset |= LT_INTERP_ENTRY;
+		return 0;
+	}
+	if (py_layout.frame_is_entry != LT_PY_NONE)
+		entry = frame[py_layout.frame_is_entry & (LT_PY_FRAME_BYTES - 1)];
+	if (bpf_probe_read_user(&code_type, sizeof(code_type), (const void *)(code + 8)) ||
+	    code_type != py_code_type()) {
+		stack->flags |= LT_INTERP_BAD_CODE;
+		return 1;
+	}
+	if (walk->n >= LT_MAX_INTERP_FRAMES) {
+		stack->flags |= LT_INTERP_TRUNCATED;
+		return 1;
+	}
+	if (py_layout.frame_model == LT_PY_FRAME_OBJECTS) {
+		__s32 lasti = *(__s32 *)(frame + (py_layout.frame_instr & (LT_PY_FRAME_BYTES - 4)));
+
+		/* -1: not started yet */
+		offset = lasti < 0 ? 0 : (__u32)lasti << (py_layout.lasti_in_units ? 1 : 0);
+	} else {
+		instr = *(__u64 *)(frame + (py_layout.frame_instr & (LT_PY_FRAME_BYTES - 8)));
+		offset = instr > code + py_layout.code_adaptive ? (__u32)((instr - code - py_layout.code_adaptive) / 2) : 0;
+	}
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].code = code;
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].offset = (offset & LT_INTERP_NO_OFFSET) | (entry ? LT_INTERP_ENTRY : 0);
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].fingerprint =
+		(__u32)read_user_u64(code + py_layout.code_fingerprint);
+	walk->n++;
+	return 0;
+}
+
+/* The current thread's Python frames, to the sample ring before its sample (events.h). */
+static __noinline int send_interp_stack(struct task_struct *task, __u32 tid, __u64 now)
+{
+	struct py_frame_walk walk = {};
+	struct lt_interp_stack *stack;
+	__u32 zero = 0, size;
+	__u64 tstate;
+
+	if (!py_code_type())
+		return 0; /* the loader has not located the interpreter yet */
+	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
+	if (!stack)
+		return 0;
+	stack->header.type = LT_RECORD_INTERP_STACK;
+	stack->ts_ns = now;
+	stack->tid = tid;
+	stack->flags = 0;
+	walk.stack = stack;
+	tstate = py_thread_state(task, tid);
+	if (!tstate) {
+		stack->flags = LT_INTERP_NO_THREAD;
+	} else {
+		if (py_layout.frame_model == LT_PY_CFRAME)
+			walk.frame = read_user_u64(read_user_u64(tstate + py_layout.tstate_frame) +
+						   py_layout.cframe_current_frame);
+		else
+			walk.frame = read_user_u64(tstate + py_layout.tstate_frame);
+		bpf_loop(LT_MAX_INTERP_FRAMES + 32, py_frame_step, &walk, 0);
+	}
+	if (walk.n > LT_MAX_INTERP_FRAMES)
+		walk.n = LT_MAX_INTERP_FRAMES;
+	stack->nr_frames = walk.n;
+	size = __builtin_offsetof(struct lt_interp_stack, frames) + walk.n * sizeof(struct lt_interp_frame);
+	if (size > sizeof(*stack))
+		size = sizeof(*stack);
+	stack->header.size = size;
+	if (bpf_ringbuf_output(&samples, stack, size, 0))
+		count(LT_STAT_INTERP_STACKS_DROPPED);
+	return 0;
+}
+
 /* min(size, LT_MAX_STACK_COPY), in the register the verifier sees used afterwards. */
 static __always_inline __u64 clamp_copy(__u64 size)
 {
@@ -1170,6 +1546,8 @@ static __always_inline void take_sample(void *ctx, struct task_struct *task, __u
 {
 	if (samples_after_exec && !*(volatile __u32 *)&exec_done)
 		return;
+	if (py_layout.frame_model && (dwarf_stack_bytes || sample_records))
+		send_interp_stack(task, tid, now);
 	if (dwarf_stack_bytes)
 		copy_user_stack(task, tid, now, kind, state, sample_records);
 	else if (sample_records)

@@ -147,6 +147,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->switch_stacks_idle = options.switch_stacks_idle;
     skel->rodata->messages_poll_bounded = options.messages_poll_bounded;
     skel->rodata->preempt_stacks_after_ns = options.preempt_stacks_after_ns;
+    std::memcpy(const_cast<lt_py_layout*>(&skel->rodata->py_layout), &options.interpreters.python_layout,
+                sizeof(lt_py_layout));
     if (options.thread_tracking)
       if (int err = bpf_map__set_max_entries(skel->maps.samples, options.sample_ring_bytes))
         return SystemError("cannot size the sample ring", err);
@@ -362,6 +364,12 @@ Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
   return AttachCpuSampler(sample_tid, sample_hz);
 }
 
+void BpfSession::PublishInterpreterAddresses(const InterpreterBpfConfig& config) {
+  // The code type last: BPF walks nothing while it is 0.
+  __atomic_store_n(&skel_->bss->py_addresses.interp_head, config.python_addresses.interp_head, __ATOMIC_RELAXED);
+  __atomic_store_n(&skel_->bss->py_addresses.code_type, config.python_addresses.code_type, __ATOMIC_RELEASE);
+}
+
 uint32_t BpfSession::loop_tid() const {
   return static_cast<uint32_t>(__atomic_load_n(&skel_->bss->loop_tid, __ATOMIC_RELAXED));
 }
@@ -471,6 +479,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::samples_idle, sum(LT_STAT_SAMPLE_IDLE));
   stats.Set(StatId::early_preemptions_unstacked, sum(LT_STAT_SWITCH_YOUNG));
   if (run_stats_) AddRunTimes(&stats);
+  stats.Set(StatId::interp_stacks_dropped, sum(LT_STAT_INTERP_STACKS_DROPPED));
   return stats;
 }
 

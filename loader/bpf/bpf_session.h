@@ -16,6 +16,7 @@
 #include "loader/bpf/record_ring.h"
 #include "loader/bpf/uprobe_multi.h"
 #include "loader/plan/attach_plan.h"
+#include "loader/runtimes/interpreter.h"
 #include "looptrace/events.h"
 #include "looptrace/report/stats.h"
 #include "looptrace/util/result.h"
@@ -44,6 +45,7 @@ struct BpfSessionOptions {
   bool messages_poll_bounded = false;          // the loop is idle only in its poll wait
   uint64_t preempt_stacks_after_ns = 0;        // no stacks at preemptions in younger messages (0: all)
   std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
+  InterpreterBpfConfig interpreters;           // layouts of the interpreters BPF walks (runtimes/interpreter.h)
 };
 
 // The loader attaches a group of points in uprobe_multi links of at most this many, so it
@@ -106,6 +108,9 @@ class BpfSession {
   std::vector<uint64_t> StackIps(int32_t stack_id) const;
 
   const BeatRing& beats() const { return beats_; }
+
+  // Where the target's interpreters are, once located: BPF walks their frames from now on.
+  void PublishInterpreterAddresses(const InterpreterBpfConfig& config);
 
   // LT_THREADS_LOOP: the loop thread BPF claimed (0 while none did), or names it first.
   uint32_t loop_tid() const;

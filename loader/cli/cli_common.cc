@@ -168,6 +168,9 @@ void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
                 "unwind user stacks with DWARF CFI (targets without frame pointers): copies the watched "
                 "thread's stack top at each sample and switch-out, and reads the stacks of the threads a "
                 "stalled one waits for");
+  cmd->add_flag("--native-frames", f.session.native_frames,
+                "interpreted frames (Python) inside the native stack, in place of the interpreter loop's "
+                "frames, instead of alone over the C code the time is in");
   cmd->add_flag("--exact-entry", f.session.exact_entry,
                 "probe every symbol at its first instruction, even where the kernel single-steps it "
                 "(no move to the entry block, call sites or after calls)");

@@ -35,9 +35,18 @@ EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* 
     for (size_t i = 0; i < p.spec.args.size(); ++i) {
       const ArgSpec& a = p.spec.args[i];
       d.arg_names.push_back(TextPool::Name(a.name));
-      d.plain &= a.source != kSourceFunction && a.type != ArgType::kSym && a.type != ArgType::kStr;
+      d.plain &= a.source != kSourceFunction && a.type != ArgType::kSym && a.type != ArgType::kStr &&
+                 a.type != ArgType::kPyCallable;
     }
   }
+}
+
+void EventDecoder::SetInterpreter(InterpreterSupport* interpreter, bool merged) {
+  interpreter_ = interpreter;
+  if (interpreter)
+    interp_stacks_.emplace(interpreter, stats_, merged);
+  else
+    interp_stacks_.reset();
 }
 
 const std::string* EventDecoder::NameAddress(uint64_t address) {
@@ -72,6 +81,20 @@ void EventDecoder::DecodeArguments(const lt_record& rec, ProbeEvent& e) {
       arg.text = NameAddress(raw);
     }
     if (spec.type == ArgType::kInt) arg.value = static_cast<uint64_t>(static_cast<int64_t>(raw));
+    if (spec.type == ArgType::kPyCallable) {
+      // BPF filled this slot and the next ones (events.h LT_PY_CALLABLE_SLOTS).
+      arg.is_string = true;
+      arg.value = 0;
+      if (interpreter_ && i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
+        auto texts = [this](uint64_t address) { return strings_ ? strings_->Find(pid_, address) : nullptr; };
+        std::string name = interpreter_->NameCallable(
+            std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(&rec.probe.args[i]), LT_PY_CALLABLE_SLOTS),
+            texts, stats_);
+        if (!name.empty()) arg.text = TextPool::Intern(name);
+      }
+      e.args.push_back(arg);
+      break;  // the callable's slots are the last
+    }
     if (spec.type == ArgType::kStr) {
       arg.is_string = true;
       arg.text = strings_ ? strings_->Find(pid_, raw) : nullptr;
@@ -167,11 +190,17 @@ void EventDecoder::DecodeSide(std::span<const uint8_t> raw, std::vector<Event>* 
     case LT_RECORD_SAMPLE:
     case LT_RECORD_SAMPLE_COPY: {
       if (!stacks_ || !out) return;
-      auto sample = stacks_->Decode(raw);
+      ResolvedStack native;
+      auto sample = stacks_->Decode(raw, interp_stacks_ ? &native : nullptr);
       if (!sample) break;
+      if (interp_stacks_) interp_stacks_->Splice(native, &*sample);
       out->push_back(std::move(*sample));
       return;
     }
+    case LT_RECORD_INTERP_STACK:
+      if (!interp_stacks_) return;  // no interpreter support: BPF was told nothing
+      if (!interp_stacks_->Add(raw)) break;
+      return;
     default:
       break;
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "looptrace/events.h"
 
 #include "loader/decode/beat_slicer.h"
+#include "loader/decode/interp_stacks.h"
 #include "loader/decode/string_reader.h"
 #include "loader/plan/attach_plan.h"
 #include "looptrace/report/stats.h"
@@ -88,6 +90,10 @@ class EventDecoder {
   // resolver is set (SetStackResolver), else they are dropped.
   void DecodeSide(std::span<const uint8_t> raw, std::vector<Event>* out);
   void SetStackResolver(StackResolver* stacks) { stacks_ = stacks; }
+  // The target's interpreter (runtimes/interpreter.h): names callables of its type
+  // (pycallable arguments) and splices its frames into stack samples (`merged`: into the
+  // native frames, replacing the interpreter loop's). Null: none.
+  void SetInterpreter(InterpreterSupport* interpreter, bool merged);
 
  private:
   // How a probe's records decode, worked out once per probe.
@@ -115,6 +121,8 @@ class EventDecoder {
   AddressNamer* addresses_;
   std::unordered_map<uint64_t, const std::string*> address_names_;  // interned
   StackResolver* stacks_ = nullptr;
+  InterpreterSupport* interpreter_ = nullptr;
+  std::optional<InterpreterStacks> interp_stacks_;
   Event probe_event_{std::in_place_type<ProbeEvent>};  // Decode's probe hits, rewritten in place
   std::vector<Event> other_events_;                    // Decode's other records
 };

@@ -398,7 +398,7 @@ std::optional<ResolvedStack> StackResolver::FromBlockedThread(uint32_t tid, std:
   return FromCopy(regs, sp, bytes, live);
 }
 
-std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw) {
+std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, ResolvedStack* resolved) {
   lt_record_header header;
   std::memcpy(&header, raw.data(), sizeof(header));
   StackSample sample;
@@ -455,7 +455,8 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw) {
   if (process_gone_) stats_->Add(StatId::samples_after_exit);
   sample.frames.reserve(stack.frames.size());
   for (const ResolvedFrame& f : stack.frames) sample.frames.push_back(f.Name());
-  sample.stop = std::move(stack.stop);
+  sample.stop = stack.stop;
+  if (resolved) *resolved = std::move(stack);
   return sample;
 }
 

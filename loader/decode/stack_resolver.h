@@ -70,8 +70,9 @@ class StackResolver {
   StackResolver& operator=(const StackResolver&) = delete;
 
   // A sample side record (LT_RECORD_SAMPLE / LT_RECORD_SAMPLE_COPY) as an event; nullopt when
-  // it is malformed (counted in malformed_records).
-  std::optional<StackSample> Decode(std::span<const uint8_t> raw);
+  // it is malformed (counted in malformed_records). `resolved`, if given, gets its frames as
+  // resolved (modules, for splicing interpreter frames in).
+  std::optional<StackSample> Decode(std::span<const uint8_t> raw, ResolvedStack* resolved = nullptr);
 
   // A frame-pointer walk's ips (innermost first) with the shadow frames in effect.
   ResolvedStack FromIps(std::span<const uint64_t> ips, std::span<const lt_shadow_frame> shadow);

@@ -35,6 +35,11 @@ PlanResult<std::string> ResolveBinary(const std::string& binary, const TargetBin
     if (!target.exe_path.empty()) return target.exe_path;
     return MakeError("no executable known for the target", ExitCode::kTarget);
   }
+  if (binary == "interpreter") {
+    // The runtime's interpreter: a shared build's libpython3.X.so, else the executable.
+    if (auto path = InterpreterBinaryOf(target)) return *path;
+    return DoesNotFit(fmt::format("{} runs no interpreter looptrace knows", target.exe_path));
+  }
   if (target.pid > 0) {
     auto maps = symbols::ReadProcMaps(target.pid);
     if (!maps) return std::unexpected(maps.error());

@@ -14,7 +14,10 @@ namespace {
 lt_arg_config ArgConfig(const ArgSource& arg) {
   lt_arg_config c{};
   c.source = arg.source;
-  c.type = arg.type == ArgType::kStr ? LT_ARG_STR : arg.type == ArgType::kInt ? LT_ARG_INT : LT_ARG_UINT;  // sym: uint
+  c.type = arg.type == ArgType::kStr          ? LT_ARG_STR
+           : arg.type == ArgType::kInt        ? LT_ARG_INT
+           : arg.type == ArgType::kPyCallable ? LT_ARG_PY_CALLABLE
+                                              : LT_ARG_UINT;  // sym: uint
   c.length_source = arg.type == ArgType::kStr ? arg.length_source : LT_SOURCE_NONE;
   return c;
 }
@@ -97,7 +100,8 @@ std::vector<lt_probe_config> MakeProbeConfigs(const AttachPlan& plan) {
 bool UsesFastBeats(const ResolvedProbe& probe) {
   const ProbeSpec& spec = probe.spec;
   return (spec.role == Role::kMethodEnter || spec.role == Role::kMethodExit) && spec.kind == ProbeKind::kUprobe &&
-         spec.args.size() == 1 && spec.args[0].source == 0 && spec.args[0].type != ArgType::kStr;
+         spec.args.size() == 1 && spec.args[0].source == 0 && spec.args[0].type != ArgType::kStr &&
+         spec.args[0].type != ArgType::kPyCallable;
 }
 
 }  // namespace looptrace::loader

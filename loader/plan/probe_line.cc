@@ -39,7 +39,7 @@ class ProbeLineParser {
     return static_cast<uint8_t>(n - 1);
   }
 
-  // SOURCE[:TYPE], TYPE = uint | int | ptr | str | str(argN).
+  // SOURCE[:TYPE], TYPE = uint | int | ptr | str | str(argN) | sym | pycallable.
   Result<ArgSource> ParseSource(int line, std::string_view text, const ProbeSpec& probe, std::string_view what,
                                 ArgType default_type) {
     ArgSource arg;
@@ -67,13 +67,15 @@ class ProbeLineParser {
       arg.type = ArgType::kStr;
     else if (type == "sym")
       arg.type = ArgType::kSym;
+    else if (type == "pycallable")
+      arg.type = ArgType::kPyCallable;
     else if (type.starts_with("str(") && type.ends_with(")")) {
       arg.type = ArgType::kStr;
       ASSIGN_OR_RETURN(arg.length_source,
                        ParseSourceName(line, type.substr(4, type.size() - 5), probe, fmt::format("{} length", what)));
     } else {
       return Fail(line,
-                  fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym)", what, Quoted(type)));
+                  fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym, pycallable)", what, Quoted(type)));
     }
     return arg;
   }
@@ -256,6 +258,16 @@ class ProbeLineParser {
     if (std::count_if(probe.args.begin(), probe.args.end(),
                       [](const ArgSpec& a) { return a.source != kSourceFunction; }) > LT_MAX_ARGS)
       return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
+    // BPF writes what names a callable into its slot and the next LT_PY_CALLABLE_SLOTS - 1.
+    for (size_t a = 0; a < probe.args.size(); ++a) {
+      if (probe.args[a].type != ArgType::kPyCallable) continue;
+      const bool last = a + 1 == probe.args.size() || probe.args[a + 1].source == kSourceFunction;
+      if (!last || a + LT_PY_CALLABLE_SLOTS > LT_MAX_ARGS)
+        return Fail(line, fmt::format("argument '{}': a pycallable is the last argument, one of the first {}",
+                                      probe.args[a].name, LT_MAX_ARGS - LT_PY_CALLABLE_SLOTS + 1));
+    }
+    for (const Condition& c : probe.conditions)
+      if (c.arg.type == ArgType::kPyCallable) return Fail(line, "a condition cannot test a pycallable");
     if (probe.role == Role::kMethodEnter || probe.role == Role::kMethodExit)
       RETURN_IF_ERROR(CheckMethodArgs(line, &probe));
     return probe;

@@ -45,7 +45,7 @@ symbols::ArgumentMask ArgumentsRead(const ProbeSpec& spec, bool* reads_memory, i
   auto add_arg = [&](const ArgSource& arg) {
     add(arg.source);
     if (arg.length_source != LT_SOURCE_NONE) add(arg.length_source);
-    if (arg.type == ArgType::kStr) *reads_memory = true;
+    if (arg.type == ArgType::kStr || arg.type == ArgType::kPyCallable) *reads_memory = true;
   };
   for (const ArgSpec& arg : spec.args) add_arg(arg);
   for (const Condition& condition : spec.conditions) {

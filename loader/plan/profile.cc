@@ -32,6 +32,8 @@ std::string_view ArgTypeName(ArgType type) {
       return "str";
     case ArgType::kSym:
       return "sym";
+    case ArgType::kPyCallable:
+      return "pycallable";
   }
   return "?";
 }

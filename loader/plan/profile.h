@@ -14,14 +14,16 @@
 //                                 trailing * for a prefix)
 //   runtime NAME                  the runtime the probes belong to (python, jvm): checked
 //                                 against the target, with its own diagnostics
-// KIND: uprobe | uretprobe | usdt. BINARY: exe, an absolute path, or a library name
+// KIND: uprobe | uretprobe | usdt. BINARY: exe, interpreter (the runtime's interpreter: a
+// shared CPython's libpython3.X.so, else the executable), an absolute path, or a library name
 // (libglib-2.0.so). POINT: symbol or glob (uprobes), provider:name (usdt), or
 // *(SYMBOL+OFFSET): the function whose address is stored at SYMBOL+OFFSET (a function
 // pointer in a data table, e.g. a GSourceFuncs' dispatch). An optional probe that resolves
 // to nothing is left out instead of failing the profile.
 // SOURCE: arg1..arg12, ret (uretprobe), or func (the probed function's name). TYPE: uint (default), int, ptr, str,
-// str(argN) for a string whose length is argument N (not NUL-terminated), or sym (a code
-// address, named by the target's symbols in user space).
+// str(argN) for a string whose length is argument N (not NUL-terminated), sym (a code
+// address, named by the target's symbols in user space), or pycallable (a CPython vector of
+// callables whose first is named as asyncio names callbacks; the probe's last argument).
 // CONDITION: SOURCE[:TYPE] OP VALUE, with OP == != < <= > >= for numbers and
 // == != ~ (glob: * and ?) for "quoted strings".
 #pragma once
@@ -38,7 +40,7 @@
 namespace looptrace::loader {
 
 enum class ProbeKind { kUprobe, kUretprobe, kUsdt };
-enum class ArgType { kUint, kInt, kPtr, kStr, kSym };
+enum class ArgType { kUint, kInt, kPtr, kStr, kSym, kPyCallable };
 
 std::string_view ProbeKindName(ProbeKind kind);
 std::string_view ArgTypeName(ArgType type);

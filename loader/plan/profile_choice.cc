@@ -73,7 +73,9 @@ Result<std::pair<Profile, AttachPlan>> ChooseProfile(const std::string& requeste
       // their runtimes so), so this is a warning, not an error.
       std::set<std::string> warned;
       for (const auto& p : plan->probes) {
-        if (p.spec.binary == "exe" || p.spec.binary.starts_with("/") || !warned.insert(p.binary_path).second) continue;
+        if (p.spec.binary == "exe" || p.spec.binary.starts_with("/") || p.binary_path == target.exe_path ||
+            !warned.insert(p.binary_path).second)
+          continue;
         if (!LinksLibrary(target, p.binary_path))
           log::Warning("profile {}: {} does not link {}; its probes fire only if the program loads it at run time",
                        profile.name, target.exe_path, p.binary_path);

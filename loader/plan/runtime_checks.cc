@@ -28,8 +28,11 @@ Result<void> CheckRuntimePresent(const Profile& profile, const TargetBinaries& t
                           : fmt::format("use --profile {} (or leave --profile out to detect it)", info.name));
   }
   // Present, but perhaps without the probes the profile reads.
+  std::vector<std::string> usdt_points;
+  for (const ProbeSpec& p : profile.probes)
+    if (p.kind == ProbeKind::kUsdt && !p.optional) usdt_points.push_back(p.point);
   for (const std::string& name : profile.runtimes)
-    if (const Runtime* runtime = FindRuntime(name)) RETURN_IF_ERROR(runtime->CheckPresent(info, target));
+    if (const Runtime* runtime = FindRuntime(name)) RETURN_IF_ERROR(runtime->CheckPresent(info, target, usdt_points));
   return {};
 }
 

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "loader/runtimes/interpreter.h"
 #include "loader/target/target_binaries.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/util/result.h"
@@ -55,9 +57,12 @@ class Runtime {
   // Before a profile of this runtime is resolved against a target that runs it (`info` from
   // Detect): an error naming the cause and the fix when the target lacks what every profile
   // of the runtime reads (a CPython built without USDT probes).
-  virtual Result<void> CheckPresent(const RuntimeInfo& info, const TargetBinaries& target) const {
+  // `usdt_points`: the profile's USDT points ("python:function__entry"; optional ones left out).
+  virtual Result<void> CheckPresent(const RuntimeInfo& info, const TargetBinaries& target,
+                                    const std::vector<std::string>& usdt_points) const {
     (void)info;
     (void)target;
+    (void)usdt_points;
     return {};
   }
 
@@ -90,11 +95,22 @@ class Runtime {
     return std::nullopt;
   }
 
-  // Interpreter frame walkers plug in here (stacks of Python, JVM and Node.js frames). Per
-  // process, a runtime will describe its interpreter's layouts to BPF (where the current
-  // frame is, the offsets of frame and code objects the walker reads, for the version the
-  // target runs) and name the frames BPF returns (a code object -> "module:function:line").
-  // The methods come with the first runtime that implements them.
+  // The file the runtime's interpreter lives in, for the profile BINARY `interpreter`: the
+  // executable, or the library it links (CPython's libpython3.X.so in a shared build).
+  virtual std::optional<std::string> InterpreterBinary(const TargetBinaries& target) const {
+    (void)target;
+    return std::nullopt;
+  }
+
+  // Interpreter frames and callables (interpreter.h), per process `pid`: the runtime's
+  // layout for BPF and the namer of what BPF records. Null when the runtime has none; an
+  // error (one line naming the version) when the target's interpreter is one looptrace
+  // cannot read.
+  virtual Result<std::unique_ptr<InterpreterSupport>> Interpreter(const TargetBinaries& target, int pid) const {
+    (void)target;
+    (void)pid;
+    return std::unique_ptr<InterpreterSupport>();
+  }
 };
 
 }  // namespace looptrace::loader

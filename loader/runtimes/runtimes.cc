@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "looptrace/util/log.h"
+
 extern char** environ;
 
 namespace looptrace::loader {
@@ -77,6 +79,33 @@ std::optional<std::string> DlopenedRuntimeLibrary(const std::string& library, co
   for (const Runtime* runtime : AllRuntimes())
     if (auto path = runtime->DlopenedLibrary(library, exe_path)) return path;
   return std::nullopt;
+}
+
+std::string InterpreterFrame::Name() const {
+  const std::string_view base = std::string_view(file).substr(file.find_last_of('/') + 1);
+  if (file.empty()) return function;
+  if (line <= 0) return fmt::format("{} ({})", function, base);
+  return fmt::format("{} ({}:{})", function, base, line);
+}
+
+std::optional<std::string> InterpreterBinaryOf(const TargetBinaries& target) {
+  for (const Runtime* runtime : AllRuntimes())
+    if (runtime->Detect(target))
+      if (auto path = runtime->InterpreterBinary(target)) return path;
+  return std::nullopt;
+}
+
+std::unique_ptr<InterpreterSupport> InterpreterOf(const TargetBinaries& target, int pid) {
+  const RuntimeInfo info = IdentifyRuntime(target);
+  const Runtime* runtime = info.name.empty() ? nullptr : FindRuntime(info.name);
+  if (!runtime) return nullptr;
+  auto support = runtime->Interpreter(target, pid);
+  if (!support) {
+    log::Warning("{}", support.error().message);
+    return nullptr;
+  }
+  if (*support) log::V1("interpreter frames: {}", (*support)->what());
+  return std::move(*support);
 }
 
 }  // namespace looptrace::loader

@@ -37,4 +37,12 @@ std::optional<uint64_t> ResolveRuntimePoint(const symbols::ElfFile& elf, std::st
 // library of `exe_path`.
 std::optional<std::string> DlopenedRuntimeLibrary(const std::string& library, const std::string& exe_path);
 
+// The profile BINARY `interpreter`: the file the target's runtime interprets with (the
+// executable, or a shared build's libpython3.X.so); nothing when no runtime knows one.
+std::optional<std::string> InterpreterBinaryOf(const TargetBinaries& target);
+
+// Interpreter frames for the target's runtime (process `pid`), or null: none known, or its
+// interpreter cannot be read (then one warning line says why; messages still work).
+std::unique_ptr<InterpreterSupport> InterpreterOf(const TargetBinaries& target, int pid);
+
 }  // namespace looptrace::loader

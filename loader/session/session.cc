@@ -118,6 +118,7 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.preempt_stacks_after_ns = switch_stacks.preempt_stacks_after_ns;
   loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, switch_stacks.preempt_stacks_after_ns);
   if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
+  if (interpreter_) interpreter_->DescribeLayout(&bpf_options.interpreters);
   ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
                              bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
@@ -125,12 +126,16 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   stacks_.emplace(static_cast<pid_t>(tgid), addresses_->symbolizer(), &loader_stats_);
   decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
   decoder_->SetStackResolver(&*stacks_);
+  decoder_->SetInterpreter(interpreter_.get(), options_.native_frames);
+  interpreter_pending_ = interpreter_ != nullptr;
+  LocateInterpreter();
   slicer_.emplace(&plan_, &bpf_->beats(), &strings_, &*addresses_, &loader_stats_, tgid, &identities_);
   if (slicer_->enabled()) pipeline_.SetSliceSource(&*slicer_);
   snapshots_.emplace(static_cast<pid_t>(tgid), bpf_.get(), &*kernel_stacks_, &*stacks_, &loader_stats_,
                      options_.dwarf_unwind, threads_.mode == ThreadChoice::Mode::kAll);
   pipeline_.SetSnapshotSource(this);
   pipeline_.AddObserver(&taps_, EventBit<Wakeup>() | EventBit<ProcessExec>());
+  snapshots_->SetInterpreter(interpreter_.get());
   return {};
 }
 
@@ -249,7 +254,21 @@ void Session::Leave(EventLoop& loop) {
   ring_fd_ = pid_fd_ = -1;
 }
 
+void Session::LocateInterpreter() {
+  if (!interpreter_pending_) return;
+  auto located = interpreter_->Locate(&interpreter_config_);
+  if (!located) {
+    log::Warning("{}", located.error().message);
+    interpreter_pending_ = false;
+    return;
+  }
+  if (!*located) return;
+  bpf_->PublishInterpreterAddresses(interpreter_config_);
+  interpreter_pending_ = false;
+}
+
 Result<void> Session::Drain() {
+  LocateInterpreter();
   RETURN_IF_ERROR(bpf_->Consume());
   Watchdog(NowNs(CLOCK_MONOTONIC));
   return {};

@@ -51,6 +51,9 @@ struct SessionOptions {
   bool dwarf_unwind = false;            // copy registers + stack top for DWARF unwinding (no frame pointers)
   bool exact_entry = false;             // --exact-entry: no probe relocation (probe_placement.h)
   bool idle_stacks = false;             // --idle-stacks: stacks at idle switch-outs too (session_cost.h)
+  // --native-frames: interpreter frames spliced into the native stack (the interpreter loop's
+  // frames replaced) instead of shown alone over the native code the time is in.
+  bool native_frames = false;
 };
 
 // Blocks SIGINT/SIGTERM/SIGHUP and returns a signalfd for them: signals are then handled
@@ -64,6 +67,9 @@ class Session : private SnapshotSource {
   ~Session() override;
 
   Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid);
+  // Before Prepare: the target's interpreter (runtimes.h InterpreterOf), whose frames BPF
+  // walks once it is located in the process; null: none.
+  void SetInterpreter(std::unique_ptr<InterpreterSupport> interpreter) { interpreter_ = std::move(interpreter); }
   // Attaches every probe point (ends first); a signal meanwhile detaches all and fails.
   Result<void> Attach(pid_t pid);
   // Off-CPU reasons, wakeups, SIGQUIT and stacks; a kernel without them only loses those.
@@ -106,6 +112,8 @@ class Session : private SnapshotSource {
    private:
     Session& session_;
   };
+  // Until the interpreter is found in the process (a program `run` starts maps it after exec).
+  void LocateInterpreter();
 
   SessionOptions options_;
   int signal_fd_;
@@ -123,6 +131,9 @@ class Session : private SnapshotSource {
   std::optional<SymbolizingAddressNamer> addresses_;
   std::optional<BpfKernelStacks> kernel_stacks_;
   std::optional<StackResolver> stacks_;
+  std::unique_ptr<InterpreterSupport> interpreter_;
+  InterpreterBpfConfig interpreter_config_;
+  bool interpreter_pending_ = false;  // not located yet, nor given up on
   std::optional<EventDecoder> decoder_;
   std::optional<BeatSlicer> slicer_;
   std::optional<SnapshotTaker> snapshots_;

@@ -86,6 +86,10 @@ void SnapshotTaker::UserStack(ThreadSnapshot* ts, const lt_thread_state& state, 
   // DWARF when it reached the end, else whichever walk went deeper.
   const ResolvedStack* best = dwarf ? &*dwarf : fp ? &*fp : nullptr;
   if (dwarf && fp && !dwarf->stop.empty() && fp->frames.size() > dwarf->frames.size()) best = &*fp;
+  if (auto py = interp_stacks_.find(t); py != interp_stacks_.end() && !py->second.empty()) {
+    InterpreterStack(ts, best, py->second);
+    return;
+  }
   if (!best) {
     ts->user_stack_stop =
         ustack < 0 && !dwarf_ ? "no user stack was captured at its last switch-out" : "no user stack could be read";
@@ -96,8 +100,22 @@ void SnapshotTaker::UserStack(ThreadSnapshot* ts, const lt_thread_state& state, 
   ts->user_stack_stop = best->stop;
 }
 
+void SnapshotTaker::InterpreterStack(ThreadSnapshot* ts, const ResolvedStack* native,
+                                     const std::vector<InterpreterFrame>& frames) {
+  ts->user_stack.clear();
+  if (native)
+    for (const ResolvedFrame& f : native->frames) {
+      if (interpreter_->IsInterpreterModule(f.module) || interpreter_->IsInterpreterLoop(f.function)) break;
+      ts->user_stack.push_back(f.Describe());
+    }
+  for (const InterpreterFrame& f : frames) ts->user_stack.push_back(f.Name());
+  ts->user_stack_stop.clear();
+}
+
 StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool anr, uint64_t now_ns) {
   StallSnapshot s;
+  interp_stacks_.clear();
+  if (interpreter_) interp_stacks_ = interpreter_->ThreadStacks(stats_);
   s.anr = anr;
   s.ts_ns = now_ns;
   s.tid = tid;
@@ -166,7 +184,12 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
     auto it = bpf_states.find(ts.tid);
     lt_thread_state unseen{};  // a thread that did not switch since tracing began
     unseen.kstack_id = unseen.ustack_id = unseen.sample_kstack_id = unseen.sample_ustack_id = -1;
-    if (it == bpf_states.end() && !(dwarf_ && in_chain)) continue;
+    if (it == bpf_states.end() && !(dwarf_ && in_chain)) {
+      // Not seen by BPF since tracing began, but an interpreter thread: its interpreted frames.
+      if (auto py = interp_stacks_.find(ts.tid); py != interp_stacks_.end() && !py->second.empty())
+        InterpreterStack(&ts, nullptr, py->second);
+      continue;
+    }
     const lt_thread_state& st = it == bpf_states.end() ? unseen : it->second;
     if (it != bpf_states.end()) ts.state_since_ns = st.since_ns;
     const bool running = ts.state == 'R';

@@ -57,6 +57,10 @@ class SnapshotTaker {
   // The thread that last woke `tid` (sched_waking), one the stalled thread may wait for.
   void SetLastWaker(uint32_t tid, uint32_t waker_tid) { last_waker_[tid] = waker_tid; }
   StallSnapshot Take(uint32_t tid, uint64_t message_begin_ns, bool anr, uint64_t now_ns);
+  // The target's interpreter: its threads' user stacks show their interpreted frames (a
+  // py-spy-style dump), under the native frames the thread is in when those are not the
+  // interpreter's own. Null: none.
+  void SetInterpreter(InterpreterSupport* interpreter) { interpreter_ = interpreter; }
   // Where incomplete snapshots are counted from now on; returns the previous counters (an
   // on-demand dump counts apart from the session's report).
   Stats* SwapStats(Stats* stats) { return std::exchange(stats_, stats); }
@@ -65,6 +69,8 @@ class SnapshotTaker {
   // The user stack of thread `t`: DWARF-unwound from a stack copy when there is a fresh one
   // (or, for a thread the stalled one waits for, one read now), else the frame-pointer walk.
   void UserStack(ThreadSnapshot* ts, const lt_thread_state& state, int32_t ustack, bool in_chain);
+  // Replaces a thread's user stack by its interpreted frames (`native`: its native walk).
+  void InterpreterStack(ThreadSnapshot* ts, const ResolvedStack* native, const std::vector<InterpreterFrame>& frames);
 
   pid_t pid_;
   const BpfSession* bpf_;
@@ -73,7 +79,9 @@ class SnapshotTaker {
   Stats* stats_;
   bool dwarf_;
   bool all_threads_;
-  std::deque<std::pair<uint64_t, uint64_t>> cpu_samples_;  // (monotonic ns, utime+stime ticks)
+  InterpreterSupport* interpreter_ = nullptr;
+  std::map<uint32_t, std::vector<InterpreterFrame>> interp_stacks_;  // while Take runs
+  std::deque<std::pair<uint64_t, uint64_t>> cpu_samples_;            // (monotonic ns, utime+stime ticks)
   std::map<uint32_t, uint32_t> last_waker_;
 };
 

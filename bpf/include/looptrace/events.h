@@ -46,6 +46,7 @@
 #define LT_RECORD_NUDGE 8    /* ring buffer: the record ring is half full, drain it */
 #define LT_RECORD_SAMPLE 9       /* sample ring: a watched thread's user stack (frame-pointer walk) */
 #define LT_RECORD_SAMPLE_COPY 10 /* sample ring: registers + stack bytes of a sample (--dwarf-unwind) */
+#define LT_RECORD_INTERP_STACK 11 /* sample ring: the interpreter's frames at a sample (before the sample) */
 
 /*
  * Roles: every role a profile can bind, one line each, in ABI order. The one list: BPF takes
@@ -120,6 +121,12 @@ enum lt_role {
 #define LT_ARG_UINT 0
 #define LT_ARG_INT 1   /* sign-extended by user space */
 #define LT_ARG_STR 2   /* a pointer to a NUL-terminated string, or with a length (length_source) */
+/*
+ * A CPython callable vector (PyObject *const *, e.g. Context.run's args): BPF follows its
+ * first element through bound methods, functools.partial and asyncio's task wrappers and
+ * writes what names it into this slot and the next LT_PY_CALLABLE_SLOTS - 1 (events below).
+ */
+#define LT_ARG_PY_CALLABLE 3
 
 struct lt_arg_config {
 	__u8 source;        /* LT_SOURCE_* or 0..LT_MAX_SOURCES-1 */
@@ -172,6 +179,20 @@ struct lt_probe_config {
 	struct lt_predicate predicates[LT_MAX_PREDICATES];
 };
 
+/*
+ * CPython callables named in BPF (LT_ARG_PY_CALLABLE): the slots it fills, from its own on.
+ *   +0 code object (0: none), +1 instruction offset (low 32 bits; 0xffffffff: none) and kind
+ *   (bits 32..39, LT_PY_CALLABLE_*), +2 the code object's fingerprint, +3 and +4 addresses
+ *   of texts (sent as LT_RECORD_STRING): a task's name or a type's name, and a C method's
+ *   name; +3 holds the task's number instead when its name is an int (CPython 3.13).
+ */
+#define LT_PY_CALLABLE_SLOTS 5
+#define LT_PY_CALLABLE_FUNCTION 1 /* a Python function: its code */
+#define LT_PY_CALLABLE_TASK 2     /* an asyncio task's step: its name and coroutine (code, offset) */
+#define LT_PY_CALLABLE_CFUNC 3    /* a C function or method: type name + method name */
+#define LT_PY_CALLABLE_OTHER 4    /* another callable object: its type's name */
+#define LT_PY_CALLABLE_TASK_NUMBER 0x100 /* kind flag: +3 is the task's number */
+
 /* Thread filter modes (rodata). */
 #define LT_THREADS_MAIN 0 /* only tid == tgid */
 #define LT_THREADS_ALL 1
@@ -200,7 +221,8 @@ struct lt_probe_config {
 #define LT_STAT_SWITCH_IDLE 14        /* loop-thread switch-outs while idle: no stack taken (LT_STACK_IDLE) */
 #define LT_STAT_SAMPLE_IDLE 15        /* cpu-clock samples of the loop thread while idle: not taken */
 #define LT_STAT_SWITCH_YOUNG 16       /* loop-thread preemptions early in a message: no stack taken (LT_STACK_YOUNG) */
-#define LT_STAT_MAX 17
+#define LT_STAT_INTERP_STACKS_DROPPED 17 /* an interpreter stack dropped: the sample ring was full */
+#define LT_STAT_MAX 18
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {
@@ -451,5 +473,93 @@ LT_STATIC_ASSERT(__builtin_offsetof(struct lt_stack_copy, bytes) == 32 + 17 * 8 
 LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == __builtin_offsetof(struct lt_stack_copy, bytes) + LT_MAX_STACK_COPY,
 		 "stack copy size");
 LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
+
+/*
+ * Interpreter stacks: at every stack sample of a thread of a runtime looptrace walks in BPF
+ * (CPython: loader/runtimes/python/), the interpreter's own frames, innermost first, as
+ * (code object, instruction offset, fingerprint) triples named in user space. Sent to the
+ * sample ring right before the sample it belongs to (same tid and ts_ns).
+ */
+#define LT_MAX_INTERP_FRAMES 64
+#define LT_INTERP_ENTRY 0x80000000u /* offset bit: the outermost frame of one C call of the interpreter loop */
+#define LT_INTERP_NO_OFFSET 0x7fffffffu
+
+#define LT_INTERP_TRUNCATED 1    /* more frames than LT_MAX_INTERP_FRAMES */
+#define LT_INTERP_NO_THREAD 2    /* the thread has no interpreter thread state (not a Python thread) */
+#define LT_INTERP_BAD_CODE 4     /* a frame's code object is not one (layout mismatch, or freed) */
+#define LT_INTERP_READ_FAILED 8  /* a frame could not be read (paged out, or freed) */
+
+struct lt_interp_frame {
+	__u64 code;
+	__u32 offset;      /* instruction offset (bytes to 3.10, code units from 3.11) | LT_INTERP_ENTRY */
+	__u32 fingerprint; /* 4 bytes of the code object read with it: a reused address differs */
+};
+
+struct lt_interp_stack {
+	struct lt_record_header header; /* LT_RECORD_INTERP_STACK; size = offsetof(frames) + n frames */
+	__u64 ts_ns;
+	__u32 tid;
+	__u16 nr_frames;
+	__u16 flags; /* LT_INTERP_* */
+	struct lt_interp_frame frames[LT_MAX_INTERP_FRAMES];
+};
+
+/* Frame chains of the CPython versions (lt_py_layout.frame_model). */
+#define LT_PY_FRAME_OBJECTS 1 /* 3.8-3.10: tstate->frame, a PyFrameObject chain (f_back) */
+#define LT_PY_CFRAME 2        /* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame chain */
+#define LT_PY_CURRENT_FRAME 3 /* 3.13: tstate->current_frame */
+#define LT_PY_NONE 0xffff     /* a field the version does not have */
+#define LT_PY_FRAME_BYTES 128 /* a frame's fields all lie in its first bytes */
+
+/*
+ * A CPython's object layout, set by the loader (rodata py_layout) from its per-version
+ * tables before load. Offsets in bytes. Where the interpreter lies in the target is known
+ * only once it is mapped and initialized (a command `run` starts maps libpython after
+ * exec): the loader checks the layout against the running interpreter and then publishes
+ * the addresses (struct lt_py_addresses, .bss py_addresses); BPF walks nothing before.
+ */
+struct lt_py_layout {
+	__u16 frame_model;  /* LT_PY_*; 0: no CPython walking */
+	__u16 interp_tstate_head;
+	__u16 tstate_next;
+	__u16 tstate_thread_id; /* pthread_t: the thread's fs base on x86-64 glibc */
+	__u16 tstate_frame;     /* frame, cframe or current_frame */
+	__u16 cframe_current_frame;
+	__u16 frame_code;
+	__u16 frame_back;
+	__u16 frame_instr;      /* f_lasti (int) to 3.10, else prev_instr / instr_ptr */
+	__u16 frame_owner;      /* 3.12+: FRAME_OWNED_BY_CSTACK frames are entry shims */
+	__u16 frame_is_entry;   /* 3.11 */
+	__u16 code_fingerprint; /* co_firstlineno */
+	__u16 code_adaptive;    /* 3.11+: co_code_adaptive */
+	__u16 lasti_in_units;   /* 3.10: f_lasti counts code units */
+	/* callables (LT_ARG_PY_CALLABLE) */
+	__u16 type_name;
+	__u16 method_func;
+	__u16 partial_fn;
+	__u16 wrapper_task;
+	__u16 cfunc_ml;
+	__u16 cfunc_self;
+	__u16 func_code;
+	__u16 func_qualname; /* to 3.10 (codes have no co_qualname) */
+	__u16 task_coro;
+	__u16 task_name;
+	__u16 gen_code;      /* to 3.11 */
+	__u16 gen_frame;     /* to 3.10 */
+	__u16 gen_iframe;    /* from 3.11 */
+	__u16 str_state;
+	__u16 str_ascii_data;
+	__u16 long_digit;
+	__u16 pad[2];
+};
+
+struct lt_py_addresses {
+	__u64 interp_head; /* address of _PyRuntime.interpreters.head; 0: not located (yet) */
+	__u64 code_type;   /* address of PyCode_Type: every frame's code object is checked */
+};
+
+LT_STATIC_ASSERT(sizeof(struct lt_py_layout) == 64, "python layout size");
+LT_STATIC_ASSERT(sizeof(struct lt_py_addresses) == 16, "python addresses size");
+LT_STATIC_ASSERT(sizeof(struct lt_interp_frame) == 16, "interpreter frame size");
 
 #endif /* LOOPTRACE_EVENTS_H */

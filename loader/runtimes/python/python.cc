@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "loader/runtimes/python/python_process.h"
 #include "loader/target/target_process.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
@@ -34,38 +35,17 @@ std::string Describe(const TargetBinaries& target) {
 
 bool IsInterpreterName(const std::string& name) { return name.starts_with("python"); }
 
+bool MapsAsyncio(int pid) {
+  auto maps = symbols::ReadProcMaps(pid);
+  if (!maps) return true;  // cannot tell: blame nothing
+  for (const auto& m : *maps)
+    if (Basename(m.path).starts_with("_asyncio.")) return true;
+  return false;
+}
+
 bool HasProbes(const std::string& path) {
   auto elf = symbols::ElfFile::Open(path);
   return elf && !elf->FindUsdt("python", "gc__start").empty();
-}
-
-// 11 for ".../python3.11" or "libpython3.11.so.1.0", else nullopt.
-std::optional<int> MinorVersion(const std::string& path) {
-  std::string name = Basename(path);
-  size_t at = name.find("python3.");
-  if (at == std::string::npos) return std::nullopt;
-  int minor = 0;
-  size_t i = at + 8;
-  if (i >= name.size() || !isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
-  while (i < name.size() && isdigit(static_cast<unsigned char>(name[i]))) minor = minor * 10 + (name[i++] - '0');
-  return minor;
-}
-
-// libpython3.X.so the target maps (live) or links (run), if any.
-std::optional<std::string> Libpython(const TargetBinaries& target) {
-  if (target.pid > 0) {
-    auto maps = symbols::ReadProcMaps(target.pid);
-    if (!maps) return std::nullopt;
-    for (const auto& m : *maps)
-      if (m.is_file() && Basename(m.path).starts_with("libpython3")) return m.path;
-    return std::nullopt;
-  }
-  auto info = symbols::ReadDynamicInfo(target.exe_path);
-  if (!info) return std::nullopt;
-  for (const auto& needed : info->needed)
-    if (needed.starts_with("libpython3"))
-      return symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path);
-  return std::nullopt;
 }
 
 // CPython's object layouts on 64-bit platforms, unchanged since 3.0: PyTypeObject's tp_name
@@ -84,6 +64,35 @@ std::optional<std::string> ReadCString(const symbols::ElfFile& elf, uint64_t add
 }
 
 }  // namespace
+
+// 11 for ".../python3.11" or "libpython3.11.so.1.0", else nullopt.
+std::optional<int> MinorVersionOf(const std::string& path) {
+  std::string name = Basename(path);
+  size_t at = name.find("python3.");
+  if (at == std::string::npos) return std::nullopt;
+  int minor = 0;
+  size_t i = at + 8;
+  if (i >= name.size() || !isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
+  while (i < name.size() && isdigit(static_cast<unsigned char>(name[i]))) minor = minor * 10 + (name[i++] - '0');
+  return minor;
+}
+
+// libpython3.X.so the target maps (live) or links (run), if any.
+std::optional<std::string> LibpythonOf(const TargetBinaries& target) {
+  if (target.pid > 0) {
+    auto maps = symbols::ReadProcMaps(target.pid);
+    if (!maps) return std::nullopt;
+    for (const auto& m : *maps)
+      if (m.is_file() && Basename(m.path).starts_with("libpython3")) return m.path;
+    return std::nullopt;
+  }
+  auto info = symbols::ReadDynamicInfo(target.exe_path);
+  if (!info) return std::nullopt;
+  for (const auto& needed : info->needed)
+    if (needed.starts_with("libpython3"))
+      return symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path);
+  return std::nullopt;
+}
 
 std::optional<uint64_t> ResolveTypeMethod(const symbols::ElfFile& elf, std::string_view point) {
   const size_t dot = point.find('.');
@@ -122,7 +131,7 @@ class CPythonRuntime : public Runtime {
   std::optional<RuntimeInfo> Detect(const TargetBinaries& target) const override {
     if (target.exe_path.empty()) return std::nullopt;
     const std::string real = RealPath(target.exe_path);
-    auto lib = Libpython(target);
+    auto lib = LibpythonOf(target);
     if (!IsInterpreterName(Basename(real)) && !IsInterpreterName(Basename(target.exe_path)) && !lib)
       return std::nullopt;
     RuntimeInfo info;
@@ -135,14 +144,27 @@ class CPythonRuntime : public Runtime {
     return info;
   }
 
-  // Every python profile reads USDT probes (gc__start at least).
-  Result<void> CheckPresent(const RuntimeInfo& info, const TargetBinaries& target) const override {
-    if (!info.binary.empty()) return {};
+  // A profile whose every probe point is a USDT probe of the python provider (method beats)
+  // needs a CPython built with them; python-asyncio reads none it cannot do without.
+  Result<void> CheckPresent(const RuntimeInfo& info, const TargetBinaries& target,
+                            const std::vector<std::string>& usdt_points) const override {
+    if (!info.binary.empty() || usdt_points.empty()) return {};
     std::string why = Diagnose(target, TargetCommand{});
     return MakeError(why.empty() ? fmt::format("{} has no CPython USDT probes", Describe(target)) : why,
                      ExitCode::kProfile,
                      "use a CPython configured --with-dtrace, such as Debian's /usr/bin/python3.11 "
-                     "(readelf -n shows its 'python' probes)");
+                     "(readelf -n shows its 'python' probes), or --profile python-asyncio");
+  }
+
+  // CPython's C code: libpython3.X.so in a shared build (pyenv's), else the executable.
+  std::optional<std::string> InterpreterBinary(const TargetBinaries& target) const override {
+    if (auto lib = LibpythonOf(target)) return lib;
+    if (!target.exe_path.empty()) return target.exe_path;
+    return std::nullopt;
+  }
+
+  Result<std::unique_ptr<InterpreterSupport>> Interpreter(const TargetBinaries& target, int pid) const override {
+    return MakeCPythonSupport(target, pid);
   }
 
   Result<void> Check(const RuntimeCheck& check, const TargetBinaries& target,
@@ -156,9 +178,9 @@ class CPythonRuntime : public Runtime {
         check.profile_name);
     // CPython 3.11 to 3.14 fire function__entry only from their tracing path, taken while a
     // profile or trace function is set (CPython issue gh-98894, fixed in 3.15).
-    std::optional<int> minor = MinorVersion(RealPath(target.exe_path));
+    std::optional<int> minor = MinorVersionOf(RealPath(target.exe_path));
     if (!minor)
-      if (auto lib = Libpython(target)) minor = MinorVersion(*lib);
+      if (auto lib = LibpythonOf(target)) minor = MinorVersionOf(*lib);
     if (!minor || *minor < 11 || *minor > 14) return {};
     bool profiled = false;
     for (size_t i = 1; i + 1 < command.argv.size(); ++i)
@@ -175,8 +197,15 @@ class CPythonRuntime : public Runtime {
   std::string Diagnose(const TargetBinaries& target, const TargetCommand& command) const override {
     const std::string who = target.pid > 0 ? fmt::format("pid {} runs", target.pid) : "the command runs";
     if (auto info = Detect(target)) {
+      // python-asyncio needs no USDT probe: what else keeps it from fitting.
+      if (target.pid > 0 && !MapsAsyncio(target.pid))
+        return fmt::format(
+            "{} {}, which has not imported asyncio (no _asyncio module mapped): python-asyncio "
+            "fits once it has{}",
+            who, RealPath(target.exe_path),
+            info->binary.empty() ? "; the python profile needs USDT probes, which this build lacks" : "");
       if (!info->binary.empty()) return "";
-      auto lib = Libpython(target);
+      auto lib = LibpythonOf(target);
       return fmt::format("{} {}, a CPython built without USDT probes (no 'python' probe notes in it{})", who,
                          RealPath(target.exe_path), lib ? " or in " + *lib : "");
     }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "loader/runtimes/runtime.h"
@@ -20,5 +21,10 @@ const Runtime& CPython();
 // C function behind contextvars.Context.run (the exported PyTypeObject's tp_methods). Nothing
 // when `point` is not TYPE.METHOD, or the binary has no such type or method.
 std::optional<uint64_t> ResolveTypeMethod(const symbols::ElfFile& elf, std::string_view point);
+
+// 11 for ".../python3.11" or "libpython3.11.so.1.0", else nothing.
+std::optional<int> MinorVersionOf(const std::string& path);
+// The libpython3.X.so the target maps (live) or links (run), if any.
+std::optional<std::string> LibpythonOf(const TargetBinaries& target);
 
 }  // namespace looptrace::loader::python

@@ -101,7 +101,17 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost };
     "ns one uprobe hit costs on this machine, measured at the start (trap, dispatch, an empty program)")               \
   X(cost_preempt_stacks_after_ns, kCost,                                                                               \
     "preemptions get stacks only in messages open this long (ns; a tenth of the shortest slow message, 0: all)")       \
-  X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session")
+  X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session") \
+  X(interp_stacks_dropped, kDataLoss,                                                                                  \
+    "interpreter stacks (Python frames) dropped in BPF because the sample ring was full (raise --sample-ring)")        \
+  X(interp_stacks_truncated, kInfo,                                                                                    \
+    "interpreter stacks deeper than the walk's limit (64 frames): their outer frames are missing, marked in the tree") \
+  X(interp_stacks_failed, kError,                                                                                      \
+    "interpreter stacks whose walk stopped at a frame that could not be read or was not a code object")                \
+  X(interp_frames_unnamed, kError, "interpreter frames whose code object could not be read (shown as unknown)")        \
+  X(interp_code_reused, kInfo,                                                                                         \
+    "interpreter frames whose code object was freed and its address reused before it was named (shown as unknown)")    \
+  X(interp_callables_unnamed, kError, "callables of a runtime (asyncio callbacks) that could not be named")
 
 enum class StatId : int {
 #define LOOPTRACE_STAT_ENUM(name, severity, description) name,

@@ -1,0 +1,80 @@
+#include "loader/decode/interp_stacks.h"
+
+#include <cstddef>
+#include <cstring>
+
+namespace looptrace::loader {
+namespace {
+
+// Native frames kept under the Python frames in the default view: the C code the time is in.
+constexpr size_t kMaxNativeLeaf = 8;
+
+}  // namespace
+
+bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
+  constexpr size_t kFrames = offsetof(lt_interp_stack, frames);
+  lt_interp_stack rec;
+  if (raw.size() < kFrames) return false;
+  std::memcpy(&rec, raw.data(), kFrames);
+  if (rec.nr_frames > LT_MAX_INTERP_FRAMES || rec.header.size != kFrames + rec.nr_frames * sizeof(lt_interp_frame) ||
+      raw.size() < rec.header.size)
+    return false;
+  std::memcpy(rec.frames, raw.data() + kFrames, rec.nr_frames * sizeof(lt_interp_frame));
+  Pending& pending = pending_[rec.tid];
+  pending.ts_ns = rec.ts_ns;
+  pending.flags = rec.flags;
+  pending.frames.clear();
+  if (!interpreter_) return true;
+  if (rec.flags & LT_INTERP_TRUNCATED) stats_->Add(StatId::interp_stacks_truncated);
+  if (rec.flags & (LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)) stats_->Add(StatId::interp_stacks_failed);
+  for (uint16_t i = 0; i < rec.nr_frames; ++i) {
+    const lt_interp_frame& frame = rec.frames[i];
+    auto named = interpreter_->NameFrame(frame, stats_);
+    pending.frames.push_back({named ? named->Name() : std::string(kUnknownFrame), interpreter_->EndsLoopRun(frame)});
+  }
+  return true;
+}
+
+void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample) {
+  auto it = pending_.find(sample->tid);
+  if (it == pending_.end()) return;
+  Pending pending = std::move(it->second);
+  pending_.erase(it);
+  if (pending.ts_ns != sample->ts_ns || !interpreter_ || pending.frames.empty()) return;
+  std::string_view end_marker;
+  if (pending.flags & LT_INTERP_TRUNCATED)
+    end_marker = kCutFrames;
+  else if (pending.flags & (LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED))
+    end_marker = kBrokenChain;
+
+  std::vector<std::string> frames;
+  size_t next = 0;  // the next Python frame to place
+  if (merged_) {
+    for (const ResolvedFrame& f : native.frames) {
+      if (!interpreter_->IsInterpreterLoop(f.function) || next == pending.frames.size()) {
+        frames.push_back(f.Name());
+        continue;
+      }
+      // One C call of the loop: the Python frames up to the outermost of its run.
+      while (next < pending.frames.size()) {
+        frames.push_back(pending.frames[next].name);
+        if (pending.frames[next++].ends_run) break;
+      }
+    }
+    // The native walk ended early (no frame pointers, no CFI): the rest goes on top.
+    if (next < pending.frames.size()) sample->stop.clear();
+  } else {
+    for (const ResolvedFrame& f : native.frames) {
+      if (frames.size() == kMaxNativeLeaf || interpreter_->IsInterpreterModule(f.module) ||
+          interpreter_->IsInterpreterLoop(f.function))
+        break;
+      frames.push_back(f.Name());
+    }
+    sample->stop.clear();  // the Python walk reached the outermost frame
+  }
+  for (; next < pending.frames.size(); ++next) frames.push_back(pending.frames[next].name);
+  if (!end_marker.empty()) sample->stop = std::string(end_marker);  // shown where the walk ended
+  sample->frames = std::move(frames);
+}
+
+}  // namespace looptrace::loader

@@ -1,0 +1,84 @@
+// What looptrace needs, per process, to show a runtime's own frames (Python functions, Java
+// methods, JavaScript functions) in its stacks and to name the callables its event loop runs.
+// A Runtime returns one for a target (Runtime::Interpreter); the session hands its layout to
+// BPF, which walks the interpreter's frame chain at each stack sample (the walk must happen
+// while the thread is stopped) and records (code object, instruction offset, fingerprint)
+// triples; user space names them here, later, guarded against a code object freed and its
+// address reused.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "looptrace/events.h"
+#include "looptrace/tracers/stats.h"
+#include "looptrace/util/result.h"
+
+namespace looptrace::loader {
+
+// What BPF is told about the target's interpreters: one member per runtime whose frames BPF
+// walks (the layout before load, rodata; the addresses once located, .bss).
+struct InterpreterBpfConfig {
+  lt_py_layout python_layout{};  // frame_model 0: no CPython frames
+  lt_py_addresses python_addresses{};
+};
+
+// One interpreted frame, named: "handle_client", "server.py", 40.
+struct InterpreterFrame {
+  std::string function;
+  std::string file;  // as the runtime names it (a path), "" when unknown
+  int line = 0;      // 0 when unknown
+  // py-spy's form: "handle_client (server.py:40)".
+  std::string Name() const;
+};
+
+// A text the BPF side sent (LT_RECORD_STRING) by its address in the target, or null.
+using TargetTextLookup = std::function<const std::string*(uint64_t address)>;
+
+class InterpreterSupport {
+ public:
+  virtual ~InterpreterSupport() = default;
+
+  // For messages: "CPython 3.11 (/usr/bin/python3.11)".
+  virtual const std::string& what() const = 0;
+
+  // The layout, known from the interpreter's files before the process runs it.
+  virtual void DescribeLayout(InterpreterBpfConfig* config) const = 0;
+
+  // Where the interpreter is in the running process, checked by reading its memory against
+  // the layout: true once `config` holds its addresses; false while it is not there yet (a
+  // program `run` starts maps and initializes it after exec: ask again later); an error when
+  // the layout does not match what runs (BPF is then never told; messages still work).
+  virtual Result<bool> Locate(InterpreterBpfConfig* config) = 0;
+
+  // Names one frame BPF walked; nothing when it cannot (the code object is gone or reused:
+  // counted in `stats`).
+  virtual std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats) = 0;
+
+  // The name of a callable BPF described in `slots` (a probe argument of the runtime's
+  // callable type, e.g. LT_ARG_PY_CALLABLE: LT_PY_CALLABLE_SLOTS values), as the runtime's
+  // own tools name it ("render_report() at app.py:22"); "" when none.
+  virtual std::string NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) = 0;
+
+  // Every interpreter thread's frames now, innermost first, by thread id, read from the
+  // process (a stall snapshot's py-spy-style dump: the threads it shows are stopped or stuck,
+  // so reading them later than BPF would is good enough); empty before Locate succeeded.
+  virtual std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats* stats) = 0;
+
+  // Whether native frames of `module` (a basename: "python3.11", "libpython3.13.so.1.0") are
+  // the interpreter's own C code, and whether `function` is its interpreter loop (one native
+  // frame per run of interpreted frames; a merged stack replaces it by them).
+  virtual bool IsInterpreterModule(std::string_view module) const = 0;
+  virtual bool IsInterpreterLoop(std::string_view function) const = 0;
+  // Whether an interpreted frame (its offset word, LT_INTERP_ENTRY) is the outermost of
+  // one run of the interpreter loop.
+  virtual bool EndsLoopRun(const lt_interp_frame& frame) const = 0;
+};
+
+}  // namespace looptrace::loader

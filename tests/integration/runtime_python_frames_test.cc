@@ -1,0 +1,213 @@
+// CPython without flags, from outside (issue 27): an asyncio program of ours
+// (tests/runtimes/python/frames_app.py) that writes its truth runs on Debian's 3.11 and on
+// pyenv's shared builds 3.8, 3.10, 3.12 and 3.13 (no USDT probes, no frame pointers, no
+// environment, no profiler). looptrace must name every callback as asyncio's repr does, and
+// show the slow one's sampled tree as the Python functions on its path, each with its share
+// of the time (a sleeping one under its own line, off CPU), read from the interpreter's own
+// frames; `record -p` on a running interpreter too.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "harness.h"
+
+namespace looptrace::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string App() { return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/runtimes/python/frames_app.py"; }
+
+// The interpreter of CPython 3.MINOR: Debian's 3.11, else pyenv's build ("" when missing).
+std::string Interpreter(int minor) {
+  if (minor == 11) return "/usr/bin/python3.11";
+  const char* home = getenv("HOME");
+  const std::string root = getenv("PYENV_ROOT") ? getenv("PYENV_ROOT") : std::string(home ? home : "/root") + "/.pyenv";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root + "/versions", ec)) {
+    const std::string version = entry.path().filename();
+    if (version.starts_with("3." + std::to_string(minor) + ".")) {
+      const std::string python = entry.path() / "bin" / ("python3." + std::to_string(minor));
+      if (access(python.c_str(), X_OK) == 0) return python;
+    }
+  }
+  return "";
+}
+
+// The C function time.sleep waits in: select() before CPython 3.11, clock_nanosleep() since.
+std::string SleepLeaf(int minor) { return minor >= 11 ? "clock_nanosleep" : "select"; }
+
+int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
+
+// The sum of the sampled nodes of `function` (any line), in percent of the message.
+double SampledShare(const json& report, const std::string& function) {
+  double sampled = 0;
+  for (const json& node : report["sampled_tree"])
+    if (node["name"].get<std::string>().starts_with(function + " (frames_app.py:"))
+      sampled += node["cost_ns"].get<double>();
+  return 100.0 * sampled / report["cost_ns"].get<double>();
+}
+
+class PythonFramesTest : public BpfTest, public ::testing::WithParamInterface<int> {
+ protected:
+  void SetUp() override {
+    BpfTest::SetUp();
+    if (IsSkipped()) return;
+    python_ = Interpreter(GetParam());
+    if (python_.empty()) GTEST_SKIP() << "no CPython 3." << GetParam() << " on this machine";
+  }
+  std::string python_;
+  TempDir dir_;
+};
+
+TEST_P(PythonFramesTest, CallbacksAreNamedAsAsyncioNamesThemAndTheSlowOnesTreeNamesItsPythonFunctions) {
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "50",
+                       "--sampled-max-nodes", "1000", "--", python_, App(), "--truth", dir_ / "truth.jsonl"},
+                      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("no Python frames"), std::string::npos) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  auto session = OfType(lines, "session");
+  ASSERT_EQ(session.size(), 1u);
+  EXPECT_EQ(session[0]["profile"], "python-asyncio");
+  auto messages = OfType(lines, "message");
+
+  // Every Python callback: the message around its truth bears its repr name.
+  size_t named = 0;
+  for (const json& cb : OfType(truth, "callback")) {
+    SCOPED_TRACE(cb.dump());
+    const json* around = nullptr;
+    for (const json& m : messages)
+      if (m["begin_ns"] <= cb["begin_ns"] && m["end_ns"] >= cb["end_ns"]) around = &m;
+    ASSERT_NE(around, nullptr);
+    EXPECT_EQ((*around)["name"], cb["name"]);
+    ++named;
+  }
+  EXPECT_EQ(named, 4u);  // quick_tick, Report.refresh, partial(with_argument), render_report
+  // A C method and a task step.
+  std::set<std::string> names;
+  for (const json& m : messages)
+    if (m["name"].is_string()) names.insert(m["name"].get<std::string>());
+  EXPECT_TRUE(names.count("Future.set_result()")) << json(names).dump(1);
+  const std::string task =
+      OfType(truth, "task").at(0)["name"].get<std::string>() + " handle_client() at frames_app.py:";
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.starts_with(task); }))
+      << json(names).dump(1);
+
+  // The slow callback's sampled tree: its functions with their share of it.
+  auto evil = OfType(lines, "evil_method");
+  ASSERT_EQ(evil.size(), 1u) << json(evil).dump(1);
+  const json& report = evil[0];
+  json truth_slow;
+  for (const json& cb : OfType(truth, "callback"))
+    if (cb.value("slow", false)) truth_slow = cb;
+  EXPECT_EQ(report["name"], truth_slow["name"]);
+  std::string tree;
+  for (const json& node : report["sampled_tree"])
+    tree += std::string(2 * node["depth"].get<int>(), ' ') + node["name"].get<std::string>() + " " +
+            std::to_string(node["percent"].get<double>()) + "\n";
+  std::cout << "CPython 3." << GetParam() << " sampled tree:\n" << tree;
+  EXPECT_GE(SampledShare(report, "render_report"), 90.0) << tree;
+  double worst = 0;
+  for (const json& fn : OfType(truth, "function")) {
+    const double truth_share = 100.0 * Cost(fn) / report["cost_ns"].get<double>();
+    const double sampled = SampledShare(report, fn["name"].get<std::string>());
+    EXPECT_NEAR(sampled, truth_share, 5.0) << fn["name"] << "\n" << tree;
+    std::cout << fn["name"].get<std::string>() << ": truth " << truth_share << "%, sampled " << sampled << "%\n";
+    worst = std::max(worst, std::abs(sampled - truth_share));
+  }
+  std::cout << "CPython 3." << GetParam() << ": largest share error " << worst << " points\n";
+  // time.sleep's wait is under wait_for_disk's own line, off CPU, with the native leaf.
+  const size_t sleeper = tree.find("wait_for_disk (frames_app.py:72)");
+  ASSERT_NE(sleeper, std::string::npos) << tree;
+  EXPECT_NE(tree.find(SleepLeaf(GetParam()), sleeper), std::string::npos) << tree;
+  json stats = OfType(lines, "stats").at(0)["counters"];
+  EXPECT_EQ(stats["interp_stacks_dropped"], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(CPython, PythonFramesTest, ::testing::Values(8, 10, 11, 12, 13),
+                         [](const ::testing::TestParamInfo<int>& info) { return "3_" + std::to_string(info.param); });
+
+// A callback stuck in time.sleep: the ANR snapshot's dump of the loop thread names the
+// Python line that waits, under the C function it waits in.
+TEST_P(PythonFramesTest, AnAnrSnapshotNamesThePythonLineThatIsStuck) {
+  auto r = RunCommand({Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--anr-threshold", "500", "--",
+                       python_, App(), "--scenario", "stuck", "--truth", dir_ / "truth.jsonl"},
+                      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto anrs = OfType(ReadJsonLines(dir_ / "out.json"), "anr");
+  ASSERT_EQ(anrs.size(), 1u);
+  EXPECT_EQ(anrs[0]["name"], "stuck_callback() at frames_app.py:130");
+  const json& stack = anrs[0]["threads"][0]["user_stack"];
+  ASSERT_FALSE(stack.empty()) << anrs[0].dump(1);
+  std::string text;
+  for (const json& frame : stack) text += frame.get<std::string>() + "\n";
+  std::cout << "CPython 3." << GetParam() << " stuck thread:\n" << text;
+  size_t at = text.find("wait_on_lock (frames_app.py:127)");
+  EXPECT_NE(at, std::string::npos) << text;
+  EXPECT_NE(text.find("stuck_callback (frames_app.py:132)"), std::string::npos) << text;
+  EXPECT_LT(text.find(SleepLeaf(GetParam())), at) << text;  // the native leaf first
+}
+
+// The loop on a thread of its own while the main thread and another one run Python: the
+// callbacks are the loop thread's, and its samples hold its own Python frames, not theirs
+// (BPF finds a thread's interpreter state by the thread's pointer).
+TEST_P(PythonFramesTest, ALoopOnItsOwnThreadAmongBusyPythonThreadsGetsItsOwnFrames) {
+  auto r = RunCommand(
+      {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "50", "--sampled-max-nodes",
+       "1000", "--", python_, App(), "--scenario", "threaded", "--truth", dir_ / "truth.jsonl"},
+      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto session = OfType(lines, "session");
+  ASSERT_EQ(session.size(), 1u);
+  EXPECT_EQ(session[0]["threads"], "loop");
+  auto evil = OfType(lines, "evil_method");
+  ASSERT_EQ(evil.size(), 1u) << json(evil).dump(1);
+  EXPECT_EQ(evil[0]["name"], "render_report() at frames_app.py:75");
+  EXPECT_NE(evil[0]["tid"], session[0]["pid"]);  // not the main thread
+  std::string tree;
+  for (const json& node : evil[0]["sampled_tree"]) tree += node["name"].get<std::string>() + "\n";
+  EXPECT_NE(tree.find("parse_records (frames_app.py:"), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("background_work"), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("main_thread_work"), std::string::npos) << tree;
+}
+
+class PythonRecordTest : public BpfTest {
+ protected:
+  TempDir dir_;
+};
+
+// The common case: attach to a running service (pyenv's 3.13, a shared build whose
+// Context.run lives in libpython3.13.so).
+TEST_F(PythonRecordTest, RecordOnARunningPyenvInterpreterPicksPythonAsyncioAndNamesCallbacksAndFrames) {
+  const std::string python = Interpreter(13);
+  if (python.empty()) GTEST_SKIP() << "no CPython 3.13";
+  Process target({python, App(), "--scenario", "forever", "--truth", dir_ / "truth.jsonl"});
+  WaitForFile(dir_ / "truth.jsonl", 5000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(target.pid()), "-d", "2", "-f", "json",
+                       "--evil-threshold", "50", "-o", dir_ / "out.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("no built-in profile"), std::string::npos) << r.err;
+  auto lines = ReadJsonLines(dir_ / "out.json");
+  auto session = OfType(lines, "session");
+  ASSERT_EQ(session.size(), 1u);
+  EXPECT_EQ(session[0]["profile"], "python-asyncio");
+  size_t slow = 0;
+  for (const json& m : OfType(lines, "message"))
+    if (m["name"] == "render_report() at frames_app.py:75") ++slow;
+  EXPECT_GE(slow, 5u);  // a round every ~130 ms for 2 s
+  auto evil = OfType(lines, "evil_method");
+  ASSERT_FALSE(evil.empty());
+  std::string tree;
+  for (const json& node : evil[0]["sampled_tree"]) tree += node["name"].get<std::string>() + "\n";
+  EXPECT_NE(tree.find("parse_records (frames_app.py:"), std::string::npos) << tree;
+}
+
+}  // namespace
+}  // namespace looptrace::testing

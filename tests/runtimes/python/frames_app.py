@@ -1,0 +1,192 @@
+"""An asyncio program that knows its own truth, for looptrace's CPython frame tests.
+
+Runs on CPython 3.8 to 3.13 with no flags. Each callback it schedules writes one JSON line
+with its begin and end (time.monotonic_ns: CLOCK_MONOTONIC, looptrace's clock) and the name
+asyncio's debug repr gives it ("render_report() at frames_app.py:88"), and the slow callback
+writes one line per Python function on its path with that function's time.
+
+  python3 frames_app.py --scenario slow --truth FILE     callbacks of every kind + one slow one
+  python3 frames_app.py --scenario forever --truth FILE  the same, over and over, until killed
+  python3 frames_app.py --scenario stuck --truth FILE    one callback stuck 1.5 s in a sleep
+  python3 frames_app.py --scenario threaded --truth FILE the slow scenario's loop on a thread
+                                                         "loop", the main thread and another one
+                                                         busy in Python meanwhile
+
+Truth lines are kept in memory and written when a round is done, so writing them is no part
+of any callback; "ready" is written first, once the loop runs.
+"""
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import threading
+import time
+
+FILE = os.path.basename(__file__)
+truth_file = None
+records = []
+
+
+def truth(**record):
+    records.append(record)
+
+
+def flush_truth():
+    if truth_file:
+        for record in records:
+            truth_file.write(json.dumps(record) + "\n")
+        truth_file.flush()
+    records.clear()
+
+
+def repr_name(fn):
+    """asyncio's repr of a Python callback: qualified name, file and first line."""
+    code = fn.__code__
+    return f"{fn.__qualname__}() at {os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+
+
+def spin(ms):
+    end = time.monotonic_ns() + ms * 1_000_000
+    while time.monotonic_ns() < end:
+        pass
+
+
+def timed(fn, *args):
+    begin = time.monotonic_ns()
+    fn(*args)
+    truth(type="function", name=fn.__name__, begin_ns=begin, end_ns=time.monotonic_ns())
+
+
+def parse_records(ms):
+    spin(ms)
+
+
+def render_rows(ms):
+    spin(ms // 2)
+    timed(parse_records, ms // 2)
+
+
+def wait_for_disk(ms):
+    time.sleep(ms / 1000)
+
+
+def render_report():
+    begin = time.monotonic_ns()
+    timed(render_rows, 60)
+    timed(wait_for_disk, 30)
+    truth(type="callback", name=repr_name(render_report), slow=True, begin_ns=begin, end_ns=time.monotonic_ns())
+
+
+def quick_tick():
+    begin = time.monotonic_ns()
+    spin(1)
+    truth(type="callback", name=repr_name(quick_tick), begin_ns=begin, end_ns=time.monotonic_ns())
+
+
+class Report:
+    def refresh(self):
+        begin = time.monotonic_ns()
+        spin(1)
+        truth(type="callback", name=repr_name(Report.refresh), begin_ns=begin, end_ns=time.monotonic_ns())
+
+
+def with_argument(value):
+    begin = time.monotonic_ns()
+    spin(1)
+    truth(type="callback", name=repr_name(with_argument), begin_ns=begin, end_ns=time.monotonic_ns())
+
+
+async def handle_client(index):
+    spin(1)
+    await asyncio.sleep(0)
+    spin(1)
+    return index
+
+
+async def one_round(loop):
+    loop.call_soon(quick_tick)
+    loop.call_soon(Report().refresh)
+    loop.call_soon(functools.partial(with_argument, 7))
+    future = loop.create_future()
+    loop.call_soon(future.set_result, 1)  # a C method: "Future.set_result()"
+    await future
+    task = loop.create_task(handle_client(1))
+    truth(type="task", name=task.get_name(), coro="handle_client")
+    await task
+    await asyncio.sleep(0.01)
+    done = loop.create_future()
+    loop.call_soon(render_report)
+    loop.call_soon(done.set_result, None)
+    await done
+    await asyncio.sleep(0.02)
+
+
+def wait_on_lock():
+    time.sleep(1.5)  # the stuck line
+
+
+def stuck_callback():
+    begin = time.monotonic_ns()
+    wait_on_lock()
+    truth(type="callback", name=repr_name(stuck_callback), begin_ns=begin, end_ns=time.monotonic_ns())
+
+
+async def main(scenario):
+    loop = asyncio.get_running_loop()
+    truth(type="ready", pid=os.getpid())
+    flush_truth()
+    # A tracer's sampler follows the loop thread once it ran a callback: give it a moment.
+    await asyncio.sleep(0.5)
+    if scenario == "stuck":
+        done = loop.create_future()
+        loop.call_soon(stuck_callback)
+        loop.call_soon(done.set_result, None)
+        await done
+        return
+    while True:
+        await one_round(loop)
+        flush_truth()
+        if scenario != "forever":
+            break
+    # A tracer names callbacks and frames from the live process: stay a moment after the last.
+    await asyncio.sleep(1.0)
+
+
+def background_work(done):
+    while not done.is_set():
+        spin(1)
+
+
+def main_thread_work(done):
+    while not done.is_set():
+        spin(1)
+
+
+def run_threaded():
+    """The loop on its own thread while two other Python threads compute."""
+    done = threading.Event()
+    worker = threading.Thread(target=background_work, args=(done,), name="worker")
+    loop = threading.Thread(target=lambda: asyncio.run(main("slow")), name="loop")
+    worker.start()
+    loop.start()
+    threading.Thread(target=lambda: (loop.join(), done.set())).start()
+    main_thread_work(done)
+    worker.join()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded"])
+    parser.add_argument("--truth")
+    parser.add_argument("--start-delay", type=float, default=0)
+    args = parser.parse_args()
+    if args.truth:
+        truth_file = open(args.truth, "w")
+    time.sleep(args.start_delay)
+    if args.scenario == "threaded":
+        run_threaded()
+    else:
+        asyncio.run(main(args.scenario))
+    flush_truth()
