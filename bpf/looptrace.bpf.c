@@ -376,7 +376,8 @@ static __always_inline int py_task_number(__u64 text, __u64 *number)
 	char buf[24] = {};
 	__u64 n = 0;
 
-	if (bpf_probe_read_user_str(buf, sizeof(buf), (const void *)text) <= 6 || !starts_with(buf, "Task-", 5))
+	if (bpf_probe_read_user_str(buf, sizeof(buf), (const void *)text) <= 6 ||
+	    !starts_with(buf, "Task-", 5))
 		return 0;
 #pragma unroll
 	for (int i = 5; i < (int)sizeof(buf); i++) {
@@ -519,7 +520,8 @@ __noinline int read_args(struct pt_regs *ctx, const struct lt_probe_config *cfg,
 		}
 		out->v[i] = value;
 		/* py_layout is rodata: for any other target the verifier never sees this branch */
-		if (py_layout.frame_model && arg->type == LT_ARG_PY_CALLABLE && i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
+		if (py_layout.frame_model && arg->type == LT_ARG_PY_CALLABLE &&
+		    i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
 			__u64 named[LT_PY_CALLABLE_SLOTS] = {};
 
 			py_name_callable(value, named);

@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev         # JSON reading/writing
   libcli11-dev               # command-line parsing
-  libcpp-httplib-dev         # HTTP: the --metrics endpoint and the ClickHouse client
+  libcpp-httplib-dev         # HTTP in tests and benchmarks: scrapers and stand-in servers
   libfmt-dev                 # string formatting (g++ 12 has no <format>)
   systemtap-sdt-dev          # sys/sdt.h for USDT probes in the sample target
   liblzma-dev xz-utils       # MiniDebugInfo (.gnu_debugdata) and its test fixtures
@@ -32,6 +32,7 @@ packages=(
   clickhouse-server          # live sessions: receives --clickhouse rows in the integration test
   tmux                       # drives `looptrace top` in its integration test
   valgrind                   # bench/analysis_breakdown.sh: instructions per stage (callgrind)
+  austin                     # bench/python_frames_overhead.sh: Debian's CPython sampler, side by side
 )
 
 missing=()
