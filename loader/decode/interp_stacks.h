@@ -18,8 +18,8 @@
 
 #include "loader/decode/stack_resolver.h"
 #include "loader/runtimes/interpreter.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/tracers/event.h"
-#include "looptrace/tracers/stats.h"
 
 namespace looptrace::loader {
 

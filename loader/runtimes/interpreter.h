@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "looptrace/events.h"
-#include "looptrace/tracers/stats.h"
+#include "looptrace/report/stats.h"
 #include "looptrace/util/result.h"
 
 namespace looptrace::loader {
