@@ -194,6 +194,15 @@ TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
     }
   }
   std::cout << "epoll: " << messages.size() << " iterations, boundaries off by at most " << worst << " ns\n";
+  // Issue 32: between iterations the loop waits in epoll_wait without a stack taken, and the
+  // report says what the session cost (probe hits, BPF time, a hit's measured cost, the
+  // loader's CPU).
+  auto stats = OfType(lines, "stats");
+  ASSERT_EQ(stats.size(), 1u);
+  const json& counters = stats[0]["counters"];
+  EXPECT_GT(counters["switch_stacks_idle"].get<uint64_t>(), 0u) << counters.dump();
+  for (const char* name : {"cost_probe_hits", "cost_probe_bpf_ns", "cost_uprobe_hit_ns", "cost_loader_cpu_ns"})
+    EXPECT_GT(counters[name].get<uint64_t>(), 0u) << name;
 }
 
 TEST_F(LoopsTest, StallAndEvilMethodReportsWorkOnLoopIterations) {
