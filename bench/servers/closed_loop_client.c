@@ -18,88 +18,79 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-	struct timespec ts;
+static double now(void) {
+  struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Reads until the answer is complete; 0 on success. */
-static int read_answer(int fd, const char *mode, size_t expect)
-{
-	char buf[8192];
-	size_t have = 0;
+static int read_answer(int fd, const char* mode, size_t expect) {
+  char buf[8192];
+  size_t have = 0;
 
-	for (;;) {
-		ssize_t got = read(fd, buf + have, sizeof(buf) - have);
+  for (;;) {
+    ssize_t got = read(fd, buf + have, sizeof(buf) - have);
 
-		if (got <= 0)
-			return -1;
-		have += got;
-		if (!strcmp(mode, "http")) {
-			if (have >= 6 && !memcmp(buf + have - 6, "\r\n\r\nok", 6))
-				return 0;
-		} else if (have >= expect) {
-			return 0;
-		}
-		if (have == sizeof(buf))
-			return -1;
-	}
+    if (got <= 0) return -1;
+    have += got;
+    if (!strcmp(mode, "http")) {
+      if (have >= 6 && !memcmp(buf + have - 6, "\r\n\r\nok", 6)) return 0;
+    } else if (have >= expect) {
+      return 0;
+    }
+    if (have == sizeof(buf)) return -1;
+  }
 }
 
-int main(int argc, char **argv)
-{
-	static const char *kinds[] = { "cpu\n", "sleep\n", "lock\n", "disk\n" };
-	static const char http[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n";
-	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	const char *mode;
-	double seconds, warmup, start, end;
-	long requests = 0, i = 0;
-	char echo[64];
-	int fd, one = 1;
+int main(int argc, char** argv) {
+  static const char* kinds[] = {"cpu\n", "sleep\n", "lock\n", "disk\n"};
+  static const char http[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n";
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  const char* mode;
+  double seconds, warmup, start, end;
+  long requests = 0, i = 0;
+  char echo[64];
+  int fd, one = 1;
 
-	if (argc < 4)
-		return 2;
-	addr.sin_port = htons(atoi(argv[1]));
-	mode = argv[2];
-	seconds = atof(argv[3]);
-	warmup = argc > 4 ? atof(argv[4]) : 0.5;
-	memset(echo, 'e', sizeof(echo));
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		perror("connect");
-		return 1;
-	}
-	start = now() + warmup;
-	end = start + seconds;
-	for (;; i++) {
-		const char *req;
-		size_t len;
-		double t;
+  if (argc < 4) return 2;
+  addr.sin_port = htons(atoi(argv[1]));
+  mode = argv[2];
+  seconds = atof(argv[3]);
+  warmup = argc > 4 ? atof(argv[4]) : 0.5;
+  memset(echo, 'e', sizeof(echo));
+  fd = socket(AF_INET, SOCK_STREAM, 0);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (connect(fd, (struct sockaddr*)&addr, sizeof(addr))) {
+    perror("connect");
+    return 1;
+  }
+  start = now() + warmup;
+  end = start + seconds;
+  for (;; i++) {
+    const char* req;
+    size_t len;
+    double t;
 
-		if (!strcmp(mode, "http")) {
-			req = http;
-			len = sizeof(http) - 1;
-		} else if (!strcmp(mode, "lines")) {
-			req = i % 2000 == 1999 ? "slow\n" : kinds[i % 4];
-			len = strlen(req);
-		} else {
-			req = echo;
-			len = sizeof(echo);
-		}
-		if (write(fd, req, len) != (ssize_t)len || read_answer(fd, mode, len)) {
-			fprintf(stderr, "client: connection lost\n");
-			return 1;
-		}
-		t = now();
-		if (t >= end)
-			break;
-		if (t >= start)
-			requests++;
-	}
-	printf("requests %ld seconds %.3f total %ld elapsed %.3f\n", requests, seconds, i + 1, now() - (start - warmup));
-	return 0;
+    if (!strcmp(mode, "http")) {
+      req = http;
+      len = sizeof(http) - 1;
+    } else if (!strcmp(mode, "lines")) {
+      req = i % 2000 == 1999 ? "slow\n" : kinds[i % 4];
+      len = strlen(req);
+    } else {
+      req = echo;
+      len = sizeof(echo);
+    }
+    if (write(fd, req, len) != (ssize_t)len || read_answer(fd, mode, len)) {
+      fprintf(stderr, "client: connection lost\n");
+      return 1;
+    }
+    t = now();
+    if (t >= end) break;
+    if (t >= start) requests++;
+  }
+  printf("requests %ld seconds %.3f total %ld elapsed %.3f\n", requests, seconds, i + 1, now() - (start - warmup));
+  return 0;
 }

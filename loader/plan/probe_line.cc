@@ -74,8 +74,8 @@ class ProbeLineParser {
       ASSIGN_OR_RETURN(arg.length_source,
                        ParseSourceName(line, type.substr(4, type.size() - 5), probe, fmt::format("{} length", what)));
     } else {
-      return Fail(line,
-                  fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym, pycallable)", what, Quoted(type)));
+      return Fail(line, fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym, pycallable)",
+                                    what, Quoted(type)));
     }
     return arg;
   }

@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "looptrace/tracers/pipeline.h"
 #include "looptrace/report/render.h"
+#include "looptrace/tracers/pipeline.h"
 
 namespace looptrace {
 namespace {

@@ -101,7 +101,7 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost };
     "ns one uprobe hit costs on this machine, measured at the start (trap, dispatch, an empty program)")               \
   X(cost_preempt_stacks_after_ns, kCost,                                                                               \
     "preemptions get stacks only in messages open this long (ns; a tenth of the shortest slow message, 0: all)")       \
-  X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session") \
+  X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session")               \
   X(interp_stacks_dropped, kDataLoss,                                                                                  \
     "interpreter stacks (Python frames) dropped in BPF because the sample ring was full (raise --sample-ring)")        \
   X(interp_stacks_truncated, kInfo,                                                                                    \
