@@ -12,6 +12,7 @@
 #include "loader/target/target_process.h"
 #include "looptrace/symbols/probe_cost.h"
 #include "looptrace/util/log.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::cli {
 namespace {
@@ -38,6 +39,9 @@ class ProbesCommand : public Command {
       if (!exe) return Fail(exe.error());
       target.exe_path = *exe;
     } else if (!exe_.empty()) {
+      // A FIFO or a device would block or lie to every profile's checks: refused first.
+      if (auto file = OpenRegularFile(exe_, "executable", kMaxElfBytes, ExitCode::kTarget); !file)
+        return Fail(file.error());
       auto binary = loader::ProbedBinaryOf(exe_);
       if (!binary) return Fail(binary.error());
       target.exe_path = *binary;
