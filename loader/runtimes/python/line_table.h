@@ -1,5 +1,6 @@
 // Line numbers of CPython bytecode offsets, from a code object's line table in each of the
-// three formats CPython has used since 3.8 (Objects/lnotab_notes.txt, InternalDocs/locations.md).
+// three formats CPython has used since 3.8 (described in the CPython source tree: Objects/lnotab_notes.txt, and
+// InternalDocs/locations.md upstream).
 #pragma once
 
 #include <cstdint>
