@@ -202,11 +202,18 @@ TEST_F(PythonRecordTest, RecordOnARunningPyenvInterpreterPicksPythonAsyncioAndNa
   for (const json& m : OfType(lines, "message"))
     if (m["name"] == "render_report() at frames_app.py:75") ++slow;
   EXPECT_GE(slow, 5u);  // a round every ~130 ms for 2 s
-  auto evil = OfType(lines, "evil_method");
-  ASSERT_FALSE(evil.empty());
-  std::string tree;
-  for (const json& node : evil[0]["sampled_tree"]) tree += node["name"].get<std::string>() + "\n";
-  EXPECT_NE(tree.find("parse_records (frames_app.py:"), std::string::npos) << tree;
+  // The cpu-clock sampler follows the loop thread once its first message names it, so the
+  // first slow messages may hold switch-out stacks only (their on-CPU time is reported as
+  // unsampled); every slow message sampled on CPU must name the function the time is in.
+  size_t sampled = 0;
+  for (const json& e : OfType(lines, "evil_method")) {
+    if (e["sampled"]["samples_on_cpu"].get<int>() == 0) continue;
+    ++sampled;
+    std::string tree;
+    for (const json& node : e["sampled_tree"]) tree += node["name"].get<std::string>() + "\n";
+    EXPECT_NE(tree.find("parse_records (frames_app.py:"), std::string::npos) << tree;
+  }
+  EXPECT_GE(sampled, 3u);
 }
 
 }  // namespace
