@@ -1655,8 +1655,9 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->ustack_id = ustack;
 			st->switches++;
 		}
-		/* the sample first: user space gets it before the switch record (events.h) */
-		if (watched(tid)) {
+		/* the sample first: user space gets it before the switch record (events.h). An idle
+		 * switch-out needs no record either: no report shows the stretch it begins. */
+		if (watched(tid) && !idle) {
 			/* an exiting thread's last switch-outs: its user stack is gone */
 			if (stacks && !(prev->flags & LT_PF_EXITING))
 				take_sample(ctx, prev, tid, LT_SAMPLE_SWITCH, prev_state, now);
@@ -1672,7 +1673,8 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->since_ns = now;
 			st->state = LT_STATE_RUNNING;
 		}
-		if (watched(tid))
+		/* back from an idle wait (still in the poll, no message open): its switch-out had no record */
+		if (watched(tid) && !loop_idle(tid))
 			emit_switch(now, tid, LT_SWITCH_IN, 0, -1, -1);
 	}
 	return 0;
@@ -1690,6 +1692,9 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	__u64 index;
 
 	if (p->tgid != target_tgid || !watched(p->pid))
+		return 0;
+	/* the idle loop woken for its next message: that wait has no record (lt_sched_switch) */
+	if (loop_idle(p->pid))
 		return 0;
 	rec = claim_record(&index);
 	if (!rec)

@@ -264,8 +264,9 @@ struct lt_switch_body {
 
 /*
  * A switch-out of the loop thread while no message was open (idle, or in its poll wait):
- * no stack was taken (lt_switch_body, lt_thread_state), unless the loader asked for stacks
- * at every switch-out (switch_stacks_idle). Nothing a report shows is inside such a stretch.
+ * no stack was taken (lt_thread_state) and no switch record written, unless the loader asked
+ * for stacks at every switch-out (switch_stacks_idle). Nothing a report shows is inside such
+ * a stretch.
  */
 #define LT_STACK_IDLE -2
 /*
