@@ -59,10 +59,13 @@ const symbols::ElfFile* VdsoElf() {
 
 std::string ResolvedFrame::Name() const {
   if (!function.empty()) return inlined ? function + " (inlined)" : function;
+  if (unnamed_function) return fmt::format("sub_{:x} ({})", *unnamed_function, module.empty() ? "?" : module);
   return fmt::format("{}+{:#x}", module.empty() ? "?" : module, module_offset);
 }
 
 std::string ResolvedFrame::Describe() const {
+  if (function.empty() && unnamed_function)
+    return fmt::format("pc {:#x} {}+{:#x} (sub_{:x})", pc, module, module_offset, *unnamed_function);
   if (function.empty()) return fmt::format("pc {:#x} {}+{:#x}", pc, module, module_offset);
   return fmt::format("pc {:#x} {} ({}){}{}", pc, module, function, location.empty() ? "" : " " + location,
                      inlined ? " [inlined]" : "");
@@ -154,6 +157,7 @@ const std::vector<ResolvedFrame>& StackResolver::Name(uint64_t pc, uint64_t look
       if (where_full && !where_full->module.empty()) {
         base.module = Basename(where_full->module);
         base.module_offset = where_full->module_offset;
+        base.unnamed_function = where_full->unnamed_function_address;
         for (const auto& f : where_full->frames) {
           ResolvedFrame frame = base;
           frame.function = f.function;

@@ -42,10 +42,13 @@ struct ResolvedFrame {
   std::string module;          // basename, "[vdso]", "[jit]", "[uprobes]"
   uint64_t module_offset = 0;  // file offset (or offset in the mapping)
   std::string function;        // "" when unknown
-  std::string location;        // "file:line" from DWARF, else ""
-  bool inlined = false;        // inlined into the next frame
+  // No symbol: where the function holding the pc starts (link-time address, from .eh_frame).
+  std::optional<uint64_t> unnamed_function;
+  std::string location;  // "file:line" from DWARF, else ""
+  bool inlined = false;  // inlined into the next frame
 
-  // How a sampled tree names it: the function, or module+0xOFFSET.
+  // How a sampled tree names it: the function; else sub_ADDRESS (module), the function's start
+  // as a disassembler names a function without a symbol; else module+0xOFFSET.
   std::string Name() const;
   // How a stall snapshot shows it: "pc 0x... module (function) file:line".
   std::string Describe() const;

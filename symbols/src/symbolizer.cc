@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "dwarf_lookup.h"
+#include "eh_frame_functions.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::symbols {
@@ -242,6 +243,8 @@ std::shared_ptr<const Symbolization> Module::Compute(uint64_t offset, uint64_t e
   if (!named) {
     // Line information without a function (padding inside a compile unit) stays.
     if (!answer.has_line) result->frames.clear();
+    if (!eh_frame_) eh_frame_ = std::make_unique<EhFrameFunctions>(elf_->elf());
+    result->unnamed_function_address = eh_frame_->FunctionStart(address);
     // A rejected or broken debug file is the actionable cause; else the symbol table's.
     if (use_dwarf && !dwarf_ && dwarf_degradation_ != Degradation::kNoDebugInfo &&
         dwarf_degradation_ != Degradation::kNone) {

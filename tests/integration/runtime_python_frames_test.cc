@@ -177,6 +177,64 @@ TEST_P(PythonFramesTest, ALoopOnItsOwnThreadAmongBusyPythonThreadsGetsItsOwnFram
   EXPECT_EQ(tree.find("main_thread_work"), std::string::npos) << tree;
 }
 
+// The tree of `report` as "name" lines indented by depth.
+std::string TreeText(const json& report) {
+  std::string tree;
+  for (const json& node : report["sampled_tree"])
+    tree += std::string(2 * node["depth"].get<int>(), ' ') + node["name"].get<std::string>() + "\n";
+  return tree;
+}
+
+// A slow callback whose time is in a C extension (zlib's deflate, in a stripped libz): the
+// Python line that calls it, then the C functions, each of libz's static functions under
+// one name (where .eh_frame says it starts), never one name per sampled instruction.
+TEST_P(PythonFramesTest, ASlowCallbackInACExtensionShowsThePythonLineOverTheCFunctions) {
+  auto r = RunCommand(
+      {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "50", "--sampled-max-nodes",
+       "1000", "--", python_, App(), "--scenario", "cext", "--truth", dir_ / "truth.jsonl"},
+      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto evil = OfType(ReadJsonLines(dir_ / "out.json"), "evil_method");
+  ASSERT_EQ(evil.size(), 1u) << json(evil).dump(1);
+  EXPECT_EQ(evil[0]["name"], "archive_callback() at frames_app.py:135");
+  const std::string tree = TreeText(evil[0]);
+  const size_t caller = tree.find("compress_logs (frames_app.py:132)");
+  ASSERT_NE(caller, std::string::npos) << tree;
+  EXPECT_NE(tree.find("(libz.so", caller), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("libz.so.1.2.13+0x"), std::string::npos) << tree;  // no per-instruction names
+  for (const json& fn : OfType(ReadJsonLines(dir_ / "truth.jsonl"), "function")) {
+    const double truth_share = 100.0 * Cost(fn) / evil[0]["cost_ns"].get<double>();
+    EXPECT_NEAR(SampledShare(evil[0], fn["name"].get<std::string>()), truth_share, 5.0) << tree;
+  }
+}
+
+// --native-frames with --dwarf-unwind (Debian's python3.11 keeps no frame pointers): the
+// native stack, each interpreter loop replaced by the Python frames it ran, so the C path from
+// the Python line to the library is whole.
+class PythonNativeFramesTest : public BpfTest {};
+
+TEST_F(PythonNativeFramesTest, TheMergedViewRunsFromThePythonLineThroughTheExtensionIntoTheLibrary) {
+  TempDir dir;
+  auto r = RunCommand({Looptrace(), "run", "--native-frames", "--dwarf-unwind", "-f", "json", "-o", dir / "out.json",
+                       "--evil-threshold", "50", "--sampled-max-nodes", "1000", "--", "/usr/bin/python3.11", App(),
+                       "--scenario", "cext", "--truth", dir / "truth.jsonl"},
+                      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto evil = OfType(ReadJsonLines(dir / "out.json"), "evil_method");
+  ASSERT_EQ(evil.size(), 1u) << json(evil).dump(1);
+  const std::string tree = TreeText(evil[0]);
+  std::string common;
+  for (const json& frame : evil[0]["sampled"]["common_frames"]) common += frame.get<std::string>() + "\n";
+  EXPECT_NE(common.find("Py_BytesMain"), std::string::npos) << common;             // native frames below
+  EXPECT_NE(common.find("Handle._run (events.py:"), std::string::npos) << common;  // Python frames among them
+  const size_t caller = tree.find("compress_logs (frames_app.py:132)");
+  ASSERT_NE(caller, std::string::npos) << tree;
+  const size_t deflate = tree.find("  deflate\n", caller);
+  ASSERT_NE(deflate, std::string::npos) << tree;
+  EXPECT_NE(tree.find("(libz.so", deflate), std::string::npos) << tree;
+  EXPECT_EQ(tree.find("_PyEval_EvalFrameDefault"), std::string::npos) << tree;  // replaced
+}
+
 class PythonRecordTest : public BpfTest {
  protected:
   TempDir dir_;

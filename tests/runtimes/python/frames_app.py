@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import time
+import zlib
 
 FILE = os.path.basename(__file__)
 truth_file = None
@@ -123,6 +124,20 @@ async def one_round(loop):
     await asyncio.sleep(0.02)
 
 
+def compress_logs(ms):
+    """Time in a C extension: zlib's deflate, called from this Python line."""
+    data = bytes(range(256)) * 4096 + os.urandom(1 << 20)
+    end = time.monotonic_ns() + ms * 1_000_000
+    while time.monotonic_ns() < end:
+        zlib.compress(data, 9)
+
+
+def archive_callback():
+    begin = time.monotonic_ns()
+    timed(compress_logs, 80)
+    truth(type="callback", name=repr_name(archive_callback), slow=True, begin_ns=begin, end_ns=time.monotonic_ns())
+
+
 def wait_on_lock():
     time.sleep(1.5)  # the stuck line
 
@@ -139,6 +154,13 @@ async def main(scenario):
     flush_truth()
     # A tracer's sampler follows the loop thread once it ran a callback: give it a moment.
     await asyncio.sleep(0.5)
+    if scenario == "cext":
+        done = loop.create_future()
+        loop.call_soon(archive_callback)
+        loop.call_soon(done.set_result, None)
+        await done
+        await asyncio.sleep(1.0)
+        return
     if scenario == "stuck":
         done = loop.create_future()
         loop.call_soon(stuck_callback)
@@ -178,7 +200,7 @@ def run_threaded():
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded"])
+    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded", "cext"])
     parser.add_argument("--truth")
     parser.add_argument("--start-delay", type=float, default=0)
     args = parser.parse_args()

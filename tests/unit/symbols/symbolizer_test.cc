@@ -344,6 +344,31 @@ TEST_F(SymbolizerDebugFileTest, MissingDebugFileDegradesToSymbols) {
   EXPECT_EQ(symbolizer_->stats().debug_file_missing, 1u);
 }
 
+// Without symbols, an address is named by where its function starts (.eh_frame), so samples
+// of one function add up: the truth is the unstripped file's symbol table.
+TEST_F(SymbolizerDebugFileTest, AnAddressWithoutSymbolKnowsWhereItsFunctionStarts) {
+  const std::string stripped = StrippedWithDebuglink();
+  auto original = ElfFile::Open(FixturePath(kBase));
+  ASSERT_TRUE(original);
+  Symbolizer symbolizer({}, std::make_shared<ModuleCache>());
+  size_t checked = 0;
+  for (const Symbol& function : original->functions()) {
+    if (function.size < 2) continue;
+    SCOPED_TRACE(function.name);
+    for (uint64_t address :
+         {function.address, function.address + function.size / 2, function.address + function.size - 1}) {
+      auto result = symbolizer.SymbolizeModule(stripped, address);
+      EXPECT_TRUE(result->function.empty());
+      ASSERT_TRUE(result->unnamed_function_address.has_value());
+      EXPECT_EQ(*result->unnamed_function_address, function.address);
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 5u);
+  // Outside every function (the ELF header): no start is made up.
+  EXPECT_FALSE(symbolizer.SymbolizeModule(stripped, 0x10)->unnamed_function_address.has_value());
+}
+
 TEST_F(SymbolizerDebugFileTest, UnreadableDebugFileIsCounted) {
   const std::string stripped = StrippedWithDebuglink();
   WriteFile(DebugFileName(), "not an ELF file at all");

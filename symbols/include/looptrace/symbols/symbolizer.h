@@ -71,6 +71,9 @@ struct Symbolization {
   uint64_t elf_address = 0;      // link-time virtual address (what eu-addr2line -e takes)
   std::string function;          // demangled ELF symbol covering the address, "" if none
   uint64_t function_offset = 0;  // elf_address - the symbol's start
+  // No symbol covers the address: where the function holding it starts (link-time address),
+  // from the module's .eh_frame, so one function's addresses share a name.
+  std::optional<uint64_t> unnamed_function_address;
   // Innermost first; the last frame is the physical (outermost) function. Without DWARF a
   // single frame named from the symbol table; empty when the function is unknown.
   std::vector<SymbolFrame> frames;
@@ -114,7 +117,8 @@ struct ModuleCacheOptions {
   size_t address_cache_entries = size_t{1} << 18;
 };
 
-class DwarfLookup;  // internal (src/dwarf_lookup.h)
+class DwarfLookup;       // internal (src/dwarf_lookup.h)
+class EhFrameFunctions;  // internal (src/eh_frame_functions.h)
 
 // Where a module's file is read from and what it is called.
 struct ModuleLocation {
@@ -161,7 +165,8 @@ class Module {
   mutable std::mutex mutex_;
   bool dwarf_loaded_ = false;
   std::unique_ptr<DwarfLookup> dwarf_;
-  std::optional<ElfFile> debug_elf_;  // symbols of the debug file when the module has no .symtab
+  std::unique_ptr<EhFrameFunctions> eh_frame_;  // read at the first address no symbol names
+  std::optional<ElfFile> debug_elf_;            // symbols of the debug file when the module has no .symtab
   Degradation dwarf_degradation_ = Degradation::kNoDebugInfo;
   std::string debug_file_;
   DebugFileSearch debug_search_;
