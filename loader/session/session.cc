@@ -146,8 +146,9 @@ uint32_t Session::LoopThread() {
     if (known_loop_tid_) {
       log::V1("loop thread: tid {} \"{}\"", known_loop_tid_,
               ReadFirstLine(fmt::format("/proc/{}/task/{}/comm", tgid_, known_loop_tid_)));
-      // Its stack while it runs: the cpu-clock sampler follows the loop thread.
-      if (options_.thread_tracking && bpf_->thread_tracking())
+      // Its stack while it runs: the cpu-clock sampler follows the loop thread (the main
+      // thread's runs from the start).
+      if (options_.thread_tracking && bpf_->thread_tracking() && known_loop_tid_ != sampled_tid_)
         if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_),
                                              options_.sample_hz > 0 ? options_.sample_hz : 49);
             !ok)
@@ -166,6 +167,16 @@ void Session::AttachThreadTracking() {
   if (auto ok = bpf_->AttachThreadTracking(sample_tid, hz); !ok) {
     log::Warning("thread-state tracing is off: {}", ok.error().message);
     loader_stats_.Add(StatId::thread_tracking_off);
+    return;
+  }
+  // The loop thread is unknown until its first message; most loops run on the main thread,
+  // whose samples are then kept from that message's first instruction on (BPF drops them
+  // until a message claims the thread), not from the loader's next look.
+  if (threads_.mode == ThreadChoice::Mode::kLoop && threads_.name.empty() && options_.sample_hz > 0) {
+    if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(tgid_), options_.sample_hz); ok)
+      sampled_tid_ = tgid_;
+    else
+      log::V1("no cpu-clock samples of the main thread: {}", ok.error().message);
   }
 }
 

@@ -143,6 +143,7 @@ class Session : private SnapshotSource {
   uint32_t tgid_ = 0;
   ThreadChoice threads_;         // resolved: --threads, else the profile's, else main
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
+  uint32_t sampled_tid_ = 0;     // the thread a cpu-clock sampler follows before that (the main one)
   uint64_t last_cpu_sample_ns_ = 0;
   uint64_t stop_ns_ = UINT64_MAX;      // the session's end: later records are dropped (and counted)
   uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session

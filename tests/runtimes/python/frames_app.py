@@ -23,7 +23,6 @@ import json
 import os
 import threading
 import time
-import zlib
 
 FILE = os.path.basename(__file__)
 truth_file = None
@@ -124,20 +123,6 @@ async def one_round(loop):
     await asyncio.sleep(0.02)
 
 
-def compress_logs(ms):
-    """Time in a C extension: zlib's deflate, called from this Python line."""
-    data = bytes(range(256)) * 4096 + os.urandom(1 << 20)
-    end = time.monotonic_ns() + ms * 1_000_000
-    while time.monotonic_ns() < end:
-        zlib.compress(data, 9)
-
-
-def archive_callback():
-    begin = time.monotonic_ns()
-    timed(compress_logs, 80)
-    truth(type="callback", name=repr_name(archive_callback), slow=True, begin_ns=begin, end_ns=time.monotonic_ns())
-
-
 def wait_on_lock():
     time.sleep(1.5)  # the stuck line
 
@@ -196,6 +181,23 @@ def run_threaded():
     threading.Thread(target=lambda: (loop.join(), done.set())).start()
     main_thread_work(done)
     worker.join()
+
+
+def compress_logs(ms):
+    """Time in a C extension: zlib's deflate, called from this Python line."""
+    import zlib
+
+    data = bytes(range(256)) * 4096 + os.urandom(1 << 20)
+    end = time.monotonic_ns() + ms * 1_000_000
+    while time.monotonic_ns() < end:
+        zlib.compress(data, 9)
+
+
+def archive_callback():
+    begin = time.monotonic_ns()
+    timed(compress_logs, 80)
+    truth(type="callback", name=repr_name(archive_callback), slow=True, begin_ns=begin, end_ns=time.monotonic_ns())
+
 
 
 if __name__ == "__main__":
