@@ -85,14 +85,17 @@ void EventDecoder::DecodeArguments(const lt_record& rec, ProbeEvent& e) {
       // BPF filled this slot and the next ones (events.h LT_PY_CALLABLE_SLOTS).
       arg.is_string = true;
       arg.value = 0;
+      const std::string* group = nullptr;
       if (interpreter_ && i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
         auto texts = [this](uint64_t address) { return strings_ ? strings_->Find(pid_, address) : nullptr; };
-        std::string name = interpreter_->NameCallable(
+        CallableName name = interpreter_->NameCallable(
             std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(&rec.probe.args[i]), LT_PY_CALLABLE_SLOTS),
             texts, stats_);
-        if (!name.empty()) arg.text = TextPool::Intern(name);
+        if (!name.name.empty()) arg.text = TextPool::Intern(name.name);
+        if (!name.group.empty()) group = TextPool::Intern(name.group);
       }
       e.args.push_back(arg);
+      if (group) e.args.push_back({kMessageGroupArg, 0, group, true});
       break;  // the callable's slots are the last
     }
     if (spec.type == ArgType::kStr) {

@@ -41,6 +41,14 @@ struct InterpreterFrame {
 // A text the BPF side sent (LT_RECORD_STRING) by its address in the target, or null.
 using TargetTextLookup = std::function<const std::string*(uint64_t address)>;
 
+// A callable's name, and the name its messages are counted under when it holds a per-instance
+// part ("Task-294 handle() at srv.py:3" counts under "Task-* handle() at srv.py:3": one
+// connection's task each, one coroutine step for "messages by name"). `group` empty: `name`.
+struct CallableName {
+  std::string name;
+  std::string group;
+};
+
 class InterpreterSupport {
  public:
   virtual ~InterpreterSupport() = default;
@@ -63,8 +71,8 @@ class InterpreterSupport {
 
   // The name of a callable BPF described in `slots` (a probe argument of the runtime's
   // callable type, e.g. LT_ARG_PY_CALLABLE: LT_PY_CALLABLE_SLOTS values), as the runtime's
-  // own tools name it ("render_report() at app.py:22"); "" when none.
-  virtual std::string NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) = 0;
+  // own tools name it ("render_report() at app.py:22"); empty when none.
+  virtual CallableName NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) = 0;
 
   // Every interpreter thread's frames now, innermost first, by thread id, read from the
   // process (a stall snapshot's py-spy-style dump: the threads it shows are stopped or stuck,

@@ -45,9 +45,9 @@ constexpr auto Slower = [](const auto& a, const auto& b) {
   }
   thread->costs.Add(cost);
   if (m.depth == 0) thread->busy_ns += cost;
-  if (m.name) {
-    CostAccumulator*& named = by_name_text_.entries[m.name];
-    if (!named) named = &by_name_.try_emplace(*m.name, CostAccumulator(limit)).first->second;
+  if (const std::string* key = m.group ? m.group : m.name) {
+    CostAccumulator*& named = by_name_text_.entries[key];
+    if (!named) named = &by_name_.try_emplace(*key, CostAccumulator(limit)).first->second;
     named->Add(cost);
   }
   const size_t top_n = context_.common->top_n;

@@ -170,8 +170,8 @@ std::optional<InterpreterFrame> CodeNamer::NameFrame(const lt_interp_frame& fram
   return InterpreterFrame{info->name, info->file, LineOf(*info, frame.offset & LT_INTERP_NO_OFFSET)};
 }
 
-std::string CodeNamer::NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) {
-  if (slots.size() < LT_PY_CALLABLE_SLOTS) return "";
+CallableName CodeNamer::NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) {
+  if (slots.size() < LT_PY_CALLABLE_SLOTS) return {};
   const uint64_t code = slots[0];
   const uint32_t offset = static_cast<uint32_t>(slots[1]);
   const uint32_t kind = static_cast<uint32_t>(slots[1] >> 32);
@@ -180,7 +180,7 @@ std::string CodeNamer::NameCallable(std::span<const uint64_t> slots, const Targe
     const std::string* found = address && texts ? texts(address) : nullptr;
     return found ? *found : "";
   };
-  if (kind == 0) return "";  // the interpreter was not located yet when the probe hit
+  if (kind == 0) return {};  // the interpreter was not located yet when the probe hit
   std::string where;
   std::string code_name;
   if (code) {
@@ -197,31 +197,34 @@ std::string CodeNamer::NameCallable(std::span<const uint64_t> slots, const Targe
       std::string name = text(slots[3]);
       if (name.empty()) name = code_name;
       if (name.empty()) break;
-      return name + "()" + where;
+      return {name + "()" + where, ""};
     }
     case LT_PY_CALLABLE_TASK: {
-      std::string task = kind & LT_PY_CALLABLE_TASK_NUMBER ? fmt::format("Task-{}", slots[3]) : text(slots[3]);
+      // asyncio numbers the tasks it names itself: their steps count under the coroutine's.
+      const bool numbered = kind & LT_PY_CALLABLE_TASK_NUMBER;
+      std::string task = numbered ? fmt::format("Task-{}", slots[3]) : text(slots[3]);
       if (task.empty()) task = "Task";
-      if (code_name.empty()) return task;
-      return fmt::format("{} {}(){}", task, code_name, where);
+      if (code_name.empty()) return {task, numbered ? "Task-*" : ""};
+      return {fmt::format("{} {}(){}", task, code_name, where),
+              numbered ? fmt::format("Task-* {}(){}", code_name, where) : ""};
     }
     case LT_PY_CALLABLE_CFUNC: {
       const std::string type = text(slots[3]);
       const std::string method = text(slots[4]);
       if (method.empty()) break;
-      if (type.empty() || type == "module") return method + "()";
-      return ShortTypeName(type) + "." + method + "()";
+      if (type.empty() || type == "module") return {method + "()", ""};
+      return {ShortTypeName(type) + "." + method + "()", ""};
     }
     case LT_PY_CALLABLE_OTHER: {
       const std::string type = text(slots[3]);
       if (type.empty()) break;
-      return ShortTypeName(type) + "()";
+      return {ShortTypeName(type) + "()", ""};
     }
     default:
       break;
   }
   if (stats) stats->Add(StatId::interp_callables_unnamed);
-  return "";
+  return {};
 }
 
 }  // namespace looptrace::loader::python

@@ -44,7 +44,7 @@ class CodeNamer {
   // The code object at `code` if its fingerprint still matches (cached).
   const CodeInfo* Code(uint64_t code, uint32_t fingerprint, Stats* stats);
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats);
-  std::string NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats);
+  CallableName NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats);
   // A str object's text (compact ASCII, Latin-1, UCS-2 or UCS-4), at most `max` characters.
   std::optional<std::string> ReadStr(uint64_t str, size_t max = 256);
 

@@ -196,7 +196,7 @@ class CPythonProcess : public InterpreterSupport {
     return namer_.NameFrame(frame, stats);
   }
 
-  std::string NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) override {
+  CallableName NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) override {
     return namer_.NameCallable(slots, texts, stats);
   }
 

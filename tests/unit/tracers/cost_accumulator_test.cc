@@ -86,6 +86,28 @@ TEST(KeepMessages, ListsTheLatestAndCountsEveryMessage) {
   EXPECT_EQ(r.messages.by_name[0].cost.count + r.messages.by_name[1].cost.count, 1000u);
 }
 
+// A message named per instance (asyncio's Task-N) counts under its group; the slowest list
+// keeps each one's own name.
+TEST(KeepMessages, MessagesByNameCountUnderTheGroupTheirNamerGave) {
+  AnalysisOptions options;
+  testing::EventScript script;
+  for (uint64_t i = 1; i <= 4; ++i) {
+    const uint64_t begin = i * 1'000'000;
+    script.Add(testing::Probe(Role::kDispatchBegin, begin,
+                              {testing::S("name", "Task-" + std::to_string(i) + " handle() at srv.py:3"),
+                               testing::S("group", "Task-* handle() at srv.py:3")},
+                              1));
+    script.Add(testing::Probe(Role::kDispatchEnd, begin + i * 1000, {}, 1));
+  }
+  Report r = script.Run(options, 10'000'000);
+  ASSERT_EQ(r.messages.by_name.size(), 1u);
+  EXPECT_EQ(r.messages.by_name[0].name, "Task-* handle() at srv.py:3");
+  EXPECT_EQ(r.messages.by_name[0].cost.count, 4u);
+  EXPECT_EQ(r.messages.by_name[0].cost.max_ns, 4000u);
+  ASSERT_FALSE(r.messages.slowest.empty());
+  EXPECT_EQ(r.messages.slowest[0].name, "Task-4 handle() at srv.py:3");
+}
+
 TEST(KeepMessages, ZeroKeepsTheOldBehaviour) {
   AnalysisOptions options;
   testing::EventScript script;

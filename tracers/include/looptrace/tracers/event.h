@@ -210,6 +210,9 @@ struct SessionEnd {
 
 // Why BPF took no stack at a switch-out (ThreadSwitch::unstacked).
 inline constexpr std::string_view kUnstackedLoopIdle = "loop idle";
+// dispatch.begin's argument naming what "messages by name" counts a message under, when not
+// its name (a runtime's namer sets it for names with a per-instance part: asyncio's task numbers).
+inline constexpr std::string_view kMessageGroupArg = "group";
 inline constexpr std::string_view kUnstackedEarlyPreemption = "early preemption";
 // The constant `text` names, or "" (text read from a recording, or a sample's stop reason).
 constexpr std::string_view UnstackedReason(std::string_view text) {

@@ -20,6 +20,7 @@ namespace looptrace {
 struct MessageRecord {
   uint64_t begin_ns = 0, end_ns = 0, cpu_ns = 0, msg_id = 0;
   const std::string* name = nullptr;
+  const std::string* group = nullptr;  // "messages by name" counts it under this, else its name
   uint32_t tid = 0, depth = 0;
   bool has_id = false;
 
@@ -33,7 +34,11 @@ struct MessageRecord {
       m.has_id = true;
       m.msg_id = span.key;
     }
-    if (const EventArg* name = span.begin.Arg("name"); name && name->text && !name->text->empty()) m.name = name->text;
+    if (const EventArg* name = span.begin.Arg("name"); name && name->text && !name->text->empty()) {
+      m.name = name->text;
+      if (const EventArg* group = span.begin.Arg("group"); group && group->text && !group->text->empty())
+        m.group = group->text;
+    }
     m.depth = span.depth;
     m.cpu_ns = span.cpu_ns();
     return m;
