@@ -56,7 +56,7 @@ class ReportCommand : public Command {
                         "looptrace report rec.jsonl.gz, looptrace report issues.jsonl, or looptrace report -p 1234",
                         ExitCode::kUsage});
     for (const std::string& input : inputs_)
-      if (auto ok = CheckNotSameFile(output_.path, input, "an input"); !ok) return Fail(ok.error());
+      if (auto ok = CheckNotSameFile(output_.path, input, "the recording or issues file"); !ok) return Fail(ok.error());
     auto namer = LoadMethodMapping(output_, analysis_);
     if (!namer) return Fail(namer.error());
     MatrixFleetBuilder fleet(keep_issues_);

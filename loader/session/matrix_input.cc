@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <unordered_set>
 
 #include "looptrace/util/safe_file.h"
 #include "looptrace/util/text_safety.h"
@@ -23,36 +24,14 @@ constexpr size_t kMaxLogcatLineBytes = 1 << 20;
 // Keys decoded into MatrixIssue's own fields (the rest stay in `other`, as written). "tree"
 // and "type" are looptrace's own record keys: the tree is rebuilt from `stack`.
 bool IsModelledKey(std::string_view key) {
-  for (std::string_view k : {"tag",
-                             "detail",
-                             "process",
-                             "scene",
-                             "machine",
-                             "time",
-                             "cost",
-                             "stack",
-                             "stackKey",
-                             "threadStack",
-                             "fps",
-                             "dropLevel",
-                             "dropSum",
-                             "application_create",
-                             "application_create_scene",
-                             "first_activity_create",
-                             "startup_duration",
-                             "is_warm_start_up",
-                             "type",
-                             "tree",
-                             "stack_key_name",
-                             "device",
-                             "model",
-                             "device_model",
-                             "app_version",
-                             "appVersion",
-                             "versionName",
-                             "version_name"})
-    if (key == k) return true;
-  return false;
+  static const std::unordered_set<std::string_view> kKeys = {
+      "tag", "detail", "process", "scene", "machine", "time", "cost", "stack", "stackKey", "threadStack", "fps",
+      "dropLevel", "dropSum", "application_create", "application_create_scene", "first_activity_create",
+      "startup_duration", "is_warm_start_up", "type", "tree", "stack_key_name", "device", "model", "device_model",
+      "app_version", "appVersion", "versionName", "version_name",
+      // looptrace's own matrix_issue records, read back
+      "category", "source", "content_hash", "thread_stack"};
+  return kKeys.contains(key);
 }
 
 // The record types of looptrace's own JSON output that are Matrix issues.
@@ -226,8 +205,8 @@ class IssueDecoder {
       return;
     }
     json other = json::object();
-    for (auto& [key, value] : j.items())
-      if (!IsModelledKey(key)) other[key] = value;
+    for (auto it = j.begin(); it != j.end(); ++it)  // moved: the rest reads modelled keys only
+      if (!IsModelledKey(it.key())) other[it.key()] = std::move(it.value());
     if (!other.empty()) issue.other_json = other.dump(-1, ' ', false, json::error_handler_t::replace);
     auto text = [&](const char* key) {
       auto it = j.find(key);
@@ -258,7 +237,10 @@ class IssueDecoder {
       auto [p, ec] = std::from_chars(issue.stack_key.data(), issue.stack_key.data() + issue.stack_key.size(), id);
       if (ec == std::errc()) issue.stack_key_name = id == kDispatchMethodId ? "(the message itself)" : MethodName(id);
     }
-    if (auto it = j.find("threadStack"); it != j.end()) ThreadStack(*it, &issue);
+    if (auto it = j.find("threadStack"); it != j.end())
+      ThreadStack(*it, &issue);
+    else if (auto ours = j.find("thread_stack"); ours != j.end())  // a matrix_issue record
+      ThreadStack(*ours, &issue);
     if (auto it = j.find("fps"); it != j.end()) issue.fps = Number(*it, "fps");
     if (auto it = j.find("dropLevel"); it != j.end()) DropLevels(*it, "dropLevel", issue.drop_level);
     if (auto it = j.find("dropSum"); it != j.end()) DropLevels(*it, "dropSum", issue.drop_sum);

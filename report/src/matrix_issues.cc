@@ -10,6 +10,8 @@ namespace {
 
 constexpr size_t kTallyRows = 5;
 constexpr size_t kWorstDevices = 3;
+// Nodes of one group's merged tree: its memory stays bounded whatever the fleet sends.
+constexpr size_t kMaxMergedNodes = 20000;
 
 MatrixTally Tally(const std::unordered_map<std::string, uint64_t>& counts) {
   MatrixTally out(counts.begin(), counts.end());
@@ -39,6 +41,10 @@ void Fnv(uint64_t* hash, std::string_view text) {
   }
   *hash ^= 0xff;  // field separator: "ab","c" differs from "a","bc"
   *hash *= 0x100000001b3ULL;
+}
+
+void FnvNumber(uint64_t* hash, uint64_t value) {
+  Fnv(hash, std::string_view(reinterpret_cast<const char*>(&value), sizeof value));
 }
 
 // Pre-order output of a merged tree, children by cost (costliest first).
@@ -123,8 +129,11 @@ uint64_t MatrixContentHash(const MatrixIssue& issue) {
   Fnv(&h, issue.time_ms ? std::to_string(*issue.time_ms) : "-");
   Fnv(&h, issue.cost_ms ? std::to_string(*issue.cost_ms) : "-");
   Fnv(&h, issue.stack_key);
-  for (const NamedCallNode& n : issue.tree)
-    Fnv(&h, fmt::format("{},{},{},{}", n.node.depth, n.node.id, n.node.count, n.node.cost_ns));
+  for (const NamedCallNode& n : issue.tree) {  // per call: formatting them cost more than reading the issue
+    FnvNumber(&h, (uint64_t{n.node.depth} << 32) | n.node.count);
+    FnvNumber(&h, n.node.id);
+    FnvNumber(&h, n.node.cost_ns);
+  }
   for (const std::string& frame : issue.thread_stack) Fnv(&h, frame);
   if (issue.fps) Fnv(&h, fmt::format("{}", *issue.fps));
   for (size_t i = 0; i < kMatrixDropLevelCount; ++i)
@@ -198,16 +207,27 @@ void MatrixFleetBuilder::AddToGroup(const MatrixIssue& issue) {
     g.out.representative_thread_stack = issue.thread_stack;
   }
   // Merge by call path: `path[d]` is the merged node of the issue's open node at depth d.
+  // Children stay sorted by id (found by binary search: a fleet's group may have thousands).
   std::vector<uint32_t> path;
+  uint32_t skip_below = UINT32_MAX;  // the depth of a node left out: its subtree goes too
   for (const NamedCallNode& n : issue.tree) {
+    if (n.node.depth > skip_below) continue;
+    skip_below = UINT32_MAX;
     path.resize(n.node.depth);
     const uint32_t parent = path.empty() ? 0 : path.back();
+    std::vector<uint32_t>& children = g.merged[parent].children;
+    auto at = std::lower_bound(children.begin(), children.end(), n.node.id,
+                               [&](uint32_t child, uint64_t id) { return g.merged[child].id < id; });
     uint32_t found = 0;
-    for (uint32_t child : g.merged[parent].children)
-      if (g.merged[child].id == n.node.id) found = child;
-    if (!found) {
+    if (at != children.end() && g.merged[*at].id == n.node.id) {
+      found = *at;
+    } else if (g.merged.size() >= kMaxMergedNodes) {
+      Warn("matrix_merged_tree_capped", fmt::format("{}: group {}", issue.source, g.out.key));
+      skip_below = n.node.depth;
+      continue;
+    } else {
       found = static_cast<uint32_t>(g.merged.size());
-      g.merged[parent].children.push_back(found);
+      children.insert(at, found);
       g.merged.push_back({n.node.id, n.name, 0, 0, {}});
     }
     g.merged[found].cost_ns += n.node.cost_ns;
@@ -309,6 +329,7 @@ std::string_view MatrixWarningDescription(std::string_view name) {
       {"matrix_method_unnamed", "method ids the method mapping does not name"},
       {"matrix_logcat_unparsed", "Matrix logcat lines that looked like a report but did not parse"},
       {"matrix_truncated_input", "inputs that ended inside an issue or a compressed stream"},
+      {"matrix_merged_tree_capped", "call paths left out of a group's merged tree (over 20,000 nodes)"},
       {"looptrace_records_skipped", "looptrace JSON records that are not Matrix issues (session, messages: skipped)"},
   };
   auto it = kDescriptions.find(name);

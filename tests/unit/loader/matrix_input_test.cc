@@ -376,6 +376,13 @@ TEST(MatrixInputTest, KindIsToldByContent) {
   EXPECT_EQ(DetectInputKind("   "), InputKind::kEmpty);
 }
 
+uint64_t PeakRssKb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("VmHWM:")) return std::stoull(line.substr(6));
+  return 0;
+}
+
 // 100 MB of issues on one line (a JSON array nobody split): read in bounded memory, every
 // issue grouped, only --keep-issues listed.
 TEST(MatrixInputTest, HundredMegabytesInBoundedMemory) {
@@ -386,10 +393,11 @@ TEST(MatrixInputTest, HundredMegabytesInBoundedMemory) {
     out << '[';
     uint64_t bytes = 0;
     while (bytes < 100 * (uint64_t{1} << 20)) {
+      // With a 2 KB key of the app's own (kept as written): fewer, larger issues, as phones send.
       std::string issue = fmt::format(
-          R"({{"tag":"Trace_EvilMethod","detail":"NORMAL","cost":{},"scene":"S{}","stack":"0,1048574,1,{}\n1,{},1,{}\n2,7,2,300\n","stackKey":"{}|","process":"p","time":{}}},)",
+          R"({{"tag":"Trace_EvilMethod","detail":"NORMAL","cost":{},"scene":"S{}","stack":"0,1048574,1,{}\n1,{},1,{}\n2,7,2,300\n","stackKey":"{}|","process":"p","time":{},"breadcrumbs":"{}"}},)",
           700 + issues % 900, issues % 7, 700 + issues % 900, issues % 13, 650 + issues % 900, issues % 13,
-          1700000000000 + issues);
+          1700000000000 + issues, std::string(2048, 'b'));
       bytes += issue.size();
       out << issue;
       ++issues;
@@ -397,8 +405,10 @@ TEST(MatrixInputTest, HundredMegabytesInBoundedMemory) {
     out << R"({"tag":"Trace_StartUp","startup_duration":100}])";
     ++issues;
   }
+  const uint64_t peak_before = PeakRssKb();
   Read r = ReadAll({path}, "", 50);
   std::filesystem::remove(path);
+  EXPECT_LT(PeakRssKb(), peak_before + 64 * 1024) << "the peak grew by more than 64 MiB reading 100 MB";
   EXPECT_EQ(r.report.issues, issues);
   EXPECT_EQ(r.report.listed.size(), 50u);
   EXPECT_EQ(r.report.not_listed, issues - 50);
