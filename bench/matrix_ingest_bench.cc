@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 3; ++round) best = std::min(best, Run(path, naming, &read));
     std::filesystem::remove(path);
     fmt::print(
-        "{:<10} {} issues ({:.0f} MB) read, named and grouped in {:.3f} s: {:.0f} issues/s, {:.0f} MB/s "
-        "(best of 3, one core)\n",
+        "{:<10} {} issues ({:.0f} MB) read, named and grouped in {:.3f} s of CPU: {:.0f} issues/s, {:.0f} MB/s "
+        "(best of 3, one thread)\n",
         logcat ? "logcat" : "JSON lines", read, bytes / 1e6, best, read / best, bytes / 1e6 / best);
   }
   std::filesystem::remove(mapping_path);
