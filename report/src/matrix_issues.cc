@@ -96,7 +96,7 @@ std::string_view MatrixIssue::Category() const {
   return "other";
 }
 
-MatrixCostSummary SummarizeCosts(std::vector<int64_t>* costs) {
+MatrixCostSummary SummarizeMatrixCosts(std::vector<int64_t>* costs) {
   MatrixCostSummary s;
   s.count = costs->size();
   if (costs->empty()) return s;
@@ -273,7 +273,7 @@ void MatrixFleetBuilder::AddStartup(const MatrixIssue& issue) {
 MatrixIssuesReport MatrixFleetBuilder::Finish() {
   report_.enabled = true;
   for (auto& [key, g] : groups_) {
-    g.out.cost = SummarizeCosts(&g.costs_ms);
+    g.out.cost = SummarizeMatrixCosts(&g.costs_ms);
     g.out.details = Tally(g.details);
     g.out.scenes = Tally(g.scenes);
     g.out.processes = Tally(g.processes);
@@ -307,10 +307,10 @@ MatrixIssuesReport MatrixFleetBuilder::Finish() {
   std::sort(report_.fps_scenes.begin(), report_.fps_scenes.end(), [](const auto& a, const auto& b) {
     return a.frames != b.frames ? a.frames > b.frames : a.scene < b.scene;
   });
-  report_.startup.cold = SummarizeCosts(&cold_);
-  report_.startup.warm = SummarizeCosts(&warm_);
-  report_.startup.application_create = SummarizeCosts(&app_create_);
-  report_.startup.first_activity_create = SummarizeCosts(&first_activity_);
+  report_.startup.cold = SummarizeMatrixCosts(&cold_);
+  report_.startup.warm = SummarizeMatrixCosts(&warm_);
+  report_.startup.application_create = SummarizeMatrixCosts(&app_create_);
+  report_.startup.first_activity_create = SummarizeMatrixCosts(&first_activity_);
   report_.startup.scenes = Tally(startup_scenes_);
   for (auto& [name, w] : warnings_) report_.warnings.push_back(std::move(w));
   return std::move(report_);

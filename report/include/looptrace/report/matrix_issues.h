@@ -68,7 +68,7 @@ struct MatrixCostSummary {
   int64_t max_ms = 0;
 };
 // Sorts `costs_ms` in place.
-MatrixCostSummary SummarizeCosts(std::vector<int64_t>* costs_ms);
+MatrixCostSummary SummarizeMatrixCosts(std::vector<int64_t>* costs_ms);
 
 // Values with how many issues had each, most first (ties by value), at most a few.
 using MatrixTally = std::vector<std::pair<std::string, uint64_t>>;
