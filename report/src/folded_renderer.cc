@@ -9,6 +9,7 @@
 
 #include "looptrace/report/render.h"
 #include "looptrace/util/text_safety.h"
+#include "matrix_render.h"
 
 namespace looptrace {
 namespace {
@@ -76,6 +77,8 @@ void ForEachSlowSpan(const Report& report, bool instrumented, Visit visit) {
 std::vector<FoldedStack> Choose(const Report& report, const RenderOptions& options) {
   std::vector<FoldedStack> out;
   const bool session = options.folded_scope == "session";
+  // Matrix issues have instrumented trees only (their `stack`), whatever the source says.
+  if (report.matrix.enabled) return MatrixFolded(report.matrix, session);
   if (options.folded_source == "instrumented") {
     Stacks merged;
     ForEachSlowSpan(report, true,

@@ -148,8 +148,10 @@ class HtmlRenderer : public Renderer {
     const SessionInfo& s = report.session;
     // The command comes from the target: control characters as visible escapes, so the
     // page is also safe to print on a terminal.
-    const std::string title =
-        fmt::format("looptrace report: pid {} ({})", s.pid, s.command.empty() ? "?" : EscapeForTerminal(s.command));
+    const std::string title = report.matrix.enabled
+                                  ? fmt::format("looptrace report: Matrix issues ({})", report.matrix.issues)
+                                  : fmt::format("looptrace report: pid {} ({})", s.pid,
+                                                s.command.empty() ? "?" : EscapeForTerminal(s.command));
     out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         // Nothing may be fetched: the browser enforces it.

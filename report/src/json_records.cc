@@ -348,6 +348,10 @@ json WarmStartJson(const Report& report, const WarmStart& w) {
 }
 
 void ForEachRecord(const Report& report, const std::function<void(const json&)>& emit) {
+  if (report.matrix.enabled) {
+    ForEachMatrixRecord(report.matrix, emit);
+    return;
+  }
   emit(SessionJson(report));
   // Only when there were some: an exec into another program during the session.
   for (const SessionInfo::Exec& e : report.session.execs)

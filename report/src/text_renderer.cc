@@ -5,6 +5,7 @@
 #include "looptrace/report/cost_text.h"
 #include "looptrace/report/render.h"
 #include "looptrace/util/text_safety.h"
+#include "matrix_render.h"
 #include "sampled_render.h"
 
 #include <algorithm>
@@ -87,6 +88,10 @@ class TextRenderer : public Renderer {
 
  private:
   void RenderUnchecked(const Report& report, std::ostream& out) const {
+    if (report.matrix.enabled) {
+      RenderMatrixText(report.matrix, options_.top_n, out);
+      return;
+    }
     const SessionInfo& s = report.session;
     out << fmt::format("looptrace report: pid {} ({}), profile {}, threads {}\n", s.pid,
                        s.command.empty() ? "?" : Esc(s.command), s.profile.empty() ? "?" : Esc(s.profile),

@@ -207,6 +207,18 @@ TEST_F(HtmlReportLiveTest, ReportTourInChromium) {
             << " frames\n";
 }
 
+// Matrix issues from phones (report ISSUES -f html): the page's fleet view draws them.
+TEST_F(HtmlReportTest, MatrixFleetViewInChromium) {
+  const std::string fixtures = std::string(LOOPTRACE_SOURCE_DIR) + "/tests/fixtures/matrix/";
+  const std::string dom =
+      ReplayToDom(fixtures + "fleet.jsonl", {"--method-mapping", fixtures + "fleet_methodMapping.txt"});
+  ExpectRenderedCleanly(dom);
+  EXPECT_NE(dom.find("looptrace report: Matrix issues"), std::string::npos);
+  for (const char* want : {"Slow methods (Trace_EvilMethod NORMAL) by stackKey", "com.example.Feed.load()V",
+                           "FPS by scene (Trace_FPS)", "Startup (Trace_StartUp)", "Issues one by one"})
+    EXPECT_NE(dom.find(want), std::string::npos) << want;
+}
+
 TEST_F(HtmlReportTest, NoFramesSaysSo) {
   const std::string dom = ReplayToDom(Golden("looper/basic/input.events.jsonl"));
   ExpectRenderedCleanly(dom);

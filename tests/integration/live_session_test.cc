@@ -576,5 +576,46 @@ TEST_F(LiveSessionTest, ClickHouseUnreachableDoesNotStopTheSession) {
   EXPECT_EQ(Lt({"detach", "-p", pid}).exit_code, 0);
 }
 
+// Matrix issues from phones (report ISSUES --clickhouse) go into the tables live sessions use,
+// marked as Matrix's (session_id "matrix:..."), named; ingesting them again adds nothing.
+TEST_F(ClickHouseTest, MatrixIssuesGoIntoTheSameTablesOnce) {
+  ASSERT_TRUE(std::filesystem::exists("/usr/sbin/clickhouse-server")) << "apt-get install clickhouse-server";
+  StartServer();
+  auto schema = Lt({"clickhouse-schema"});
+  ASSERT_EQ(schema.exit_code, 0) << schema.err;
+  std::string statement;
+  std::istringstream in(schema.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("--")) continue;
+    statement += line + "\n";
+    if (line.ends_with(";")) {
+      Sql(statement);
+      statement.clear();
+    }
+  }
+  const std::string fixtures = std::string(LOOPTRACE_SOURCE_DIR) + "/tests/fixtures/matrix/";
+  const std::string url = "http://127.0.0.1:" + std::to_string(http_port_) + "/?database=looptrace";
+  auto rows = [&](const std::string& table) {
+    return Sql("SELECT count() FROM looptrace." + table + " WHERE session_id LIKE 'matrix:%' AND pid = 0");
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto r = Lt({"report", fixtures + "fleet.jsonl", "--method-mapping", fixtures + "fleet_methodMapping.txt",
+                 "--clickhouse", url, "-f", "json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(OfType(ParseJsonLines(r.out), "matrix_issue").size(), 17u);
+    // NORMAL x3 and STARTUP; ANR, SIGNAL_ANR x2, LAG; idle, touch, priority, timer slack; 3 starts.
+    EXPECT_EQ(rows("evil_methods"), "4\n") << "round " << round;
+    EXPECT_EQ(rows("stalls"), "4\n") << "round " << round;
+    EXPECT_EQ(rows("lags"), "4\n") << "round " << round;
+    EXPECT_EQ(rows("startups"), "3\n") << "round " << round;
+  }
+  EXPECT_EQ(Sql("SELECT host, build, stack_key_name, tree_name[3] FROM looptrace.evil_methods WHERE stack_key = '2|' "
+                "ORDER BY time FORMAT TSV"),
+            "Pixel 7\t5.1.0\tcom.example.Feed.load()V\tcom.example.Feed.load()V\n"
+            "Redmi 9A\t5.1.0\tcom.example.Feed.load()V\tcom.example.Feed.load()V\n");
+  EXPECT_EQ(Sql("SELECT kind, main_user_stack[2] FROM looptrace.stalls WHERE kind = 'anr' FORMAT TSV"),
+            "anr\tcom.example.Feed.load(Feed.java:42)\n");
+}
+
 }  // namespace
 }  // namespace looptrace::testing

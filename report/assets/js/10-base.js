@@ -103,7 +103,8 @@
   var KNOWN_TYPES = [
     'session', 'message', 'unfinished_message', 'message_summary', 'message_name_summary',
     'frame', 'fps', 'fps_scene', 'evil_method', 'anr', 'lag', 'signal_anr', 'self_sigquit',
-    'idle_lag', 'input_lag', 'startup', 'startup_evil_method', 'barrier_leak', 'stats'
+    'idle_lag', 'input_lag', 'startup', 'startup_evil_method', 'barrier_leak', 'stats',
+    'matrix_input', 'matrix_issue', 'matrix_group', 'matrix_fps_scene', 'matrix_startup', 'matrix_data_quality'
   ];
 
   function readBlock(id) {

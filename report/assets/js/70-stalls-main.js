@@ -219,6 +219,14 @@
     }
     initTooltip();
     clear(root);
+    if (M.of('matrix_input').length) {
+      matrixMain(root);
+      hydrate(root);
+      root.setAttribute('aria-busy', 'false');
+      document.body.setAttribute('data-render-ms', String(Math.round(now() - started)));
+      document.body.setAttribute('data-rendered', renderErrors ? 'errors' : 'ok');
+      return;
+    }
     var unknown = Object.keys(M.byType).filter(function (t) { return KNOWN_TYPES.indexOf(t) < 0; }).sort();
     var extra = unknown.length ? [['other', 'Other records']] : [];
     append(root, [header(), nav(extra), summaryCards(), banners()]);

@@ -41,6 +41,16 @@ std::string ClickHouseSchema(const std::string& database);
 // snapshot while the session runs, the final one at the end) and returns the records that
 // ended since the previous call and at least `settle_ns` before the report's end (so a
 // record still being decoded is taken next time); the final call takes all that is left.
+// A Matrix issue (`report ISSUES --clickhouse`) as a row of the table looptrace's own sessions
+// use for its kind: evil_methods (NORMAL, STARTUP), stalls (ANR, SIGNAL_ANR*, LAG), lags
+// (LAG_IDLE_HANDLER, LAG_TOUCH, PRIORITY/TIMERSLACK changes), startups (Trace_StartUp). Marked
+// as Matrix's by its identity: session_id "matrix:<content hash>" (one per issue: what makes
+// re-ingesting idempotent), pid 0, host the device (or its level), target the process, build
+// the app version. False for an issue no table holds (Trace_FPS windows: janky_frames has
+// frames, not windows).
+bool MatrixIssueRow(const MatrixIssue& issue, std::string* table, std::string* row);
+std::string MatrixSessionId(const MatrixIssue& issue);
+
 class RowBuilder {
  public:
   explicit RowBuilder(RowIdentity identity, uint64_t slow_message_ns = 100'000'000);

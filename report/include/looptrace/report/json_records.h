@@ -34,7 +34,15 @@ nlohmann::json BarrierLeakJson(const BarrierLeakReport& leak);
 nlohmann::json ColdStartJson(const Report& report);
 nlohmann::json WarmStartJson(const Report& report, const WarmStart& warm);
 
-// Every record of the report, in the order the JSON renderer writes them.
+// Matrix issues read by `report ISSUES...` (matrix_records.cc): an issue with Matrix's keys
+// (and every key it came with), a fleet group, and all the section's records in order.
+std::string MatrixStackString(const std::vector<NamedCallNode>& tree);
+nlohmann::json MatrixIssueJson(const MatrixIssue& issue);
+nlohmann::json MatrixGroupJson(const MatrixIssueGroup& group);
+void ForEachMatrixRecord(const MatrixIssuesReport& matrix, const std::function<void(const nlohmann::json&)>& emit);
+
+// Every record of the report, in the order the JSON renderer writes them (a Matrix issues
+// report: its records alone).
 void ForEachRecord(const Report& report, const std::function<void(const nlohmann::json&)>& emit);
 
 // A record as one line of text: invalid UTF-8 becomes U+FFFD, C1 controls and bidi

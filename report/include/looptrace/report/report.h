@@ -10,6 +10,7 @@
 
 #include "looptrace/report/call_tree.h"
 #include "looptrace/report/frames_report.h"
+#include "looptrace/report/matrix_issues.h"
 #include "looptrace/report/process.h"
 #include "looptrace/report/sampled_call_tree.h"
 #include "looptrace/report/stats.h"
@@ -255,6 +256,9 @@ struct Report {
   // --folded-scope session draws.
   std::vector<FoldedStack> session_stacks;
   Stats stats;
+  // `report ISSUES...`: issues the Matrix SDK reported on phones, and their fleet view.
+  // When enabled, the report is this section alone (no session was traced).
+  MatrixIssuesReport matrix;
 };
 
 }  // namespace looptrace
