@@ -83,7 +83,7 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost };
     "loop-thread switches the kernel made without a sched_switch event: that stretch's CPU time is the kernel's "      \
     "tick-granular count")                                                                                             \
   X(switch_stacks_idle, kInfo,                                                                                         \
-    "loop-thread switch-outs with no message open (idle, or in its poll wait): not recorded, nor the wakeup and "     \
+    "loop-thread switch-outs with no message open (idle, or in its poll wait): not recorded, nor the wakeup and "      \
     "switch-in that end the wait, no stack taken; no report shows that wait (--idle-stacks records them)")             \
   X(samples_idle, kInfo,                                                                                               \
     "cpu-clock samples of the loop thread with no message open: not taken, no report shows them (--idle-stacks "       \
