@@ -8,6 +8,7 @@
 #include "loader/cli/cli.h"
 #include "loader/plan/probe_listing.h"
 #include "loader/plan/profile_choice.h"
+#include "loader/plan/runtime_checks.h"
 #include "loader/runtimes/runtimes.h"
 #include "loader/target/target_process.h"
 #include "looptrace/symbols/probe_cost.h"
@@ -49,23 +50,35 @@ class ProbesCommand : public Command {
       return Fail(Error{"probes needs -p PID or --exe PATH", "example: looptrace probes -p 1234", ExitCode::kUsage});
     }
     target.exact_entry = exact_entry_;
+    const loader::TargetCommand command = pid_ > 0 ? loader::ReadTargetCommand(pid_) : loader::TargetCommand{};
     loader::Profile profile;
     loader::AttachPlan plan;
     if (profile_.empty()) {
       // Auto-detection, explained: every built-in in detection order, and why it fits or not.
       loader::Detection d = loader::DetectProfile(target, /*stop_at_first=*/false);
+      // The runtime checks `record` makes on the picked profile (a JVM whose method probes are
+      // off): the same verdict here. An executable alone has no command line to judge by.
+      std::optional<Error> refused;
+      if (d.picked && pid_ > 0)
+        if (auto checked = loader::CheckRuntimes(d.profile, d.plan, target, command); !checked)
+          refused = checked.error();
       std::cout << "auto-detection (built-in profiles in order; the first that fits is used):\n";
       for (size_t i = 0; i < d.candidates.size(); ++i) {
         const auto& c = d.candidates[i];
-        const char* verdict = d.picked == i ? "picked" : c.matches ? "fits too" : "no";
-        std::cout << fmt::format("  {:<14} {:<8} {}\n", c.name, verdict, c.reason);
+        const bool picked = d.picked == i;
+        const char* verdict = picked ? (refused ? "refused" : "picked") : c.matches ? "fits too" : "no";
+        std::cout << fmt::format("  {:<14} {:<8} {}\n", c.name, verdict,
+                                 picked && refused ? refused->message : c.reason);
       }
       std::cout << "\n";
+      if (refused) {
+        std::cout.flush();
+        return Fail(*refused);
+      }
       if (!d.picked) {
         std::cout.flush();
         // A runtime looptrace knows, missing what its profiles need, says so (runtimes.h).
-        std::string why =
-            loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_) : loader::TargetCommand{});
+        std::string why = loader::DiagnoseRuntime(target, command);
         return Fail(Error{
             fmt::format("no built-in profile fits {}", pid_ > 0 ? fmt::format("pid {}", pid_) : exe_),
             !why.empty() ? why
@@ -75,13 +88,14 @@ class ProbesCommand : public Command {
       profile = std::move(d.profile);
       plan = std::move(d.plan);
       if (profile.runtimes.empty())
-        if (std::string why =
-                loader::DiagnoseRuntime(target, pid_ > 0 ? loader::ReadTargetCommand(pid_) : loader::TargetCommand{});
-            !why.empty())
+        if (std::string why = loader::DiagnoseRuntime(target, command); !why.empty())
           log::Warning("{}; detected profile {} sees only what it defines", why, profile.name);
     } else {
       auto chosen = loader::ChooseProfile(profile_, target);
       if (!chosen) return Fail(chosen.error());
+      if (pid_ > 0)
+        if (auto checked = loader::CheckRuntimes(chosen->first, chosen->second, target, command); !checked)
+          return Fail(checked.error());
       profile = std::move(chosen->first);
       plan = std::move(chosen->second);
     }

@@ -1,6 +1,8 @@
 // looptrace record -p PID / looptrace run [options] COMMAND [ARGS...]: trace, then report.
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include "loader/cli/cli.h"
 #include "loader/decode/mapping_namer.h"
 #include "loader/session/output_file.h"
@@ -22,6 +24,13 @@ constexpr const char* kRunExamples = R"(  looptrace run /usr/bin/python3.11 app.
   looptrace run -f json -o out.json -- ./app --flag     "--" is optional
   looptrace run --profile glib -d 5 gnome-calculator
 )";
+// Where the program's output and the report go (run only).
+constexpr const char* kRunOutput = R"(
+OUTPUT:
+  The program keeps looptrace's stdin, stdout and stderr. Without -o the report goes to
+  stdout as well, in one piece once the session ends: after all the program wrote when it
+  exited first; with -d the program runs on and may write before and after the report.
+  -o FILE keeps the report apart from the program's output.)";
 
 class TraceCommand : public Command {
  public:
@@ -37,7 +46,7 @@ class TraceCommand : public Command {
     cmd->add_option("--save", save_, "also save the decoded event stream (JSON lines, .gz ok)");
     AddReportOutputOptions(cmd, output_);
     AddAnalysisOptions(cmd, analysis_);
-    cmd->footer(Footer(run_ ? kRunExamples : kRecordExamples));
+    cmd->footer(run_ ? kRunOutput + Footer(kRunExamples) : Footer(kRecordExamples));
   }
 
   int Run(std::vector<std::string> command) override {
@@ -84,7 +93,16 @@ class TraceCommand : public Command {
     RenderOptions render = analysis_.Rendering();
     render.verbose = log::Enabled(log::Level::kV1);
     Report report = pipeline.TakeReport();
-    MakeRenderer(output_.format, render)->Render(report, (*out)->stream());
+    if (run_ && (*out)->is_stdout()) {
+      // The program's own output shares stdout: the report comes after the session, in one
+      // piece, so that no line of the program's (still running after -d, or its children's)
+      // falls inside it.
+      std::ostringstream text;
+      MakeRenderer(output_.format, render)->Render(report, text);
+      (*out)->WriteWhole(text.view());
+    } else {
+      MakeRenderer(output_.format, render)->Render(report, (*out)->stream());
+    }
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
     if (!output_.path.empty()) log::Info("report written to {}", output_.path);
     return status;

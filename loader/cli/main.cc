@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "loader/cli/cli.h"
+#include "loader/cli/suggest.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::cli {
@@ -33,8 +34,10 @@ const CommandEntry kCommands[] = {
     {"clickhouse-schema", "print the ClickHouse tables report rows go to", MakeClickHouseSchemaCommand},
 };
 
-int Usage(const std::string& message, const std::string& hint) {
+// `suggestion` ("did you mean ...?") comes first, on a line of its own.
+int Usage(const std::string& message, const std::string& hint, const std::string& suggestion = "") {
   log::Usage(message);
+  if (!suggestion.empty()) log::Hint(suggestion);
   log::Hint(hint);
   return static_cast<int>(ExitCode::kUsage);
 }
@@ -114,21 +117,31 @@ int main(int argc, char** argv) {
   if (word < args.size() && !args[word].starts_with("-")) {
     auto known = std::find_if(std::begin(kCommands), std::end(kCommands),
                               [&](const CommandEntry& e) { return args[word] == e.name; });
-    if (known == std::end(kCommands))
+    if (known == std::end(kCommands)) {
+      std::vector<std::string> names;
+      for (const CommandEntry& e : kCommands) names.emplace_back(e.name);
+      const std::string nearest = Nearest(args[word], names);
       return Usage(fmt::format("unknown command '{}'", args[word]),
                    "commands are record, run, report, probes, profiles, attach, sessions, status, snapshot, "
-                   "detach, top, clickhouse-schema");
+                   "detach, top, clickhouse-schema",
+                   nearest.empty() ? "" : fmt::format("did you mean '{}'?", nearest));
+    }
     const size_t index = static_cast<size_t>(known - std::begin(kCommands));
     if (commands[index]->TakesCommand()) {
       auto start = CommandStart(&app, subs[index], args, word + 1);
-      if (!start) return Usage(start.error().message, start.error().hint);
+      if (!start) {
+        const std::string unknown = FirstUnknownOption(*subs[index], args, word + 1);
+        return Usage(start.error().message, start.error().hint,
+                     unknown.empty() ? "" : DidYouMeanOption(*subs[index], unknown));
+      }
       size_t from = *start;
       if (from < args.size() && args[from] == "--") ++from;
       trailing.assign(args.begin() + static_cast<std::ptrdiff_t>(from), args.end());
       args.erase(args.begin() + static_cast<std::ptrdiff_t>(*start), args.end());
     }
   }
-  std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+  const std::vector<std::string> given = args;  // CLI11 consumes what it parses
+  std::reverse(args.begin(), args.end());       // CLI11 takes a reversed vector
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
@@ -138,7 +151,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return Usage(e.what(), "looptrace --help, or looptrace COMMAND --help");
+    // A mistyped option of the command (or of looptrace itself): the nearest one first.
+    std::string suggestion;
+    const CLI::App* scope = &app;
+    if (word < given.size())
+      for (size_t i = 0; i < subs.size(); ++i)
+        if (given[word] == kCommands[i].name) scope = subs[i];
+    if (std::string unknown = FirstUnknownOption(*scope, given, scope == &app ? 0 : word + 1); !unknown.empty())
+      suggestion = DidYouMeanOption(*scope, unknown);
+    return Usage(e.what(), "looptrace --help, or looptrace COMMAND --help", suggestion);
   }
   // CLI11 has its copies: a password given on the command line stops showing in `ps` now.
   HideSecretsInArguments(argc, argv);

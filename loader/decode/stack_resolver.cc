@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include <cerrno>
 
@@ -23,10 +24,16 @@ namespace {
 
 constexpr auto kMapsRefresh = std::chrono::milliseconds(5);
 constexpr uint64_t kUserSpaceEnd = 0x800000000000;  // x86-64, 4-level page tables
-constexpr auto kPerfMapRefresh = std::chrono::milliseconds(200);
+constexpr uint64_t kPerfMapMissRefreshNs = 200'000'000;
 constexpr const char* kTrampolineName = "[uretprobe trampoline]";
 
 std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 // The outermost frames of a program's or a thread's stack: a walk that reached one is
 // complete, whatever the frame pointer or CFI says after it.
@@ -180,17 +187,20 @@ const std::vector<ResolvedFrame>& StackResolver::Name(uint64_t pc, uint64_t look
     case Where::kJit: {
       base.module = "[jit]";
       base.module_offset = lookup;
-      const std::string* name = perf_map_.Lookup(lookup);
-      if (!name && std::chrono::steady_clock::now() - perf_map_read_at_ > kPerfMapRefresh) {
-        // JIT code appears as the program runs: a miss re-reads the map if it grew.
-        perf_map_read_at_ = std::chrono::steady_clock::now();
-        perf_map_.Refresh();
-        name = perf_map_.Lookup(lookup);
+      // A JIT reuses the addresses of code it freed, appending a line for the new method:
+      // a sample taken after the last look at the map may run code only a newer line names,
+      // so the map is looked at again (one stat when it did not grow), and JIT names are
+      // never cached.
+      cacheable = false;
+      uint64_t now = MonotonicNs();
+      if (sample_at_ns_ > perf_map_.checked_at_ns()) perf_map_.Refresh(now);
+      const std::string* name = perf_map_.Lookup(lookup, sample_at_ns_);
+      if (!name && now - perf_map_.checked_at_ns() > kPerfMapMissRefreshNs) {
+        // A line still buffered by the JIT when the sample was taken.
+        perf_map_.Refresh(now);
+        name = perf_map_.Lookup(lookup, sample_at_ns_);
       }
-      if (name)
-        base.function = *name;
-      else
-        cacheable = false;  // named later, perhaps
+      if (name) base.function = *name;
       break;
     }
     case Where::kTrampoline:
@@ -417,6 +427,7 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
       return std::nullopt;
     std::memcpy(rec.ips, raw.data() + kIps, 8 * rec.nr_ips);
     sample.ts_ns = rec.ts_ns;
+    sample_at_ns_ = rec.ts_ns;
     sample.tid = rec.tid;
     sample.on_cpu = rec.kind == LT_SAMPLE_CPU;
     if (rec.nr_ips == 0) {
@@ -434,6 +445,7 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
         raw.size() < header.size)
       return std::nullopt;
     sample.ts_ns = copy.ts_ns;
+    sample_at_ns_ = copy.ts_ns;
     sample.tid = copy.tid;
     sample.on_cpu = copy.kind == LT_SAMPLE_CPU;
     symbols::UnwindRegisters regs;
@@ -454,6 +466,7 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
   } else {
     return std::nullopt;
   }
+  sample_at_ns_ = symbols::PerfMap::kNow;
   // The process may have exited since the sample: its files still name the frames.
   if (!process_gone_ && kill(pid_, 0) != 0 && errno == ESRCH) process_gone_ = true;
   if (process_gone_) stats_->Add(StatId::samples_after_exit);

@@ -118,7 +118,9 @@ class StackResolver {
   bool process_gone_ = false;
   symbols::Unwinder unwinder_;
   symbols::PerfMap perf_map_;
-  std::chrono::steady_clock::time_point perf_map_read_at_{};
+  // The time of the sample being resolved (CLOCK_MONOTONIC, as BPF stamps it), for the JIT
+  // map line in force then; kNow for stacks taken now.
+  uint64_t sample_at_ns_ = symbols::PerfMap::kNow;
   std::unordered_map<uint64_t, std::vector<ResolvedFrame>> names_;   // by lookup pc
   std::map<std::string, std::optional<bool>> keeps_frame_pointers_;  // by module path
   std::unique_ptr<lt_stack_copy> copy_;                              // scratch for decoding copies

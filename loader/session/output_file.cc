@@ -152,6 +152,16 @@ class OutputFile::Buffer : public std::streambuf {
     if (gz_) deflateEnd(&z_);
   }
 
+  // What is buffered, then `text` in one go (compressed or not).
+  void WriteWhole(std::string_view text) {
+    FlushBuffer();
+    if (failed_) return;
+    if (gz_)
+      Deflate(text.data(), text.size(), Z_NO_FLUSH);
+    else
+      WriteAll(text.data(), text.size());
+  }
+
   // Flushes everything (and ends the gzip stream). Returns false if any write failed.
   bool Finish() {
     FlushBuffer();
@@ -415,6 +425,11 @@ Result<void> OutputFile::Publish() {
   temp_name_.clear();
   (void)fsync(dir_fd_.get());  // the rename itself survives a crash
   return {};
+}
+
+void OutputFile::WriteWhole(std::string_view text) {
+  stream_->flush();
+  buffer_->WriteWhole(text);
 }
 
 Result<void> OutputFile::Commit() {

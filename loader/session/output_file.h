@@ -26,6 +26,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "looptrace/util/result.h"
 #include "looptrace/util/safe_file.h"
@@ -60,6 +61,11 @@ class OutputFile {
   // Called once, from inside the failing write, so a caller can warn during a session and
   // carry on with its other outputs.
   void set_on_failure(std::function<void(const Error&)> callback) { on_failure_ = std::move(callback); }
+
+  // Writes `text` after what the stream holds with as few write(2) calls as the descriptor
+  // takes (one, on a terminal, a file or a pipe with room): for a report that shares stdout
+  // with another process's output and must not have its lines fall inside.
+  void WriteWhole(std::string_view text);
 
   // Flushes (and for kReplace syncs, links and renames); the first error wins.
   Result<void> Commit();

@@ -74,13 +74,13 @@ void Session::OnRecord(const lt_record& record) {
     loader_stats_.Add(StatId::records_after_end);
     return;
   }
-  decoder_->Decode(record, [this](const Event& event) { events_.OnEvent(event); });
+  decoder_->Decode(record, [this](const Event& event) { threads_named_->OnEvent(event); });
 }
 
 void Session::OnSideRecord(std::span<const uint8_t> raw) {
   side_decoded_.clear();
   decoder_->DecodeSide(raw, &side_decoded_);
-  for (const Event& event : side_decoded_) events_.OnEvent(event);
+  for (const Event& event : side_decoded_) threads_named_->OnEvent(event);
 }
 
 Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
@@ -91,6 +91,7 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
                                    KernelFixesUretprobeStacks());
   if (shadow_stack_) AddShadowProbes(&plan_);
   tgid_ = tgid;
+  threads_named_.emplace(events_, ThreadNamer::ProcReader(static_cast<pid_t>(tgid)));
   addresses_.emplace(static_cast<int>(tgid));
   threads_ = options_.threads.mode != ThreadChoice::Mode::kUnset ? options_.threads : profile.thread;
   if (threads_.mode == ThreadChoice::Mode::kUnset) threads_.mode = ThreadChoice::Mode::kMain;

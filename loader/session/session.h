@@ -26,6 +26,7 @@
 #include "loader/session/event_loop.h"
 #include "loader/session/session_cost.h"
 #include "loader/session/stall_snapshot.h"
+#include "loader/session/thread_names.h"
 #include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/pipeline.h"
 #include "looptrace/util/result.h"
@@ -120,7 +121,8 @@ class Session : private SnapshotSource {
   Pipeline& pipeline_;
   int ring_fd_ = -1;
   int pid_fd_ = -1;
-  SanitizingSink events_;  // every event on its way to pipeline_: names from the target made safe
+  SanitizingSink events_;                     // every event on its way to pipeline_: names from the target made safe
+  std::optional<ThreadNamer> threads_named_;  // decoded events, each new thread named first (Prepare)
   std::string profile_name_;
   std::string message_definition_;  // the profile's `messages` line, "" if none
   AttachPlan plan_;

@@ -113,6 +113,7 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
   SessionStart start;
   start.pid = static_cast<uint32_t>(pid);
   start.command = ReadComm(pid);
+  start.command_line = ReadCommandLine(pid);
   start.device = ReadDeviceInfo(pid);
   session.Start(start);
   attached.command = start.command;
@@ -155,6 +156,7 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   SessionStart start;
   start.pid = static_cast<uint32_t>(child.pid());
   start.command = argv[0].substr(argv[0].find_last_of('/') + 1);
+  start.command_line = CommandLineText(argv);
   start.device = ReadDeviceInfo(getpid());
   session.Start(start);
   log::Info("running {} as pid {} with profile {}: {} attached", argv[0], child.pid(), profile.name,

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "looptrace/util/safe_file.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace::loader {
 
@@ -57,6 +58,46 @@ std::optional<int64_t> ParseSigned(std::string_view text) {
 }
 
 std::string ReadComm(pid_t pid) { return ReadName(fmt::format("/proc/{}/comm", pid)); }
+
+std::string CommandLineText(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& word : argv) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_./:=+,@%") == std::string::npos;
+    if (plain) {
+      out += word;
+    } else {
+      out += '\'';
+      for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+    if (out.size() > kMaxCommandLineBytes) break;
+  }
+  if (out.size() <= kMaxCommandLineBytes) return out;
+  // Cut at a character boundary (UTF-8 continuation bytes are 10xxxxxx).
+  size_t cut = kMaxCommandLineBytes;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+  out.resize(cut);
+  out += kTruncatedMark;
+  return out;
+}
+
+std::string ReadCommandLine(pid_t pid) {
+  std::string text = ReadProcFile(fmt::format("/proc/{}/cmdline", pid));
+  // A program that rewrote its title (setproctitle) leaves NULs where its arguments were.
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  std::vector<std::string> argv;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\0', start);
+    if (end == std::string::npos) end = text.size();
+    argv.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return CommandLineText(argv);
+}
 
 std::vector<pid_t> PidsNamed(const std::string& name) {
   std::vector<pid_t> pids;

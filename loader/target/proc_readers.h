@@ -30,6 +30,13 @@ std::optional<uint64_t> ParseUnsigned(std::string_view text, int base = 10);
 std::optional<int64_t> ParseSigned(std::string_view text);
 
 std::string ReadComm(pid_t pid);
+// A command line as one line a shell would read back: words joined by spaces, each word with
+// a space, a quote or another shell character in single quotes; past kMaxCommandLineBytes
+// cut and marked (text_safety.h's kTruncatedMark).
+inline constexpr size_t kMaxCommandLineBytes = 1024;
+std::string CommandLineText(const std::vector<std::string>& argv);
+// /proc/PID/cmdline as CommandLineText; "" when unreadable or empty (a kernel thread, a zombie).
+std::string ReadCommandLine(pid_t pid);
 // Every process whose comm (or executable's name) is `name`, this one left out; sorted.
 std::vector<pid_t> PidsNamed(const std::string& name);
 // utime + stime of a process, in clock ticks.

@@ -169,7 +169,11 @@ void RenderChromeTrace(const Report& report, std::ostream& out) {
   std::set<uint32_t> tids;
   for (const auto& [tid, slices] : by_tid) tids.insert(tid);
   for (uint32_t tid : tids) {
-    const std::string name = tid == pid ? "main" : fmt::format("looper {}", tid);
+    // The thread's own name when the session read it; else what it is to looptrace.
+    auto known = report.thread_names.find(tid);
+    const std::string name = known != report.thread_names.end() ? known->second
+                             : tid == pid                       ? "main"
+                                                                : fmt::format("looper {}", tid);
     events.push_back(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", pid,
                                  tid, Quote(name)));
     events.push_back(

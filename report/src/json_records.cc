@@ -89,18 +89,20 @@ json MemoryKbJson(const std::vector<std::pair<std::string, uint64_t>>& memory_kb
 
 json SessionJson(const Report& report) {
   const SessionInfo& s = report.session;
-  return json{{"type", "session"},
-              {"pid", s.pid},
-              {"command", s.command},
-              {"profile", s.profile},
-              {"threads", s.thread_filter},
-              {"begin_ns", s.begin_ns},
-              {"end_ns", s.end_ns},
-              {"duration_ns", s.duration_ns()},
-              {"wall_time_ns", s.wall_time_ns},
-              {"end_reason", s.end_reason},
-              {"message_definition", report.messages.definition},
-              {"exit_status", s.exit_status}};
+  json j{{"type", "session"},
+         {"pid", s.pid},
+         {"command", s.command},
+         {"profile", s.profile},
+         {"threads", s.thread_filter},
+         {"begin_ns", s.begin_ns},
+         {"end_ns", s.end_ns},
+         {"duration_ns", s.duration_ns()},
+         {"wall_time_ns", s.wall_time_ns},
+         {"end_reason", s.end_reason},
+         {"message_definition", report.messages.definition},
+         {"exit_status", s.exit_status}};
+  if (!s.command_line.empty()) j["command_line"] = s.command_line;
+  return j;
 }
 
 json MessageJson(const Message& m, bool finished) {
@@ -201,6 +203,18 @@ json EvilMethodJson(const Report& report, const EvilMethodReport& e) {
   j["stall_causes"] = e.causes;
   j["tree"] = CallTreeJson(e.tree);
   AddSampledJson(e.sampled, &j);
+  if (!e.nested.empty()) {
+    json nested = json::array();
+    for (const Message& n : e.nested)
+      nested.push_back({{"tid", n.tid},
+                        {"msg_id", n.msg_id},
+                        {"name", NullIfEmpty(n.name)},
+                        {"depth", n.depth},
+                        {"begin_ns", n.begin_ns},
+                        {"end_ns", n.end_ns},
+                        {"cost_ns", n.cost_ns()}});
+    j["nested"] = std::move(nested);
+  }
   return j;
 }
 
@@ -347,7 +361,18 @@ json WarmStartJson(const Report& report, const WarmStart& w) {
   return j;
 }
 
-void ForEachRecord(const Report& report, const std::function<void(const json&)>& emit) {
+void ForEachRecord(const Report& report, const std::function<void(const json&)>& emit_record) {
+  // Every record about a thread names it next to its number, when the thread's name is known.
+  const std::function<void(const json&)> emit = [&](const json& j) {
+    if (report.thread_names.empty()) return emit_record(j);
+    auto tid = j.find("tid");
+    if (tid == j.end() || !tid->is_number_unsigned()) return emit_record(j);
+    auto name = report.thread_names.find(tid->get<uint32_t>());
+    if (name == report.thread_names.end()) return emit_record(j);
+    json named = j;
+    named["thread_name"] = name->second;
+    emit_record(named);
+  };
   if (report.matrix.enabled) {
     ForEachMatrixRecord(report.matrix, emit);
     return;

@@ -3,6 +3,7 @@
 #include "looptrace/util/text_safety.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -45,12 +46,33 @@ void RenderSampledTree(const SampledCallTree& tree, const std::string& root_labe
     out << fmt::format("{}{} on CPU without a sample (bursts shorter than the sample period)\n", indent,
                        FormatDuration(tree.unsampled_on_cpu_ns));
   if (!tree.walk_stops.empty()) {
-    uint64_t total = 0;
-    std::string reasons;
+    // The fix first, on a short line of its own: which modules keep no frame pointers. Then
+    // the reasons, the most frequent first, a few of them (the folded stacks have them all).
+    constexpr std::string_view kNoFramePointers = " keeps no frame pointers (--dwarf-unwind unwinds it)";
+    constexpr size_t kReasonsShown = 4;
+    uint64_t total = 0, fixable = 0;
+    std::vector<std::string> modules;
     for (const auto& [reason, n] : tree.walk_stops) {
       total += n;
-      reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", reason, n);
+      if (const size_t at = reason.find(kNoFramePointers); at != std::string::npos) {
+        fixable += n;
+        modules.push_back(EscapeForTerminal(reason.substr(0, at)));
+      }
     }
+    if (fixable && !tree.dwarf)
+      out << fmt::format("{}hint: --dwarf-unwind completes {} of {} incomplete stack{} ({} keep{} no frame pointers)\n",
+                         indent, fixable, total, total == 1 ? "" : "s",
+                         modules.size() <= 3
+                             ? fmt::format("{}", fmt::join(modules, ", "))
+                             : fmt::format("{}, {} and {} more", modules[0], modules[1], modules.size() - 2),
+                         modules.size() == 1 ? "s" : "");
+    std::vector<std::pair<std::string, uint64_t>> stops = tree.walk_stops;
+    std::stable_sort(stops.begin(), stops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string reasons;
+    for (size_t i = 0; i < stops.size() && i < kReasonsShown; ++i)
+      reasons +=
+          fmt::format("{}{} {}", reasons.empty() ? "" : ", ", EscapeForTerminal(stops[i].first), stops[i].second);
+    if (stops.size() > kReasonsShown) reasons += fmt::format(", {} other reasons", stops.size() - kReasonsShown);
     out << fmt::format("{}incomplete stacks: {} ({})\n", indent, total, reasons);
   }
   if (!tree.stack_key.empty())

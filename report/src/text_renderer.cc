@@ -19,6 +19,12 @@ namespace {
 // break the layout.
 std::string Esc(std::string_view text) { return EscapeForTerminal(text); }
 
+// "4242" or, with its name known, "4242 \"gmain\"".
+std::string ThreadLabel(const Report& report, uint32_t tid) {
+  auto it = report.thread_names.find(tid);
+  return it == report.thread_names.end() ? std::to_string(tid) : fmt::format("{} \"{}\"", tid, Esc(it->second));
+}
+
 std::string Relative(uint64_t ts, uint64_t base) {
   if (ts < base) return fmt::format("-{:.6f}", (base - ts) / 1e9);
   return fmt::format("+{:.6f}", (ts - base) / 1e9);
@@ -134,7 +140,8 @@ class TextRenderer : public Renderer {
     for (const ThreadMessages& t : m.threads) {
       const CostSummary& c = t.cost;
       double busy_pct = report.session.duration_ns() ? 100.0 * t.busy_ns / report.session.duration_ns() : 0.0;
-      out << fmt::format("\nmessages on thread {}{}\n", t.tid, t.tid == report.session.pid ? " (main)" : "");
+      out << fmt::format("\nmessages on thread {}{}\n", ThreadLabel(report, t.tid),
+                         t.tid == report.session.pid ? " (main)" : "");
       out << fmt::format("  count {}   busy {} ({:.1f}% of the session)\n", c.count, FormatDuration(t.busy_ns),
                          busy_pct);
       out << fmt::format("  cost  p50 {}   p90 {}   p99 {}   max {}   mean {}\n", FormatDuration(c.p50_ns),
@@ -147,12 +154,20 @@ class TextRenderer : public Renderer {
                          m.approximate_percentiles ? ", percentiles within 0.4% (histogram)" : "");
     if (!m.slowest.empty()) {
       out << fmt::format("\nslowest messages (begin relative to session start)\n");
-      out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", "#", "begin s", "cost", "tid", "id", "name");
+      // The thread's name in a column of its own when the session knows any.
+      const bool names = !report.thread_names.empty();
+      auto thread_name = [&](uint32_t tid) {
+        auto it = report.thread_names.find(tid);
+        return it == report.thread_names.end() ? std::string("-") : Esc(it->second);
+      };
+      out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {}{:>8}  {}\n", "#", "begin s", "cost", "tid",
+                         names ? fmt::format("{:<16}  ", "thread") : "", "id", "name");
       int rank = 1;
       for (const Message& msg : m.slowest) {
-        out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {:>8}  {}\n", rank++, Relative(msg.begin_ns, base),
-                           FormatDuration(msg.cost_ns()), msg.tid, msg.msg_id ? std::to_string(*msg.msg_id) : "-",
-                           msg.name.empty() ? "-" : Esc(msg.name));
+        out << fmt::format("  {:>3}  {:>12}  {:>12}  {:>8}  {}{:>8}  {}\n", rank++, Relative(msg.begin_ns, base),
+                           FormatDuration(msg.cost_ns()), msg.tid,
+                           names ? fmt::format("{:<16}  ", thread_name(msg.tid)) : "",
+                           msg.msg_id ? std::to_string(*msg.msg_id) : "-", msg.name.empty() ? "-" : Esc(msg.name));
       }
     }
     if (!m.by_name.empty()) {
@@ -170,8 +185,8 @@ class TextRenderer : public Renderer {
       out << fmt::format(
           "\nunfinished: message {} on thread {} began {} and was still running "
           "after {} at session end\n",
-          msg.name.empty() ? (msg.msg_id ? std::to_string(*msg.msg_id) : "-") : Esc(msg.name), msg.tid,
-          Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()));
+          msg.name.empty() ? (msg.msg_id ? std::to_string(*msg.msg_id) : "-") : Esc(msg.name),
+          ThreadLabel(report, msg.tid), Relative(msg.begin_ns, base), FormatDuration(msg.cost_ns()));
     }
   }
 
@@ -187,8 +202,12 @@ class TextRenderer : public Renderer {
       std::string cpu = m.cpu_ns ? fmt::format("{} cpu ({:.1f}%)", FormatDuration(m.cpu_ns),
                                                100.0 * m.cpu_ns / std::max<uint64_t>(m.cost_ns(), 1))
                                  : "cpu unknown";
-      out << fmt::format("\n[{}] {} on thread {}: {} wall, {}, began {} s\n", index++, what, m.tid,
+      out << fmt::format("\n[{}] {} on thread {}: {} wall, {}, began {} s\n", index++, what, ThreadLabel(report, m.tid),
                          FormatDuration(m.cost_ns()), cpu, Relative(m.begin_ns, base));
+      for (const Message& n : e.nested)
+        out << fmt::format("    {}nested: {}: {} wall, began {} s\n", std::string(2 * (n.depth - 1), ' '),
+                           n.name.empty() ? (n.msg_id ? fmt::format("message {}", *n.msg_id) : "message") : Esc(n.name),
+                           FormatDuration(n.cost_ns()), Relative(n.begin_ns, base));
       RenderCauses(e.causes, base, "    ", out);
       if (!e.has_beats) {
         if (e.sampled.empty()) out << "    no method beats (the profile maps no method.enter/method.exit)\n";
@@ -324,10 +343,11 @@ class TextRenderer : public Renderer {
       const Message& m = s.message;
       out << fmt::format("\n----- {} pid {} at {} s -----\n", s.anr ? "ANR" : "LAG", report.session.pid,
                          Relative(s.snapshot.ts_ns, base));
-      out << fmt::format("Cmd line: {}\n", Esc(report.session.command));
+      const SessionInfo& session = report.session;
+      out << fmt::format("Cmd line: {}\n", Esc(session.command_line.empty() ? session.command : session.command_line));
       out << fmt::format("Cause: {} running for {} on thread {} (threshold {}): {}\n", MessageLabel(m),
-                         FormatDuration(s.snapshot.ts_ns - m.begin_ns), m.tid, FormatDuration(s.threshold_ns),
-                         Esc(s.stuck_reason));
+                         FormatDuration(s.snapshot.ts_ns - m.begin_ns), ThreadLabel(report, m.tid),
+                         FormatDuration(s.threshold_ns), Esc(s.stuck_reason));
       if (!s.deadlock_cycle.empty()) {
         std::string cycle;
         for (uint32_t tid : s.deadlock_cycle) {
@@ -405,16 +425,16 @@ class TextRenderer : public Renderer {
     const uint64_t base = report.session.begin_ns;
     for (const SpanLagReport& l : report.span_lags) {
       out << fmt::format("\n{}: {} on thread {} took {} (from {} s)\n",
-                         l.kind == "idle_lag" ? "idle handler lag" : "input lag", Esc(l.name), l.tid,
-                         FormatDuration(l.end_ns - l.begin_ns), Relative(l.begin_ns, base));
+                         l.kind == "idle_lag" ? "idle handler lag" : "input lag", Esc(l.name),
+                         ThreadLabel(report, l.tid), FormatDuration(l.end_ns - l.begin_ns), Relative(l.begin_ns, base));
       if (!l.tree.empty()) RenderTree(l.tree, l.name, "  ", out);
     }
     for (const BarrierLeakReport& b : report.barrier_leaks) {
       out << fmt::format(
           "\nleaked sync barrier: token {} on thread {} stood for {} from {} s while {} "
           "synchronous message{} waited{}\n",
-          b.token, b.tid, FormatDuration(b.end_ns - b.begin_ns), Relative(b.begin_ns, base), b.sync_messages_enqueued,
-          b.sync_messages_enqueued == 1 ? "" : "s", b.removed ? "" : " (never removed)");
+          b.token, ThreadLabel(report, b.tid), FormatDuration(b.end_ns - b.begin_ns), Relative(b.begin_ns, base),
+          b.sync_messages_enqueued, b.sync_messages_enqueued == 1 ? "" : "s", b.removed ? "" : " (never removed)");
     }
   }
 

@@ -9,6 +9,7 @@
 #include "looptrace/report/json_records.h"
 #include "looptrace/report/render.h"
 #include "looptrace/util/local_time.h"
+#include "looptrace/util/text_safety.h"
 
 namespace looptrace {
 namespace {
@@ -25,7 +26,7 @@ std::string RenderThreadDumpText(const ThreadDump& d) {
   std::string out;
   const StallSnapshot& s = d.snapshot;
   out += fmt::format("----- pid {} at {} -----\n", d.pid, LocalTime(d.wall_time_ns, LocalTimeStyle::kDateTimeMillis));
-  out += fmt::format("Cmd line: {}\n", d.command);
+  out += fmt::format("Cmd line: {}\n", EscapeForTerminal(d.command_line.empty() ? d.command : d.command_line));
   if (d.current)
     out += fmt::format("Main thread: {} running for {}: {}\n", MessageText(*d.current), FormatDuration(d.running_ns),
                        d.main_state);
@@ -114,6 +115,7 @@ nlohmann::json ThreadDumpRecord(const ThreadDump& d) {
   } else {
     j["message"] = nullptr;
   }
+  if (!d.command_line.empty()) j["command_line"] = d.command_line;
   j["memory_kb"] = MemoryKbJson(s.memory_kb);
   j["tree"] = CallTreeJson(d.tree, /*marks=*/false);
   j["threads"] = s.threads;

@@ -60,22 +60,33 @@ void ParsePerfMap(std::string_view text, std::vector<PerfMapEntry>* out, size_t*
   }
 }
 
-void PerfMap::Sort() {
-  // Stable: among equal starts the later line wins.
-  std::stable_sort(entries_.begin(), entries_.end(),
-                   [](const PerfMapEntry& a, const PerfMapEntry& b) { return a.start < b.start; });
-  std::vector<PerfMapEntry> unique;
-  unique.reserve(entries_.size());
-  for (auto& e : entries_) {
-    if (!unique.empty() && unique.back().start == e.start)
-      unique.back() = std::move(e);
-    else
-      unique.push_back(std::move(e));
+void PerfMap::MergeNew(size_t first_new) {
+  // The new lines carry higher sequences than every old one: sorting them alone and merging
+  // keeps (start, sequence) order without sorting the whole map again at each growth.
+  auto by_start = [](const PerfMapEntry& a, const PerfMapEntry& b) { return a.start < b.start; };
+  const auto middle = entries_.begin() + static_cast<std::ptrdiff_t>(first_new);
+  std::stable_sort(middle, entries_.end(), by_start);
+  std::inplace_merge(entries_.begin(), middle, entries_.end(), by_start);
+  // A method recompiled at one start again and again (a long-running server's map grows for
+  // days): its last few lines are enough for samples a poll or two old.
+  constexpr size_t kLinesPerStart = 4;
+  size_t kept = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    size_t same_after = 0;
+    for (size_t j = i + 1; j < entries_.size() && entries_[j].start == entries_[i].start && same_after < kLinesPerStart;
+         ++j)
+      ++same_after;
+    if (same_after >= kLinesPerStart) continue;  // kLinesPerStart newer lines at this start
+    if (kept != i) entries_[kept] = std::move(entries_[i]);
+    ++kept;
   }
-  entries_ = std::move(unique);
+  entries_.resize(kept);
 }
 
-void PerfMap::Refresh() {
+void PerfMap::Refresh(uint64_t now_ns) {
+  // Lines found now were written after the previous look.
+  const uint64_t written_after_ns = checked_at_ns_;
+  checked_at_ns_ = now_ns;
   struct stat st;
   if (stat(path_.c_str(), &st) != 0) return;  // not written (yet), or the process is gone
   const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
@@ -92,6 +103,7 @@ void PerfMap::Refresh() {
   const bool same_start = now_head.size() >= head_.size() && now_head.compare(0, head_.size(), head_) == 0;
   if (st.st_ino != inode_ || size < read_offset_ || !same_start) {
     entries_.clear();
+    longest_ = 0;
     read_offset_ = 0;
     malformed_ = 0;
   }
@@ -102,20 +114,36 @@ void PerfMap::Refresh() {
   size_t complete = text.rfind('\n');
   if (complete == std::string::npos) return;
   text.resize(complete + 1);
+  const size_t first_new = entries_.size();
   ParsePerfMap(text, &entries_, &malformed_);
+  for (size_t i = first_new; i < entries_.size(); ++i) {
+    entries_[i].sequence = next_sequence_++;
+    entries_[i].written_after_ns = written_after_ns;
+    longest_ = std::max(longest_, entries_[i].size);
+  }
   read_offset_ += text.size();
   inode_ = st.st_ino;
   size_ = size;
   mtime_ns_ = mtime_ns;
-  Sort();
+  MergeNew(first_new);
 }
 
-const std::string* PerfMap::Lookup(uint64_t address) const {
+const std::string* PerfMap::Lookup(uint64_t address, uint64_t at_ns) const {
   auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
                              [](uint64_t a, const PerfMapEntry& e) { return a < e.start; });
-  if (it == entries_.begin()) return nullptr;
-  --it;
-  return address - it->start < it->size ? &it->name : nullptr;
+  const PerfMapEntry* newest_before = nullptr;  // the newest written before the sample
+  const PerfMapEntry* oldest = nullptr;         // the oldest covering one, if all came later
+  // Entries starting more than the longest size below `address` cannot cover it.
+  while (it != entries_.begin()) {
+    --it;
+    if (address - it->start >= longest_) break;
+    if (address - it->start >= it->size) continue;
+    if (it->written_after_ns < at_ns && (!newest_before || it->sequence > newest_before->sequence))
+      newest_before = &*it;
+    if (!oldest || it->sequence < oldest->sequence) oldest = &*it;
+  }
+  if (newest_before) return &newest_before->name;
+  return oldest ? &oldest->name : nullptr;
 }
 
 std::string PerfMapPath(pid_t pid) {

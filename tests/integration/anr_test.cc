@@ -88,7 +88,16 @@ TEST_F(AnrTest, BusyLoopIsRunning) {
 }
 
 TEST_F(AnrTest, SleepIsSleeping) {
-  json anr = TheAnr(RunScenario("anr-sleep"));
+  auto o = RunScenario("anr-sleep");
+  json anr = TheAnr(o);
+  // The report's `Cmd line:` is the whole command line, not the program's name alone.
+  auto sessions = OfType(o.lines, "session");
+  ASSERT_EQ(sessions.size(), 1u);
+  const std::string command_line = sessions[0].value("command_line", "");
+  EXPECT_TRUE(command_line.starts_with(SampleApp() + " --scenario anr-sleep --truth ")) << command_line;
+  // Every record about a thread names it (the main thread by the program's comm).
+  EXPECT_EQ(anr.value("thread_name", ""), "looptrace-sampl") << anr.dump().substr(0, 300);
+  for (const auto& m : OfType(o.lines, "message")) EXPECT_EQ(m.value("thread_name", ""), "looptrace-sampl");
   EXPECT_EQ(anr["stuck_reason"], "sleep");
   EXPECT_EQ(anr["threads"][0]["state"], "S");
   EXPECT_EQ(anr["off_cpu_by_reason"][0]["reason"], "sleep");

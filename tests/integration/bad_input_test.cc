@@ -60,6 +60,22 @@ TEST_F(BadInputTest, UsageErrorsHaveTheirOwnExitCode) {
   ExpectOneLineError(RunCommand({Looptrace(), "run"}), kUsage, "command");
 }
 
+// A mistyped command or option: the nearest known one, first, on a line of its own.
+TEST_F(BadInputTest, MistypedCommandsAndOptionsGetDidYouMean) {
+  auto command = RunCommand({Looptrace(), "recrod", "-p", "1"});
+  ExpectOneLineError(command, kUsage, "unknown command 'recrod'");
+  EXPECT_NE(command.err.find("\nhint: did you mean 'record'?\n"), std::string::npos) << command.err;
+  auto option = RunCommand({Looptrace(), "record", "-p", "1", "--duraton", "5"});
+  ExpectOneLineError(option, kUsage, "--duraton");
+  EXPECT_NE(option.err.find("hint: did you mean '--duration'?\n"), std::string::npos) << option.err;
+  auto run_option = RunCommand({Looptrace(), "run", "--evil-treshold", "5", "--", "true"});
+  ExpectOneLineError(run_option, kUsage, "--evil-treshold");
+  EXPECT_NE(run_option.err.find("hint: did you mean '--evil-threshold'?\n"), std::string::npos) << run_option.err;
+  // Nothing close: no guess.
+  auto far = RunCommand({Looptrace(), "frobnicate"});
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
 TEST_F(BadInputTest, HelpHasExamples) {
   auto r = RunCommand({Looptrace(), "--help"});
   EXPECT_EQ(r.exit_code, 0);

@@ -96,6 +96,19 @@ std::string Section(const std::string& dom, const std::string& id) {
   return dom.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
 }
 
+// The line of the "Not in this report" list that stands for section `id` (drawn only with
+// data); "" (a failure) when the section is drawn or not listed.
+std::string Absent(const std::string& dom, const std::string& id) {
+  EXPECT_EQ(dom.find("<section class=\"report-section\" id=\"" + id + "\""), std::string::npos)
+      << "section \"" << id << "\" is drawn, with no data";
+  size_t begin = dom.find("<li id=\"" + id + "\" data-section=");
+  if (begin == std::string::npos || dom.find("id=\"absent\"") > begin) {
+    ADD_FAILURE() << "\"" << id << "\" is not in the list of what the report lacks";
+    return "";
+  }
+  return dom.substr(begin, dom.find("</li>", begin) - begin);
+}
+
 // The page's data block, parsed back into the JSON report's records.
 std::vector<json> EmbeddedRecords(const std::string& html) {
   const std::string open = "id=\"looptrace-data\">";
@@ -219,13 +232,20 @@ TEST_F(HtmlReportTest, MatrixFleetViewInChromium) {
     EXPECT_NE(dom.find(want), std::string::npos) << want;
 }
 
+// Sections without data are not drawn: one list says what the report lacks and why, once.
 TEST_F(HtmlReportTest, NoFramesSaysSo) {
   const std::string dom = ReplayToDom(Golden("looper/basic/input.events.jsonl"));
   ExpectRenderedCleanly(dom);
-  const std::string frames = Section(dom, "frames");
-  EXPECT_NE(frames.find("No frames."), std::string::npos);
-  EXPECT_NE(frames.find("maps no frame roles"), std::string::npos);
-  EXPECT_EQ(frames.find("<svg"), std::string::npos) << "no empty chart";
+  const std::string frames = Absent(dom, "frames");
+  EXPECT_NE(frames.find("No frames."), std::string::npos) << frames;
+  EXPECT_NE(frames.find("maps no frame roles"), std::string::npos) << frames;
+  EXPECT_NE(Absent(dom, "jank").find("there are no frames"), std::string::npos);
+  EXPECT_EQ(Absent(dom, "startup").find("<svg"), std::string::npos);
+  EXPECT_EQ(CountMatches(Section(dom, "absent"), std::regex("maps no frame roles")), 1u) << "said once";
+  EXPECT_EQ(dom.find("href=\"#frames\">Frames</a>"), std::string::npos) << "no link to a section not drawn";
+  EXPECT_NE(dom.find("href=\"#messages\">Messages</a>"), std::string::npos);
+  Section(dom, "messages");
+  Section(dom, "quality");
   // The messages are there: 5 bars.
   EXPECT_EQ(CountMatches(dom, std::regex(R"(<rect class="msg[ "])")), 5u);
 }
@@ -233,11 +253,11 @@ TEST_F(HtmlReportTest, NoFramesSaysSo) {
 TEST_F(HtmlReportTest, EmptySessionSaysWhatIsMissing) {
   const std::string dom = ReplayToDom(Golden("html/empty/input.events.jsonl"));
   ExpectRenderedCleanly(dom);
-  EXPECT_NE(Section(dom, "timeline").find("Nothing to draw on the timeline"), std::string::npos);
-  EXPECT_NE(Section(dom, "messages").find("No message was dispatched"), std::string::npos);
-  EXPECT_NE(Section(dom, "frames").find("No frame was drawn"), std::string::npos);
+  EXPECT_NE(Absent(dom, "timeline").find("Nothing to draw on the timeline"), std::string::npos);
+  EXPECT_NE(Absent(dom, "messages").find("No message was dispatched"), std::string::npos);
+  EXPECT_NE(Absent(dom, "frames").find("No frame was drawn"), std::string::npos);
   for (const char* id : {"timeline", "frames", "messages", "slow", "jank", "startup", "stalls"})
-    EXPECT_EQ(Section(dom, id).find("<svg"), std::string::npos) << id << ": no empty chart";
+    EXPECT_EQ(Absent(dom, id).find("<svg"), std::string::npos) << id << ": no empty chart";
   EXPECT_NE(Section(dom, "quality").find("Complete: no loss"), std::string::npos);
 }
 
@@ -246,7 +266,7 @@ TEST_F(HtmlReportTest, OnlyLossesSaysWhatWasLost) {
   ExpectRenderedCleanly(dom);
   EXPECT_NE(dom.find("Data was lost: "), std::string::npos);
   EXPECT_NE(dom.find("ringbuf_full 1,234"), std::string::npos);
-  EXPECT_NE(Section(dom, "messages").find("maps no dispatch roles"), std::string::npos);
+  EXPECT_NE(Absent(dom, "messages").find("maps no dispatch roles"), std::string::npos);
   const std::string quality = Section(dom, "quality");
   EXPECT_NE(quality.find("ring buffer was full"), std::string::npos);
   EXPECT_NE(quality.find("thread tracking was off"), std::string::npos);

@@ -192,6 +192,13 @@ TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchT
     EXPECT_EQ(r.exit_code, kProfileError) << r.err;
     EXPECT_NE(r.err.find("(from its memory)"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("with its method probes off"), std::string::npos) << r.err;
+    // probes -p gives the same verdict: the jvm profile fits, and is refused for the same reason.
+    auto probes = RunCommand({Looptrace(), "probes", "-p", std::to_string(target.pid())});
+    EXPECT_EQ(probes.exit_code, kProfileError) << probes.out << probes.err;
+    EXPECT_NE(probes.out.find("jvm            refused  pid"), std::string::npos) << probes.out;
+    EXPECT_EQ(probes.out.find("picked"), std::string::npos) << probes.out;
+    EXPECT_NE(probes.err.find("with its method probes off"), std::string::npos) << probes.err;
+    EXPECT_NE(probes.err.find("hint: start java with -XX:+DTraceMethodProbes"), std::string::npos) << probes.err;
   }
   Process target(JavaCommand({"-XX:+DTraceMethodProbes"}, {"--scenario", "forever", "--truth", dir_ / "on.jsonl"}));
   WaitForFile(dir_ / "on.jsonl", 20000);
@@ -206,7 +213,11 @@ TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchT
   auto lines = ParseJsonLines(r.out);
   auto messages = OfType(lines, "message");
   EXPECT_GE(messages.size(), 10u);  // a runnable every 20 ms or so
-  for (const auto& m : messages) EXPECT_NE(m["tid"], target.pid());
+  for (const auto& m : messages) {
+    EXPECT_NE(m["tid"], target.pid());
+    // Named as the JVM named it (the kernel keeps 15 bytes of "AWT-EventQueue-0"), next to its number.
+    EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-") << m.dump();
+  }
 }
 
 TEST_F(JvmRuntimeTest, APythonProfileOnAJvmSaysItIsAJvm) {

@@ -5,6 +5,8 @@
 // run inside a slow callback as a stall cause. Plus the bad inputs of this runtime.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "harness.h"
 
 namespace looptrace::testing {
@@ -210,6 +212,52 @@ TEST_F(PythonRuntimeTest, APythonWithoutAsyncioIsTracedAsAPollLoop) {
     EXPECT_LT(Cost(*m) - Cost(iteration), 1 * kMs) << m->dump() << " vs truth " << iteration.dump();
   }
   EXPECT_GE(slow, 5u);  // one every ~60 ms for 2 s
+}
+
+// `run` without -o: the program's own output and the report share stdout. The report comes
+// in one piece, so a program still writing (past -d) never splits it; before, its 64 KiB
+// chunks went out as they were rendered and the program's lines fell between them.
+TEST_F(PythonRuntimeTest, RunWithoutOutputFileKeepsTheProgramsLinesOutOfTheReport) {
+  const std::string code =
+      "import asyncio, sys\n"
+      "async def main():\n"
+      "    loop = asyncio.get_running_loop()\n"
+      "    n = 0\n"
+      "    def tick():\n"
+      "        nonlocal n\n"
+      "        n += 1\n"
+      "        sys.stdout.write(f'program-line {n}\\n'); sys.stdout.flush()\n"
+      "        loop.call_later(0.0005, tick)\n"
+      "    tick()\n"
+      "    await asyncio.sleep(4)\n"
+      "asyncio.run(main())\n";
+  const std::string out = dir_ / "stdout.txt";
+  // A regular file, as `looptrace run ... > out.txt` gives: one write(2) is not split there.
+  auto r =
+      RunCommand({"/bin/sh", "-c", "exec \"$0\" run -d 1.5 -f json -- " + std::string(kPython) + " -c \"$1\" > \"$2\"",
+                  Looptrace(), code, out},
+                 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Wait returned once the program closed stderr too: it has ended, its lines are all there.
+  std::ifstream in(out);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  size_t first = lines.size(), last = 0, program = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].starts_with("{")) {
+      first = std::min(first, i);
+      last = i;
+    } else {
+      ++program;
+      EXPECT_TRUE(lines[i].starts_with("program-line ")) << lines[i];
+    }
+  }
+  ASSERT_LT(first, lines.size());
+  EXPECT_GT(last - first, 500u) << "a report of many messages (more than one 64 KiB chunk)";
+  for (size_t i = first; i <= last; ++i)
+    ASSERT_TRUE(lines[i].starts_with("{")) << "line " << i << " inside the report: " << lines[i];
+  EXPECT_GT(first, 100u) << "the program's lines before the report";
+  EXPECT_GT(lines.size() - last, 100u) << "and after it (-d ended the session, the program went on)";
 }
 
 TEST_F(PythonRuntimeTest, APythonProfileOnAnotherRuntimeSaysWhatTheTargetRuns) {

@@ -53,6 +53,7 @@ struct ToJson {
            {"device", s.device},
            {"sample_hz", s.sample_hz},
            {"dwarf_unwind", s.dwarf_unwind}};
+    if (!s.command_line.empty()) j["command_line"] = s.command_line;
     if (!s.message_definition.empty()) j["message_definition"] = s.message_definition;
     return j;
   }
@@ -86,6 +87,9 @@ struct ToJson {
   }
   json operator()(const ProcessExec& e) const {
     return json{{"type", "exec"}, {"ts_ns", e.ts_ns}, {"pid", e.pid}, {"comm", e.comm}};
+  }
+  json operator()(const ThreadName& e) const {
+    return json{{"type", "thread_name"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"name", e.name}};
   }
   json operator()(const ThreadSwitch& e) const {
     json j{{"type", "switch"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"off_cpu", e.off_cpu}};
@@ -271,6 +275,7 @@ Result<Event> ParseSessionStart(const json& j) {
   ASSIGN_OR_RETURN(s.pid, Field<uint32_t>(j, "pid"));
   s.wall_time_ns = FieldOr<uint64_t>(j, "wall_time_ns", 0);
   s.command = FieldOr<std::string>(j, "command", "");
+  s.command_line = FieldOr<std::string>(j, "command_line", "");
   s.profile = FieldOr<std::string>(j, "profile", "");
   s.thread_filter = FieldOr<std::string>(j, "threads", "main");
   s.message_definition = FieldOr<std::string>(j, "message_definition", "");
@@ -320,6 +325,13 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
   if (type == "probe") {
     ASSIGN_OR_RETURN(Event e, ParseProbe(j));
     return std::optional<Event>(std::move(e));
+  }
+  if (type == "thread_name") {
+    ThreadName e;
+    e.ts_ns = FieldOr<uint64_t>(j, "ts_ns", 0);
+    ASSIGN_OR_RETURN(e.tid, Field<uint32_t>(j, "tid"));
+    e.name = FieldOr<std::string>(j, "name", "");
+    return std::optional<Event>(Event{e});
   }
   if (type == "exec") {
     ProcessExec e;

@@ -20,6 +20,7 @@ bool ForEachString(E& e, F&& f) {
   };
   if constexpr (std::is_same_v<T, SessionStart>) {
     one(e.command);
+    one(e.command_line);
     one(e.profile);
     one(e.thread_filter);
     one(e.device.machine);
@@ -62,6 +63,8 @@ bool ForEachString(E& e, F&& f) {
     for (auto& [key, value] : e.memory_kb) one(key);
   } else if constexpr (std::is_same_v<T, ProcessExec>) {
     one(e.comm);
+  } else if constexpr (std::is_same_v<T, ThreadName>) {
+    one(e.name);
   } else if constexpr (std::is_same_v<T, StackSample>) {
     all(e.frames);
     one(e.stop);

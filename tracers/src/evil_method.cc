@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "looptrace/tracers/matrix_compat.h"
 #include "looptrace/tracers/messages.h"
@@ -101,11 +102,37 @@ void EvilMethodTracer::ReportSlow(const Span& span) {
   }
   if (context_.causes) report.causes = context_.causes->Within(span.tid, span.begin_ns, span.end_ns, *context_.spans);
   if (context_.samples) report.sampled = context_.samples->TreeOf(span);
+  if (message.depth > 0) {
+    nested_.push_back(std::move(report));  // the outer message, slower still, ends later
+    return;
+  }
+  // The slow messages nested in this one are this event: listed in it, not counted again.
+  for (auto it = nested_.begin(); it != nested_.end();) {
+    const Message& inner = it->message;
+    if (inner.tid == message.tid && inner.begin_ns >= message.begin_ns && inner.end_ns <= message.end_ns) {
+      report.nested.push_back(inner);
+      it = nested_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::stable_sort(report.nested.begin(), report.nested.end(), [](const Message& a, const Message& b) {
+    return std::tie(a.begin_ns, a.depth) < std::tie(b.begin_ns, b.depth);
+  });
   reports_.push_back(std::move(report));
 }
 
 void EvilMethodTracer::Contribute(Report& report) {
   report.evil_threshold_ns = context_.common->evil_threshold_ns;
+  // Nested ones whose outer message never ended (the session ended inside it): on their own,
+  // among the others in the order they ended.
+  if (!nested_.empty()) {
+    for (auto& inner : nested_) reports_.push_back(std::move(inner));
+    nested_.clear();
+    std::stable_sort(reports_.begin(), reports_.end(), [](const EvilMethodReport& a, const EvilMethodReport& b) {
+      return a.message.end_ns < b.message.end_ns;
+    });
+  }
   report.evil_methods = std::move(reports_);
 }
 

@@ -174,6 +174,7 @@ std::optional<ThreadDump> Pipeline::DumpNow(uint64_t now_ns, uint64_t wall_time_
   ThreadDump dump;
   dump.pid = report_.session.pid;
   dump.command = report_.session.command;
+  dump.command_line = report_.session.command_line;
   dump.wall_time_ns = wall_time_ns;
   uint32_t tid = snapshots_->LoopThread();
   if (!tid) tid = report_.session.pid;
@@ -269,6 +270,7 @@ void Pipeline::OnOtherEvent(const Event& event) {
     SessionInfo& s = report_.session;
     s.pid = start->pid;
     s.command = start->command;
+    s.command_line = start->command_line;
     s.profile = start->profile;
     s.thread_filter = start->thread_filter;
     s.begin_ns = start->ts_ns;
@@ -295,6 +297,8 @@ void Pipeline::OnOtherEvent(const Event& event) {
     if (exec->comm != before.substr(0, std::min(before.size(), kCommBytes)))
       s.execs.push_back({exec->ts_ns, exec->comm});
     last_ts_ns_ = std::max(last_ts_ns_, exec->ts_ns);
+  } else if (const auto* thread = std::get_if<ThreadName>(&event)) {
+    if (!thread->name.empty()) report_.thread_names[thread->tid] = thread->name;
   } else if (const auto* counters = std::get_if<LossCounters>(&event)) {
     report_.stats.Merge(counters->stats);
   } else if (const auto* end = std::get_if<SessionEnd>(&event)) {

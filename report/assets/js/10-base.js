@@ -132,13 +132,15 @@
       meta = {};
     }
     var byType = {};
+    var threadNames = {};  // tid -> name, from the records that carry one next to their tid
     records.forEach(function (r) {
       var t = typeof r.type === 'string' ? r.type : '(no type)';
       (byType[t] = byType[t] || []).push(r);
+      if (typeof r.thread_name === 'string' && typeof r.tid === 'number') threadNames[r.tid] = r.thread_name;
     });
     function of(type) { return byType[type] || []; }
 
-    var m = {records: records, badLines: badLines, meta: meta, byType: byType, of: of};
+    var m = {records: records, badLines: badLines, meta: meta, byType: byType, of: of, threadNames: threadNames};
     m.session = of('session')[0] || null;
     m.messages = of('message').slice().sort(byBegin);
     m.unfinished = of('unfinished_message').slice().sort(byBegin);
@@ -214,7 +216,8 @@
   }
 
   function threadLabel(tid) {
-    return 'tid ' + tid + (tid === M.mainTid ? ' (main)' : '');
+    var name = Object.prototype.hasOwnProperty.call(M.threadNames, tid) ? ' "' + M.threadNames[tid] + '"' : '';
+    return 'tid ' + tid + name + (tid === M.mainTid ? ' (main)' : '');
   }
 
   // Message cost classes (legend in the timeline): a frame interval, 100 ms, Matrix's 700 ms.

@@ -17,9 +17,14 @@
     ['jank', 'Janky frames'], ['startup', 'Startup'], ['stalls', 'ANR & stalls'], ['quality', 'Data quality']
   ];
 
-  function nav(extra) {
+  // Links to the sections drawn (`shown`: their ids, in page order).
+  function nav(shown) {
+    var titles = {};
+    SECTIONS.concat([['absent', 'Not in this report'], ['other', 'Other records']]).forEach(function (sct) {
+      titles[sct[0]] = sct[1];
+    });
     var n = h('nav', {class: 'toc'});
-    SECTIONS.concat(extra).forEach(function (sct) { n.appendChild(h('a', {href: '#' + sct[0]}, sct[1])); });
+    shown.forEach(function (id) { n.appendChild(h('a', {href: '#' + id}, titles[id] || id)); });
     return n;
   }
 

@@ -202,7 +202,7 @@
   function slowSection() {
     var evil = M.of('evil_method');
     if (!evil.length) {
-      var hint = M.coverage.messages === false ? whyNoMessages() :
+      var hint = M.coverage.messages === false ? 'There are no messages.' :
         'No message reached the --evil-threshold (default 700 ms) while its method beats were recorded.';
       if ((M.coverage.roles || []).indexOf('method.enter') < 0) hint += ' The profile maps no method roles, so slow messages would have no call tree.';
       return missing('No slow messages.', hint);
@@ -222,7 +222,11 @@
             ['message id', str(e.msg_id, '-')],
             ['stackKey', str(e.stackKey, '-') + (e.stack_key_name ? '  ' + e.stack_key_name : '')],
             ['method ids', str(e.method_id_kind, '?')]
-          ]),
+          ].concat((e.nested || []).map(function (n) {
+            // A slow message dispatched inside this one: the same event, listed here only.
+            return ['nested' + (num(n.depth) > 1 ? ' (depth ' + n.depth + ')' : ''),
+                    msgName(n) + ', ' + dur(n.cost_ns) + ', began ' + rel(n.begin_ns)];
+          }))),
           e.has_beats === false ? h('div', {class: 'note'}, 'The profile maps no method roles: no call tree.') : null,
           callTrees(e, 'No call tree was recorded for this message.'),
           rawRecord(e)));
@@ -232,7 +236,9 @@
   // ------------------------------------------------------------------ janky frames
 
   function jankSection() {
-    if (!M.frames.length) return missing('No janky frames: there are no frames.', whyNoFrames());
+    // Why there are no frames is said once, by the frames section (or its line in the list of
+    // what this report lacks).
+    if (!M.frames.length) return missing('No janky frames: there are no frames.');
     var janky = M.frames.filter(function (f) { return isJanky(f) || treeFields(f).length; });
     if (!janky.length) return missing('No janky frame: every frame met its deadline.');
     janky.sort(function (a, b) { return num(b.total_ns) - num(a.total_ns) || num(a.vsync_ns) - num(b.vsync_ns); });

@@ -305,6 +305,14 @@ TEST(StackResolver, NamesJitCodeFromThePerfMap) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the map is re-read at most every 200 ms
   EXPECT_EQ(resolver.FromIps(later, {}).frames[0].Name(), "LazyCompile:*later app.js:20");
+  {
+    // The JIT frees both and compiles a method over them: the newest line names the code
+    // at once, although older lines cover the same addresses.
+    std::ofstream out(path, std::ios::app);
+    out << std::hex << base << " 200 LazyCompile:*route app.js:30\n";
+  }
+  EXPECT_EQ(resolver.FromIps(first, {}).frames[0].Name(), "LazyCompile:*route app.js:30");
+  EXPECT_EQ(resolver.FromIps(later, {}).frames[0].Name(), "LazyCompile:*route app.js:30");
   resolver.Finish();
   EXPECT_EQ(stats.Get(StatId::perf_map_bad_lines), 1u);
   std::filesystem::remove(path);

@@ -60,6 +60,17 @@ TEST(ThreadDumpRender, EveryRegisteredFormatRendersADump) {
     EXPECT_FALSE(Render(std::string(entry.name), TwoThreads()).empty()) << entry.name;
 }
 
+// The whole command line when the session knows it, escaped; the name alone otherwise.
+TEST(ThreadDumpRender, CmdLineIsTheWholeCommandLine) {
+  ThreadDump d = TwoThreads();
+  d.command = "java";
+  EXPECT_NE(RenderThreadDumpText(d).find("Cmd line: java\n"), std::string::npos);
+  d.command_line = "/usr/bin/java -Xmx2g -cp app.jar Main '\x1b[31m'";
+  const std::string text = RenderThreadDumpText(d);
+  EXPECT_NE(text.find("Cmd line: /usr/bin/java -Xmx2g -cp app.jar Main '\\x1b[31m'\n"), std::string::npos) << text;
+  EXPECT_EQ(json::parse(Render("json", d))["command_line"], d.command_line);
+}
+
 TEST(ThreadDumpRender, TextAndJsonAreTheDumpsOwn) {
   const ThreadDump d = TwoThreads();
   EXPECT_EQ(Render("text", d), RenderThreadDumpText(d));

@@ -20,6 +20,7 @@ namespace looptrace {
 struct SessionInfo {
   uint32_t pid = 0;
   std::string command;
+  std::string command_line;  // the whole command line ("" when unknown: `command` stands in)
   std::string profile;
   std::string thread_filter = "main";
   uint64_t begin_ns = 0;  // CLOCK_MONOTONIC
@@ -126,6 +127,9 @@ struct EvilMethodReport {
   uint64_t matrix_cost_ms = 0;     // Matrix's "cost"
   std::vector<StallCause> causes;  // GC runs and monitor waits inside the message
   SampledCallTree sampled;         // from stack samples (sampled_tree.h); empty without samples
+  // Slow messages dispatched inside this one (GLib's named callback inside its
+  // g_main_context_dispatch): one event, reported once, here, in begin order.
+  std::vector<Message> nested;
 };
 
 // Why a thread was off the CPU for a while (sched_switch state + kernel stack).
@@ -243,6 +247,9 @@ struct StartupReport {
 
 struct Report {
   SessionInfo session;
+  // The threads' names (comm) as the loader read them while they lived, by tid; a thread
+  // without one (a replayed recording from before names were recorded) shows its number only.
+  std::map<uint32_t, std::string> thread_names;
   MessagesReport messages;
   uint64_t evil_threshold_ns = 0;
   std::vector<EvilMethodReport> evil_methods;

@@ -21,6 +21,7 @@ namespace looptrace {
 struct ThreadDump {
   uint32_t pid = 0;
   std::string command;
+  std::string command_line;            // the whole command line ("" when unknown: `command` stands in)
   uint64_t wall_time_ns = 0;           // CLOCK_REALTIME of the snapshot
   StallSnapshot snapshot;              // anr = false; message_begin_ns = 0 when idle
   std::optional<LiveMessage> current;  // the main thread's running message

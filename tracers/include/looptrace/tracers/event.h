@@ -185,7 +185,8 @@ struct SessionStart {
   uint64_t ts_ns = 0;         // CLOCK_MONOTONIC when probes were live
   uint64_t wall_time_ns = 0;  // CLOCK_REALTIME at the same moment (for "time" fields)
   uint32_t pid = 0;
-  std::string command;  // target's comm / argv[0]
+  std::string command;       // target's comm / argv[0]
+  std::string command_line;  // its whole command line, shell-quoted and capped; "" if unknown
   std::string profile;
   std::string thread_filter;  // main | all
   std::vector<ProbeDescription> probes;
@@ -262,8 +263,16 @@ struct StackSample {
   std::string stop;                 // why the walk ended early ("" = at the outermost frame)
 };
 
+// A thread's name (/proc/PID/task/TID/comm), read by the loader when the thread first shows
+// up in the stream, while it lives: reports name threads by it ("gmain", "AWT-EventQueue-0").
+struct ThreadName {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  std::string name;
+};
+
 using Event = std::variant<SessionStart, ProbeEvent, LossCounters, SessionEnd, MethodBeats, ThreadSwitch, Wakeup,
-                           SignalSent, StallSnapshot, ProcessExec, StackSample>;
+                           SignalSent, StallSnapshot, ProcessExec, StackSample, ThreadName>;
 
 // The index of T among the alternatives of a variant (for subscription masks).
 template <typename T, typename V>

@@ -46,6 +46,9 @@ class EvilMethodTracer : public CopyableTracer<EvilMethodTracer> {
 
   const EvilMethodOptions& options_;
   std::vector<EvilMethodReport> reports_;
+  // Slow nested messages (depth > 0) whose outer message has not ended yet: the outer one,
+  // slow too, reports them nested; one that never ends leaves them reported on their own.
+  std::vector<EvilMethodReport> nested_;
 };
 
 }  // namespace looptrace

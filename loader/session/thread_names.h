@@ -1,0 +1,38 @@
+// Thread names for reports: the first time a thread of the target shows up in the event
+// stream (a probe hit, a sample, a switch), its name is read from /proc while it lives and
+// sent as a ThreadName event ahead of the event that brought it. Threads that come and go
+// between two polls are named by what they did last; a reused tid keeps its first name.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_set>
+
+#include "looptrace/tracers/event.h"
+
+namespace looptrace::loader {
+
+class ThreadNamer : public EventSink {
+ public:
+  // The name of thread `tid`, "" when it is gone.
+  using Reader = std::function<std::string(uint32_t tid)>;
+  // At most this many threads are named (a recording of 200,000 thread ids stays bounded).
+  static constexpr size_t kMaxNamedThreads = 65536;
+
+  ThreadNamer(EventSink& next, Reader read) : next_(next), read_(std::move(read)) {}
+  // Reads /proc/TGID/task/TID/comm.
+  static Reader ProcReader(pid_t tgid);
+
+  void OnEvent(const Event& event) override;
+
+ private:
+  EventSink& next_;
+  Reader read_;
+  std::unordered_set<uint32_t> seen_;
+};
+
+}  // namespace looptrace::loader
