@@ -221,6 +221,28 @@ probe idle.end uretprobe libglib-2.0.so *(g_idle_funcs+0x10)
   EXPECT_FALSE(ParsePointerPoint("g_idle_funcs"));
 }
 
+TEST(Profile, QuotedArgumentsAreFixedTextsTheLoaderGives) {
+  auto profile = ParseProfile(R"P(
+probe dispatch.begin uprobe exe uv__stream_io name="io: stream" what=arg3
+probe dispatch.end uretprobe exe uv__stream_io
+)P",
+                              "t.profile");
+  ASSERT_TRUE(profile) << profile.error().message;
+  const ProbeSpec& begin = profile->probes[0];
+  ASSERT_EQ(begin.args.size(), 2u);
+  EXPECT_EQ(begin.args[0].name, "what");  // BPF-read arguments first
+  EXPECT_EQ(begin.args[1].name, "name");
+  EXPECT_EQ(begin.args[1].source, kSourceText);
+  EXPECT_EQ(begin.args[1].text, "io: stream");
+  EXPECT_TRUE(FilledByLoader(begin.args[1]));
+  auto condition = ParseProfile("probe dispatch.begin uprobe exe f if \"x\" == \"x\"\n", "c.profile");
+  ASSERT_FALSE(condition);
+  EXPECT_NE(condition.error().message.find("not a fixed text"), std::string::npos) << condition.error().message;
+  auto beat = ParseProfile("probe method.enter uprobe exe f name=\"f\"\n", "b.profile");
+  ASSERT_FALSE(beat);
+  EXPECT_NE(beat.error().message.find("not given a fixed text"), std::string::npos) << beat.error().message;
+}
+
 TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
   const BadCase cases[] = {
       {"optional dispatch.begin\n", "p.profile:1: 'optional' goes before 'probe'"},
