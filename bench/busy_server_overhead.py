@@ -3,7 +3,7 @@
 
 Servers (bench/servers/, everything on 127.0.0.1, one closed-loop client at the highest rate
 it reaches): a tight asyncio echo server (/usr/bin/python3.11, profile python-asyncio), a
-Node `http` server (/usr/bin/node, the epoll profile), a C epoll echo server (the epoll
+Node `http` server (/usr/bin/node, the node profile), a C epoll echo server (the epoll
 profile), and an asyncio server whose handlers block (sleep, lock, disk; ~0.1-1 ms each, a few
 thousand requests per second: the "realistic" server, where switch-outs happen inside
 messages).

@@ -518,6 +518,12 @@ __noinline int read_args(struct pt_regs *ctx, const struct lt_probe_config *cfg,
 		} else {
 			value = read_arg(ctx, source, usdt);
 		}
+		if (arg->type == LT_ARG_AT) {
+			__u64 field = 0;
+
+			bpf_probe_read_user(&field, sizeof(field), (const void *)(value + arg->offset_words * 8ULL));
+			value = field;
+		}
 		out->v[i] = value;
 		/* py_layout is rodata: for any other target the verifier never sees this branch */
 		if (py_layout.frame_model && arg->type == LT_ARG_PY_CALLABLE &&

@@ -35,8 +35,8 @@ EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* 
     for (size_t i = 0; i < p.spec.args.size(); ++i) {
       const ArgSpec& a = p.spec.args[i];
       d.arg_names.push_back(TextPool::Name(a.name));
-      d.plain &= a.source != kSourceFunction && a.type != ArgType::kSym && a.type != ArgType::kStr &&
-                 a.type != ArgType::kPyCallable;
+      d.plain &=
+          !FilledByLoader(a) && a.type != ArgType::kSym && a.type != ArgType::kStr && a.type != ArgType::kPyCallable;
     }
   }
 }
@@ -71,6 +71,10 @@ void EventDecoder::DecodeArguments(const lt_record& rec, ProbeEvent& e) {
       std::string_view function = probe.symbol;  // "*(table+16) = fn" for pointer points
       if (size_t eq = function.find(" = "); eq != std::string_view::npos) function.remove_prefix(eq + 3);
       e.args.push_back({names[i], 0, TextPool::Intern(symbols::StripParameters(function)), true});
+      continue;
+    }
+    if (spec.source == kSourceText) {
+      e.args.push_back({names[i], 0, TextPool::Intern(spec.text), true});
       continue;
     }
     if (i >= LT_MAX_ARGS) break;

@@ -17,8 +17,10 @@ lt_arg_config ArgConfig(const ArgSource& arg) {
   c.type = arg.type == ArgType::kStr          ? LT_ARG_STR
            : arg.type == ArgType::kInt        ? LT_ARG_INT
            : arg.type == ArgType::kPyCallable ? LT_ARG_PY_CALLABLE
+           : arg.type == ArgType::kAt         ? LT_ARG_AT
                                               : LT_ARG_UINT;  // sym: uint
   c.length_source = arg.type == ArgType::kStr ? arg.length_source : LT_SOURCE_NONE;
+  c.offset_words = static_cast<uint8_t>(arg.type == ArgType::kAt ? arg.offset / 8 : 0);
   return c;
 }
 
@@ -56,9 +58,9 @@ lt_probe_config MakeProbeConfig(const ResolvedProbe& probe) {
   const ProbeSpec& spec = probe.spec;
   lt_probe_config c{};
   c.role = static_cast<uint16_t>(spec.role);
-  // Loader-filled arguments (func) come last and are not read by BPF.
+  // Loader-filled arguments (func, "text") come last and are not read by BPF.
   const size_t recorded = static_cast<size_t>(
-      std::count_if(spec.args.begin(), spec.args.end(), [](const ArgSpec& a) { return a.source != kSourceFunction; }));
+      std::count_if(spec.args.begin(), spec.args.end(), [](const ArgSpec& a) { return !FilledByLoader(a); }));
   c.nargs = static_cast<uint8_t>(std::min<size_t>(recorded, LT_MAX_ARGS));
   c.npredicates = static_cast<uint8_t>(std::min<size_t>(spec.conditions.size(), LT_MAX_PREDICATES));
   if (IsBeatRole(spec.role)) {

@@ -39,10 +39,16 @@ class ProbeLineParser {
     return static_cast<uint8_t>(n - 1);
   }
 
-  // SOURCE[:TYPE], TYPE = uint | int | ptr | str | str(argN) | sym | pycallable.
+  // SOURCE[:TYPE], TYPE = uint | int | ptr | str | str(argN) | sym | pycallable | at(OFFSET).
   Result<ArgSource> ParseSource(int line, std::string_view text, const ProbeSpec& probe, std::string_view what,
                                 ArgType default_type) {
     ArgSource arg;
+    if (IsQuoted(text)) {
+      arg.source = kSourceText;
+      arg.type = ArgType::kStr;
+      arg.text = std::string(text.substr(1, text.size() - 2));
+      return arg;
+    }
     std::string_view source = text, type;
     if (size_t colon = text.find(':'); colon != std::string_view::npos) {
       source = text.substr(0, colon);
@@ -69,13 +75,25 @@ class ProbeLineParser {
       arg.type = ArgType::kSym;
     else if (type == "pycallable")
       arg.type = ArgType::kPyCallable;
-    else if (type.starts_with("str(") && type.ends_with(")")) {
+    else if (type.starts_with("at(") && type.ends_with(")")) {
+      // A field of the structure the argument points to: its offset in bytes, 8-aligned.
+      const std::string_view digits = type.substr(3, type.size() - 4);
+      unsigned offset = 0;
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), offset);
+      if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() || offset % 8 != 0 ||
+          offset / 8 > UINT8_MAX)
+        return Fail(line, fmt::format("{}: at(OFFSET) takes a multiple of 8 below {}, not {}", what,
+                                      (UINT8_MAX + 1) * 8, Quoted(digits)));
+      arg.type = ArgType::kAt;
+      arg.offset = static_cast<uint16_t>(offset);
+    } else if (type.starts_with("str(") && type.ends_with(")")) {
       arg.type = ArgType::kStr;
       ASSIGN_OR_RETURN(arg.length_source,
                        ParseSourceName(line, type.substr(4, type.size() - 5), probe, fmt::format("{} length", what)));
     } else {
-      return Fail(line, fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym, pycallable)",
-                                    what, Quoted(type)));
+      return Fail(
+          line, fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym, pycallable, at(OFFSET))",
+                            what, Quoted(type)));
     }
     return arg;
   }
@@ -109,6 +127,10 @@ class ProbeLineParser {
     ASSIGN_OR_RETURN(c.arg, ParseSource(line, words[at], probe, what, is_string ? ArgType::kStr : ArgType::kInt));
     if (c.arg.source == kSourceFunction)
       return Fail(line, fmt::format("{}: 'func' is known in user space only; conditions are checked in BPF", what));
+    if (c.arg.source == kSourceText)
+      return Fail(line, fmt::format("{}: a condition tests an argument, not a fixed text", what));
+    if (c.arg.type == ArgType::kAt)
+      return Fail(line, fmt::format("{}: conditions test arguments themselves, not the memory they point to", what));
     if (c.arg.type == ArgType::kSym)
       return Fail(line, fmt::format("{}: a sym argument is named in user space and cannot be compared in BPF", what),
                   "compare the address as a number (ptr) instead");
@@ -186,6 +208,9 @@ class ProbeLineParser {
       return Fail(line, "a method probe binds one of: id=, addr=, or name= (with class=, sig=, file=, line=)",
                   "examples: id=arg1 | addr=arg1 | name=arg2:str class=arg1:str");
     for (const auto& a : probe->args) {
+      if (a.source == kSourceText)
+        return Fail(line,
+                    fmt::format("method argument {}: beats are read by BPF, not given a fixed text", Quoted(a.name)));
       if ((a.name == "name" || a.name == "class" || a.name == "sig" || a.name == "file") && a.type != ArgType::kStr)
         return Fail(line, fmt::format("method argument {} must be a string (:str or :str(argN))", Quoted(a.name)));
       if (a.type == ArgType::kSym)
@@ -252,16 +277,15 @@ class ProbeLineParser {
       if (probe.conditions.size() > LT_MAX_PREDICATES)
         return Fail(line, fmt::format("at most {} conditions per probe", LT_MAX_PREDICATES));
     }
-    // Arguments the loader fills (func) go last: BPF records the others, in order.
-    std::stable_partition(probe.args.begin(), probe.args.end(),
-                          [](const ArgSpec& a) { return a.source != kSourceFunction; });
-    if (std::count_if(probe.args.begin(), probe.args.end(),
-                      [](const ArgSpec& a) { return a.source != kSourceFunction; }) > LT_MAX_ARGS)
+    // Arguments the loader fills (func, "text") go last: BPF records the others, in order.
+    std::stable_partition(probe.args.begin(), probe.args.end(), [](const ArgSpec& a) { return !FilledByLoader(a); });
+    if (std::count_if(probe.args.begin(), probe.args.end(), [](const ArgSpec& a) { return !FilledByLoader(a); }) >
+        LT_MAX_ARGS)
       return Fail(line, fmt::format("at most {} arguments per probe", LT_MAX_ARGS));
     // BPF writes what names a callable into its slot and the next LT_PY_CALLABLE_SLOTS - 1.
     for (size_t a = 0; a < probe.args.size(); ++a) {
       if (probe.args[a].type != ArgType::kPyCallable) continue;
-      const bool last = a + 1 == probe.args.size() || probe.args[a + 1].source == kSourceFunction;
+      const bool last = a + 1 == probe.args.size() || FilledByLoader(probe.args[a + 1]);
       if (!last || a + LT_PY_CALLABLE_SLOTS > LT_MAX_ARGS)
         return Fail(line, fmt::format("argument '{}': a pycallable is the last argument, one of the first {}",
                                       probe.args[a].name, LT_MAX_ARGS - LT_PY_CALLABLE_SLOTS + 1));

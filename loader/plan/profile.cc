@@ -34,6 +34,8 @@ std::string_view ArgTypeName(ArgType type) {
       return "sym";
     case ArgType::kPyCallable:
       return "pycallable";
+    case ArgType::kAt:
+      return "at";
   }
   return "?";
 }

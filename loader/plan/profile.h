@@ -40,7 +40,8 @@
 namespace looptrace::loader {
 
 enum class ProbeKind { kUprobe, kUretprobe, kUsdt };
-enum class ArgType { kUint, kInt, kPtr, kStr, kSym, kPyCallable };
+// kAt: the 8 bytes at an argument plus an offset (`arg1:at(128)`), read by BPF at the hit.
+enum class ArgType { kUint, kInt, kPtr, kStr, kSym, kPyCallable, kAt };
 
 std::string_view ProbeKindName(ProbeKind kind);
 std::string_view ArgTypeName(ArgType type);
@@ -48,15 +49,23 @@ std::string_view ArgTypeName(ArgType type);
 // `NAME=func`: the name of the function the probe resolved to (a glob's match), given by the
 // loader; never read by BPF.
 inline constexpr uint8_t kSourceFunction = 0xF0;
+// `NAME="text"`: a fixed text the line gives its events (a message named by the loop phase
+// the probed function runs: `name="timers"`), given by the loader; never read by BPF.
+inline constexpr uint8_t kSourceText = 0xF1;
 
 // Where an argument comes from and how it is read.
 struct ArgSource {
   uint8_t source = 0;  // 0..11 = argument 1..12; LT_SOURCE_RETVAL = return value; kSourceFunction
   ArgType type = ArgType::kUint;
   uint8_t length_source = LT_SOURCE_NONE;  // str(argN): the length's source
+  std::string text;                        // kSourceText: the text
+  uint16_t offset = 0;                     // kAt: bytes past the argument (a multiple of 8)
 
   bool operator==(const ArgSource&) const = default;
 };
+
+// Arguments the loader fills (func, "text") come last in a probe and are not read by BPF.
+inline bool FilledByLoader(const ArgSource& arg) { return arg.source == kSourceFunction || arg.source == kSourceText; }
 
 // A bound argument: the name a tracer reads ("id", "name", ...) and its source.
 struct ArgSpec : ArgSource {

@@ -88,11 +88,13 @@ void to_json(json& j, const LiveStatus& s) {
 #define LOOPTRACE_WRITE(field) j[#field] = s.field;
   LOOPTRACE_LIVE_STATUS_FIELDS(LOOPTRACE_WRITE)
 #undef LOOPTRACE_WRITE
+  if (s.loop_delay.count) j["loop_delay"] = s.loop_delay;  // profiles with timers' due times only
 }
 
 void from_json(const json& j, LiveStatus& s) {
 #define LOOPTRACE_READ(field) j.at(#field).get_to(s.field);
   LOOPTRACE_LIVE_STATUS_FIELDS(LOOPTRACE_READ)
+  if (j.contains("loop_delay")) j.at("loop_delay").get_to(s.loop_delay);
 #undef LOOPTRACE_READ
   j.at("counters").get_to(s.stats);
 }

@@ -106,15 +106,17 @@ json SessionJson(const Report& report) {
 }
 
 json MessageJson(const Message& m, bool finished) {
-  return json{{"type", finished ? "message" : "unfinished_message"},
-              {"tid", m.tid},
-              {"begin_ns", m.begin_ns},
-              {"end_ns", m.end_ns},
-              {"cost_ns", m.cost_ns()},
-              {"depth", m.depth},
-              {"cpu_ns", m.cpu_ns},
-              {"msg_id", m.msg_id},
-              {"name", NullIfEmpty(m.name)}};
+  json j{{"type", finished ? "message" : "unfinished_message"},
+         {"tid", m.tid},
+         {"begin_ns", m.begin_ns},
+         {"end_ns", m.end_ns},
+         {"cost_ns", m.cost_ns()},
+         {"depth", m.depth},
+         {"cpu_ns", m.cpu_ns},
+         {"msg_id", m.msg_id},
+         {"name", NullIfEmpty(m.name)}};
+  if (m.loop_delay_ns) j["loop_delay_ns"] = *m.loop_delay_ns;  // timers only
+  return j;
 }
 
 json FrameJson(const FrameRecord& fr) {
@@ -397,6 +399,11 @@ void ForEachRecord(const Report& report, const std::function<void(const json&)>&
   for (const NamedMessages& n : m.by_name) {
     json j{{"type", "message_name_summary"}, {"name", n.name}};
     j.update(json(n.cost));
+    emit(j);
+  }
+  if (m.loop_delay.count) {
+    json j{{"type", "loop_delay_summary"}};
+    j.update(json(m.loop_delay));
     emit(j);
   }
   for (const FrameRecord& f : report.frames.frames) emit(FrameJson(f));

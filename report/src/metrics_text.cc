@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -148,6 +149,17 @@ std::string RenderMetrics(const std::vector<MetricsSession>& sessions, const Exp
       }
       w.Sample(labels, Seconds(t.total_ns), "_sum");
       w.Sample(labels, static_cast<double>(t.messages), "_count");
+    }
+  }
+  // Node's event-loop delay (how late timers ran), where the profile binds timers' due times.
+  if (std::any_of(sessions.begin(), sessions.end(), [](const auto& s) { return s.status.loop_delay.count > 0; })) {
+    w.Family("looptrace_event_loop_delay_seconds", Type::kGauge,
+             "how late timers ran after their due time since the session began (p50, p99, max)", "seconds");
+    for (const auto& s : sessions) {
+      const CostSummary& d = s.status.loop_delay;
+      if (!d.count) continue;
+      for (auto [stat, ns] : {std::pair{"p50", d.p50_ns}, std::pair{"p99", d.p99_ns}, std::pair{"max", d.max_ns}})
+        w.Sample(With(TargetLabels(s), "stat", stat), Seconds(ns));
     }
   }
   w.Family("looptrace_busy_seconds", Type::kCounter, "time the thread spent in top-level messages", "seconds");

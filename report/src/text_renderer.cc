@@ -148,6 +148,12 @@ class TextRenderer : public Renderer {
                          FormatDuration(c.p90_ns), FormatDuration(c.p99_ns), FormatDuration(c.max_ns),
                          FormatDuration(c.mean_ns));
     }
+    if (const CostSummary& d = m.loop_delay; d.count)
+      out << fmt::format(
+          "\nevent-loop delay (how late {} timer run{} began after {} due time)\n"
+          "  p50 {}   p99 {}   max {}   mean {}\n",
+          d.count, d.count == 1 ? "" : "s", d.count == 1 ? "its" : "their", FormatDuration(d.p50_ns),
+          FormatDuration(d.p99_ns), FormatDuration(d.max_ns), FormatDuration(d.mean_ns));
     if (m.not_listed)
       out << fmt::format("  ({} earlier messages are not listed (--keep-messages {}); the summaries count them{})\n",
                          m.not_listed, m.keep_limit,

@@ -130,6 +130,10 @@ void LiveStatsTracer::OnMessageEnd(const Span& span) {
   t.total_ns += cost;
   if (span.depth == 0) t.busy_ns += cost;
   ++t.buckets[MessageBucketOf(cost)];
+  if (const EventArg* due = span.begin.Arg("due_ms"); due && due->value) {
+    const uint64_t due_ns = due->value * 1'000'000;
+    loop_delays_.Add(span.begin_ns > due_ns ? span.begin_ns - due_ns : 0);
+  }
   if (span.tid == LoopTid()) {
     window_messages_.push_back({span.begin_ns, span.end_ns, span.depth == 0});
     Trim(span.end_ns);
@@ -279,6 +283,7 @@ LiveStatus LiveStatsTracer::Read(uint64_t now_ns) const {
     s.fps = std::min(refresh_sum / n, n * 1e9 / matrix_ns);
   }
   s.refresh_hz = refresh_hz_;
+  s.loop_delay = loop_delays_.Summary();
 
   const CommonOptions& anr = *context_.common;
   s.lag_threshold_ns = anr.lag_threshold_ns;

@@ -17,6 +17,7 @@ MessagesTracer::MessagesTracer(const MessagesOptions& options, const TracerConte
   // it would grow. Untouched pages of it cost no memory until messages fill them.
   constexpr size_t kReservedAtMost = 1 << 20;
   if (options_.keep_messages) completed_.reserve(std::min(options_.keep_messages, kReservedAtMost));
+  loop_delays_ = CostAccumulator(options_.keep_messages);
 }
 
 namespace {
@@ -45,6 +46,7 @@ constexpr auto Slower = [](const auto& a, const auto& b) {
   }
   thread->costs.Add(cost);
   if (m.depth == 0) thread->busy_ns += cost;
+  if (m.has_loop_delay) loop_delays_.Add(m.loop_delay_ns);
   if (const std::string* key = m.group ? m.group : m.name) {
     CostAccumulator*& named = by_name_text_.entries[key];
     if (!named) named = &by_name_.try_emplace(*key, CostAccumulator(limit)).first->second;
@@ -126,6 +128,7 @@ void MessagesTracer::Contribute(Report& r) {
   report.not_listed = not_listed_;
   report.keep_limit = options_.keep_messages;
 
+  report.loop_delay = loop_delays_.Summary();
   report.threads.clear();
   for (const auto& [tid, thread] : by_tid_) {
     report.threads.push_back({tid, thread.costs.Summary(), thread.busy_ns});

@@ -202,6 +202,11 @@ void SpanTracker::OnPollRole(Thread& t, const ProbeEvent& e, SpanListener& liste
     BeginOne(t[SpanKind::kPoll], info, e, listener);
     return;
   }
+  // A `repeated` poll end is a point the loop passes again after the wait's end, inside the
+  // iteration (libuv's uv__metrics_update_idle_time, before each I/O callback and once after
+  // the poll): only its first hit after a poll begins an iteration. (A poll.end without it and
+  // without an open poll says the poll's begin was lost, and begins one all the same.)
+  if (iterations && t[SpanKind::kPoll].empty() && !t.messages().empty() && e.Arg("repeated")) return;
   EndOne(t[SpanKind::kPoll], e, listener);
   if (iterations) {
     t.polled = true;

@@ -69,7 +69,7 @@
  * waits for.
  */
 #define LT_ROLES(X) \
-	X(1,  DISPATCH_BEGIN,   DispatchBegin,  "dispatch.begin",   Begin,   Message,   DispatchEnd,    "id",       Filtered,   ("id", "name", "target", "what", "group")) \
+	X(1,  DISPATCH_BEGIN,   DispatchBegin,  "dispatch.begin",   Begin,   Message,   DispatchEnd,    "id",       Filtered,   ("id", "name", "target", "what", "group", "due_ms")) \
 	X(2,  DISPATCH_END,     DispatchEnd,    "dispatch.end",     End,     Message,   DispatchBegin,  "id",       Filtered,   ("id")) \
 	X(3,  FRAME_BEGIN,      FrameBegin,     "frame.begin",      Begin,   Frame,     FrameEnd,       "frame_id", Filtered,   ("vsync_ns", "frame_id")) \
 	X(4,  FRAME_END,        FrameEnd,       "frame.end",        End,     Frame,     FrameBegin,     "frame_id", Filtered,   ("frame_id")) \
@@ -88,7 +88,7 @@
 	X(17, ACTIVITY_FOCUS,   ActivityFocus,  "activity.focus",   End,     Launch,    ActivityLaunch, "",         Filtered,   ("name")) \
 	X(18, FULLY_DRAWN,      FullyDrawn,     "fully.drawn",      Instant, Launch,    FullyDrawn,     "",         Filtered,   ()) \
 	X(19, POLL_BEGIN,       PollBegin,      "poll.begin",       Begin,   Poll,      PollEnd,        "",         Filtered,   ("timeout_ms")) \
-	X(20, POLL_END,         PollEnd,        "poll.end",         End,     Poll,      PollBegin,      "",         Filtered,   ()) \
+	X(20, POLL_END,         PollEnd,        "poll.end",         End,     Poll,      PollBegin,      "",         Filtered,   ("repeated")) \
 	X(21, BARRIER_POST,     BarrierPost,    "barrier.post",     Begin,   Barrier,   BarrierRemove,  "token",    Filtered,   ("token")) \
 	X(22, BARRIER_REMOVE,   BarrierRemove,  "barrier.remove",   End,     Barrier,   BarrierPost,    "token",    Filtered,   ("token")) \
 	X(23, MESSAGE_ENQUEUE,  MessageEnqueue, "message.enqueue",  Instant, Message,   MessageEnqueue, "",         AllThreads, ("when_ns", "async")) \
@@ -127,12 +127,17 @@ enum lt_role {
  * writes what names it into this slot and the next LT_PY_CALLABLE_SLOTS - 1 (events below).
  */
 #define LT_ARG_PY_CALLABLE 3
+/*
+ * The 8 bytes at the argument plus offset_words * 8 (a field of the structure it points to:
+ * libuv's uv_timer_t.timeout, the timer's due time); 0 when unreadable.
+ */
+#define LT_ARG_AT 4
 
 struct lt_arg_config {
 	__u8 source;        /* LT_SOURCE_* or 0..LT_MAX_SOURCES-1 */
 	__u8 type;          /* LT_ARG_* */
 	__u8 length_source; /* strings whose length is another argument (HotSpot), else LT_SOURCE_NONE */
-	__u8 pad;
+	__u8 offset_words;  /* LT_ARG_AT: the field's offset, in 8-byte words */
 };
 
 /* Condition operators: integers compare with value, strings with pattern. */

@@ -362,5 +362,23 @@ TEST(EventDecoder, SymArgumentsAreNamedByTheirFunctionAndFuncByTheProbedSymbol) 
   EXPECT_EQ(MakeProbeConfig(plan.probes[1]).nargs, 1);
 }
 
+TEST(EventDecoder, TextArgumentsAreTheLinesFixedText) {
+  AttachPlan plan;
+  ArgSpec text = Arg("name", kSourceText, ArgType::kStr);
+  text.text = "timers";
+  plan.probes = {Probe(0, Role::kDispatchBegin, {Arg("what", 0), text}, "node::Environment::RunTimers")};
+  Stats stats;
+  EventDecoder decoder(&plan, nullptr, &stats, kPid, nullptr, nullptr, nullptr);
+  std::vector<Event> out;
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 10, 0, {9}), &out);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& e = std::get<ProbeEvent>(out[0]);
+  ASSERT_TRUE(e.Arg("name") && e.Arg("name")->text);
+  EXPECT_EQ(*e.Arg("name")->text, "timers");
+  EXPECT_EQ(e.Arg("what")->value, 9u);
+  EXPECT_EQ(MakeProbeConfig(plan.probes[0]).nargs, 1);  // BPF reads only `what`
+  EXPECT_FALSE(stats.AnyNonZero());
+}
+
 }  // namespace
 }  // namespace looptrace::loader

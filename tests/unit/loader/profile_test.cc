@@ -221,6 +221,41 @@ probe idle.end uretprobe libglib-2.0.so *(g_idle_funcs+0x10)
   EXPECT_FALSE(ParsePointerPoint("g_idle_funcs"));
 }
 
+TEST(Profile, QuotedArgumentsAreFixedTextsTheLoaderGives) {
+  auto profile = ParseProfile(R"P(
+probe dispatch.begin uprobe exe uv__stream_io name="io: stream" what=arg3
+probe dispatch.end uretprobe exe uv__stream_io
+)P",
+                              "t.profile");
+  ASSERT_TRUE(profile) << profile.error().message;
+  const ProbeSpec& begin = profile->probes[0];
+  ASSERT_EQ(begin.args.size(), 2u);
+  EXPECT_EQ(begin.args[0].name, "what");  // BPF-read arguments first
+  EXPECT_EQ(begin.args[1].name, "name");
+  EXPECT_EQ(begin.args[1].source, kSourceText);
+  EXPECT_EQ(begin.args[1].text, "io: stream");
+  EXPECT_TRUE(FilledByLoader(begin.args[1]));
+  auto condition = ParseProfile("probe dispatch.begin uprobe exe f if \"x\" == \"x\"\n", "c.profile");
+  ASSERT_FALSE(condition);
+  EXPECT_NE(condition.error().message.find("not a fixed text"), std::string::npos) << condition.error().message;
+  auto field = ParseProfile(
+      "probe dispatch.begin uprobe exe f due_ms=arg1:at(128)\nprobe dispatch.end uretprobe exe f\n", "f.profile");
+  ASSERT_TRUE(field) << field.error().message;
+  EXPECT_EQ(field->probes[0].args[0].type, ArgType::kAt);
+  EXPECT_EQ(field->probes[0].args[0].offset, 128u);
+  for (const char* bad : {"at(12)", "at(2048)", "at(x)", "at()"}) {
+    auto wrong = ParseProfile(std::string("probe dispatch.begin uprobe exe f due_ms=arg1:") + bad + "\n", "w.profile");
+    ASSERT_FALSE(wrong) << bad;
+    EXPECT_NE(wrong.error().message.find("multiple of 8"), std::string::npos) << wrong.error().message;
+  }
+  auto tested = ParseProfile("probe dispatch.begin uprobe exe f if arg1:at(8) == 1\n", "t.profile");
+  ASSERT_FALSE(tested);
+  EXPECT_NE(tested.error().message.find("not the memory they point to"), std::string::npos);
+  auto beat = ParseProfile("probe method.enter uprobe exe f name=\"f\"\n", "b.profile");
+  ASSERT_FALSE(beat);
+  EXPECT_NE(beat.error().message.find("not given a fixed text"), std::string::npos) << beat.error().message;
+}
+
 TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
   const BadCase cases[] = {
       {"optional dispatch.begin\n", "p.profile:1: 'optional' goes before 'probe'"},

@@ -99,6 +99,22 @@ TEST(MetricsText, OpenMetricsIsWellFormed) {
   EXPECT_EQ(samples.at("looptrace_session_info{" + target + ",message_definition=\"dispatch\"}"), 1);
 }
 
+TEST(MetricsText, EventLoopDelayOnlyWhereTheProfileHasTimersDueTimes) {
+  EXPECT_EQ(RenderMetrics({{"h", Sample()}}, {}, "h", true).find("looptrace_event_loop_delay"), std::string::npos);
+  LiveStatus node = Sample();
+  node.loop_delay.count = 3;
+  node.loop_delay.p50_ns = 1'000'000;
+  node.loop_delay.p99_ns = 40'000'000;
+  node.loop_delay.max_ns = 40'000'000;
+  auto samples = Samples(RenderMetrics({{"h", node}, {"h", Sample()}}, {}, "h", true));
+  const std::string target = R"(pid="4242",comm="my \"app\"\\x\n",profile="sample",host="h")";
+  EXPECT_EQ(samples.at("looptrace_event_loop_delay_seconds{" + target + ",stat=\"p50\"}"), 0.001);
+  EXPECT_EQ(samples.at("looptrace_event_loop_delay_seconds{" + target + ",stat=\"max\"}"), 0.04);
+  size_t delays = 0;
+  for (const auto& [name, value] : samples) delays += name.starts_with("looptrace_event_loop_delay_seconds{");
+  EXPECT_EQ(delays, 3u);  // the session without delays has none
+}
+
 TEST(MetricsText, HistogramBucketsAreCumulativeAndOrdered) {
   std::string text = RenderMetrics({{"h", Sample()}}, {}, "h", false);
   std::istringstream in(text);

@@ -52,6 +52,25 @@ TEST(Messages, NestedMessagesAreNotDoubleCountedAsBusy) {
   EXPECT_EQ(r.messages.threads[0].busy_ns, 99u);
 }
 
+TEST(Messages, ATimersDueTimeGivesItsEventLoopDelay) {
+  // due_ms is the loop's CLOCK_MONOTONIC milliseconds: 40 ms late, on time (early by the
+  // millisecond's rounding: 0), and a message without a due time.
+  auto timer = [](uint64_t id, uint64_t ts, uint64_t due_ms) {
+    return testing::Probe(Role::kDispatchBegin, ts, {testing::U("id", id), testing::U("due_ms", due_ms)}, 1, 100);
+  };
+  Report r = RunEvents({timer(1, 1'040'000'000, 1'000), End(1, 1'050'000'000, 1), timer(2, 1'999'500'000, 2'000),
+                        End(1, 2'000'000'000, 2), Begin(1, 2'100'000'000, 3), End(1, 2'200'000'000, 3)},
+                       3'000'000'000);
+  const MessagesReport& m = r.messages;
+  ASSERT_EQ(m.messages.size(), 3u);
+  EXPECT_EQ(m.messages[0].loop_delay_ns, 40'000'000u);
+  EXPECT_EQ(m.messages[1].loop_delay_ns, 0u);
+  EXPECT_FALSE(m.messages[2].loop_delay_ns);
+  EXPECT_EQ(m.loop_delay.count, 2u);
+  EXPECT_EQ(m.loop_delay.max_ns, 40'000'000u);
+  EXPECT_EQ(m.loop_delay.p50_ns, 0u);
+}
+
 TEST(Messages, CountsUnmatchedEndsMismatchedIdsAndUnfinished) {
   Report r = RunEvents({End(1, 5, 9),                    // end of a message that began before tracing
                         Begin(1, 10, 1), End(1, 20, 2),  // id differs

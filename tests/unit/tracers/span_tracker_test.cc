@@ -402,6 +402,40 @@ TEST(SpanTracker, PollBoundedIterationWhosePollWasLostClosesAtTheNextReturn) {
   EXPECT_TRUE(tracker.Open(kTid, SpanKind::kMessage).empty());
 }
 
+TEST(SpanTracker, ARepeatedPollEndBeginsOneIterationAfterEachPoll) {
+  // libuv: the wait's end is marked before each I/O callback and once after the poll.
+  Stats stats;
+  SpanTracker tracker(&stats);
+  SessionStart start = StartWith({Role::kDispatchBegin, Role::kDispatchEnd, Role::kPollBegin, Role::kPollEnd});
+  start.message_definition = "poll-bounded";
+  tracker.Configure(start);
+  Recorder rec;
+  constexpr uint32_t kIoPollSp = 0x7ffe0000;
+  auto at = [&](Role role, uint64_t ts, std::vector<EventArg> args = {}) {
+    tracker.OnProbe(At(role, ts, kIoPollSp, std::move(args)), rec);
+  };
+  at(Role::kPollBegin, 100);
+  at(Role::kPollEnd, 200, {S("repeated", "yes")});  // the iteration begins
+  at(Role::kDispatchBegin, 210, {S("name", "io: stream")});
+  at(Role::kDispatchEnd, 300);
+  at(Role::kPollEnd, 310, {S("repeated", "yes")});  // before the next callback: inside
+  at(Role::kDispatchBegin, 320, {S("name", "io: accept")});
+  at(Role::kDispatchEnd, 400);
+  at(Role::kPollEnd, 410, {S("repeated", "yes")});  // after the poll: inside
+  at(Role::kPollBegin, 500);                        // ends the iteration
+  auto messages = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_EQ(messages[0].ArgText("name"), "io: stream");
+  EXPECT_EQ(messages[0].depth, 1u);
+  EXPECT_EQ(messages[1].ArgText("name"), "io: accept");
+  EXPECT_EQ(messages[1].depth, 1u);
+  EXPECT_EQ(messages[2].begin_ns, 200u);
+  EXPECT_EQ(messages[2].end_ns, 500u);
+  EXPECT_EQ(messages[2].depth, 0u);
+  EXPECT_EQ(messages[2].close, SpanClose::kEnded);
+  EXPECT_EQ(stats.Get(StatId::message_end_lost), 0u);
+}
+
 TEST(SpanTracker, TheEndOfAnOuterMessageClosesTheInnerOnesAsLost) {
   // No stack pointers needed: the end's id names an outer open message.
   Stats stats;

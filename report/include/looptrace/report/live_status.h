@@ -96,6 +96,9 @@ struct LiveStatus {
   uint64_t lag_threshold_ns = 0, anr_threshold_ns = 0;
   std::vector<LiveMessage> recent_slow;  // newest first, at least kLiveSlowMessageNs
   std::optional<LiveStall> last_stall;
+  // Event-loop delay since the session began (messages with a timer's due time; count 0:
+  // the profile binds none).
+  CostSummary loop_delay;
 
   Stats stats;  // the tracers' counters (the loader adds the BPF side)
 };

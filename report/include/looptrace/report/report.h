@@ -50,6 +50,9 @@ struct Message {
   std::string name;     // empty when the profile binds no name
   uint32_t depth = 0;   // > 0 for a message dispatched inside another (nested loop)
   uint64_t cpu_ns = 0;  // the thread's CPU time during the message (0 = unknown)
+  // Event-loop delay: how late the timer the message runs ran, from its due time (a
+  // dispatch.begin's `due_ms`: libuv's loop clock, CLOCK_MONOTONIC milliseconds).
+  std::optional<uint64_t> loop_delay_ns;
 
   uint64_t cost_ns() const { return end_ns - begin_ns; }
 };
@@ -90,6 +93,9 @@ struct MessagesReport {
   uint64_t not_listed = 0;
   size_t keep_limit = 0;
   bool approximate_percentiles = false;
+  // Every message's event-loop delay (Message::loop_delay_ns), as Node's
+  // perf_hooks.monitorEventLoopDelay sees it; count 0 when the profile binds no due time.
+  CostSummary loop_delay;
 };
 
 // A runtime's stall cause inside a message (tracers/stall_causes.h): a GC run anywhere in

@@ -97,6 +97,7 @@ class LiveStatsTracer : public CopyableTracer<LiveStatsTracer> {
   uint64_t evil_threshold_ns_;  // EvilMethodTracer's, looked up once (not per message)
   uint64_t interval_begin_ns_ = 0;
   std::map<uint32_t, Interval> intervals_;
+  CostAccumulator loop_delays_{100'000};  // since the session began
   uint64_t last_ts_ns_ = 0;
   uint32_t loop_tid_ = 0;  // --threads loop: the first thread seen in a message
 };

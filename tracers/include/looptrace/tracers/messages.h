@@ -21,8 +21,10 @@ struct MessageRecord {
   uint64_t begin_ns = 0, end_ns = 0, cpu_ns = 0, msg_id = 0;
   const std::string* name = nullptr;
   const std::string* group = nullptr;  // "messages by name" counts it under this, else its name
+  uint64_t loop_delay_ns = 0;
   uint32_t tid = 0, depth = 0;
   bool has_id = false;
+  bool has_loop_delay = false;
 
   // Inline: one per message.
   static MessageRecord Of(const Span& span) {
@@ -41,6 +43,12 @@ struct MessageRecord {
     }
     m.depth = span.depth;
     m.cpu_ns = span.cpu_ns();
+    // A timer's due time on the loop's millisecond clock (0: BPF could not read it).
+    if (const EventArg* due = span.begin.Arg("due_ms"); due && due->value) {
+      const uint64_t due_ns = due->value * 1'000'000;
+      m.has_loop_delay = true;
+      m.loop_delay_ns = m.begin_ns > due_ns ? m.begin_ns - due_ns : 0;
+    }
     return m;
   }
   uint64_t cost_ns() const { return end_ns - begin_ns; }
@@ -59,6 +67,7 @@ struct MessageRecord {
     if (name) m.name = *name;
     m.depth = depth;
     m.cpu_ns = cpu_ns;
+    if (has_loop_delay) m.loop_delay_ns = loop_delay_ns;
   }
 };
 
@@ -100,6 +109,7 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   };
   ThreadMap<ThreadCosts> by_tid_;
   std::map<std::string, CostAccumulator> by_name_;
+  CostAccumulator loop_delays_;
   // by_name_'s entries by the text pointer a message names them with (texts are interned,
   // one pointer per text: a lookup hashes a pointer instead of comparing names down a
   // tree). A copy starts empty, as its pointers are into the original's map.
