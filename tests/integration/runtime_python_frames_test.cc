@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "harness.h"
@@ -166,12 +167,24 @@ TEST_P(PythonFramesTest, ALoopOnItsOwnThreadAmongBusyPythonThreadsGetsItsOwnFram
   auto session = OfType(lines, "session");
   ASSERT_EQ(session.size(), 1u);
   EXPECT_EQ(session[0]["threads"], "loop");
-  auto evil = OfType(lines, "evil_method");
-  ASSERT_EQ(evil.size(), 1u) << json(evil).dump(1);
-  EXPECT_EQ(evil[0]["name"], "render_report() at frames_app.py:75");
-  EXPECT_NE(evil[0]["tid"], session[0]["pid"]);  // not the main thread
+  // render_report is the slow callback; a quick one can be slow too when the busy threads
+  // hold the GIL long on a loaded machine: each slow one must be slow by the program's clock.
+  std::map<std::string, int64_t> slowest_by_truth;
+  for (const json& callback : OfType(ReadJsonLines(dir_ / "truth.jsonl"), "callback")) {
+    int64_t& slowest = slowest_by_truth[callback["name"].get<std::string>()];
+    slowest = std::max(slowest, callback["end_ns"].get<int64_t>() - callback["begin_ns"].get<int64_t>());
+  }
+  const std::vector<json> evil = OfType(lines, "evil_method");
+  const json* render = nullptr;
+  for (const json& e : evil) {
+    const std::string name = e["name"].is_string() ? e["name"].get<std::string>() : "";
+    EXPECT_GE(slowest_by_truth[name], 45'000'000) << "not slow by the program's clock: " << e.dump(1);
+    EXPECT_NE(e["tid"], session[0]["pid"]);  // not the main thread
+    if (name == "render_report() at frames_app.py:75") render = &e;
+  }
+  ASSERT_NE(render, nullptr) << json(evil).dump(1);
   std::string tree;
-  for (const json& node : evil[0]["sampled_tree"]) tree += node["name"].get<std::string>() + "\n";
+  for (const json& node : (*render)["sampled_tree"]) tree += node["name"].get<std::string>() + "\n";
   EXPECT_NE(tree.find("parse_records (frames_app.py:"), std::string::npos) << tree;
   EXPECT_EQ(tree.find("background_work"), std::string::npos) << tree;
   EXPECT_EQ(tree.find("main_thread_work"), std::string::npos) << tree;
