@@ -13,6 +13,7 @@ packages=(
   libelf-dev libdw-dev elfutils zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev         # JSON reading/writing
+  libsimdjson-dev            # fast JSON reading: Matrix issues by the million (report ISSUES)
   libcli11-dev               # command-line parsing
   libcpp-httplib-dev         # HTTP in tests and benchmarks: scrapers and stand-in servers
   libfmt-dev                 # string formatting (g++ 12 has no <format>)

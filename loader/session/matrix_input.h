@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "loader/session/matrix_decoder.h"
 #include "looptrace/report/matrix_issues.h"
 #include "looptrace/symbols/proguard_mapping.h"
 #include "looptrace/tracers/method_tree.h"
@@ -28,16 +29,6 @@ enum class InputKind {
 
 // From the first non-blank line of an input.
 InputKind DetectInputKind(std::string_view first_line);
-
-struct MatrixNaming {
-  const MethodNamer* methods = nullptr;                // --method-mapping (Matrix methodMapping.txt)
-  const symbols::ProguardMapping* proguard = nullptr;  // --proguard-mapping (thread stacks' frames)
-};
-
-// Decodes one issue object's JSON text (a Matrix issue or a looptrace record with Matrix's
-// keys) into `builder`. `logcat_tag`: the tag Matrix logged it under, when read from logcat.
-void AddMatrixIssueJson(std::string_view text, std::string_view source, std::string_view logcat_tag,
-                        const MatrixNaming& naming, MatrixFleetBuilder& builder);
 
 // Reads one logcat line: a Matrix JSON issue in it, or StartupTracer's "[report]" line.
 // Other lines are no issue (ignored).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace looptrace {
 namespace {
@@ -57,7 +58,9 @@ void FlattenMerged(const auto& nodes, uint32_t index, uint32_t depth, std::vecto
   named.node.cost_ns = n.cost_ns;
   named.name = n.name;
   out->push_back(std::move(named));
-  std::vector<uint32_t> children = n.children;
+  std::vector<uint32_t> children;
+  children.reserve(n.children.size());
+  for (const auto& [id, child] : n.children) children.push_back(child);
   std::stable_sort(children.begin(), children.end(),
                    [&](uint32_t a, uint32_t b) { return nodes[a].cost_ns > nodes[b].cost_ns; });
   for (uint32_t child : children) FlattenMerged(nodes, child, depth + 1, out);
@@ -120,14 +123,40 @@ std::pair<std::string, std::string> MatrixGroupKey(const MatrixIssue& issue) {
   return {"", "(no stack)"};
 }
 
+// The text of fmt::format(format, args...) hashed with Fnv, formatted on the stack: the
+// hash is the one earlier versions stored (ClickHouse ingests stay idempotent), without an
+// allocation per field.
+template <typename... Args>
+void FnvFormatted(uint64_t* hash, fmt::format_string<Args...> format, Args&&... args) {
+  char buffer[128];
+  const auto written = fmt::format_to_n(buffer, sizeof buffer, format, std::forward<Args>(args)...);
+  if (written.size <= sizeof buffer)
+    Fnv(hash, std::string_view(buffer, written.size));
+  else
+    Fnv(hash, fmt::format(format, std::forward<Args>(args)...));
+}
+
+// FnvFormatted(hash, "{}", value) for an integer, without fmt's format parsing.
+void FnvInteger(uint64_t* hash, int64_t value) {
+  char buffer[24];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  Fnv(hash, std::string_view(buffer, static_cast<size_t>(end - buffer)));
+}
+
 uint64_t MatrixContentHash(const MatrixIssue& issue) {
   uint64_t h = 0xcbf29ce484222325ULL;
   Fnv(&h, issue.tag);
   Fnv(&h, issue.detail);
   Fnv(&h, issue.process);
   Fnv(&h, issue.scene);
-  Fnv(&h, issue.time_ms ? std::to_string(*issue.time_ms) : "-");
-  Fnv(&h, issue.cost_ms ? std::to_string(*issue.cost_ms) : "-");
+  if (issue.time_ms)
+    FnvInteger(&h, *issue.time_ms);
+  else
+    Fnv(&h, "-");
+  if (issue.cost_ms)
+    FnvInteger(&h, *issue.cost_ms);
+  else
+    Fnv(&h, "-");
   Fnv(&h, issue.stack_key);
   for (const NamedCallNode& n : issue.tree) {  // per call: formatting them cost more than reading the issue
     FnvNumber(&h, (uint64_t{n.node.depth} << 32) | n.node.count);
@@ -135,12 +164,18 @@ uint64_t MatrixContentHash(const MatrixIssue& issue) {
     FnvNumber(&h, n.node.cost_ns);
   }
   for (const std::string& frame : issue.thread_stack) Fnv(&h, frame);
-  if (issue.fps) Fnv(&h, fmt::format("{}", *issue.fps));
-  for (size_t i = 0; i < kMatrixDropLevelCount; ++i)
-    Fnv(&h, fmt::format("{}/{}", issue.drop_level[i], issue.drop_sum[i]));
-  Fnv(&h,
-      fmt::format("{}/{}/{}/{}", issue.application_create_ms.value_or(-1), issue.first_activity_create_ms.value_or(-1),
-                  issue.startup_duration_ms.value_or(-1), issue.warm.has_value() ? int(*issue.warm) : -1));
+  if (issue.fps) FnvFormatted(&h, "{}", *issue.fps);
+  for (size_t i = 0; i < kMatrixDropLevelCount; ++i) {
+    if (issue.drop_level[i] == 0 && issue.drop_sum[i] == 0 && !std::signbit(issue.drop_sum[i]))
+      Fnv(&h, "0/0");  // what the format gives, for the issues that are not FPS
+    else
+      FnvFormatted(&h, "{}/{}", issue.drop_level[i], issue.drop_sum[i]);
+  }
+  if (!issue.application_create_ms && !issue.first_activity_create_ms && !issue.startup_duration_ms && !issue.warm)
+    Fnv(&h, "-1/-1/-1/-1");  // likewise, for the issues that are not startups
+  else
+    FnvFormatted(&h, "{}/{}/{}/{}", issue.application_create_ms.value_or(-1), issue.first_activity_create_ms.value_or(-1),
+                 issue.startup_duration_ms.value_or(-1), issue.warm.has_value() ? int(*issue.warm) : -1);
   Fnv(&h, issue.other_json);
   return h;
 }
@@ -179,15 +214,19 @@ void MatrixFleetBuilder::Warn(std::string_view name, std::string_view where_and_
 
 void MatrixFleetBuilder::AddToGroup(const MatrixIssue& issue) {
   auto [key, name] = MatrixGroupKey(issue);
-  std::string map_key = fmt::format("{}\n{}", issue.Category(), key);
-  auto [it, inserted] = groups_.try_emplace(std::move(map_key));
-  Group& g = it->second;
-  if (inserted) {
-    g.out.category = issue.Category();
-    g.out.key = std::move(key);
-    g.out.name = std::move(name);
-    g.merged.push_back({});
+  group_key_.assign(issue.Category());  // a member: no allocation per issue to look a group up
+  group_key_.push_back('\n');
+  group_key_.append(key);
+  auto it = groups_.find(group_key_);
+  if (it == groups_.end()) {
+    it = groups_.try_emplace(group_key_).first;
+    Group& fresh = it->second;
+    fresh.out.category = issue.Category();
+    fresh.out.key = std::move(key);
+    fresh.out.name = std::move(name);
+    fresh.merged.push_back({});
   }
+  Group& g = it->second;
   const int64_t cost = issue.cost_ms.value_or(0);
   ++g.out.issues;
   if (issue.cost_ms) g.costs_ms.push_back(cost);
@@ -208,26 +247,27 @@ void MatrixFleetBuilder::AddToGroup(const MatrixIssue& issue) {
   }
   // Merge by call path: `path[d]` is the merged node of the issue's open node at depth d.
   // Children stay sorted by id (found by binary search: a fleet's group may have thousands).
-  std::vector<uint32_t> path;
+  std::vector<uint32_t>& path = merge_path_;
+  path.clear();
   uint32_t skip_below = UINT32_MAX;  // the depth of a node left out: its subtree goes too
   for (const NamedCallNode& n : issue.tree) {
     if (n.node.depth > skip_below) continue;
     skip_below = UINT32_MAX;
     path.resize(n.node.depth);
     const uint32_t parent = path.empty() ? 0 : path.back();
-    std::vector<uint32_t>& children = g.merged[parent].children;
+    auto& children = g.merged[parent].children;
     auto at = std::lower_bound(children.begin(), children.end(), n.node.id,
-                               [&](uint32_t child, uint64_t id) { return g.merged[child].id < id; });
+                               [](const auto& child, uint64_t id) { return child.first < id; });
     uint32_t found = 0;
-    if (at != children.end() && g.merged[*at].id == n.node.id) {
-      found = *at;
+    if (at != children.end() && at->first == n.node.id) {
+      found = at->second;
     } else if (g.merged.size() >= kMaxMergedNodes) {
       Warn("matrix_merged_tree_capped", fmt::format("{}: group {}", issue.source, g.out.key));
       skip_below = n.node.depth;
       continue;
     } else {
       found = static_cast<uint32_t>(g.merged.size());
-      children.insert(at, found);
+      children.insert(at, {n.node.id, found});
       g.merged.push_back({n.node.id, n.name, 0, 0, {}});
     }
     g.merged[found].cost_ns += n.node.cost_ns;
@@ -280,7 +320,7 @@ MatrixIssuesReport MatrixFleetBuilder::Finish() {
     g.out.devices = Tally(g.devices);
     g.out.app_versions = Tally(g.app_versions);
     // The merged root is a pseudo node above the issues' roots: its children are the trees.
-    for (uint32_t root : g.merged[0].children) FlattenMerged(g.merged, root, 0, &g.out.merged);
+    for (const auto& [id, root] : g.merged[0].children) FlattenMerged(g.merged, root, 0, &g.out.merged);
     report_.groups.push_back(std::move(g.out));
   }
   // What a team looks at first: slow methods, ANRs, lags, then the rarer kinds.

@@ -90,7 +90,12 @@ std::optional<std::string> ParseLine(std::string_view line, MappedMethod* out) {
 
 }  // namespace
 
-std::string MappedMethod::Display() const { return class_name + "." + method_name + descriptor; }
+std::string MappedMethod::Display() const {
+  std::string display;  // one allocation: reports name every node of every tree with it
+  display.reserve(class_name.size() + 1 + method_name.size() + descriptor.size());
+  display.append(class_name).append(".").append(method_name).append(descriptor);
+  return display;
+}
 
 MethodMapping MethodMapping::Parse(std::string_view text, std::string_view source_name,
                                    std::vector<std::string>* warnings) {

@@ -385,6 +385,22 @@ uint64_t PeakRssKb() {
 
 // 100 MB of issues on one line (a JSON array nobody split): read in bounded memory, every
 // issue grouped, only --keep-issues listed.
+// Keys looptrace does not model are kept as written, as one JSON object: byte for byte what
+// the reference parser (nlohmann::json) makes of them, sorted keys, the last of a repeated
+// key, nested values, numbers of every kind, escapes.
+TEST(MatrixInputTest, UnknownKeysAreKeptAsTheReferenceParserWritesThem) {
+  const std::string issue =
+      R"({"tag":"Trace_EvilMethod","zeta":1,"alpha":{"b":[1,2.5,"x\ny\"\\\u0001é"],"a":null,"a":false},)"
+      R"("big":18446744073709551615,"neg":-7,"tiny":1e-300,"whole":3.0,"zeta":2,"cost":"12","stack":"0,1,1,12\n"})";
+  TempFile file(issue + "\n");
+  Read r = ReadAll({file.path()});
+  ASSERT_EQ(r.report.listed.size(), 1u);
+  nlohmann::json expected = nlohmann::json::parse(issue);
+  for (const char* modelled : {"tag", "cost", "stack"}) expected.erase(modelled);
+  EXPECT_EQ(r.report.listed[0].other_json, expected.dump());
+  EXPECT_EQ(r.report.listed[0].cost_ms, 12);  // a stringified number
+}
+
 TEST(MatrixInputTest, HundredMegabytesInBoundedMemory) {
   const std::string path = std::filesystem::temp_directory_path() / ("lt_matrix_big_" + std::to_string(getpid()));
   uint64_t issues = 0;

@@ -138,5 +138,47 @@ TEST(MatrixIssuesTest, RenderersProjectTheSection) {
   EXPECT_NE(html.str().find("matrix_group"), std::string::npos);
 }
 
+// The content hash is what ClickHouse ingests deduplicate by: an issue ingested by an
+// earlier version must hash the same now (values computed by the first version).
+TEST(MatrixIssuesTest, ContentHashesStayThoseOfEarlierVersions) {
+  MatrixIssue evil;
+  evil.tag = "Trace_EvilMethod";
+  evil.detail = "NORMAL";
+  evil.process = "com.example";
+  evil.scene = "Main";
+  evil.time_ms = 1700000000123;
+  evil.cost_ms = 754;
+  evil.stack_key = "121|";
+  NamedCallNode node;
+  node.node.id = 121;
+  node.node.depth = 1;
+  node.node.count = 1;
+  node.node.cost_ns = 754000000;
+  node.name = "x";
+  evil.tree.push_back(node);
+  evil.other_json = R"({"mem":4000000123})";
+  MatrixIssue fps;
+  fps.tag = "Trace_FPS";
+  fps.scene = "Feed";
+  fps.fps = 52.5;
+  fps.drop_level[0] = 100;
+  fps.drop_level[3] = 2;
+  fps.drop_sum[1] = 12.5;
+  fps.drop_sum[3] = 1e15;
+  MatrixIssue cold;
+  cold.tag = "Trace_StartUp";
+  cold.application_create_ms = 42;
+  cold.first_activity_create_ms = 244;
+  cold.startup_duration_ms = 2306;
+  cold.warm = false;
+  MatrixIssue warm;
+  warm.tag = "Trace_StartUp";
+  warm.warm = true;
+  EXPECT_EQ(MatrixContentHash(evil), 3752542163937200417ULL);
+  EXPECT_EQ(MatrixContentHash(fps), 1033462234696425989ULL);
+  EXPECT_EQ(MatrixContentHash(cold), 17005809375364614023ULL);
+  EXPECT_EQ(MatrixContentHash(warm), 12770489624789631623ULL);
+}
+
 }  // namespace
 }  // namespace looptrace

@@ -161,7 +161,8 @@ class MatrixFleetBuilder {
     std::string name;
     uint64_t cost_ns = 0;
     uint32_t count = 0;
-    std::vector<uint32_t> children;
+    // (id, index) sorted by id: found by a binary search that touches only this vector.
+    std::vector<std::pair<uint64_t, uint32_t>> children;
   };
   struct Group {
     MatrixIssueGroup out;
@@ -183,6 +184,8 @@ class MatrixFleetBuilder {
   std::function<void(const MatrixIssue&)> on_issue_;
   std::unordered_set<uint64_t> seen_;
   std::unordered_map<std::string, Group> groups_;
+  std::string group_key_;               // AddToGroup's lookup key, reused
+  std::vector<uint32_t> merge_path_;    // AddToGroup's open nodes by depth, reused
   std::unordered_map<std::string, FpsScene> fps_;
   std::vector<int64_t> cold_, warm_, app_create_, first_activity_;
   std::unordered_map<std::string, uint64_t> startup_scenes_;
