@@ -7,9 +7,12 @@ namespace looptrace::loader::jvm {
 Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   HotSpotLayout l;
   std::string missing;
-  auto offset = [&](uint64_t* out, std::string_view name) {
+  // `name`, else the name a newer JDK gives the same field (`alias`).
+  auto offset = [&](uint64_t* out, std::string_view name, std::string_view alias = {}) {
     if (auto v = vm.Offset(name))
       *out = *v;
+    else if (auto w = alias.empty() ? std::nullopt : vm.Offset(alias))
+      *out = *w;
     else if (missing.empty())
       missing = name;
   };
@@ -25,13 +28,16 @@ Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
     else if (missing.empty())
       missing = fmt::format("sizeof({})", name);
   };
-  auto constant = [&](int64_t* out, std::string_view name) {
-    if (auto v = vm.Constant(name)) *out = *v;  // else the x86-64 default stays
+  auto constant = [&](int64_t* out, std::string_view name, std::string_view alias = {}) {
+    if (auto v = vm.Constant(name))
+      *out = *v;
+    else if (auto w = alias.empty() ? std::nullopt : vm.Constant(alias))
+      *out = *w;  // else the JDK 17 x86-64 value stays
   };
   address(&l.java_thread_list, "ThreadsSMRSupport::_java_thread_list");
   offset(&l.threads_list_length, "ThreadsList::_length");
   offset(&l.threads_list_threads, "ThreadsList::_threads");
-  offset(&l.thread_osthread, "JavaThread::_osthread");
+  offset(&l.thread_osthread, "JavaThread::_osthread", "Thread::_osthread");  // JDK 25: Thread
   offset(&l.osthread_thread_id, "OSThread::_thread_id");
   offset(&l.thread_state, "JavaThread::_thread_state");
   offset(&l.thread_anchor, "JavaThread::_anchor");
@@ -53,10 +59,10 @@ Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   address(&l.call_stub_return, "StubRoutines::_call_stub_return_address");
   offset(&l.blob_name, "CodeBlob::_name");
   offset(&l.blob_frame_size, "CodeBlob::_frame_size");
-  offset(&l.nmethod_method, "CompiledMethod::_method");
+  offset(&l.nmethod_method, "CompiledMethod::_method", "nmethod::_method");  // JDK 23+: nmethod
   offset(&l.method_const, "Method::_constMethod");
   offset(&l.const_constants, "ConstMethod::_constants");
-  offset(&l.const_flags, "ConstMethod::_flags");
+  offset(&l.const_flags, "ConstMethod::_flags", "ConstMethod::_flags._flags");  // JDK 21+
   offset(&l.const_code_size, "ConstMethod::_code_size");
   offset(&l.const_name_index, "ConstMethod::_name_index");
   offset(&l.const_signature_index, "ConstMethod::_signature_index");
@@ -67,7 +73,7 @@ Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   offset(&l.klass_name, "Klass::_name");
   offset(&l.symbol_length, "Symbol::_length");
   offset(&l.symbol_body, "Symbol::_body");
-  constant(&l.has_line_table, "ConstMethod::_has_linenumber_table");
+  constant(&l.has_line_table, "ConstMethod::_has_linenumber_table", "ConstMethodFlags::_misc_has_linenumber_table");
   constant(&l.in_java, "_thread_in_Java");
   constant(&l.in_native, "_thread_in_native");
   constant(&l.in_vm, "_thread_in_vm");
@@ -75,6 +81,7 @@ Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   constant(&l.frame_sender_sp, "frame::interpreter_frame_sender_sp_offset");
   constant(&l.frame_method, "frame::interpreter_frame_method_offset");
   constant(&l.frame_bcp, "frame::interpreter_frame_bcp_offset");
+  l.ints_exclude_zero = vm.Constant("ConstMethodFlags::_misc_has_linenumber_table").has_value();
   if (!missing.empty()) return MakeError(fmt::format("the JVM does not export {}", missing));
   return l;
 }

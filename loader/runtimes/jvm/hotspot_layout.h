@@ -32,6 +32,9 @@ struct HotSpotLayout {
   uint64_t klass_name = 0;
   uint64_t symbol_length = 0, symbol_body = 0;
   int64_t has_line_table = 1;  // ConstMethod::_has_linenumber_table
+  // Compressed ints (line tables) in UNSIGNED5 with byte 0 excluded (JDK 21+; told apart
+  // by the ConstMethodFlags constants the same versions export).
+  bool ints_exclude_zero = false;
   int64_t in_java = 8, in_native = 4, in_vm = 6, blocked = 10;
   // x86-64 interpreter frames, in words from fp (frame_x86.hpp; only some are exported).
   int64_t frame_sender_sp = -1;

@@ -12,6 +12,7 @@ constexpr size_t kMaxCache = 1 << 16;
 // UNSIGNED5 (HotSpot's compressedStream.hpp: lg_H 6, L 192), at most 5 bytes.
 struct Reader {
   const std::vector<uint8_t>& bytes;
+  uint32_t excluded = 0;  // 1: no byte of an int is 0 (JDK 21+)
   size_t at = 0;
   bool ok = true;
   uint8_t Byte() {
@@ -22,14 +23,15 @@ struct Reader {
     return bytes[at++];
   }
   uint32_t Unsigned() {
-    uint32_t b = Byte();
-    if (b < 192) return b;
+    const uint32_t low = 192 - excluded;  // bytes below it end an int
+    uint32_t b = Byte() - excluded;
+    if (b < low) return b;
     uint32_t sum = b;
     int shift = 6;
     for (int i = 1; i < 5 && ok; ++i, shift += 6) {
-      b = Byte();
+      b = Byte() - excluded;
       sum += b << shift;
-      if (b < 192) break;
+      if (b < low) break;
     }
     return sum;
   }
@@ -41,9 +43,9 @@ struct Reader {
 
 }  // namespace
 
-std::vector<std::pair<int, int>> DecodeLineTable(const std::vector<uint8_t>& bytes) {
+std::vector<std::pair<int, int>> DecodeLineTable(const std::vector<uint8_t>& bytes, bool exclude_zero) {
   std::vector<std::pair<int, int>> table;
-  Reader in{bytes};
+  Reader in{bytes, exclude_zero ? 1u : 0u};
   int bci = 0, line = 0;
   while (in.ok && table.size() < kMaxLineTable) {
     const uint8_t next = in.Byte();
@@ -123,7 +125,7 @@ std::optional<MethodNamer::Named> MethodNamer::Read(uint64_t method) {
     std::vector<uint8_t> table(512);
     const uint64_t start = *const_method + l.const_method_size + *code_size;
     if (memory_.Read(start, table.data(), table.size()) || memory_.Read(start, table.data(), table.size() / 8)) {
-      named.lines = DecodeLineTable(table);
+      named.lines = DecodeLineTable(table, l.ints_exclude_zero);
     }
   }
   return named;

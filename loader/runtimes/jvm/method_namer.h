@@ -19,7 +19,8 @@ namespace looptrace::loader::jvm {
 
 // The compressed line number table of a method (HotSpot's CompressedLineNumberReadStream
 // format, after the bytecodes), as (start bci, line) pairs in bytecode order.
-std::vector<std::pair<int, int>> DecodeLineTable(const std::vector<uint8_t>& bytes);
+// `exclude_zero`: its ints are JDK 21+'s UNSIGNED5, whose bytes are all 1 above JDK 17's.
+std::vector<std::pair<int, int>> DecodeLineTable(const std::vector<uint8_t>& bytes, bool exclude_zero);
 // The line of `bci` in such a table; 0 when none.
 int LineOf(const std::vector<std::pair<int, int>>& table, int bci);
 

@@ -7,6 +7,7 @@
 public class JvmFrames {
   static final Object LOCK = new Object();
   static volatile long sink;
+  static volatile boolean compiledAsleep;
 
   static void napper() throws InterruptedException {
     Thread.sleep(600_000);
@@ -30,6 +31,7 @@ public class JvmFrames {
   static void compiledSleeper() throws InterruptedException {
     for (int i = 0; i < 60_000; i++) tick(0);
     Thread.sleep(1000);  // lets the compiler finish tick
+    compiledAsleep = true;
     tick(600_000);
   }
 
@@ -111,6 +113,8 @@ public class JvmFrames {
     start("jf-burner", JvmFrames::burner);
     start("jf-ticker", quietly(JvmFrames::ticker));
     Thread.sleep(4000);
+    while (!compiledAsleep) Thread.sleep(10);
+    Thread.sleep(200);
     java.nio.file.Files.writeString(java.nio.file.Path.of(args[0]), "ready\n");
     Thread.sleep(600_000);
   }
