@@ -1421,6 +1421,247 @@ static __noinline int send_interp_stack(struct task_struct *task, __u32 tid, __u
 	return 0;
 }
 
+/* ---- interpreter stacks: HotSpot (loader/runtimes/jvm/) ---- */
+
+/* The target is a HotSpot JVM (set before load): otherwise the verifier drops this walker. */
+const volatile __u32 hs_enabled = 0;
+/* Its layout and code ranges, published by the loader once the JVM runs (events.h). */
+struct lt_hotspot_config hs_config = {};
+
+struct hs_thread_entry {
+	__u64 thread;     /* the JavaThread*, 0: not a Java thread */
+	__u64 checked_ns; /* when a miss was last checked */
+};
+
+/* Thread id -> its JavaThread (checked at every use against the JavaThread's own tid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct hs_thread_entry);
+} hs_threads SEC(".maps");
+
+#define LT_HS_MISS_RECHECK_NS 1000000000ull /* a thread attached to the VM later is found */
+#define LT_HS_MAX_THREADS 4096
+#define LT_HS_MAX_HOPS 32
+
+static __always_inline __u32 hs_thread_tid(__u64 thread)
+{
+	__s32 tid = 0;
+
+	bpf_probe_read_user(&tid, sizeof(tid),
+			    (const void *)(read_user_u64(thread + hs_config.thread_osthread) +
+					   hs_config.osthread_thread_id));
+	return tid > 0 ? (__u32)tid : 0;
+}
+
+struct hs_thread_search {
+	__u64 threads;
+	__u32 length;
+	__u32 tid;
+	__u64 found;
+};
+
+static long hs_thread_step(__u32 i, struct hs_thread_search *search)
+{
+	__u64 thread;
+
+	if (i >= search->length)
+		return 1;
+	thread = read_user_u64(search->threads + (__u64)i * 8);
+	if (thread && hs_thread_tid(thread) == search->tid) {
+		search->found = thread;
+		return 1;
+	}
+	return 0;
+}
+
+/* The JavaThread of `tid` through the VM's thread list; cached, checked at each use. */
+static __noinline __u64 hs_java_thread(__u32 tid, __u64 now)
+{
+	struct hs_thread_search search = {};
+	struct hs_thread_entry entry = {}, *cached;
+	__u64 list;
+	__u32 length = 0;
+
+	cached = bpf_map_lookup_elem(&hs_threads, &tid);
+	if (cached) {
+		if (cached->thread && hs_thread_tid(cached->thread) == tid)
+			return cached->thread;
+		if (!cached->thread && now - cached->checked_ns < LT_HS_MISS_RECHECK_NS)
+			return 0;
+	}
+	list = read_user_u64(hs_config.java_thread_list);
+	bpf_probe_read_user(&length, sizeof(length), (const void *)(list + hs_config.threads_list_length));
+	search.threads = read_user_u64(list + hs_config.threads_list_threads);
+	search.length = length < LT_HS_MAX_THREADS ? length : LT_HS_MAX_THREADS;
+	search.tid = tid;
+	if (list && search.threads)
+		bpf_loop(LT_HS_MAX_THREADS, hs_thread_step, &search, 0);
+	entry.thread = search.found;
+	entry.checked_ns = now;
+	bpf_map_update_elem(&hs_threads, &tid, &entry, BPF_ANY);
+	return search.found;
+}
+
+/* The CodeBlob holding `pc`: its heap's segment map says how many segments back it starts. */
+static __always_inline __u64 hs_blob_at(__u64 pc)
+{
+	__u64 low = 0, segmap = 0, shift = 0, index;
+	__u8 back = 0;
+	int h, hop;
+
+#pragma unroll
+	for (h = 0; h < LT_HS_MAX_HEAPS; h++) {
+		if (h < hs_config.nr_heaps && pc >= hs_config.heaps[h].low && pc < hs_config.heaps[h].high) {
+			low = hs_config.heaps[h].low;
+			segmap = hs_config.heaps[h].segmap;
+			shift = hs_config.heaps[h].log2_segment & 31;
+		}
+	}
+	if (!low)
+		return 0;
+	index = (pc - low) >> shift;
+#pragma unroll
+	for (hop = 0; hop < LT_HS_MAX_HOPS; hop++) {
+		if (bpf_probe_read_user(&back, 1, (const void *)(segmap + index)) || back == 0xff)
+			return 0; /* unreadable, or a free block */
+		if (back == 0)
+			return low + (index << shift) + hs_config.heap_block_size;
+		if (back > index)
+			return 0;
+		index -= back;
+	}
+	return 0;
+}
+
+struct hs_frame_walk {
+	struct lt_interp_stack *stack;
+	__u64 pc;
+	__u64 sp;
+	__u64 fp;
+	__u32 n;
+};
+
+static __always_inline void hs_push(struct hs_frame_walk *walk, __u64 method, __u32 offset, __u64 const_method)
+{
+	struct lt_interp_stack *stack = walk->stack;
+
+	if (walk->n >= LT_MAX_INTERP_FRAMES) {
+		stack->flags |= LT_INTERP_TRUNCATED;
+		return;
+	}
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].code = method;
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].offset = offset & LT_INTERP_NO_OFFSET;
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].fingerprint = (__u32)const_method;
+	walk->n++;
+}
+
+/*
+ * One Java frame: interpreted ones keep their Method* and bcp in slots below fp; compiled
+ * ones (an nmethod in the code cache) are unwound by their frame size; other code-cache
+ * blobs (adapters, runtime stubs) are stepped over the same way, unnamed. The walk ends at
+ * the call stub (the VM called into Java there) or at code that is not Java's.
+ */
+static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
+{
+	__u64 pc = walk->pc, fp = walk->fp, blob, method, const_method, bcp, codes, name;
+	__s32 frame_size = 0;
+	char kind[8] = {};
+
+	if (!walk->stack || !pc || pc == hs_config.call_stub_return || walk->n >= LT_MAX_INTERP_FRAMES)
+		return 1;
+	if (pc >= hs_config.interpreter_begin && pc < hs_config.interpreter_end) {
+		method = read_user_u64(fp + (__s64)hs_config.frame_method * 8);
+		bcp = read_user_u64(fp + (__s64)hs_config.frame_bcp * 8);
+		const_method = read_user_u64(method + hs_config.method_const);
+		codes = const_method + hs_config.const_method_size;
+		hs_push(walk, method, bcp >= codes && bcp - codes < 0x10000 ? (__u32)(bcp - codes) : LT_INTERP_NO_OFFSET,
+			const_method);
+		walk->sp = read_user_u64(fp + (__s64)hs_config.frame_sender_sp * 8);
+		walk->pc = read_user_u64(fp + 8);
+		walk->fp = read_user_u64(fp);
+		return 0;
+	}
+	blob = hs_blob_at(pc);
+	if (!blob)
+		return 1;
+	bpf_probe_read_user(&frame_size, sizeof(frame_size), (const void *)(blob + hs_config.blob_frame_size));
+	if (frame_size <= 0 || frame_size > (1 << 20)) {
+		walk->stack->flags |= LT_INTERP_READ_FAILED;
+		return 1;
+	}
+	name = read_user_u64(blob + hs_config.blob_name);
+	bpf_probe_read_user(kind, sizeof(kind), (const void *)name);
+	/* "nmethod", or "native nmethod" (a native method's compiled wrapper) */
+	if ((kind[0] == 'n' && kind[1] == 'm' && kind[2] == 'e' && kind[7] == 0) ||
+	    (kind[0] == 'n' && kind[1] == 'a' && kind[6] == ' ' && kind[7] == 'n')) {
+		method = read_user_u64(blob + hs_config.nmethod_method);
+		hs_push(walk, method, LT_INTERP_NO_OFFSET, read_user_u64(method + hs_config.method_const));
+	}
+	walk->sp += (__u64)frame_size * 8;
+	walk->pc = read_user_u64(walk->sp - 8);
+	walk->fp = read_user_u64(walk->sp - 16);
+	return 0;
+}
+
+/*
+ * The current thread's Java frames, to the sample ring before its sample (events.h): from
+ * the registers while it runs Java code, else from its last Java frame anchor (set while
+ * it is in the VM or in native code).
+ */
+static __noinline int send_hotspot_stack(struct task_struct *task, __u32 tid, __u64 now)
+{
+	struct hs_frame_walk walk = {};
+	struct lt_interp_stack *stack;
+	struct pt_regs *regs;
+	__u32 zero = 0, size, state = 0;
+	__u64 thread, anchor;
+
+	if (!*(volatile __u64 *)&hs_config.ready)
+		return 0; /* the loader has not read the JVM's layout yet */
+	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
+	if (!stack)
+		return 0;
+	stack->header.type = LT_RECORD_INTERP_STACK;
+	stack->ts_ns = now;
+	stack->tid = tid;
+	stack->flags = 0;
+	walk.stack = stack;
+	thread = hs_java_thread(tid, now);
+	if (!thread) {
+		stack->flags = LT_INTERP_NO_THREAD;
+	} else {
+		bpf_probe_read_user(&state, sizeof(state), (const void *)(thread + hs_config.thread_state));
+		if (state == hs_config.in_java) {
+			regs = (struct pt_regs *)bpf_task_pt_regs(task);
+			if (regs) {
+				walk.pc = BPF_CORE_READ(regs, ip);
+				walk.sp = BPF_CORE_READ(regs, sp);
+				walk.fp = BPF_CORE_READ(regs, bp);
+			}
+		} else {
+			anchor = thread + hs_config.thread_anchor;
+			walk.sp = read_user_u64(anchor + hs_config.anchor_sp);
+			walk.pc = read_user_u64(anchor + hs_config.anchor_pc);
+			walk.fp = read_user_u64(anchor + hs_config.anchor_fp);
+			if (walk.sp && !walk.pc)
+				walk.pc = read_user_u64(walk.sp - 8);
+		}
+		bpf_loop(LT_MAX_INTERP_FRAMES + 32, hs_frame_step, &walk, 0);
+	}
+	if (walk.n > LT_MAX_INTERP_FRAMES)
+		walk.n = LT_MAX_INTERP_FRAMES;
+	stack->nr_frames = walk.n;
+	size = __builtin_offsetof(struct lt_interp_stack, frames) + walk.n * sizeof(struct lt_interp_frame);
+	if (size > sizeof(*stack))
+		size = sizeof(*stack);
+	stack->header.size = size;
+	if (bpf_ringbuf_output(&samples, stack, size, 0))
+		count(LT_STAT_INTERP_STACKS_DROPPED);
+	return 0;
+}
+
 /* min(size, LT_MAX_STACK_COPY), in the register the verifier sees used afterwards. */
 static __always_inline __u64 clamp_copy(__u64 size)
 {
@@ -1556,6 +1797,8 @@ static __always_inline void take_sample(void *ctx, struct task_struct *task, __u
 		return;
 	if (py_layout.frame_model && (dwarf_stack_bytes || sample_records))
 		send_interp_stack(task, tid, now);
+	else if (hs_enabled && (dwarf_stack_bytes || sample_records))
+		send_hotspot_stack(task, tid, now);
 	if (dwarf_stack_bytes)
 		copy_user_stack(task, tid, now, kind, state, sample_records);
 	else if (sample_records)

@@ -149,6 +149,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->preempt_stacks_after_ns = options.preempt_stacks_after_ns;
     std::memcpy(const_cast<lt_py_layout*>(&skel->rodata->py_layout), &options.interpreters.python_layout,
                 sizeof(lt_py_layout));
+    skel->rodata->hs_enabled = options.interpreters.hotspot_enabled;
     if (options.thread_tracking)
       if (int err = bpf_map__set_max_entries(skel->maps.samples, options.sample_ring_bytes))
         return SystemError("cannot size the sample ring", err);
@@ -368,6 +369,12 @@ void BpfSession::PublishInterpreterAddresses(const InterpreterBpfConfig& config)
   // The code type last: BPF walks nothing while it is 0.
   __atomic_store_n(&skel_->bss->py_addresses.interp_head, config.python_addresses.interp_head, __ATOMIC_RELAXED);
   __atomic_store_n(&skel_->bss->py_addresses.code_type, config.python_addresses.code_type, __ATOMIC_RELEASE);
+  if (config.hotspot.ready) {  // the layout first, `ready` last
+    lt_hotspot_config hotspot = config.hotspot;
+    hotspot.ready = 0;
+    std::memcpy(&skel_->bss->hs_config, &hotspot, sizeof(hotspot));
+    __atomic_store_n(&skel_->bss->hs_config.ready, 1, __ATOMIC_RELEASE);
+  }
 }
 
 uint32_t BpfSession::loop_tid() const {

@@ -50,7 +50,17 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
   std::vector<std::string> frames;
   size_t next = 0;  // the next Python frame to place
   if (merged_) {
+    bool in_generated_run = false;  // after the frames spliced at a run of generated code
     for (const ResolvedFrame& f : native.frames) {
+      if (interpreter_->IsGeneratedCode(f.module)) {
+        if (next < pending.frames.size()) {
+          for (; next < pending.frames.size(); ++next) frames.push_back(pending.frames[next].name);
+          in_generated_run = true;
+        }
+        if (in_generated_run) continue;
+      } else {
+        in_generated_run = false;
+      }
       if (!interpreter_->IsInterpreterLoop(f.function) || next == pending.frames.size()) {
         frames.push_back(f.Name());
         continue;

@@ -27,6 +27,8 @@ namespace looptrace::loader {
 struct InterpreterBpfConfig {
   lt_py_layout python_layout{};  // frame_model 0: no CPython frames
   lt_py_addresses python_addresses{};
+  bool hotspot_enabled = false;  // a HotSpot target: BPF keeps its walker
+  lt_hotspot_config hotspot{};   // ready 0: not read from the JVM (yet)
 };
 
 // One interpreted frame, named: "handle_client", "server.py", 40.
@@ -87,6 +89,13 @@ class InterpreterSupport {
   // Whether an interpreted frame (its offset word, LT_INTERP_ENTRY) is the outermost of
   // one run of the interpreter loop.
   virtual bool EndsLoopRun(const lt_interp_frame& frame) const = 0;
+  // Whether native frames of `module` are code the runtime generated ("[jit]": HotSpot's
+  // interpreter and compiled methods, which the walk named): a merged stack puts the
+  // interpreted frames at the first of a run of them and drops the rest of the run.
+  virtual bool IsGeneratedCode(std::string_view module) const {
+    (void)module;
+    return false;
+  }
 };
 
 }  // namespace looptrace::loader

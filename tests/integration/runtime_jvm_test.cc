@@ -174,31 +174,31 @@ TEST_F(JvmRuntimeTest, AContendedMonitorNamesItsHolderInEvilMethodAndLagReports)
   check(*lag);
 }
 
-TEST_F(JvmRuntimeTest, AJvmWithoutMethodProbesIsAnErrorNamingTheFlag) {
+TEST_F(JvmRuntimeTest, AJvmWithoutMethodProbesRunsAndSaysWhatItGivesInOneLine) {
   std::vector<std::string> argv = {Looptrace(), "run", "--"};
   for (auto& a : JavaCommand({}, {"--scenario", "slow"})) argv.push_back(a);
   auto r = RunCommand(argv, 120);
-  EXPECT_EQ(r.exit_code, kProfileError) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("runs HotSpot with its method probes off"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("hint: start java with -XX:+DTraceMethodProbes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("but no event-dispatch messages"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("start java with -XX:+DTraceMethodProbes"), std::string::npos) << r.err;
 }
 
 TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchThread) {
   {
-    // Without method probes: the flag's value is read from the JVM's memory.
+    // Without method probes: the flag's value is read from the JVM's memory; the session
+    // runs (Java frames in samples and dumps) and says what it lacks.
     Process target(JavaCommand({}, {"--scenario", "forever", "--truth", dir_ / "off.jsonl"}));
     WaitForFile(dir_ / "off.jsonl", 20000);
     auto r = RunCommand({Looptrace(), "record", "-v", "-p", std::to_string(target.pid()), "-d", "1"});
-    EXPECT_EQ(r.exit_code, kProfileError) << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("(from its memory)"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("with its method probes off"), std::string::npos) << r.err;
-    // probes -p gives the same verdict: the jvm profile fits, and is refused for the same reason.
+    // probes -p gives the same verdict: the jvm profile fits and is picked, with the warning.
     auto probes = RunCommand({Looptrace(), "probes", "-p", std::to_string(target.pid())});
-    EXPECT_EQ(probes.exit_code, kProfileError) << probes.out << probes.err;
-    EXPECT_NE(probes.out.find("jvm            refused  pid"), std::string::npos) << probes.out;
-    EXPECT_EQ(probes.out.find("picked"), std::string::npos) << probes.out;
+    EXPECT_EQ(probes.exit_code, 0) << probes.out << probes.err;
+    EXPECT_NE(probes.out.find("profile jvm"), std::string::npos) << probes.out;
     EXPECT_NE(probes.err.find("with its method probes off"), std::string::npos) << probes.err;
-    EXPECT_NE(probes.err.find("hint: start java with -XX:+DTraceMethodProbes"), std::string::npos) << probes.err;
   }
   Process target(JavaCommand({"-XX:+DTraceMethodProbes"}, {"--scenario", "forever", "--truth", dir_ / "on.jsonl"}));
   WaitForFile(dir_ / "on.jsonl", 20000);

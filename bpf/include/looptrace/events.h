@@ -564,7 +564,54 @@ struct lt_py_addresses {
 	__u64 code_type;   /* address of PyCode_Type: every frame's code object is checked */
 };
 
+/*
+ * HotSpot (loader/runtimes/jvm/): what BPF needs to walk a Java thread's frames, read by the
+ * loader from the JVM's own tables (gHotSpotVMStructs) once it runs, so set at run time
+ * (.bss hs_config; BPF walks nothing while `ready` is 0). Offsets in bytes; the interpreter
+ * frame slots in words from fp. Frames go out as lt_interp_frame: code = the Method*,
+ * offset = the bytecode index (interpreted) or LT_INTERP_NO_OFFSET (compiled), fingerprint =
+ * the low half of the method's ConstMethod* (a method redefined or freed differs).
+ */
+#define LT_HS_MAX_HEAPS 3
+
+struct lt_hotspot_heap {
+	__u64 low;    /* the code heap's reserved range */
+	__u64 high;
+	__u64 segmap; /* its segment map: bytes, hops back to a block's first segment */
+	__u64 log2_segment;
+};
+
+struct lt_hotspot_config {
+	__u64 java_thread_list;     /* address of ThreadsSMRSupport::_java_thread_list */
+	__u64 interpreter_begin;    /* the template interpreter's code */
+	__u64 interpreter_end;
+	__u64 call_stub_return;     /* StubRoutines::_call_stub_return_address: native below */
+	struct lt_hotspot_heap heaps[LT_HS_MAX_HEAPS];
+	__u16 threads_list_length;
+	__u16 threads_list_threads;
+	__u16 thread_osthread;
+	__u16 osthread_thread_id;
+	__u16 thread_state;
+	__u16 thread_anchor;
+	__u16 anchor_sp;
+	__u16 anchor_pc;
+	__u16 anchor_fp;
+	__u16 blob_name;
+	__u16 blob_frame_size;
+	__u16 nmethod_method;
+	__u16 method_const;
+	__u16 const_method_size;
+	__u16 heap_block_size;
+	__u16 in_java;              /* _thread_in_Java */
+	__s16 frame_sender_sp;      /* interpreter frame slots, words from fp */
+	__s16 frame_method;
+	__s16 frame_bcp;
+	__u16 nr_heaps;
+	__u64 ready;                /* stored last */
+};
+
 LT_STATIC_ASSERT(sizeof(struct lt_py_layout) == 64, "python layout size");
+LT_STATIC_ASSERT(sizeof(struct lt_hotspot_config) == 176, "hotspot config size");
 LT_STATIC_ASSERT(sizeof(struct lt_py_addresses) == 16, "python addresses size");
 LT_STATIC_ASSERT(sizeof(struct lt_interp_frame) == 16, "interpreter frame size");
 

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "loader/runtimes/jvm/hotspot_process.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/util/log.h"
@@ -205,15 +206,15 @@ class HotSpotRuntime : public Runtime {
     log::V1("{}: HotSpot method probes {}, monitor probes {} (from {})", who, flags->method ? "on" : "off",
             flags->monitor ? "on" : "off", source);
     if (need_method && !flags->method) {
-      const std::string what = fmt::format(
-          "{} runs HotSpot with its method probes off: profile {} needs them for "
-          "event-dispatch messages and Java method beats",
-          who, check.profile_name);
-      const std::string fix =
-          "start java with -XX:+DTraceMethodProbes (or JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes); "
-          "add -XX:+DTraceMonitorProbes for monitor contention";
-      if (flags->certain) return MakeError(what, ExitCode::kProfile, fix);
-      log::Warning("{} (as far as {} tells; @argfiles or -XX:Flags files may say otherwise); {}", what, source, fix);
+      // Not an error: HotSpot exports its own layouts (VMStructs), so the session still
+      // shows Java frames; only what the method probes bound (messages, beats) is missing.
+      log::Warning(
+          "{} runs HotSpot with its method probes off (as far as {} tells): profile {} records CPU samples, "
+          "switch-outs and thread dumps with Java frames, but no event-dispatch messages or Java method "
+          "beats; for those start java with -XX:+DTraceMethodProbes (or "
+          "JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes)",
+          who, source, check.profile_name);
+      return {};
     }
     if (need_monitor && !flags->monitor && flags->method)
       log::Warning(
@@ -229,6 +230,10 @@ class HotSpotRuntime : public Runtime {
     if (!info || !info->binary.empty()) return "";
     return fmt::format("{} {}, whose libjvm.so has no hotspot USDT probes (a build without DTrace support)",
                        target.pid > 0 ? fmt::format("pid {} runs", target.pid) : "the command runs", info->what);
+  }
+
+  Result<std::unique_ptr<InterpreterSupport>> Interpreter(const TargetBinaries& target, int pid) const override {
+    return MakeHotSpotSupport(target, pid);
   }
 
   std::optional<std::string> DlopenedLibrary(const std::string& library, const std::string& exe_path) const override {

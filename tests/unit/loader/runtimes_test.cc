@@ -144,12 +144,9 @@ TEST(Runtimes, ChecksSeeTheResolvedPointsOnly) {
   check.points = {"hotspot:gc__begin", "hotspot:gc__end"};  // no method or monitor probes
   EXPECT_TRUE(FindRuntime("jvm")->Check(check, target, Command({"java", "Main"})));
   check.points.push_back("hotspot:method__entry");
-  auto off = FindRuntime("jvm")->Check(check, target, Command({"java", "Main"}));
-  ASSERT_FALSE(off);
-  EXPECT_NE(off.error().message.find("the JVM runs HotSpot with its method probes off: profile jvm needs them"),
-            std::string::npos)
-      << off.error().message;
-  EXPECT_NE(off.error().hint.find("-XX:+DTraceMethodProbes"), std::string::npos);
+  // Method probes off: attached all the same (Java frames need no flag); a warning says what
+  // the session lacks (runtime_jvm_test.cc checks its text).
+  EXPECT_TRUE(FindRuntime("jvm")->Check(check, target, Command({"java", "Main"})));
   EXPECT_TRUE(FindRuntime("jvm")->Check(check, target, Command({"java", "-XX:+DTraceMethodProbes", "Main"})));
 }
 

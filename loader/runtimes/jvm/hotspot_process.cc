@@ -1,0 +1,298 @@
+#include "loader/runtimes/jvm/hotspot_process.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <vector>
+
+#include "loader/runtimes/jvm/hotspot_layout.h"
+#include "loader/runtimes/jvm/jvm.h"
+#include "loader/runtimes/jvm/method_namer.h"
+#include "loader/runtimes/jvm/vm_structs.h"
+#include "looptrace/symbols/elf_file.h"
+#include "looptrace/symbols/proc_maps.h"
+#include "looptrace/util/log.h"
+
+namespace looptrace::loader::jvm {
+namespace {
+
+constexpr int kMaxThreads = 4096;
+constexpr int kMaxFrames = 256;
+constexpr int kMaxSegmentHops = 4096;
+constexpr int kMaxHeaps = 8;
+constexpr std::string_view kUnknownJavaFrame = "[unknown Java frame]";
+
+std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// One code heap: its reserved code range and the segment map that finds a block's start.
+struct CodeHeap {
+  uint64_t low = 0, high = 0, segmap = 0;
+  int log2_segment = 0;
+};
+
+class HotSpotProcess : public InterpreterSupport {
+ public:
+  HotSpotProcess(std::string libjvm, int pid)
+      : libjvm_(std::move(libjvm)), pid_(pid), memory_(python::ProcessMemory(pid)) {
+    what_ = fmt::format("HotSpot ({})", libjvm_);
+  }
+
+  const std::string& what() const override { return what_; }
+
+  // The layout comes from the running JVM (Locate); BPF only learns it is one to walk.
+  void DescribeLayout(InterpreterBpfConfig* config) const override { config->hotspot_enabled = true; }
+
+  Result<bool> Locate(InterpreterBpfConfig* config) override {
+    if (!elf_) {  // opened once: libjvm.so's symbol table is large, Locate is asked often
+      auto elf = symbols::ElfFile::Open(libjvm_);
+      if (!elf) return MakeError(fmt::format("{}: {}", libjvm_, elf.error().message));
+      elf_.emplace(std::move(*elf));
+    }
+    const symbols::ElfFile* elf = &*elf_;
+    auto bias = LoadBias(*elf);
+    if (!bias) return false;  // not mapped yet
+    auto structs_at = elf->FindObject("gHotSpotVMStructs");
+    if (!structs_at)
+      return MakeError(fmt::format("{} exports no gHotSpotVMStructs (not a HotSpot?): no Java frames", libjvm_));
+    uint64_t structs = 0;
+    if (!memory_->Read(*structs_at + *bias, &structs, 8) || !structs) return false;  // not initialized yet
+    auto fail = [&](const std::string& why) {
+      return MakeError(fmt::format("{}: {}: no Java frames in thread dumps, messages still work", what_, why));
+    };
+    auto vm = ReadVmStructs(*elf, *bias, *memory_);
+    if (!vm) return fail(vm.error().message);
+    auto layout = LayoutFrom(*vm);
+    if (!layout) return fail(layout.error().message);
+    uint64_t list = 0;
+    if (!memory_->Read(layout->java_thread_list, &list, 8) || !list) return false;  // threads not started yet
+    layout_ = *layout;
+    namer_ = std::make_unique<MethodNamer>(layout_, *memory_);
+    ReadCode();
+    if (heaps_.empty() || !interpreter_begin_) return fail("no code heaps or interpreter code found");
+    FillBpfConfig(&config->hotspot);
+    log::V1("{}: {} fields and {} types in its VMStructs", what_, vm->offsets.size() + vm->addresses.size(),
+            vm->sizes.size());
+    return true;
+  }
+
+  // A frame BPF walked; one it cannot name is counted and shown as unknown, never guessed.
+  std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats) override {
+    const uint32_t offset = frame.offset & LT_INTERP_NO_OFFSET;
+    auto named = namer_ ? namer_->Name(frame.code, offset == LT_INTERP_NO_OFFSET ? -1 : static_cast<int>(offset),
+                                       frame.fingerprint)
+                        : std::nullopt;
+    if (named) return named;
+    stats->Add(StatId::interp_frames_unnamed);
+    return InterpreterFrame{std::string(kUnknownJavaFrame), "", 0};
+  }
+
+  CallableName NameCallable(std::span<const uint64_t>, const TargetTextLookup&, Stats*) override { return {}; }
+
+  std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats* stats) override {
+    std::map<uint32_t, std::vector<InterpreterFrame>> out;
+    if (!namer_) return out;
+    ReadCode();
+    const HotSpotLayout& l = layout_;
+    auto list = Pointer(l.java_thread_list);
+    if (!list) return out;
+    uint32_t length = 0;
+    auto threads = Pointer(*list + l.threads_list_threads);
+    if (!threads || !memory_->Read(*list + l.threads_list_length, &length, 4)) return out;
+    for (uint32_t i = 0; i < length && i < kMaxThreads; ++i) {
+      auto thread = Pointer(*threads + i * 8ull);
+      if (!thread) continue;
+      auto osthread = Pointer(*thread + l.thread_osthread);
+      int32_t tid = 0;
+      if (!osthread || !memory_->Read(*osthread + l.osthread_thread_id, &tid, 4) || tid <= 0) continue;
+      auto frames = Frames(*thread, stats);
+      if (!frames.empty()) out[static_cast<uint32_t>(tid)] = std::move(frames);
+    }
+    return out;
+  }
+
+  // HotSpot's generated code (interpreter, compiled methods, stubs) resolves as "[jit]":
+  // native frames end there, the Java frames take its place.
+  bool IsInterpreterModule(std::string_view module) const override { return module == "[jit]"; }
+  bool IsGeneratedCode(std::string_view module) const override { return module == "[jit]"; }
+  bool IsInterpreterLoop(std::string_view) const override { return false; }
+  bool EndsLoopRun(const lt_interp_frame&) const override { return true; }
+
+ private:
+  std::optional<uint64_t> LoadBias(const symbols::ElfFile& elf) const {
+    auto maps = symbols::ReadProcMaps(pid_);
+    if (!maps) return std::nullopt;
+    for (const auto& m : *maps) {
+      if (!m.is_file() || Basename(m.path) != Basename(libjvm_)) continue;
+      auto vaddr = elf.FileOffsetToAddress(m.offset);
+      if (vaddr) return m.start - (*vaddr & ~uint64_t{0xfff});
+    }
+    return std::nullopt;
+  }
+
+  void FillBpfConfig(lt_hotspot_config* c) const {
+    const HotSpotLayout& l = layout_;
+    *c = lt_hotspot_config{};
+    c->java_thread_list = l.java_thread_list;
+    c->interpreter_begin = interpreter_begin_;
+    c->interpreter_end = interpreter_end_;
+    c->call_stub_return = call_stub_return_;
+    for (size_t i = 0; i < heaps_.size() && i < LT_HS_MAX_HEAPS; ++i) {
+      c->heaps[i] = {heaps_[i].low, heaps_[i].high, heaps_[i].segmap, static_cast<uint64_t>(heaps_[i].log2_segment)};
+      c->nr_heaps = static_cast<uint16_t>(i + 1);
+    }
+    auto u16 = [](uint64_t v) { return static_cast<uint16_t>(v); };
+    c->threads_list_length = u16(l.threads_list_length);
+    c->threads_list_threads = u16(l.threads_list_threads);
+    c->thread_osthread = u16(l.thread_osthread);
+    c->osthread_thread_id = u16(l.osthread_thread_id);
+    c->thread_state = u16(l.thread_state);
+    c->thread_anchor = u16(l.thread_anchor);
+    c->anchor_sp = u16(l.anchor_sp);
+    c->anchor_pc = u16(l.anchor_pc);
+    c->anchor_fp = u16(l.anchor_fp);
+    c->blob_name = u16(l.blob_name);
+    c->blob_frame_size = u16(l.blob_frame_size);
+    c->nmethod_method = u16(l.nmethod_method);
+    c->method_const = u16(l.method_const);
+    c->const_method_size = u16(l.const_method_size);
+    c->heap_block_size = u16(l.heap_block_size);
+    c->in_java = u16(l.in_java);
+    c->frame_sender_sp = static_cast<int16_t>(l.frame_sender_sp);
+    c->frame_method = static_cast<int16_t>(l.frame_method);
+    c->frame_bcp = static_cast<int16_t>(l.frame_bcp);
+    c->ready = 1;
+  }
+
+  std::optional<uint64_t> Pointer(uint64_t address) {
+    uint64_t value = 0;
+    if (!address || !memory_->Read(address, &value, 8)) return std::nullopt;
+    return value;
+  }
+  std::optional<int32_t> Int(uint64_t address) {
+    int32_t value = 0;
+    if (!address || !memory_->Read(address, &value, 4)) return std::nullopt;
+    return value;
+  }
+
+  // The code heaps, the interpreter's code and the call stub's return address: fixed once
+  // the JVM started, read again at each dump (cheap) so nothing stale is kept.
+  void ReadCode() {
+    const HotSpotLayout& l = layout_;
+    heaps_.clear();
+    if (auto array = Pointer(l.code_heaps); array && *array) {
+      auto len = Int(*array + l.array_len);
+      auto data = Pointer(*array + l.array_data);
+      for (int i = 0; len && data && i < *len && i < kMaxHeaps; ++i) {
+        auto heap = Pointer(*data + i * 8ull);
+        if (!heap) continue;
+        CodeHeap h;
+        const uint64_t memory = *heap + l.heap_memory;
+        h.low = Pointer(memory + l.space_low).value_or(0);
+        h.high = Pointer(memory + l.space_high).value_or(0);
+        h.segmap = Pointer(*heap + l.heap_segmap + l.space_low).value_or(0);
+        h.log2_segment = Int(*heap + l.heap_log2_segment).value_or(0);
+        if (h.low && h.high > h.low && h.segmap && h.log2_segment > 0 && h.log2_segment < 16) heaps_.push_back(h);
+      }
+    }
+    interpreter_begin_ = interpreter_end_ = 0;
+    if (auto queue = Pointer(l.interpreter_code); queue && *queue) {
+      interpreter_begin_ = Pointer(*queue + l.stub_buffer).value_or(0);
+      interpreter_end_ = interpreter_begin_ + Int(*queue + l.stub_buffer_limit).value_or(0);
+    }
+    call_stub_return_ = Pointer(l.call_stub_return).value_or(0);
+  }
+
+  // The CodeBlob holding `pc`, through its heap's segment map (HotSpot's
+  // CodeHeap::find_block_for: each map byte says how many segments back to hop).
+  std::optional<uint64_t> BlobAt(uint64_t pc) {
+    for (const CodeHeap& h : heaps_) {
+      if (pc < h.low || pc >= h.high) continue;
+      uint64_t index = (pc - h.low) >> h.log2_segment;
+      for (int hop = 0; hop < kMaxSegmentHops; ++hop) {
+        uint8_t back = 0;
+        if (!memory_->Read(h.segmap + index, &back, 1) || back == 0xff) return std::nullopt;  // free
+        if (back == 0) return h.low + (index << h.log2_segment) + layout_.heap_block_size;
+        if (back > index) return std::nullopt;
+        index -= back;
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  bool IsNmethod(uint64_t blob) {
+    auto name = Pointer(blob + layout_.blob_name);
+    char text[16] = {};
+    if (!name || !memory_->Read(*name, text, sizeof(text) - 1)) return false;
+    const std::string_view s(text);
+    return s == "nmethod" || s == "native nmethod";
+  }
+
+  void Add(std::vector<InterpreterFrame>* frames, uint64_t method, int bci, Stats* stats) {
+    auto named = namer_->Name(method, bci);
+    if (!named) {
+      stats->Add(StatId::interp_frames_unnamed);
+      frames->push_back({std::string(kUnknownJavaFrame), "", 0});
+      return;
+    }
+    frames->push_back(*named);
+  }
+
+  // The thread's Java frames from its last Java frame anchor, innermost first.
+  std::vector<InterpreterFrame> Frames(uint64_t thread, Stats* stats) {
+    const HotSpotLayout& l = layout_;
+    std::vector<InterpreterFrame> frames;
+    const uint64_t anchor = thread + l.thread_anchor;
+    uint64_t sp = Pointer(anchor + l.anchor_sp).value_or(0);
+    uint64_t fp = Pointer(anchor + l.anchor_fp).value_or(0);
+    uint64_t pc = Pointer(anchor + l.anchor_pc).value_or(0);
+    if (!sp) return frames;  // running Java code, or no Java frame at all
+    if (!pc) pc = Pointer(sp - 8).value_or(0);
+    for (int i = 0; i < kMaxFrames && pc; ++i) {
+      if (pc == call_stub_return_) break;  // the VM called into Java here: native frames below
+      if (pc >= interpreter_begin_ && pc < interpreter_end_) {
+        const uint64_t method = Pointer(fp + l.frame_method * 8).value_or(0);
+        const uint64_t bcp = Pointer(fp + l.frame_bcp * 8).value_or(0);
+        Add(&frames, method, namer_->BciOf(method, bcp), stats);
+        sp = Pointer(fp + l.frame_sender_sp * 8).value_or(0);
+        pc = Pointer(fp + 8).value_or(0);
+        fp = Pointer(fp).value_or(0);
+        continue;
+      }
+      auto blob = BlobAt(pc);
+      if (!blob) break;  // not Java code: the walk ends
+      auto frame_size = Int(*blob + l.blob_frame_size);
+      if (!frame_size || *frame_size <= 0 || *frame_size > (1 << 20)) break;
+      // A compiled frame names the nmethod's own method (inlined callees are not expanded).
+      if (IsNmethod(*blob)) Add(&frames, Pointer(*blob + l.nmethod_method).value_or(0), -1, stats);
+      sp += static_cast<uint64_t>(*frame_size) * 8;
+      pc = Pointer(sp - 8).value_or(0);
+      fp = Pointer(sp - 16).value_or(0);
+    }
+    return frames;
+  }
+
+  std::string libjvm_;
+  std::optional<symbols::ElfFile> elf_;
+  int pid_;
+  std::unique_ptr<Memory> memory_;
+  std::string what_;
+  HotSpotLayout layout_;
+  std::unique_ptr<MethodNamer> namer_;
+  std::vector<CodeHeap> heaps_;
+  uint64_t interpreter_begin_ = 0, interpreter_end_ = 0, call_stub_return_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<InterpreterSupport>> MakeHotSpotSupport(const TargetBinaries& target, int pid) {
+  std::optional<std::string> libjvm;
+  if (auto maps = symbols::ReadProcMaps(pid))
+    for (const auto& m : *maps)
+      if (m.is_file() && Basename(m.path) == "libjvm.so") libjvm = m.path;
+  if (!libjvm) libjvm = LauncherLibjvm("libjvm.so", target.exe_path);
+  if (!libjvm) return std::unique_ptr<InterpreterSupport>();
+  return std::make_unique<HotSpotProcess>(*libjvm, pid);
+}
+
+}  // namespace looptrace::loader::jvm
