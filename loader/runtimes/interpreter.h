@@ -27,6 +27,7 @@ namespace looptrace::loader {
 struct InterpreterBpfConfig {
   lt_py_layout python_layout{};  // frame_model 0: no CPython frames
   lt_py_addresses python_addresses{};
+  lt_v8_layout v8_layout{};  // enabled 0: no V8 frames
 };
 
 // One interpreted frame, named: "handle_client", "server.py", 40.
