@@ -1662,6 +1662,182 @@ static __noinline int send_hotspot_stack(struct task_struct *task, __u32 tid, __
 	return 0;
 }
 
+/* ---- interpreter stacks: V8 (loader/runtimes/node/) ---- */
+
+/* V8's layout in the target (events.h); enabled 0: not a Node, or its metadata did not fit. */
+const volatile struct lt_v8_layout v8_layout = {};
+
+#define LT_V8_MAX_WALK 128 /* frames followed along the frame-pointer chain, native ones included */
+#define LT_V8_SLOTS 7      /* fp-40 .. fp+8: the slots a JavaScript frame is read by */
+#define LT_V8_ENTRY_FRAME 1
+#define LT_V8_CONSTRUCT_ENTRY_FRAME 2
+
+/* The count of frames lives in the record (a map value), not here: read back as an unknown
+ * number at each step, so the verifier need not tell one step's state from the next. */
+struct v8_frame_walk {
+	struct lt_interp_stack *stack;
+	__u64 fp;
+	__u64 sp;
+};
+
+/* The instance type of the heap object `tagged` (low bit 1), or 0. */
+static __always_inline __u16 v8_type_of(__u64 tagged)
+{
+	__u64 map;
+	__u16 type = 0;
+
+	if ((tagged & 3) != 1)
+		return 0;
+	map = read_user_u64(tagged - 1);
+	if ((map & 3) != 1)
+		return 0;
+	bpf_probe_read_user(&type, sizeof(type), (const void *)(map - 1 + v8_layout.map_instance_type));
+	return type;
+}
+
+static __always_inline __u64 v8_slot(__u64 *slots, __s16 fp_offset)
+{
+	/* slots[0] is fp-40 */
+	return slots[((__u32)(fp_offset + 40) >> 3) & 7];
+}
+
+/* One frame of the chain: a bpf_loop callback. A JavaScript frame holds a context (a heap
+ * object) where typed frames hold their marker (type << 1), and its JSFunction next to it. */
+static long v8_frame_step(__u32 i, struct v8_frame_walk *walk)
+{
+	struct lt_interp_stack *stack = walk->stack;
+	__u64 slots[8] = {}, function, sfi, next, offset = LT_INTERP_NO_OFFSET, array, word;
+	__u32 fingerprint = 0, n;
+	__u16 type;
+
+	if (!stack || !walk->fp || (walk->fp & 7) || walk->fp < walk->sp)
+		return 1;
+	if (bpf_probe_read_user(slots, LT_V8_SLOTS * 8, (const void *)(walk->fp - 40)))
+		return 1; /* the chain left the stack: a native frame without a frame pointer */
+	next = slots[5];
+	n = stack->nr_frames;
+	word = v8_slot(slots, v8_layout.fp_context);
+	if ((word & 1) == 0) {
+		/* a typed frame: an entry frame ends a run of JavaScript frames called from C++ */
+		if ((word >> 1) == LT_V8_ENTRY_FRAME || (word >> 1) == LT_V8_CONSTRUCT_ENTRY_FRAME)
+			if (n > 0)
+				stack->frames[(n - 1) & (LT_MAX_INTERP_FRAMES - 1)].offset |= LT_INTERP_ENTRY;
+		goto up;
+	}
+	function = v8_slot(slots, v8_layout.fp_function);
+	type = v8_type_of(function);
+	if (!type || type < v8_layout.type_function_first || type > v8_layout.type_function_last)
+		goto up;
+	sfi = read_user_u64(function - 1 + v8_layout.function_shared);
+	if (v8_type_of(sfi) != v8_layout.type_sfi) {
+		stack->flags |= LT_INTERP_BAD_CODE;
+		goto up;
+	}
+	bpf_probe_read_user(&fingerprint, sizeof(fingerprint), (const void *)(sfi - 1 + v8_layout.sfi_fingerprint));
+	/* Ignition: the frame holds its BytecodeArray and the offset in it (a Smi) */
+	array = v8_slot(slots, v8_layout.fp_bytecode_array);
+	word = v8_slot(slots, v8_layout.fp_bytecode_offset);
+	if ((word & 1) == 0 && v8_type_of(array) == v8_layout.type_bytecode_array)
+		offset = (word >> (v8_layout.smi_shift & 63)) & LT_INTERP_NO_OFFSET;
+	if (n >= LT_MAX_INTERP_FRAMES) {
+		stack->flags |= LT_INTERP_TRUNCATED;
+		return 1;
+	}
+	stack->frames[n & (LT_MAX_INTERP_FRAMES - 1)].code = sfi;
+	stack->frames[n & (LT_MAX_INTERP_FRAMES - 1)].offset = (__u32)offset;
+	stack->frames[n & (LT_MAX_INTERP_FRAMES - 1)].fingerprint = fingerprint;
+	stack->nr_frames = n + 1;
+up:
+	if (next <= walk->fp)
+		return 1; /* frames grow down: the caller's frame pointer is above */
+	walk->fp = next;
+	return 0;
+}
+
+/* Whether `fp` is a JavaScript frame's frame pointer: a context, and a JSFunction next to it. */
+static __always_inline int v8_js_frame(__u64 fp)
+{
+	__u16 type;
+
+	if (!(read_user_u64(fp + v8_layout.fp_context) & 1))
+		return 0;
+	type = v8_type_of(read_user_u64(fp + v8_layout.fp_function));
+	return type && type >= v8_layout.type_function_first && type <= v8_layout.type_function_last;
+}
+
+#define LT_V8_SCAN_WORDS 512 /* 4 KiB of stack above sp looked through for a saved frame pointer */
+
+struct v8_frame_scan {
+	__u64 sp;
+	__u64 found;
+};
+
+/*
+ * A switch-out in a C library function that uses rbp as a scratch register (glibc's futex
+ * wait under Atomics.wait) leaves no chain to follow from the registers: the first word above
+ * sp that a callee saved as rbp and that points to a JavaScript frame (or to the frame of
+ * V8's C++ call out of one) resumes it.
+ */
+static long v8_scan_step(__u32 i, struct v8_frame_scan *scan)
+{
+	__u64 at = scan->sp + 8 * (__u64)i, word = read_user_u64(at);
+
+	if ((word & 7) || word <= at || word - at > (1 << 20))
+		return 0;
+	if (v8_js_frame(word) || v8_js_frame(read_user_u64(word))) {
+		scan->found = word;
+		return 1;
+	}
+	return 0;
+}
+
+/* The current thread's JavaScript frames, to the sample ring before its sample (events.h). */
+static __noinline int send_v8_stack(struct task_struct *task, __u32 tid, __u64 now)
+{
+	struct v8_frame_walk walk = {};
+	struct lt_interp_stack *stack;
+	struct pt_regs *regs;
+	__u32 zero = 0, size, n;
+
+	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
+	if (!stack || !task)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	stack->header.type = LT_RECORD_INTERP_STACK;
+	stack->ts_ns = now;
+	stack->tid = tid;
+	stack->flags = 0;
+	stack->nr_frames = 0;
+	walk.stack = stack;
+	walk.fp = BPF_CORE_READ(regs, bp);
+	walk.sp = BPF_CORE_READ(regs, sp);
+	bpf_loop(LT_V8_MAX_WALK, v8_frame_step, &walk, 0);
+	if (!stack->nr_frames) {
+		struct v8_frame_scan scan = { .sp = walk.sp };
+
+		bpf_loop(LT_V8_SCAN_WORDS, v8_scan_step, &scan, 0);
+		if (scan.found) {
+			walk.fp = scan.found;
+			bpf_loop(LT_V8_MAX_WALK, v8_frame_step, &walk, 0);
+		}
+	}
+	n = stack->nr_frames;
+	if (n > LT_MAX_INTERP_FRAMES)
+		n = LT_MAX_INTERP_FRAMES;
+	if (n == 0)
+		stack->flags |= LT_INTERP_NO_THREAD;
+	stack->nr_frames = n;
+	size = __builtin_offsetof(struct lt_interp_stack, frames) + n * sizeof(struct lt_interp_frame);
+	if (size > sizeof(*stack))
+		size = sizeof(*stack);
+	stack->header.size = size;
+	if (bpf_ringbuf_output(&samples, stack, size, 0))
+		count(LT_STAT_INTERP_STACKS_DROPPED);
+	return 0;
+}
+
 /* min(size, LT_MAX_STACK_COPY), in the register the verifier sees used afterwards. */
 static __always_inline __u64 clamp_copy(__u64 size)
 {
@@ -1799,6 +1975,8 @@ static __always_inline void take_sample(void *ctx, struct task_struct *task, __u
 		send_interp_stack(task, tid, now);
 	else if (hs_enabled && (dwarf_stack_bytes || sample_records))
 		send_hotspot_stack(task, tid, now);
+	else if (v8_layout.enabled && (dwarf_stack_bytes || sample_records))
+		send_v8_stack(task, tid, now);
 	if (dwarf_stack_bytes)
 		copy_user_stack(task, tid, now, kind, state, sample_records);
 	else if (sample_records)

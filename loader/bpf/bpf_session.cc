@@ -150,6 +150,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     std::memcpy(const_cast<lt_py_layout*>(&skel->rodata->py_layout), &options.interpreters.python_layout,
                 sizeof(lt_py_layout));
     skel->rodata->hs_enabled = options.interpreters.hotspot_enabled;
+    std::memcpy(const_cast<lt_v8_layout*>(&skel->rodata->v8_layout), &options.interpreters.v8_layout,
+                sizeof(lt_v8_layout));
     if (options.thread_tracking)
       if (int err = bpf_map__set_max_entries(skel->maps.samples, options.sample_ring_bytes))
         return SystemError("cannot size the sample ring", err);

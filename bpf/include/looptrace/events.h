@@ -615,4 +615,30 @@ LT_STATIC_ASSERT(sizeof(struct lt_hotspot_config) == 176, "hotspot config size")
 LT_STATIC_ASSERT(sizeof(struct lt_py_addresses) == 16, "python addresses size");
 LT_STATIC_ASSERT(sizeof(struct lt_interp_frame) == 16, "interpreter frame size");
 
+/*
+ * V8 (Node.js; loader/runtimes/node/): what the frame walker needs of V8's post-mortem
+ * metadata (the v8dbg_* symbols of the node executable), set by the loader (rodata
+ * v8_layout) before load. The walker follows the frame-pointer chain of the sampled thread
+ * and records each JavaScript frame as (SharedFunctionInfo, bytecode offset or
+ * LT_INTERP_NO_OFFSET, 4 bytes of the SharedFunctionInfo) in an lt_interp_stack.
+ */
+struct lt_v8_layout {
+	__u16 enabled;            /* 0: no V8 walking */
+	__s16 fp_context;         /* context, or a typed frame's marker (low bit 0) */
+	__s16 fp_function;        /* the JSFunction of a JavaScript frame */
+	__s16 fp_bytecode_array;  /* interpreted frames: the BytecodeArray */
+	__s16 fp_bytecode_offset; /* interpreted frames: the offset, a Smi */
+	__u16 map_instance_type;  /* Map: the instance type (u16) */
+	__u16 function_shared;    /* JSFunction: its SharedFunctionInfo */
+	__u16 sfi_fingerprint;    /* SharedFunctionInfo: 4 bytes read as the fingerprint */
+	__u16 type_function_first; /* instance types of JSFunction and its subclasses */
+	__u16 type_function_last;
+	__u16 type_sfi;
+	__u16 type_bytecode_array;
+	__u16 smi_shift;          /* a Smi's value is word >> smi_shift (32 without pointer compression) */
+	__u16 pad[3];
+};
+
+LT_STATIC_ASSERT(sizeof(struct lt_v8_layout) == 32, "v8 layout size");
+
 #endif /* LOOPTRACE_EVENTS_H */

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "loader/runtimes/node/v8_support.h"
 #include "looptrace/symbols/elf_file.h"
 
 namespace looptrace::loader::node {
@@ -71,6 +72,12 @@ class NodeRuntime : public Runtime {
         "{} {}, whose executable has no libuv symbol table ({} is missing: a stripped build), so no "
         "callbacks are named",
         who, info->what, kLibuvMark);
+  }
+
+  // JavaScript frames: V8's post-mortem metadata in the executable tells the walker its frames.
+  Result<std::unique_ptr<InterpreterSupport>> Interpreter(const TargetBinaries& target, int pid) const override {
+    if (!Detect(target)) return std::unique_ptr<InterpreterSupport>();
+    return MakeV8Support(target, pid);
   }
 };
 
