@@ -174,6 +174,14 @@ class TextRenderer : public Renderer {
                            FormatDuration(msg.cost_ns()), msg.tid,
                            names ? fmt::format("{:<16}  ", thread_name(msg.tid)) : "",
                            msg.msg_id ? std::to_string(*msg.msg_id) : "-", msg.name.empty() ? "-" : Esc(msg.name));
+        // The slow messages nested in it, counted in it.
+        for (const Message& inner : m.slowest_nested)
+          if (inner.tid == msg.tid && inner.depth > msg.depth && inner.begin_ns >= msg.begin_ns &&
+              inner.begin_ns <= msg.end_ns)
+            out << fmt::format(
+                "  {:>3}  {:>12}  {:>12}  nested: {}\n", "", Relative(inner.begin_ns, base),
+                FormatDuration(inner.cost_ns()),
+                inner.name.empty() ? (inner.msg_id ? std::to_string(*inner.msg_id) : "-") : Esc(inner.name));
       }
     }
     if (!m.by_name.empty()) {

@@ -57,6 +57,7 @@ void AnrTracer::TrimIntervals(const Span& span) {
   if (auto it = intervals_.find(span.tid); it != intervals_.end()) {
     auto& intervals = it->second;
     while (!intervals.empty() && intervals.front().end_ns < span.end_ns) intervals.pop_front();
+    if (intervals.empty()) intervals_.erase(it);  // no entry per thread that ever had one
   }
 }
 
@@ -136,8 +137,9 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   const uint32_t tid = r.message.tid;
   // Off-CPU intervals inside [begin, end], longest first.
   std::vector<OffCpuInterval> inside;
-  for (const auto& interval : intervals_[tid])
-    if (interval.end_ns > r.message.begin_ns && interval.begin_ns < r.message.end_ns) inside.push_back(interval);
+  if (auto held = intervals_.find(tid); held != intervals_.end())
+    for (const auto& interval : held->second)
+      if (interval.end_ns > r.message.begin_ns && interval.begin_ns < r.message.end_ns) inside.push_back(interval);
   if (auto it = off_now_.find(tid); it != off_now_.end() && it->second.begin_ns < r.message.end_ns) {
     OffCpuInterval open = it->second;
     open.end_ns = r.message.end_ns;

@@ -53,7 +53,9 @@ constexpr auto Slower = [](const auto& a, const auto& b) {
     named->Add(cost);
   }
   const size_t top_n = context_.common->top_n;
-  if (slowest_.size() < top_n || Slower(m, slowest_.back())) {  // a Message only for these
+  if (m.depth > 0 || !nested_waiting_.empty()) [[unlikely]] {
+    RankNesting(m.ToMessage());
+  } else if (slowest_.size() < top_n || Slower(m, slowest_.back())) {  // a Message only for these
     const Message message = m.ToMessage();
     slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), message, Slower), message);
     if (slowest_.size() > top_n) slowest_.pop_back();
@@ -67,13 +69,93 @@ constexpr auto Slower = [](const auto& a, const auto& b) {
   }
 }
 
+namespace {
+
+bool Holds(const Message& outer, const Message& inner) {
+  return inner.tid == outer.tid && inner.depth > outer.depth && inner.begin_ns >= outer.begin_ns &&
+         inner.begin_ns <= outer.end_ns;
+}
+
+}  // namespace
+
+bool MessagesTracer::CouldRank(const Message& message) const {
+  return slowest_.size() < context_.common->top_n || Slower(message, slowest_.back());
+}
+
+void MessagesTracer::Rank(const Message& message, std::vector<Message> nested) {
+  if (!CouldRank(message)) return;
+  slowest_.insert(std::upper_bound(slowest_.begin(), slowest_.end(), message, Slower), message);
+  if (slowest_.size() > context_.common->top_n) slowest_.pop_back();
+  for (Message& inner : nested) slowest_nested_.push_back(std::move(inner));
+  // Those under messages no longer listed go now and then: the list stays about N long.
+  if (slowest_nested_.size() > 4 * context_.common->top_n + 64) DropUnlisted();
+}
+
+void MessagesTracer::DropUnlisted() {
+  std::erase_if(slowest_nested_, [&](const Message& inner) {
+    return std::none_of(slowest_.begin(), slowest_.end(), [&](const Message& outer) { return Holds(outer, inner); });
+  });
+}
+
+void MessagesTracer::RankNesting(const Message& message) {
+  // The slow ones waiting inside it are counted in it.
+  std::vector<Message> nested;
+  if (auto it = nested_waiting_.find(message.tid); it != nested_waiting_.end()) {
+    auto& waiting = it->second;
+    for (auto w = waiting.begin(); w != waiting.end();) {
+      if (!Holds(message, w->message)) {
+        ++w;
+        continue;
+      }
+      nested.push_back(std::move(w->message));
+      for (Message& inner : w->nested) nested.push_back(std::move(inner));
+      w = waiting.erase(w);
+    }
+    if (waiting.empty()) nested_waiting_.erase(it);
+  }
+  if (message.depth == 0) {
+    Rank(message, std::move(nested));
+    return;
+  }
+  if (!CouldRank(message)) return;  // nor could what it holds (no slower than it)
+  auto& waiting = nested_waiting_[message.tid];
+  waiting.push_back({message, std::move(nested)});
+  // A thread's waiting ones share their fate (held by one open message, or ranked alone):
+  // more than N of them can only rank the N slowest.
+  if (waiting.size() > context_.common->top_n) {
+    auto fastest = std::min_element(waiting.begin(), waiting.end(), [](const NestedSlow& a, const NestedSlow& b) {
+      return Slower(b.message, a.message);
+    });
+    waiting.erase(fastest);
+  }
+}
+
+void MessagesTracer::ReleaseNested(const Message& holder) {
+  auto it = nested_waiting_.find(holder.tid);
+  if (it == nested_waiting_.end()) return;
+  std::vector<NestedSlow> alone;
+  auto& waiting = it->second;
+  for (auto w = waiting.begin(); w != waiting.end();) {
+    if (Holds(holder, w->message)) {
+      alone.push_back(std::move(*w));
+      w = waiting.erase(w);
+    } else {
+      ++w;
+    }
+  }
+  if (waiting.empty()) nested_waiting_.erase(it);
+  for (NestedSlow& w : alone) Rank(w.message, std::move(w.nested));
+}
+
 void MessagesTracer::OnSpanEnd(const Span& span) {
   if (span.kind != SpanKind::kMessage) return;
   saw_message_ = true;
-  if (span.close == SpanClose::kEnded)
+  if (span.close == SpanClose::kEnded) {
     Keep(MessageRecord::Of(span));
-  else if (span.close == SpanClose::kUnfinished)
-    unfinished_.push_back(MessageOf(span));
+    return;
+  }
+  if (span.close == SpanClose::kUnfinished) unfinished_.push_back(MessageOf(span));
+  if (!nested_waiting_.empty()) ReleaseNested(MessageOf(span));
 }
 
 CostSummary SummarizeCosts(std::vector<uint64_t> costs) {
@@ -141,7 +223,17 @@ void MessagesTracer::Contribute(Report& r) {
   }
   std::stable_sort(report.by_name.begin(), report.by_name.end(),
                    [](const NamedMessages& a, const NamedMessages& b) { return a.cost.total_ns > b.cost.total_ns; });
+  for (auto& [tid, waiting] : nested_waiting_)  // their holders never ended (none should be left)
+    for (NestedSlow& w : waiting) Rank(w.message, std::move(w.nested));
+  nested_waiting_.clear();
+  DropUnlisted();  // only those under a message still listed
   report.slowest = std::move(slowest_);
+  report.slowest_nested = std::move(slowest_nested_);
+  slowest_nested_.clear();
+  // Under a full list, only those that would have been listed on their own.
+  if (report.slowest.size() >= context_.common->top_n)
+    std::erase_if(report.slowest_nested, [&](const Message& inner) { return !Slower(inner, report.slowest.back()); });
+  std::sort(report.slowest_nested.begin(), report.slowest_nested.end(), ByBegin);
 }
 
 }  // namespace looptrace

@@ -20,7 +20,7 @@ void SampleStore::OnSample(const StackSample& e) {
   s.ts_ns = e.ts_ns;
   s.on_cpu = e.on_cpu;
   s.stop = e.stop;
-  // Samples come in time order per thread; keep the deque sorted if one does not.
+  // Samples come in time order per thread; keep the queue sorted if one does not.
   if (!s.on_cpu) t.unsettled_from_ns = std::min(t.unsettled_from_ns, s.ts_ns);
   auto at = t.samples.end();
   while (at != t.samples.begin() && std::prev(at)->ts_ns > s.ts_ns) --at;

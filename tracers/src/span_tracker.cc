@@ -62,7 +62,7 @@ void SpanTracker::End(Span& span, const ProbeEvent& e, SpanClose close, SpanList
 void SpanTracker::OnOtherProbe(const ProbeEvent& e, SpanListener& listener) {
   const RoleInfo& info = InfoOf(e.role);
   if (info.edge == RoleEdge::kBeat) return;  // beats: no spans
-  Thread& t = threads_[e.tid];
+  Thread& t = ThreadOf(e.tid);
   if (info.edge == RoleEdge::kInstant) return;
   switch (info.span) {
     case SpanKind::kMessage:
@@ -94,6 +94,27 @@ void SpanTracker::OnOtherProbe(const ProbeEvent& e, SpanListener& listener) {
     BeginOne(track, info, e, listener);
   else
     EndOne(track, e, listener);
+}
+
+void SpanTracker::HoldTracks(Thread& t) {
+  if (tracks_held_ >= sweep_at_) {
+    Sweep();
+    // Amortized: at least a sixteenth of the threads are made again before the next walk.
+    sweep_at_ = std::max({kMinSweep, 2 * tracks_held_, tracks_held_ + threads_.size() / 16});
+  }
+  t.tracks = std::make_unique<Tracks>();
+  ++tracks_held_;
+}
+
+void SpanTracker::Sweep() {
+  // Only between records: no span of a swept thread is referenced (a popped span stays
+  // valid until its thread's next Push, which needs its tracks made again).
+  for (auto& [tid, t] : threads_) {
+    if (t.tracks && t.HoldsNoSpan()) {
+      t.tracks.reset();
+      --tracks_held_;
+    }
+  }
 }
 
 // ---- One open span per track ----
@@ -380,6 +401,7 @@ void SpanTracker::OnPhaseRole(Thread& t, const ProbeEvent& e, SpanListener& list
 
 void SpanTracker::Finish(uint64_t end_ns, SpanListener& listener) {
   for (auto& [tid, t] : threads_) {
+    if (!t.tracks) continue;
     while (!t.frames().empty()) {
       stats_->Add(StatId::unfinished_frames);
       CloseFrame(t, nullptr, end_ns, SpanClose::kUnfinished, listener);
@@ -388,7 +410,7 @@ void SpanTracker::Finish(uint64_t end_ns, SpanListener& listener) {
       stats_->Add(StatId::unfinished_messages);
       EndAt(t.messages().Pop(), end_ns, SpanClose::kUnfinished, listener);
     }
-    for (SpanStack& track : t.tracks)  // one open span each at most
+    for (SpanStack& track : *t.tracks)  // one open span each at most
       while (!track.empty()) EndAt(track.Pop(), end_ns, SpanClose::kUnfinished, listener);
   }
   for (auto& [id, track] : shared_)

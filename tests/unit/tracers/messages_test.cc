@@ -1,6 +1,7 @@
 // Messages (the MessagesTracer over the span tracker's message spans), through the pipeline.
 #include "looptrace/tracers/messages.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "event_script.h"
@@ -83,6 +84,27 @@ TEST(Messages, CountsUnmatchedEndsMismatchedIdsAndUnfinished) {
   EXPECT_EQ(r.stats.Get(StatId::unfinished_messages), 1u);
   ASSERT_EQ(r.messages.unfinished.size(), 1u);
   EXPECT_EQ(r.messages.unfinished[0].cost_ns(), 20u);
+}
+
+// Issue 30 item 9: a slow message nested in a slow one (GLib's callback inside its
+// g_main_context_dispatch) is one slow message: listed under its holder, not ranked beside
+// it; ranked alone when its holder never ended.
+TEST(Messages, SlowestCountNestedMessagesOnce) {
+  std::vector<ProbeEvent> events = {Begin(1, 1, 1),   Begin(1, 10, 2, "cb"),    End(1, 90, 2),
+                                    End(1, 100, 1),   Begin(1, 200, 3, "b"),    End(1, 260, 3),
+                                    Begin(1, 300, 4), Begin(1, 310, 5, "late"), End(1, 380, 5)};
+  for (size_t top_n : {10u, 2u}) {
+    SCOPED_TRACE(top_n);
+    Report r = RunEvents(events, 1000, top_n);
+    std::vector<std::string> slowest;
+    for (const Message& m : r.messages.slowest) slowest.push_back(fmt::format("{}:{}", m.begin_ns, m.cost_ns()));
+    const std::vector<std::string> expected =
+        top_n == 2 ? std::vector<std::string>{"1:99", "310:70"} : std::vector<std::string>{"1:99", "310:70", "200:60"};
+    EXPECT_EQ(slowest, expected);
+    ASSERT_EQ(r.messages.slowest_nested.size(), 1u);
+    EXPECT_EQ(r.messages.slowest_nested[0].name, "cb");
+    ASSERT_EQ(r.messages.unfinished.size(), 1u);  // the late one's holder
+  }
 }
 
 TEST(Messages, SlowestAreOrderedByCostThenBegin) {

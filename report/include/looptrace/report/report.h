@@ -85,7 +85,8 @@ struct MessagesReport {
   std::string definition = "dispatch";  // dispatch | poll-bounded | none (span_tracker.h)
   std::vector<Message> messages;        // completed, ordered by (begin_ns, tid)
   std::vector<ThreadMessages> threads;  // ordered by tid
-  std::vector<Message> slowest;         // top N by cost, ties by begin_ns
+  std::vector<Message> slowest;         // top N by cost, ties by begin_ns; a nested slow one counted in its holder
+  std::vector<Message> slowest_nested;  // slow messages nested in one of `slowest`, by begin
   std::vector<NamedMessages> by_name;   // ordered by total cost, then name
   std::vector<Message> unfinished;      // still running at session end
   // --keep-messages: completed messages left out of `messages` (the oldest), still counted

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "looptrace/report/report.h"
+#include "looptrace/tracers/compact_queue.h"
 #include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/thread_state.h"
 #include "looptrace/tracers/tracer.h"
@@ -65,8 +65,8 @@ class AnrTracer : public CopyableTracer<AnrTracer> {
   const AnrOptions& options_;
   // (tid, message begin, anr level) -> stall waiting for its message to end
   std::map<std::tuple<uint32_t, uint64_t, bool>, PendingStall> pending_;
-  std::map<uint32_t, std::deque<OffCpuInterval>> intervals_;  // recent, per tid
-  std::map<uint32_t, OffCpuInterval> off_now_;                // open interval per tid
+  std::map<uint32_t, CompactQueue<OffCpuInterval>> intervals_;  // recent, per tid (none: no entry)
+  std::map<uint32_t, OffCpuInterval> off_now_;                  // open interval per tid
   std::map<uint32_t, Wakeup> last_wakeup_;
   std::vector<StallReport> stalls_;
   std::vector<SignalAnrReport> signals_;

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include "looptrace/report/frames_report.h"
 #include "looptrace/report/report.h"
 #include "looptrace/report/stats.h"
+#include "looptrace/tracers/compact_queue.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/tracer.h"
@@ -81,7 +81,7 @@ class FrameTracer : public CopyableTracer<FrameTracer> {
     bool has_frame = false;  // a frame began inside it (a doFrame message)
   };
   struct ThreadState {
-    std::deque<DoneMessage> recent;          // completed messages that may delay a frame
+    CompactQueue<DoneMessage> recent;        // completed messages that may delay a frame
     std::optional<uint64_t> vsync_received;  // latest vsync event since the last frame.begin
     std::optional<uint64_t> last_frame_begin_ns;
     std::vector<size_t> awaiting_message;  // frames_ waiting for their doFrame message

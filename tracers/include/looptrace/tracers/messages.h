@@ -95,6 +95,13 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
 
  private:
   void Keep(const MessageRecord& message);
+  bool CouldRank(const Message& message) const;
+  void Rank(const Message& message, std::vector<Message> nested);
+  // A message that nests others, or is nested (or others wait on some thread).
+  void RankNesting(const Message& message);
+  // Ranks alone the nested ones waiting inside `holder`, which never ended.
+  void ReleaseNested(const Message& holder);
+  void DropUnlisted();  // from slowest_nested_, those under no slowest_ entry
 
   const MessagesOptions& options_;
   // In end order from oldest_: every one, or with keep_messages the latest that many (then a
@@ -103,6 +110,16 @@ class MessagesTracer : public CopyableTracer<MessagesTracer> {
   size_t oldest_ = 0;
   std::vector<Message> unfinished_;
   std::vector<Message> slowest_;  // top N by cost, kept as they come
+  // A slow message is counted once: one nested in another (GLib's named callback inside its
+  // g_main_context_dispatch message) waits here, by thread, until the message holding it
+  // ends; then it is listed under that one (slowest_nested_), not ranked beside it. Ranked
+  // alone only when the message holding it never ended (lost, or running at the end).
+  struct NestedSlow {
+    Message message;
+    std::vector<Message> nested;  // the slow ones it holds in turn
+  };
+  std::map<uint32_t, std::vector<NestedSlow>> nested_waiting_;
+  std::vector<Message> slowest_nested_;  // under a slowest_ entry (same thread, inside it)
   struct ThreadCosts {
     CostAccumulator costs;
     uint64_t busy_ns = 0;  // top-level messages only

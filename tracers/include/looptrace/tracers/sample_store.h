@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +19,7 @@
 
 #include "looptrace/report/sampled_call_tree.h"
 #include "looptrace/report/stats.h"
+#include "looptrace/tracers/compact_queue.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/tracers/span_tracker.h"
 #include "looptrace/tracers/thread_map.h"
@@ -98,8 +98,8 @@ class SampleStore {
     std::string stop;
   };
   struct Thread {
-    std::deque<Sample> samples;  // by ts
-    uint64_t last_event_ns = 0;  // the thread's latest probe event or switch-in
+    CompactQueue<Sample> samples;  // by ts
+    uint64_t last_event_ns = 0;    // the thread's latest probe event or switch-in
     // No off-CPU sample before it lacks its switch records (Settle looks back to here).
     uint64_t unsettled_from_ns = UINT64_MAX;
   };

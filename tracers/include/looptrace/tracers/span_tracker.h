@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -142,6 +143,8 @@ class SpanTracker {
   // Messages open at once on a thread, at most (nested loops are never this deep): a
   // message beginning beyond it closes the outermost as lost (message_nesting_capped).
   static constexpr size_t kMaxOpenMessages = 64;
+  // Threads holding tracks before the first sweep (later: see HoldTracks).
+  static constexpr size_t kMinSweep = 1024;
 
   explicit SpanTracker(Stats* stats) : stats_(stats) {}
   // A copy counts into `stats` (Pipeline::Snapshot).
@@ -157,7 +160,7 @@ class SpanTracker {
   void OnProbe(const ProbeEvent& event, SpanListener& listener) {
     if ((event.role == Role::kDispatchBegin || event.role == Role::kDispatchEnd) &&
         definition_ == MessageDefinition::kDispatch) [[likely]] {
-      Thread& t = threads_[event.tid];
+      Thread& t = ThreadOf(event.tid);
       NoteMessageRecord(t, event);
       if (event.role == Role::kDispatchBegin)
         BeginMessage(t, event, listener);
@@ -184,20 +187,55 @@ class SpanTracker {
  private:
   // A thread's tracks (the kinds of TrackScope::kThread), with what message pairing
   // remembers of it. Kept together, so a record finds its message stack and its thread's
-  // frames with one lookup.
+  // frames with one lookup. The tracks are made when the thread's first record needs them and
+  // given back by Sweep once none holds a span, so a session of many short-lived threads keeps
+  // a few bytes per thread, not a span slot and a stack per kind.
+  using Tracks = std::array<SpanStack, kSpanKindCount>;
   struct Thread {
-    // First: the record path reads them with the message stack, which follows.
-    uint64_t last_message_ts = 0;                  // events_out_of_order
-    bool began_message = false;                    // a message began on it (vs. one running at attach)
-    bool began_dispatch = false;                   // poll-bounded: a nested dispatch began on it
-    bool polled = false;                           // poll-bounded: a poll returned on it
-    std::array<SpanStack, kSpanKindCount> tracks;  // by kind; other scopes' slots unused
+    Thread() = default;
+    Thread(const Thread& other) { *this = other; }
+    Thread(Thread&&) noexcept = default;
+    Thread& operator=(const Thread& other) {
+      if (this == &other) return *this;
+      last_message_ts = other.last_message_ts;
+      began_message = other.began_message;
+      began_dispatch = other.began_dispatch;
+      polled = other.polled;
+      tracks = other.tracks ? std::make_unique<Tracks>(*other.tracks) : nullptr;
+      return *this;
+    }
+    Thread& operator=(Thread&&) noexcept = default;
+    ~Thread() = default;
 
-    SpanStack& operator[](SpanKind kind) { return tracks[static_cast<size_t>(kind)]; }
-    const SpanStack& operator[](SpanKind kind) const { return tracks[static_cast<size_t>(kind)]; }
+    // First: the record path reads them with the message stack, which follows.
+    uint64_t last_message_ts = 0;    // events_out_of_order
+    bool began_message = false;      // a message began on it (vs. one running at attach)
+    bool began_dispatch = false;     // poll-bounded: a nested dispatch began on it
+    bool polled = false;             // poll-bounded: a poll returned on it
+    std::unique_ptr<Tracks> tracks;  // by kind; other scopes' slots unused; null: none open
+
+    // Mutable access: only after HoldTracks.
+    SpanStack& operator[](SpanKind kind) { return (*tracks)[static_cast<size_t>(kind)]; }
+    const SpanStack& operator[](SpanKind kind) const {
+      static const SpanStack kNone;
+      return tracks ? (*tracks)[static_cast<size_t>(kind)] : kNone;
+    }
     SpanStack& messages() { return (*this)[SpanKind::kMessage]; }
     SpanStack& frames() { return (*this)[SpanKind::kFrame]; }
+    bool HoldsNoSpan() const {
+      return !tracks || std::all_of(tracks->begin(), tracks->end(), [](const SpanStack& s) { return s.empty(); });
+    }
   };
+  // The thread's entry with its tracks made. Inline: once per record.
+  Thread& ThreadOf(uint32_t tid) {
+    Thread& t = threads_[tid];
+    if (!t.tracks) [[unlikely]]
+      HoldTracks(t);
+    return t;
+  }
+  // Makes `t`'s tracks; now and then first gives back those of threads with no open span.
+  void HoldTracks(Thread& t);
+  void Sweep();
   // The track of a kind threads share: (scope, kind, key value; 0 for the process's).
   // Ordered by scope first: keyed tracks end before the process's at the session's end.
   using SharedTrack = std::tuple<TrackScope, SpanKind, uint64_t>;
@@ -267,6 +305,8 @@ class SpanTracker {
   uint64_t frames_seen_ = 0;
   // The store of open spans: every thread's tracks, and the tracks threads share.
   ThreadMap<Thread> threads_;
+  size_t tracks_held_ = 0;       // threads whose tracks are made
+  size_t sweep_at_ = kMinSweep;  // Sweep when HoldTracks would pass it
   std::map<SharedTrack, SpanStack> shared_;
   std::string scene_;
 };
