@@ -29,7 +29,7 @@ struct InterpreterBpfConfig {
   lt_py_addresses python_addresses{};
   bool hotspot_enabled = false;  // a HotSpot target: BPF keeps its walker
   lt_hotspot_config hotspot{};   // ready 0: not read from the JVM (yet)
-  lt_v8_layout v8_layout{};  // enabled 0: no V8 frames
+  lt_v8_layout v8_layout{};      // enabled 0: no V8 frames
 };
 
 // One interpreted frame, named: "handle_client", "server.py", 40.

@@ -25,12 +25,39 @@ namespace dom = simdjson::dom;
 // Keys decoded into MatrixIssue's own fields (the rest stay in `other_json`, as written).
 // "tree" and "type" are looptrace's own record keys: the tree is rebuilt from `stack`.
 enum Key : uint8_t {
-  kTag, kDetail, kProcess, kScene, kMachine, kTime, kCost, kStack, kStackKey, kThreadStack, kFps, kDropLevel,
-  kDropSum, kApplicationCreate, kApplicationCreateScene, kFirstActivityCreate, kStartupDuration, kIsWarmStartUp,
-  kType, kTree, kStackKeyName, kDevice, kModel, kDeviceModel, kAppVersion, kAppVersionCamel, kVersionName,
+  kTag,
+  kDetail,
+  kProcess,
+  kScene,
+  kMachine,
+  kTime,
+  kCost,
+  kStack,
+  kStackKey,
+  kThreadStack,
+  kFps,
+  kDropLevel,
+  kDropSum,
+  kApplicationCreate,
+  kApplicationCreateScene,
+  kFirstActivityCreate,
+  kStartupDuration,
+  kIsWarmStartUp,
+  kType,
+  kTree,
+  kStackKeyName,
+  kDevice,
+  kModel,
+  kDeviceModel,
+  kAppVersion,
+  kAppVersionCamel,
+  kVersionName,
   kVersionNameSnake,
   // looptrace's own matrix_issue records, read back
-  kCategory, kSource, kContentHash, kThreadStackSnake,
+  kCategory,
+  kSource,
+  kContentHash,
+  kThreadStackSnake,
   kKeyCount
 };
 
@@ -462,14 +489,30 @@ void AppendJsonEscaped(std::string_view text, std::string* out) {
     out->append(text.substr(plain, i - plain));
     plain = i + 1;
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default: fmt::format_to(std::back_inserter(*out), "\\u{:04x}", c); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        fmt::format_to(std::back_inserter(*out), "\\u{:04x}", c);
+        break;
     }
   }
   out->append(text.substr(plain));

@@ -174,8 +174,9 @@ uint64_t MatrixContentHash(const MatrixIssue& issue) {
   if (!issue.application_create_ms && !issue.first_activity_create_ms && !issue.startup_duration_ms && !issue.warm)
     Fnv(&h, "-1/-1/-1/-1");  // likewise, for the issues that are not startups
   else
-    FnvFormatted(&h, "{}/{}/{}/{}", issue.application_create_ms.value_or(-1), issue.first_activity_create_ms.value_or(-1),
-                 issue.startup_duration_ms.value_or(-1), issue.warm.has_value() ? int(*issue.warm) : -1);
+    FnvFormatted(&h, "{}/{}/{}/{}", issue.application_create_ms.value_or(-1),
+                 issue.first_activity_create_ms.value_or(-1), issue.startup_duration_ms.value_or(-1),
+                 issue.warm.has_value() ? int(*issue.warm) : -1);
   Fnv(&h, issue.other_json);
   return h;
 }

@@ -184,8 +184,8 @@ class MatrixFleetBuilder {
   std::function<void(const MatrixIssue&)> on_issue_;
   std::unordered_set<uint64_t> seen_;
   std::unordered_map<std::string, Group> groups_;
-  std::string group_key_;               // AddToGroup's lookup key, reused
-  std::vector<uint32_t> merge_path_;    // AddToGroup's open nodes by depth, reused
+  std::string group_key_;             // AddToGroup's lookup key, reused
+  std::vector<uint32_t> merge_path_;  // AddToGroup's open nodes by depth, reused
   std::unordered_map<std::string, FpsScene> fps_;
   std::vector<int64_t> cold_, warm_, app_create_, first_activity_;
   std::unordered_map<std::string, uint64_t> startup_scenes_;
