@@ -292,7 +292,8 @@ TEST_P(JvmSampledFramesTest, SamplesAndSwitchOutsOfAJvmWithoutFlagsNameItsJavaMe
     ++in_hot;
     in_order += InOrder(s["frames"], {"JvmFrames.hot", "JvmFrames.burner", "java.lang.Thread.run"});
   }
-  // hot() is nearly all the burner does; its stacks name it, under its callers.
+  // hot() is nearly all the burner does; its stacks name it, under its callers. (Its stacks
+  // are preemptions: the second burner keeps both cores busy so that there are many.)
   EXPECT_GE(stacks, 20);
   EXPECT_GE(in_hot, stacks * 8 / 10) << "a stack without JvmFrames.hot: " << example;
   EXPECT_GE(in_order, in_hot * 9 / 10);

@@ -111,6 +111,9 @@ public class JvmFrames {
     start("jf-waiter", quietly(JvmFrames::waiter));
     start("jf-compiled", quietly(JvmFrames::compiledSleeper));
     start("jf-burner", JvmFrames::burner);
+    // A second burner: with both cores busy, every wake-up of the other threads preempts a
+    // burner, so its switch-outs are many even on an idle machine.
+    start("jf-burner-2", JvmFrames::burner);
     start("jf-ticker", quietly(JvmFrames::ticker));
     Thread.sleep(4000);
     while (!compiledAsleep) Thread.sleep(10);
