@@ -1,6 +1,7 @@
 // Line numbers of CPython bytecode offsets, from a code object's line table in each of the
-// three formats CPython has used since 3.8 (described in the CPython source tree: Objects/lnotab_notes.txt, and
-// InternalDocs/locations.md upstream).
+// three formats CPython has used since 3.8. Their descriptions are in CPython's own source
+// tree (github.com/python/cpython: Objects/lnotab_notes.txt, InternalDocs/locations.md),
+// not in this repository.
 #pragma once
 
 #include <cstdint>
