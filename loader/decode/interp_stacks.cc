@@ -30,17 +30,29 @@ bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
   for (uint16_t i = 0; i < rec.nr_frames; ++i) {
     const lt_interp_frame& frame = rec.frames[i];
     auto named = interpreter_->NameFrame(frame, stats_);
-    pending.frames.push_back({named ? named->Name() : std::string(kUnknownFrame), interpreter_->EndsLoopRun(frame)});
+    pending.frames.push_back({named ? named->Name() : std::string(kUnknownFrame), interpreter_->EndsLoopRun(frame),
+                              named && named->user_code});
   }
+  interpreter_->NoteThreadStack(rec.tid, std::span<const lt_interp_frame>(rec.frames, rec.nr_frames));
   return true;
 }
 
 void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample) {
   auto it = pending_.find(sample->tid);
-  if (it == pending_.end()) return;
+  if (it == pending_.end() || it->second.ts_ns != sample->ts_ns) {
+    if (interpreter_) interpreter_->NoteThreadStack(sample->tid, {});  // this stop has none
+    if (it == pending_.end()) return;
+  }
   Pending pending = std::move(it->second);
   pending_.erase(it);
   if (pending.ts_ns != sample->ts_ns || !interpreter_ || pending.frames.empty()) return;
+  // The outermost frame of the program's own, from a whole walk only (a cut one may miss it).
+  if (!(pending.flags & (LT_INTERP_TRUNCATED | LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)))
+    for (auto f = pending.frames.rbegin(); f != pending.frames.rend(); ++f)
+      if (f->user_code) {
+        sample->callable = f->name;
+        break;
+      }
   std::string_view end_marker;
   if (pending.flags & LT_INTERP_TRUNCATED)
     end_marker = kCutFrames;

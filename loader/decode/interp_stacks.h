@@ -42,7 +42,8 @@ class InterpreterStacks {
  private:
   struct Named {
     std::string name;
-    bool ends_run = false;  // outermost frame of one run of the interpreter loop
+    bool ends_run = false;   // outermost frame of one run of the interpreter loop
+    bool user_code = false;  // InterpreterFrame::user_code
   };
   struct Pending {
     uint64_t ts_ns = 0;

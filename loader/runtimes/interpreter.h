@@ -37,6 +37,9 @@ struct InterpreterFrame {
   std::string function;
   std::string file;  // as the runtime names it (a path), "" when unknown
   int line = 0;      // 0 when unknown
+  // A frame of the program's own code, not the runtime's library or builtins: the outermost
+  // one in a message's stacks names the message (StackSample::callable).
+  bool user_code = false;
   // py-spy's form: "handle_client (server.py:40)".
   std::string Name() const;
 };
@@ -81,6 +84,14 @@ class InterpreterSupport {
   // process (a stall snapshot's py-spy-style dump: the threads it shows are stopped or stuck,
   // so reading them later than BPF would is good enough); empty before Locate succeeded.
   virtual std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats* stats) = 0;
+
+  // The frames BPF walked of thread `tid` at its latest sample or switch-out, innermost
+  // first (empty: that stack had none), for a runtime whose ThreadStacks cannot read them
+  // from the process itself.
+  virtual void NoteThreadStack(uint32_t tid, std::span<const lt_interp_frame> frames) {
+    (void)tid;
+    (void)frames;
+  }
 
   // Whether native frames of `module` (a basename: "python3.11", "libpython3.13.so.1.0") are
   // the interpreter's own C code, and whether `function` is its interpreter loop (one native

@@ -60,6 +60,7 @@ struct ToJson {
   json operator()(const StackSample& e) const {
     json j{{"type", "stack_sample"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"on_cpu", e.on_cpu}, {"frames", e.frames}};
     if (!e.stop.empty()) j["stop"] = e.stop;
+    if (!e.callable.empty()) j["callable"] = e.callable;
     return j;
   }
   json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
@@ -360,6 +361,7 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
       e.frames.push_back(f.get<std::string>());
     }
     e.stop = FieldOr<std::string>(j, "stop", "");
+    e.callable = FieldOr<std::string>(j, "callable", "");
     return std::optional<Event>(Event{std::move(e)});
   }
   if (type == "method_beats") {

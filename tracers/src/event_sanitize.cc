@@ -68,6 +68,7 @@ bool ForEachString(E& e, F&& f) {
   } else if constexpr (std::is_same_v<T, StackSample>) {
     all(e.frames);
     one(e.stop);
+    one(e.callable);
   } else {
     static_assert(std::is_same_v<T, LossCounters>, "a new event type: list its strings here");
   }

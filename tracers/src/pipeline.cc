@@ -2,9 +2,12 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "looptrace/tracers/event_sanitize.h"
 #include "looptrace/tracers/method_tree.h"
 #include "looptrace/tracers/registry.h"
+#include "looptrace/tracers/text_pool.h"
 #include "looptrace/tracers/thread_state.h"
 #include "looptrace/util/log.h"
 
@@ -220,6 +223,20 @@ std::optional<MethodBeats> Pipeline::FetchSlice(const SliceRequest& request) {
   MethodBeats slice = std::move(it->second);
   recorded_slices_.erase(it);
   return slice;
+}
+
+// "timers: renderReport app.js:9": the profile's name up to its first ": " (the loop's
+// phase, "io" of "io: stream"), then the callable. A message the profile leaves unnamed (a
+// whole loop iteration) stays so: its callbacks are the messages named.
+void Pipeline::NameByCallable(Span& span) {
+  const std::string callable = samples_.TakeCallable(span);
+  if (callable.empty()) return;
+  for (EventArg& arg : span.begin.args) {
+    if (arg.name != "name" || !arg.text || arg.text->empty()) continue;
+    const std::string_view phase = std::string_view(*arg.text).substr(0, arg.text->find(": "));
+    arg.text = TextPool::Intern(fmt::format("{}: {}", phase, callable));
+    return;
+  }
 }
 
 void Pipeline::EndFully(Span& span) {

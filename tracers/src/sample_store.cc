@@ -20,6 +20,8 @@ void SampleStore::OnSample(const StackSample& e) {
   s.ts_ns = e.ts_ns;
   s.on_cpu = e.on_cpu;
   s.stop = e.stop;
+  s.callable = e.callable;
+  if (!s.callable.empty()) ++callables_;
   // Samples come in time order per thread; keep the queue sorted if one does not.
   if (!s.on_cpu) t.unsettled_from_ns = std::min(t.unsettled_from_ns, s.ts_ns);
   auto at = t.samples.end();
@@ -100,6 +102,28 @@ void SampleStore::ForgetOpen(uint64_t span_id) {
     }
 }
 
+std::string SampleStore::TakeCallable(const Span& span) {
+  Thread* t = threads_.Find(span.tid);
+  if (!t) return "";
+  std::vector<std::pair<std::string, size_t>> counts;  // in order of first sample
+  for (Sample& s : t->samples) {
+    if (s.ts_ns > span.end_ns) break;
+    if (s.ts_ns < span.begin_ns || s.callable.empty()) continue;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == s.callable; });
+    if (it == counts.end())
+      counts.emplace_back(std::move(s.callable), 1);
+    else
+      ++it->second;
+    s.callable.clear();
+    --callables_;
+  }
+  if (counts.empty()) return "";
+  auto best = counts.begin();
+  for (auto it = counts.begin(); it != counts.end(); ++it)
+    if (it->second > best->second) best = it;
+  return std::move(best->first);
+}
+
 SampledCallTree SampleStore::TreeOf(const Span& span) {
   if (!sample_hz_) return {};
   if (span.close != SpanClose::kUnfinished) Settle(threads_[span.tid], span.end_ns);
@@ -171,6 +195,7 @@ void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
     const uint64_t end = s.on_cpu ? s.ts_ns : s.off_end_ns;
     if (end >= keep_from) break;
     AddToSession(tid, s, &session_);
+    if (!s.callable.empty()) --callables_;
     t.samples.pop_front();
   }
 }

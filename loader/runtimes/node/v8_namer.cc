@@ -27,6 +27,10 @@ std::string ShortName(const std::string& script) {
   return script.substr(script.find_last_of('/') + 1);
 }
 
+// A script of the program's own: a file ("/srv/app.js", "file:///srv/app.mjs"), not one of
+// Node's modules ("node:internal/timers", "node:events") nor a builtin (no script).
+bool IsUserScript(const std::string& script) { return script.starts_with('/') || script.starts_with("file://"); }
+
 // The 0-based line holding character `position`, given each line's end (its '\n').
 int LineIndex(const std::vector<int>& line_ends, int position) {
   return static_cast<int>(std::lower_bound(line_ends.begin(), line_ends.end(), position) - line_ends.begin());
@@ -182,7 +186,7 @@ int V8Namer::LineOf(uint64_t script, const std::string& file, int position) {
   return ends && !ends->empty() ? LineIndex(*ends, position) + 1 : 0;
 }
 
-std::optional<InterpreterFrame> V8Namer::NameFrame(const lt_interp_frame& frame, Stats* stats) {
+const V8Namer::Function* V8Namer::Lookup(const lt_interp_frame& frame, Stats* stats) {
   const uint64_t sfi = frame.code;
   auto cached = functions_.find(sfi);
   if (cached == functions_.end() || cached->second.fingerprint != frame.fingerprint) {
@@ -191,11 +195,11 @@ std::optional<InterpreterFrame> V8Namer::NameFrame(const lt_interp_frame& frame,
     if (TypeOf(sfi) != m_.layout.type_sfi ||
         !memory_->Read(sfi - 1 + m_.layout.sfi_fingerprint, &fingerprint, sizeof(fingerprint))) {
       if (stats) stats->Add(StatId::interp_frames_unnamed);
-      return std::nullopt;
+      return nullptr;
     }
     if (fingerprint != frame.fingerprint) {
       if (stats) stats->Add(StatId::interp_code_reused);
-      return std::nullopt;
+      return nullptr;
     }
     Function f;
     f.fingerprint = fingerprint;
@@ -218,11 +222,24 @@ std::optional<InterpreterFrame> V8Namer::NameFrame(const lt_interp_frame& frame,
     if (functions_.size() >= kMaxFunctions) functions_.clear();
     cached = functions_.insert_or_assign(sfi, std::move(f)).first;
   }
-  const Function& f = cached->second;
+  return &cached->second;
+}
+
+std::optional<InterpreterFrame> V8Namer::NameFrame(const lt_interp_frame& frame, Stats* stats) {
+  const Function* f = Lookup(frame, stats);
+  if (!f) return std::nullopt;
   InterpreterFrame named;
   // The whole name in `function`: Node's form ("renderReport app.js:9"), not py-spy's.
-  named.function = FrameName(f.name, f.file, f.line);
+  named.function = FrameName(f->name, f->file, f->line);
+  named.user_code = IsUserScript(f->file);
   return named;
+}
+
+std::optional<InterpreterFrame> V8Namer::FrameParts(const lt_interp_frame& frame, Stats* stats) {
+  const Function* f = Lookup(frame, stats);
+  if (!f) return std::nullopt;
+  return InterpreterFrame{f->name.empty() ? "(anonymous)" : f->name, f->file.empty() ? "" : ShortName(f->file), f->line,
+                          IsUserScript(f->file)};
 }
 
 }  // namespace looptrace::loader::node

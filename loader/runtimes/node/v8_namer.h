@@ -27,8 +27,12 @@ class V8Namer {
   // `root`: the target's root directory (/proc/PID/root), for reading script files.
   V8Namer(const V8Metadata& metadata, std::unique_ptr<Memory> memory, std::string root);
 
-  // "renderReport app.js:9"; nothing when the frame's function is gone (counted).
+  // "renderReport app.js:9" in `function` (Node's form, whole); user_code for a function of
+  // the program's own scripts (a file, not Node's "node:internal/..." modules or a builtin);
+  // nothing when the frame's function is gone (counted).
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats);
+  // The same frame in parts, for a thread dump's "renderReport (app.js:9)".
+  std::optional<InterpreterFrame> FrameParts(const lt_interp_frame& frame, Stats* stats);
 
   // A String's text (sequential, cons, thin or sliced; one- or two-byte), at most `max` bytes.
   std::optional<std::string> ReadString(uint64_t tagged, size_t max = 256, int depth = 0);
@@ -45,6 +49,8 @@ class V8Namer {
     int start_position = -1;
   };
 
+  // The named function of `frame`, read or cached; null when gone (counted).
+  const Function* Lookup(const lt_interp_frame& frame, Stats* stats);
   std::optional<uint64_t> Word(uint64_t address);
   uint16_t TypeOf(uint64_t tagged);
   ScopeFacts ReadScopeInfo(uint64_t scope_info);

@@ -4,6 +4,9 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <unordered_map>
+#include <vector>
+
 #include "loader/runtimes/node/v8_metadata.h"
 #include "loader/runtimes/node/v8_namer.h"
 
@@ -48,10 +51,29 @@ class V8Support : public InterpreterSupport {
     return {};
   }
 
-  // Stall snapshots show the native stacks BPF took (not yet the JavaScript frames).
+  // V8's frames can be walked only while their thread is stopped, so a thread's latest
+  // walk (its latest sample or switch-out, as the native stack a snapshot shows) stands for
+  // its stack now.
+  void NoteThreadStack(uint32_t tid, std::span<const lt_interp_frame> frames) override {
+    if (frames.empty()) {
+      latest_.erase(tid);
+      return;
+    }
+    if (latest_.size() >= kMaxThreads && !latest_.contains(tid)) latest_.clear();
+    latest_[tid].assign(frames.begin(), frames.end());
+  }
+
+  // Each thread's JavaScript frames at its latest walk, innermost first, as py-spy dumps
+  // Python's: "renderReport (app.js:9)".
   std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats* stats) override {
-    (void)stats;
-    return {};
+    std::map<uint32_t, std::vector<InterpreterFrame>> out;
+    for (const auto& [tid, frames] : latest_) {
+      std::vector<InterpreterFrame>& named = out[tid];
+      for (const lt_interp_frame& frame : frames)
+        named.push_back(
+            namer_.FrameParts(frame, stats).value_or(InterpreterFrame{std::string(kUnknownFrame), "", 0, false}));
+    }
+    return out;
   }
 
   // V8's code: the executable (builtins, the interpreter's handlers) and JIT code.
@@ -64,11 +86,13 @@ class V8Support : public InterpreterSupport {
 
  private:
   static constexpr std::string_view kUnknownFrame = "[unknown JavaScript frame]";
+  static constexpr size_t kMaxThreads = 4096;  // threads whose latest walk is kept
 
   std::string what_;
   std::string module_;
   lt_v8_layout layout_;
   V8Namer namer_;
+  std::unordered_map<uint32_t, std::vector<lt_interp_frame>> latest_;  // by thread
 };
 
 }  // namespace

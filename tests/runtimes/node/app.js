@@ -5,6 +5,11 @@
 //                       one slow setImmediate callback and a timer made late, then exit
 //   --scenario http     an http server with one slow route (/slow), loaded by a client on a
 //                       worker thread (127.0.0.1 only) for --seconds, then exit
+//   --scenario route    an http server whose one route (renderReport) computes and waits
+//                       synchronously at every request; the client sends --requests of them,
+//                       the program writes how many it served, then exits after --linger ms
+//   --scenario stuck    a timer callback spinning for --seconds (an ANR) --delay ms after the
+//                       start, then exit
 const fs = require('fs');
 const http = require('http');
 const { Worker, isMainThread, parentPort, workerData } = require('worker_threads');
@@ -24,14 +29,19 @@ function compute(ms) {
 }
 function waitSynchronously(ms) { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms); }
 
-// The client: sequential keep-alive requests, every fifth to the slow route.
+// The client: sequential keep-alive requests, every fifth to the slow route (or all to
+// /report, workerData.requests of them).
 if (!isMainThread) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const until = Date.now() + workerData.seconds * 1000;
   let n = 0;
   const next = () => {
-    if (Date.now() >= until) { parentPort.postMessage('done'); return; }
-    const path = ++n % 5 === 0 ? '/slow' : '/fast';
+    if (workerData.requests ? n >= workerData.requests : Date.now() >= until) {
+      parentPort.postMessage('done');
+      return;
+    }
+    const path = workerData.requests ? '/report' : ++n % 5 === 0 ? '/slow' : '/fast';
+    if (workerData.requests) ++n;
     http.get({ host: '127.0.0.1', port: workerData.port, path, agent }, (res) => {
       res.resume();
       res.on('end', next);
@@ -74,20 +84,37 @@ if (scenario === 'timers') {
     setTimeout(function lateTimer() { truth('late_timer', 'late_timer', due, now()); }, 20);
     setImmediate(() => compute(60));
   }, 600);
-} else if (scenario === 'http') {
-  const server = http.createServer((req, res) => {
+} else if (scenario === 'http' || scenario === 'route') {
+  let served = 0;
+  function onRequest(req, res) {
     const begin = now();
     if (req.url === '/slow') compute(30);
     res.end('ok\n');
     truth('request', req.url, begin, now());
-  });
+  }
+  function renderReport(req, res) {
+    compute(2);
+    waitSynchronously(2);
+    res.end('report\n');
+    ++served;
+  }
+  const server = http.createServer(scenario === 'route' ? renderReport : onRequest);
   server.keepAliveTimeout = 60000;
   server.listen(0, '127.0.0.1', () => {
     const port = server.address().port;
     truth('listening', String(port), now(), 0);
-    const worker = new Worker(__filename, { argv: [], workerData: { port, seconds: Number(option('seconds', '2')) } });
-    worker.on('message', () => { worker.terminate(); server.close(); server.closeAllConnections(); });
+    const requests = scenario === 'route' ? Number(option('requests', '50')) : 0;
+    const worker = new Worker(__filename,
+      { argv: [], workerData: { port, seconds: Number(option('seconds', '2')), requests } });
+    worker.on('message', () => {
+      truth('served', 'requests', served, 0);
+      worker.terminate();
+      setTimeout(() => { server.close(); server.closeAllConnections(); }, Number(option('linger', '0')));
+    });
   });
+} else if (scenario === 'stuck') {
+  function spin(ms) { return compute(ms); }
+  setTimeout(function stuckTimer() { spin(Number(option('seconds', '2')) * 1000); }, Number(option('delay', '50')));
 } else {
   console.error('unknown scenario ' + scenario);
   process.exit(2);

@@ -130,6 +130,25 @@ TEST_F(V8NamerTest, NamesAFunctionByItsScopeInfoAndTheLineItStartsAt) {
   EXPECT_EQ(stats_.Get(StatId::interp_frames_unnamed), 0u);
 }
 
+// A file's function is the program's own (it may name a message); Node's modules are not.
+TEST_F(V8NamerTest, AScriptFilesFunctionIsUserCodeAndANodeModulesIsNot) {
+  auto frame = namer_->NameFrame(Frame(), &stats_);
+  ASSERT_TRUE(frame);
+  EXPECT_TRUE(frame->user_code);
+  // A thread dump's form: the parts, as py-spy shows Python's.
+  auto parts = namer_->FrameParts(Frame(), &stats_);
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->Name(), "renderReport (app.js:3)");
+  EXPECT_TRUE(parts->user_code);
+  const uint64_t internal = String(0x2300, "node:internal/timers");
+  heap_->Put(0x5000 + 16, internal);
+  V8Namer fresh(Node20(), std::make_unique<FakeHeap>(*heap_), "/nonexistent");
+  auto node_frame = fresh.NameFrame(Frame(), &stats_);
+  ASSERT_TRUE(node_frame);
+  EXPECT_EQ(node_frame->Name(), "renderReport node:internal/timers:3");
+  EXPECT_FALSE(node_frame->user_code);
+}
+
 TEST_F(V8NamerTest, AnAddressReusedSinceTheSampleIsCountedNotNamed) {
   lt_interp_frame frame = Frame();
   ASSERT_TRUE(namer_->NameFrame(frame, &stats_));

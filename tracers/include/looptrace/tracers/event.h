@@ -261,6 +261,10 @@ struct StackSample {
   bool on_cpu = true;               // false: taken at a switch-out
   std::vector<std::string> frames;  // innermost first, named (function, or module+0xOFFSET)
   std::string stop;                 // why the walk ended early ("" = at the outermost frame)
+  // The outermost frame of the program's own code that a runtime's walk found in it (a
+  // JavaScript function of the app, not the runtime's library: "renderReport app.js:9");
+  // "" when none. Names the message the sample falls in (SampleStore::TakeCallable).
+  std::string callable;
 };
 
 // A thread's name (/proc/PID/task/TID/comm), read by the loader when the thread first shows

@@ -131,6 +131,8 @@ class Pipeline : public EventSink, private SpanListener {
   }
   // Inline: called at every span's end, and most spans want no slice.
   void OnSpanEnd(Span& span) override {
+    if (span.kind == SpanKind::kMessage && samples_.holds_callables()) [[unlikely]]
+      NameByCallable(span);
     causes_.OnSpanEnd(span);
     const int kind = static_cast<int>(span.kind);
     if (span.close == SpanClose::kEnded && span.cost_ns() < cheap_below_ns_[kind]) [[likely]] {
@@ -142,6 +144,9 @@ class Pipeline : public EventSink, private SpanListener {
   }
   // Every tracer of the kind, with the slices they ask for.
   void EndFully(Span& span);
+  // Names a message by the callable its samples found (SampleStore::TakeCallable), before
+  // any tracer sees its end.
+  void NameByCallable(Span& span);
   void Observe(const Event& event) {
     if (!observers_.empty()) ObserveAll(event);  // most analyses record nothing
   }

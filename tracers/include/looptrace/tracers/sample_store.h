@@ -72,6 +72,13 @@ class SampleStore {
   SampledCallTree TreeOf(const Span& span);
   // The sampled tree of [begin_ns, end_ns] on thread `tid` (empty without samples).
   SampledCallTree Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
+  // Whether any kept sample holds a callable not taken yet (StackSample::callable): inline,
+  // asked at every message's end, and only runtimes that name callables make one.
+  bool holds_callables() const { return callables_ > 0; }
+  // The callable that ran in `span` (a message that is ending), from its samples that no
+  // message nested in it took: the most frequent, the earliest of a tie; "" when none. The
+  // samples are taken, so the message around it is named by the rest.
+  std::string TakeCallable(const Span& span);
   // Keeps thread `tid`'s samples from `from_ns` on (a cold start in progress) until Release.
   void Hold(uint32_t tid, uint64_t from_ns) { hold_ = {{tid, from_ns}}; }
   void Release() { hold_.reset(); }
@@ -96,6 +103,7 @@ class SampleStore {
     bool switch_seen = false;  // off-CPU: its switch record arrived (the reason is known)
     std::string reason;
     std::string stop;
+    std::string callable;  // "" when none, or taken by a message
   };
   struct Thread {
     CompactQueue<Sample> samples;  // by ts
@@ -145,6 +153,7 @@ class SampleStore {
   std::vector<OpenSpan> open_;
   std::optional<std::pair<uint32_t, uint64_t>> hold_;  // (tid, from): see Hold
   Stacks session_;                                     // samples no span wants any more
+  size_t callables_ = 0;                               // kept samples with a callable not taken
 };
 
 }  // namespace looptrace
