@@ -101,7 +101,8 @@ class Tracer:
     def __init__(self, looptrace, options, pid, report):
         self.lock = open("/tmp/looptrace-integration.lock", "w")
         fcntl.flock(self.lock, fcntl.LOCK_EX)
-        self.proc = subprocess.Popen([looptrace, "record", "-p", str(pid), "-o", report] + options,
+        # --full: the checks below read sections the default (short) text report cuts.
+        self.proc = subprocess.Popen([looptrace, "record", "-p", str(pid), "--full", "-o", report] + options,
                                      stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         while True:
             line = self.proc.stderr.readline()

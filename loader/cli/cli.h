@@ -52,8 +52,12 @@ struct ReportOutput {
   std::string path;             // -o FILE ("" = stdout)
   std::string format = "text";  // -f
   std::string method_mapping;   // --method-mapping FILE
+  bool full = false;            // --full: the whole text report, not its short view
 };
 void AddReportOutputOptions(CLI::App* command, ReportOutput& output);
+// The renderer of -f for the report of record, run and report: the text report's short
+// view unless --full or -v (which adds the filter counters).
+std::unique_ptr<Renderer> ReportRenderer(const AnalysisOptions& analysis, const ReportOutput& output);
 // Checks -f against the renderer registry.
 Result<void> CheckFormat(const std::string& format);
 // --method-mapping FILE loaded and set as `analysis`'s namer (null without the option); the

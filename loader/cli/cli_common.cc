@@ -57,6 +57,15 @@ void AddReportOutputOptions(CLI::App* command, ReportOutput& output) {
   command->add_option("-o,--output", output.path, "write the report to FILE (.gz compresses), atomically");
   command->add_option("-f,--format", output.format, "report format: " + RendererNames())->capture_default_str();
   command->add_option("--method-mapping", output.method_mapping, "Matrix methodMapping.txt naming method ids");
+  command->add_flag("--full", output.full,
+                    "the whole text report (also -v): every evil method, tree node, thread dump and counter");
+}
+
+std::unique_ptr<Renderer> ReportRenderer(const AnalysisOptions& analysis, const ReportOutput& output) {
+  RenderOptions render = analysis.Rendering();
+  render.verbose = log::Enabled(log::Level::kV1);
+  render.full = output.full || render.verbose;
+  return MakeRenderer(output.format, render);
 }
 
 Result<void> CheckFormat(const std::string& format) {

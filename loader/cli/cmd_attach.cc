@@ -153,6 +153,7 @@ BACKGROUND SESSIONS:
       c.session = flags_.session;
       c.format = output_.format;
       c.render = analysis_.Rendering();
+      c.render.full = true;  // a background session's text report stays whole
       auto out = OutputFor(output_.path, pid, pids.size(), "-o");
       if (!out) return Fail(out.error());
       c.output_path = *out;

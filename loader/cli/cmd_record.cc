@@ -90,18 +90,17 @@ class TraceCommand : public Command {
     if (recording) {
       if (auto ok = recording->Commit(); !ok) status = Fail(ok.error());
     }
-    RenderOptions render = analysis_.Rendering();
-    render.verbose = log::Enabled(log::Level::kV1);
+    const auto renderer = ReportRenderer(analysis_, output_);
     Report report = pipeline.TakeReport();
     if (run_ && (*out)->is_stdout()) {
       // The program's own output shares stdout: the report comes after the session, in one
       // piece, so that no line of the program's (still running after -d, or its children's)
       // falls inside it.
       std::ostringstream text;
-      MakeRenderer(output_.format, render)->Render(report, text);
+      renderer->Render(report, text);
       (*out)->WriteWhole(text.view());
     } else {
-      MakeRenderer(output_.format, render)->Render(report, (*out)->stream());
+      renderer->Render(report, (*out)->stream());
     }
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
     if (!output_.path.empty()) log::Info("report written to {}", output_.path);

@@ -107,9 +107,8 @@ class ReportCommand : public Command {
     report.matrix = fleet.Finish();
     auto out = loader::OutputFile::Create(output_.path);
     if (!out) return Fail(out.error());
-    RenderOptions render = analysis_.Rendering();
-    render.verbose = log::Enabled(log::Level::kV1);
-    MakeRenderer(output_.format, render)->Render(report, (*out)->stream());
+    const auto renderer = ReportRenderer(analysis_, output_);
+    renderer->Render(report, (*out)->stream());
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
     return 0;
   }
@@ -122,9 +121,8 @@ class ReportCommand : public Command {
     Stats replay_stats;
     if (auto ok = loader::ReplayRecording(recording, pipeline, &replay_stats); !ok) return Fail(ok.error());
     if (replay_stats.AnyNonZero()) pipeline.OnEvent(LossCounters{replay_stats});
-    RenderOptions render = analysis_.Rendering();
-    render.verbose = log::Enabled(log::Level::kV1);
-    MakeRenderer(output_.format, render)->Render(pipeline.TakeReport(), (*out)->stream());
+    const auto renderer = ReportRenderer(analysis_, output_);
+    renderer->Render(pipeline.TakeReport(), (*out)->stream());
     if (auto ok = (*out)->Commit(); !ok) return Fail(ok.error());
     return 0;
   }

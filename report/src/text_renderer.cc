@@ -4,9 +4,11 @@
 
 #include "looptrace/report/cost_text.h"
 #include "looptrace/report/render.h"
+#include "looptrace/report/short_view.h"
 #include "looptrace/util/text_safety.h"
 #include "matrix_render.h"
 #include "sampled_render.h"
+#include "text_short.h"
 
 #include <algorithm>
 #include <map>
@@ -98,6 +100,16 @@ class TextRenderer : public Renderer {
       RenderMatrixText(report.matrix, options_.top_n, out);
       return;
     }
+    if (options_.full) {
+      RenderSections(report, nullptr, out);
+      return;
+    }
+    const ShortView view = MakeShortView(report, options_.top_n);
+    RenderSections(view.report, &view, out);
+  }
+
+  // Every section of `report`; with a short view, the one-line forms and the cuts' line.
+  void RenderSections(const Report& report, const ShortView* view, std::ostream& out) const {
     const SessionInfo& s = report.session;
     out << fmt::format("looptrace report: pid {} ({}), profile {}, threads {}\n", s.pid,
                        s.command.empty() ? "?" : Esc(s.command), s.profile.empty() ? "?" : Esc(s.profile),
@@ -108,15 +120,26 @@ class TextRenderer : public Renderer {
     for (const SessionInfo::Exec& e : s.execs)
       out << fmt::format("exec: at +{} the process became {}: the old program's probes no longer fire\n",
                          FormatDuration(e.ts_ns > s.begin_ns ? e.ts_ns - s.begin_ns : 0), Esc(e.comm));
+    if (view) out << IncompleteStacksHint(view->incomplete);
     RenderMessages(report, out);
     RenderFrames(report, out);
-    RenderEvilMethods(report, out);
+    RenderEvilMethods(report, view ? view->evil_methods_total : report.evil_methods.size(), out);
     RenderStalls(report, out);
     RenderSignals(report, out);
     RenderSpanLags(report, out);
     RenderStartup(report, out);
-    RenderStats(report.stats, out);
-    out << CostText(report.stats, s.duration_ns());
+    if (!view) {
+      RenderStats(report.stats, out);
+      out << CostText(report.stats, s.duration_ns());
+      return;
+    }
+    if (view->quality_complete) {
+      out << QualityLine(report.stats);
+    } else {
+      RenderStats(report.stats, out);
+      out << IncompleteStacksLine(view->incomplete);
+    }
+    out << CostLine(report.stats, s.duration_ns()) << CutsLine(view->cuts);
   }
 
   void RenderMessages(const Report& report, std::ostream& out) const {
@@ -204,11 +227,14 @@ class TextRenderer : public Renderer {
     }
   }
 
-  void RenderEvilMethods(const Report& report, std::ostream& out) const {
+  // `total`: the evil methods before a short view kept the slowest.
+  void RenderEvilMethods(const Report& report, size_t total, std::ostream& out) const {
     if (report.evil_methods.empty()) return;
     const uint64_t base = report.session.begin_ns;
-    out << fmt::format("\nevil methods: {} message{} of at least {}\n", report.evil_methods.size(),
-                       report.evil_methods.size() == 1 ? "" : "s", FormatDuration(report.evil_threshold_ns));
+    out << fmt::format(
+        "\nevil methods: {} message{} of at least {}{}\n", total, total == 1 ? "" : "s",
+        FormatDuration(report.evil_threshold_ns),
+        total > report.evil_methods.size() ? fmt::format(" (the slowest {} below)", report.evil_methods.size()) : "");
     int index = 1;
     for (const EvilMethodReport& e : report.evil_methods) {
       const Message& m = e.message;

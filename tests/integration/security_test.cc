@@ -135,11 +135,12 @@ TEST_F(SecurityTest, HostileTargetProfileAndMappingCannotCorruptOrEscape) {
                                    "--idle-lag-threshold",
                                    "200",
                                    "--save",
-                                   recording});
+                                   recording,
+                                   "--full"});
   ASSERT_EQ(live.exit_code, 0) << live.err;
   ExpectTerminalSafe(live.out, "live text report");
   ExpectTerminalSafe(live.err, "live stderr");
-  // Complete: every section is there, names escaped and visible.
+  // Complete (--full): every section is there, names escaped and visible.
   for (const char* needle : {"messages on thread", "slowest messages", "messages by name", "evil methods", "----- LAG",
                              "idle handler lag", "startup timeline", "data quality"})
     EXPECT_NE(live.out.find(needle), std::string::npos) << needle << " missing in:\n" << live.out;

@@ -6,6 +6,12 @@
 #include <algorithm>
 
 namespace looptrace {
+namespace {
+
+// The task state of a thread's last switch-out, as it exits (TASK_DEAD): it never runs again.
+constexpr uint32_t kTaskDead = 0x80;
+
+}  // namespace
 
 void AnrOptions::Declare(OptionSet&) {}
 
@@ -70,6 +76,14 @@ void AnrTracer::OnOpenBeats(const MethodBeats& beats) {
 }
 
 void AnrTracer::OnSwitch(const ThreadSwitch& e) {
+  if (e.off_cpu && (e.state & kTaskDead)) {
+    // The thread exited: it waits for nothing. Nothing of it is kept, so a later thread
+    // given its number is not reported off the CPU since this one left.
+    off_now_.erase(e.tid);
+    last_wakeup_.erase(e.tid);
+    if (!MessageOpen(e.tid)) intervals_.erase(e.tid);
+    return;
+  }
   if (e.off_cpu) {
     OffCpuInterval interval;
     interval.begin_ns = e.ts_ns;

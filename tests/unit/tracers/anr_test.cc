@@ -132,6 +132,40 @@ TEST(AnrTracer, TheSnapshotOfAMessageWhoseEndWasLostEndsWhenTheNextBegins) {
   EXPECT_EQ(report.messages.messages[0].msg_id, 8u);
 }
 
+// A thread's last switch-out as it exits (TASK_DEAD) opens no off-CPU interval: a later
+// thread given the same number and stalled while running is not reported off the CPU since
+// the first one left.
+TEST(AnrTracer, AnExitedThreadIsNotLeftOffTheCpu) {
+  testing::EventScript script;
+  ThreadSwitch exit;
+  exit.ts_ns = 100 * kMs;
+  exit.tid = kMain;
+  exit.off_cpu = true;
+  exit.state = 0x80;  // TASK_DEAD
+  exit.kernel_stack = {"do_task_dead", "do_exit"};
+  script.Add(exit);
+  const uint64_t begin = 1'000 * kMs;
+  script.Add(Probe(Role::kDispatchBegin, begin, {U("id", 7)}, kMain));
+  StallSnapshot snapshot;
+  snapshot.ts_ns = begin + 2'500 * kMs;
+  snapshot.tid = kMain;
+  snapshot.message_begin_ns = begin;
+  ThreadSnapshot running;
+  running.tid = kMain;
+  running.state = 'R';
+  snapshot.threads = {running};
+  script.Add(snapshot);
+  script.Add(Probe(Role::kDispatchEnd, begin + 3'000 * kMs, {U("id", 7)}, kMain));
+  AnalysisOptions options;
+  Report report = script.Run(options, begin + 4'000 * kMs);
+  ASSERT_EQ(report.stalls.size(), 1u);
+  const StallReport& r = report.stalls[0];
+  EXPECT_TRUE(r.off_cpu.empty());
+  EXPECT_TRUE(r.off_cpu_by_reason.empty());
+  EXPECT_EQ(r.on_cpu_ns, 3'000 * kMs);
+  EXPECT_EQ(r.stuck_reason, "running");
+}
+
 TEST(AnrTracer, AnUnnamedLoopIterationIsNamedAfterTheHandlerStuckInIt) {
   // android::Looper: a poll-bounded iteration (unnamed) holds a native handler that hangs.
   testing::EventScript script;

@@ -42,6 +42,7 @@ inline Report ReplayGoldenCase(const std::filesystem::path& dir, RenderOptions* 
     EXPECT_TRUE(ok) << dir << "/args: " << ok.error().message;
   }
   *render = options.Rendering();
+  render->full = true;  // the goldens pin the whole report; expected.short.txt the default view
   Pipeline pipeline(options);
   Stats replay_stats;
   auto ok = loader::ReplayRecording((dir / "input.events.jsonl").string(), pipeline, &replay_stats);

@@ -1,7 +1,8 @@
 // Golden tests: each case directory tests/golden/<kind>/<case>/ is one test,
 // Golden/GoldenCase.RendersTheExpectedFiles/<kind>_<case>. Its recording (input.events.jsonl)
 // is replayed with the options of its args file and rendered in every format with a file:
-//   expected.txt          -f text, line by line
+//   expected.txt          -f text --full, line by line
+//   expected.short.txt    -f text (the default short view), line by line, where the case has one
 //   expected.json         -f json, record by record, compared by value
 //   expected.chrome.json  -f chrome, by value
 //   expected.html.json    -f html: the page's meta block, by value, but for its counter
@@ -112,6 +113,11 @@ class GoldenCase : public ::testing::TestWithParam<fs::path> {
 
 TEST_P(GoldenCase, RendersTheExpectedFiles) {
   Expect(File("expected.txt"), Render(report_, "text", render_), CompareText);
+  if (fs::exists(File("expected.short.txt"))) {
+    RenderOptions short_view = render_;
+    short_view.full = false;
+    Expect(File("expected.short.txt"), Render(report_, "text", short_view), CompareText);
+  }
   const std::string json_report = Render(report_, "json", render_);
   Expect(File("expected.json"), json_report, CompareJsonLines);
   Expect(File("expected.chrome.json"), Render(report_, "chrome", render_), CompareJson);

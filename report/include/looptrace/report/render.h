@@ -17,6 +17,9 @@ namespace looptrace {
 struct RenderOptions {
   size_t top_n = 10;     // rows in "slowest" / "by name" tables
   bool verbose = false;  // -v: also the filter counters (hits filtered in BPF on purpose)
+  // -v/--full: every section of the text report whole; otherwise its short view
+  // (short_view.h), what fits on a screen or two.
+  bool full = false;
   // -f folded: each slow message's, frame's and startup's stacks ("slow"), or the session's
   // ("session"); from their sampled trees ("sampled") or method-beat trees ("instrumented").
   std::string folded_scope = "slow";
