@@ -7,6 +7,7 @@
 #include "looptrace/util/text_safety.h"
 #include "matrix_render.h"
 #include "sampled_render.h"
+#include "session_profile_text.h"
 
 #include <algorithm>
 #include <map>
@@ -109,6 +110,7 @@ class TextRenderer : public Renderer {
       out << fmt::format("exec: at +{} the process became {}: the old program's probes no longer fire\n",
                          FormatDuration(e.ts_ns > s.begin_ns ? e.ts_ns - s.begin_ns : 0), Esc(e.comm));
     RenderMessages(report, out);
+    RenderSessionProfileText(report, out);
     RenderFrames(report, out);
     RenderEvilMethods(report, out);
     RenderStalls(report, out);
