@@ -2002,6 +2002,18 @@ static __always_inline struct lt_thread_state *state_of(__u32 tid)
 	return st;
 }
 
+/*
+ * Threads a runtime asked the loader to sample beside the watched ones (a JVM's Java threads:
+ * its work is not on the process's first thread); only their cpu-clock samples are taken.
+ */
+#define LT_MAX_RUNTIME_SAMPLED 256 /* the loader's kMaxRuntimeSampled */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LT_MAX_RUNTIME_SAMPLED);
+	__type(key, __u32);
+	__type(value, __u8);
+} runtime_sampled SEC(".maps");
+
 /* The threads whose switches are recorded: the main thread, or all with --threads all. */
 static __always_inline int watched(__u32 tid)
 {
@@ -2199,7 +2211,7 @@ int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 		st->sample_ustack_id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
 		st->sample_ns = now;
 	}
-	if (!watched(tid))
+	if (!watched(tid) && !bpf_map_lookup_elem(&runtime_sampled, &tid))
 		return 0;
 	if (loop_idle(tid)) {
 		count(LT_STAT_SAMPLE_IDLE); /* between messages: no tree wants it */

@@ -399,6 +399,17 @@ Result<void> BpfSession::AttachCpuSampler(int sample_tid, int sample_hz) {
   return {};
 }
 
+Result<void> BpfSession::SampleUnwatchedThread(int tid, int sample_hz) {
+  if (!thread_tracking_) return {};
+  const uint32_t key = static_cast<uint32_t>(tid);
+  const uint8_t yes = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.runtime_sampled), &key, &yes, BPF_ANY) != 0)
+    return SystemError(fmt::format("cannot sample thread {}", tid), errno, ExitCode::kUnsupported);
+  auto attached = AttachCpuSampler(tid, sample_hz);
+  if (!attached) bpf_map_delete_elem(bpf_map__fd(skel_->maps.runtime_sampled), &key);
+  return attached;
+}
+
 std::vector<std::pair<uint32_t, lt_thread_state>> BpfSession::ThreadStates() const {
   std::vector<std::pair<uint32_t, lt_thread_state>> out;
   int fd = bpf_map__fd(skel_->maps.thread_states);

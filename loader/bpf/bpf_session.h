@@ -117,6 +117,9 @@ class BpfSession {
   void SetLoopTid(uint32_t tid);
   // cpu-clock samples of `tid` (the loop thread once known) at `sample_hz`.
   Result<void> AttachCpuSampler(int tid, int sample_hz);
+  // cpu-clock samples of a thread that is not watched (one a runtime asks for): BPF keeps
+  // its samples, not its switches. At most 256 threads (BPF's runtime_sampled map).
+  Result<void> SampleUnwatchedThread(int tid, int sample_hz);
 
   // Loss and filter counters kept by the BPF programs (summed over CPUs), and what the
   // programs cost (the kernel's run counts and times, when it keeps them).

@@ -93,6 +93,11 @@ class InterpreterSupport {
     (void)frames;
   }
 
+  // Threads whose on-CPU stacks the session samples beside the ones it watches (a JVM's
+  // Java threads: its work is not on the process's first thread); asked again as threads
+  // come, empty before Locate succeeded.
+  virtual std::vector<uint32_t> ThreadsToSample() { return {}; }
+
   // Whether native frames of `module` (a basename: "python3.11", "libpython3.13.so.1.0") are
   // the interpreter's own C code, and whether `function` is its interpreter loop (one native
   // frame per run of interpreted frames; a merged stack replaces it by them).

@@ -149,7 +149,8 @@ uint32_t Session::LoopThread() {
               ReadFirstLine(fmt::format("/proc/{}/task/{}/comm", tgid_, known_loop_tid_)));
       // Its stack while it runs: the cpu-clock sampler follows the loop thread (the main
       // thread's runs from the start).
-      if (options_.thread_tracking && bpf_->thread_tracking() && known_loop_tid_ != sampled_tid_)
+      if (options_.thread_tracking && bpf_->thread_tracking() && known_loop_tid_ != sampled_tid_ &&
+          !runtime_sampled_.contains(known_loop_tid_))
         if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_),
                                              options_.sample_hz > 0 ? options_.sample_hz : 49);
             !ok)
@@ -179,6 +180,7 @@ void Session::AttachThreadTracking() {
     else
       log::V1("no cpu-clock samples of the main thread: {}", ok.error().message);
   }
+  SampleRuntimeThreads();
 }
 
 Result<void> Session::Attach(pid_t pid) {
@@ -230,6 +232,7 @@ void Session::Start(SessionStart start) {
 void Session::Watchdog(uint64_t now_ns) {
   if (now_ns - last_cpu_sample_ns_ >= 500'000'000) {
     snapshots_->SampleCpu(now_ns);
+    SampleRuntimeThreads();  // threads started since
     last_cpu_sample_ns_ = now_ns;
   }
   pipeline_.Tick(now_ns);
@@ -277,6 +280,33 @@ void Session::LocateInterpreter() {
   if (!*located) return;
   bpf_->PublishInterpreterAddresses(interpreter_config_);
   interpreter_pending_ = false;
+  SampleRuntimeThreads();
+}
+
+namespace {
+// The size of BPF's runtime_sampled map (looptrace.bpf.c): a JVM's threads beyond it are not
+// sampled (cpu-clock events cost nothing while their thread sleeps, one fd each).
+constexpr size_t kMaxRuntimeSampled = 256;
+}  // namespace
+
+void Session::SampleRuntimeThreads() {
+  if (!interpreter_ || interpreter_pending_ || !options_.thread_tracking || options_.sample_hz <= 0 || !bpf_ ||
+      !bpf_->thread_tracking())
+    return;
+  for (uint32_t tid : interpreter_->ThreadsToSample()) {
+    // Threads with a sampler of their own: the main thread (but with `thread loop`), the loop thread.
+    const bool sampled =
+        tid == sampled_tid_ || tid == known_loop_tid_ || (tid == tgid_ && threads_.mode != ThreadChoice::Mode::kLoop);
+    if (sampled || runtime_sampled_.contains(tid)) continue;
+    if (runtime_sampled_.size() >= kMaxRuntimeSampled) {
+      log::V1("{} threads sampled for {}: no more", runtime_sampled_.size(), interpreter_->what());
+      return;
+    }
+    // Marked even when it fails (the thread is gone): not asked again.
+    runtime_sampled_.insert(tid);
+    if (auto ok = bpf_->SampleUnwatchedThread(static_cast<int>(tid), options_.sample_hz); !ok)
+      log::V1("no cpu-clock samples of thread {}: {}", tid, ok.error().message);
+  }
 }
 
 Result<void> Session::Drain() {

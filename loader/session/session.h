@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,6 +116,9 @@ class Session : private SnapshotSource {
   };
   // Until the interpreter is found in the process (a program `run` starts maps it after exec).
   void LocateInterpreter();
+  // cpu-clock samplers on the threads the runtime asks to sample (InterpreterSupport::
+  // ThreadsToSample) that have none yet.
+  void SampleRuntimeThreads();
 
   SessionOptions options_;
   int signal_fd_;
@@ -147,8 +151,9 @@ class Session : private SnapshotSource {
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
   uint32_t sampled_tid_ = 0;     // the thread a cpu-clock sampler follows before that (the main one)
   uint64_t last_cpu_sample_ns_ = 0;
-  uint64_t stop_ns_ = UINT64_MAX;      // the session's end: later records are dropped (and counted)
-  uint64_t deadline_ns_ = UINT64_MAX;  // when -d ends the session
+  std::set<uint32_t> runtime_sampled_;  // threads sampled for the runtime (SampleRuntimeThreads)
+  uint64_t stop_ns_ = UINT64_MAX;       // the session's end: later records are dropped (and counted)
+  uint64_t deadline_ns_ = UINT64_MAX;   // when -d ends the session
   ProcessTaps taps_{*this};
   OwnCpuClock own_cpu_;  // the loader's CPU time, a cost counter
   std::unique_ptr<BpfSession> bpf_;

@@ -100,6 +100,9 @@ std::vector<FoldedStack> Choose(const Report& report, const RenderOptions& optio
                   [&](const std::string& label, const std::vector<NamedCallNode>&, const SampledCallTree& sampled) {
                     AddSampled(label, sampled, &out);
                   });
+  // A session without messages (a JVM without method probes) has no slow span: its whole
+  // session is what there is to draw.
+  if (out.empty() && !report.session_profile.threads.empty()) return report.session_stacks;
   return out;
 }
 

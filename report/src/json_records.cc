@@ -363,6 +363,15 @@ json WarmStartJson(const Report& report, const WarmStart& w) {
   return j;
 }
 
+json ThreadProfileJson(const ThreadProfile& t) {
+  json top = json::array();
+  for (const MethodShare& m : t.top)
+    top.push_back({{"name", m.name}, {"self_samples", m.self_samples}, {"total_samples", m.total_samples}});
+  json j{{"type", "thread_profile"}, {"tid", t.tid}, {"samples", t.samples}, {"top", std::move(top)}};
+  AddSampledJson(t.tree, &j);
+  return j;
+}
+
 void ForEachRecord(const Report& report, const std::function<void(const json&)>& emit_record) {
   // Every record about a thread names it next to its number, when the thread's name is known.
   const std::function<void(const json&)> emit = [&](const json& j) {
@@ -406,6 +415,7 @@ void ForEachRecord(const Report& report, const std::function<void(const json&)>&
     j.update(json(m.loop_delay));
     emit(j);
   }
+  for (const ThreadProfile& t : report.session_profile.threads) emit(ThreadProfileJson(t));
   for (const FrameRecord& f : report.frames.frames) emit(FrameJson(f));
   for (const FpsSummary& s : report.frames.windows) emit(FpsJson(report, s, "fps"));
   for (const FpsSummary& s : report.frames.scenes) emit(FpsJson(report, s, "fps_scene"));

@@ -9,6 +9,7 @@
 #include "matrix_render.h"
 #include "sampled_render.h"
 #include "text_short.h"
+#include "session_profile_text.h"
 
 #include <algorithm>
 #include <map>
@@ -122,6 +123,7 @@ class TextRenderer : public Renderer {
                          FormatDuration(e.ts_ns > s.begin_ns ? e.ts_ns - s.begin_ns : 0), Esc(e.comm));
     if (view) out << IncompleteStacksHint(view->incomplete);
     RenderMessages(report, out);
+    RenderSessionProfileText(report, out);
     RenderFrames(report, out);
     RenderEvilMethods(report, view ? view->evil_methods_total : report.evil_methods.size(), out);
     RenderStalls(report, out);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <set>
+#include <string_view>
+
 #include "looptrace/tracers/sampled_call_tree.h"
 #include "looptrace/tracers/thread_state.h"
 
@@ -27,6 +30,12 @@ void SampleStore::OnSample(const StackSample& e) {
   auto at = t.samples.end();
   while (at != t.samples.begin() && std::prev(at)->ts_ns > s.ts_ns) --at;
   t.samples.insert(at, std::move(s));
+  // A thread that only gets samples (one a runtime asked to sample: no probe hits, no
+  // switches) would keep them all: those no span can want any more go to the session.
+  if (e.on_cpu && e.ts_ns > kRecordLagNs) {
+    t.last_event_ns = std::max(t.last_event_ns, e.ts_ns - kRecordLagNs);
+    Prune(e.tid, t);
+  }
 }
 
 void SampleStore::OnSwitch(const ThreadSwitch& sw) {
@@ -196,6 +205,7 @@ void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
     if (end >= keep_from) break;
     AddToSession(tid, s, &session_);
     if (!s.callable.empty()) --callables_;
+    if (s.on_cpu && s.frames) ++on_cpu_[tid][{*s.frames, s.stop}];
     t.samples.pop_front();
   }
 }
@@ -230,6 +240,51 @@ std::vector<FoldedStack> SampleStore::SessionStacks(uint64_t end_ns) const {
   std::vector<FoldedStack> out;
   out.reserve(stacks.size());
   for (auto& [frames, ns] : stacks) out.push_back({frames, ns});
+  return out;
+}
+
+std::vector<ThreadProfile> SampleStore::ThreadProfiles(size_t top_methods) const {
+  std::map<uint32_t, OnCpuStacks> by_thread = on_cpu_;
+  for (const auto& [tid, t] : threads_)
+    for (const Sample& s : t.samples)
+      if (s.on_cpu && s.frames) ++by_thread[tid][{*s.frames, s.stop}];
+  const uint64_t period_ns = sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0;
+  std::vector<ThreadProfile> out;
+  for (const auto& [tid, stacks] : by_thread) {
+    ThreadProfile p;
+    p.tid = tid;
+    std::map<std::string, MethodShare> shares;
+    std::vector<WeightedStack> weighted;
+    for (const auto& [key, count] : stacks) {
+      const auto& [frames, stop] = key;
+      p.samples += count;
+      if (!frames.empty()) shares[frames.front()].self_samples += count;
+      std::set<std::string_view> seen;  // a recursive frame counts once per sample
+      for (const std::string& f : frames)
+        if (seen.insert(f).second) shares[f].total_samples += count;
+      WeightedStack w;
+      w.frames = &frames;
+      w.stop = stop;
+      w.weight_ns = period_ns;
+      weighted.insert(weighted.end(), count, w);  // a sample each: the tree counts samples
+    }
+    if (!p.samples) continue;
+    for (auto& [name, share] : shares) {
+      share.name = name;
+      p.top.push_back(std::move(share));
+    }
+    std::stable_sort(p.top.begin(), p.top.end(), [](const MethodShare& a, const MethodShare& b) {
+      return a.self_samples != b.self_samples ? a.self_samples > b.self_samples : a.total_samples > b.total_samples;
+    });
+    if (p.top.size() > top_methods) p.top.resize(top_methods);
+    const uint64_t on_cpu_ns = p.samples * period_ns;
+    p.tree = BuildSampledTree(weighted, on_cpu_ns, on_cpu_ns, max_nodes_);
+    p.tree.sample_hz = sample_hz_;
+    p.tree.dwarf = dwarf_;
+    out.push_back(std::move(p));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ThreadProfile& a, const ThreadProfile& b) { return a.samples > b.samples; });
   return out;
 }
 

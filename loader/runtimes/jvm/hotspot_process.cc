@@ -92,21 +92,19 @@ class HotSpotProcess : public InterpreterSupport {
     std::map<uint32_t, std::vector<InterpreterFrame>> out;
     if (!namer_) return out;
     ReadCode();
-    const HotSpotLayout& l = layout_;
-    auto list = Pointer(l.java_thread_list);
-    if (!list) return out;
-    uint32_t length = 0;
-    auto threads = Pointer(*list + l.threads_list_threads);
-    if (!threads || !memory_->Read(*list + l.threads_list_length, &length, 4)) return out;
-    for (uint32_t i = 0; i < length && i < kMaxThreads; ++i) {
-      auto thread = Pointer(*threads + i * 8ull);
-      if (!thread) continue;
-      auto osthread = Pointer(*thread + l.thread_osthread);
-      int32_t tid = 0;
-      if (!osthread || !memory_->Read(*osthread + l.osthread_thread_id, &tid, 4) || tid <= 0) continue;
-      auto frames = Frames(*thread, stats);
-      if (!frames.empty()) out[static_cast<uint32_t>(tid)] = std::move(frames);
-    }
+    ForEachJavaThread([&](uint64_t thread, uint32_t tid) {
+      auto frames = Frames(thread, stats);
+      if (!frames.empty()) out[tid] = std::move(frames);
+    });
+    return out;
+  }
+
+  // The VM's Java threads (main, the event dispatch thread, the program's own, the compiler
+  // and service threads; not the launcher's first thread, nor GC workers): the program's
+  // work runs on them, not on the thread the session watches first.
+  std::vector<uint32_t> ThreadsToSample() override {
+    std::vector<uint32_t> out;
+    if (namer_) ForEachJavaThread([&](uint64_t, uint32_t tid) { out.push_back(tid); });
     return out;
   }
 
@@ -118,6 +116,25 @@ class HotSpotProcess : public InterpreterSupport {
   bool EndsLoopRun(const lt_interp_frame&) const override { return true; }
 
  private:
+  // Every JavaThread of the VM's thread list with its kernel thread id.
+  template <typename Visit>
+  void ForEachJavaThread(Visit visit) {
+    const HotSpotLayout& l = layout_;
+    auto list = Pointer(l.java_thread_list);
+    if (!list) return;
+    uint32_t length = 0;
+    auto threads = Pointer(*list + l.threads_list_threads);
+    if (!threads || !memory_->Read(*list + l.threads_list_length, &length, 4)) return;
+    for (uint32_t i = 0; i < length && i < kMaxThreads; ++i) {
+      auto thread = Pointer(*threads + i * 8ull);
+      if (!thread) continue;
+      auto osthread = Pointer(*thread + l.thread_osthread);
+      int32_t tid = 0;
+      if (!osthread || !memory_->Read(*osthread + l.osthread_thread_id, &tid, 4) || tid <= 0) continue;
+      visit(*thread, static_cast<uint32_t>(tid));
+    }
+  }
+
   std::optional<uint64_t> LoadBias(const symbols::ElfFile& elf) const {
     auto maps = symbols::ReadProcMaps(pid_);
     if (!maps) return std::nullopt;

@@ -209,9 +209,9 @@ class HotSpotRuntime : public Runtime {
       // Not an error: HotSpot exports its own layouts (VMStructs), so the session still
       // shows Java frames; only what the method probes bound (messages, beats) is missing.
       log::Warning(
-          "{} runs HotSpot with its method probes off (as far as {} tells): profile {} records CPU samples, "
-          "switch-outs and thread dumps with Java frames, but no event-dispatch messages or Java method "
-          "beats; for those start java with -XX:+DTraceMethodProbes (or "
+          "{} runs HotSpot with its method probes off (as far as {} tells): profile {} records CPU samples of "
+          "its Java threads (the report says where each ran), switch-outs and thread dumps with Java frames, but "
+          "no event-dispatch messages or Java method beats; for those start java with -XX:+DTraceMethodProbes (or "
           "JAVA_TOOL_OPTIONS=-XX:+DTraceMethodProbes)",
           who, source, check.profile_name);
       return {};

@@ -23,6 +23,8 @@ nlohmann::json SessionJson(const Report& report);
 // "message", or "unfinished_message" for one still running at the session's end.
 nlohmann::json MessageJson(const Message& message, bool finished);
 nlohmann::json FrameJson(const FrameRecord& frame);
+// A thread's on-CPU samples in a session without messages ("thread_profile").
+nlohmann::json ThreadProfileJson(const ThreadProfile& profile);
 // "fps" (a Matrix window) or "fps_scene".
 nlohmann::json FpsJson(const Report& report, const FpsSummary& fps, const char* type);
 nlohmann::json EvilMethodJson(const Report& report, const EvilMethodReport& evil);

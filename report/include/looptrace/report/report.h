@@ -252,6 +252,23 @@ struct StartupReport {
   std::vector<std::string> missing;  // milestones never reached
 };
 
+// Where a thread's on-CPU samples are, for a session without messages (a JVM started with no
+// flags): the sampled_tree tracer's view of the whole session, per thread.
+struct MethodShare {
+  std::string name;
+  uint64_t self_samples = 0;   // samples with the frame innermost
+  uint64_t total_samples = 0;  // samples with the frame anywhere (once per sample)
+};
+struct ThreadProfile {
+  uint32_t tid = 0;
+  uint64_t samples = 0;          // on CPU
+  std::vector<MethodShare> top;  // by self samples, then total, then name
+  SampledCallTree tree;          // the thread's whole session, trimmed as slow spans' trees
+};
+struct SessionProfileReport {
+  std::vector<ThreadProfile> threads;  // most samples first; empty when the session had messages
+};
+
 struct Report {
   SessionInfo session;
   // The threads' names (comm) as the loader read them while they lived, by tid; a thread
@@ -269,6 +286,8 @@ struct Report {
   // Every stack sample of the session, folded by stack (the sampled_tree tracer): what -f folded
   // --folded-scope session draws.
   std::vector<FoldedStack> session_stacks;
+  // With no messages: each sampled thread's profile (the sampled_tree tracer).
+  SessionProfileReport session_profile;
   Stats stats;
   // `report ISSUES...`: issues the Matrix SDK reported on phones, and their fleet view.
   // When enabled, the report is this section alone (no session was traced).

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "looptrace/report/report.h"
 #include "looptrace/report/sampled_call_tree.h"
 #include "looptrace/report/stats.h"
 #include "looptrace/tracers/compact_queue.h"
@@ -87,6 +88,9 @@ class SampleStore {
   // the process's own under "[thread N]", off-CPU time ending in "[off-cpu: REASON]"), by
   // stack; stretches still off CPU end at `end_ns`.
   std::vector<FoldedStack> SessionStacks(uint64_t end_ns) const;
+  // Each thread's on-CPU samples over the whole session as one tree and its heaviest frames
+  // (self and total), most sampled thread first: the view of a session without messages.
+  std::vector<ThreadProfile> ThreadProfiles(size_t top_methods) const;
   // Samples kept for spans that may still want them (bounded by the open spans).
   size_t queued_samples() const {
     size_t n = 0;
@@ -117,6 +121,11 @@ class SampleStore {
     uint64_t begin_ns;
   };
   using Stacks = std::map<std::vector<std::string>, uint64_t>;
+  // On-CPU samples by (frames innermost first, why the walk stopped): their count.
+  using OnCpuStacks = std::map<std::pair<std::vector<std::string>, std::string>, uint64_t>;
+  // A record comes at most this long after a sample of the same time (the loader polls every
+  // 25 ms): a thread's on-CPU samples older than its latest by this much can start no span.
+  static constexpr uint64_t kRecordLagNs = 1'000'000'000;
 
   static bool Kept(SpanKind kind) {
     return kind == SpanKind::kMessage || kind == SpanKind::kFrame || kind == SpanKind::kLaunch;
@@ -154,6 +163,7 @@ class SampleStore {
   std::optional<std::pair<uint32_t, uint64_t>> hold_;  // (tid, from): see Hold
   Stacks session_;                                     // samples no span wants any more
   size_t callables_ = 0;                               // kept samples with a callable not taken
+  std::map<uint32_t, OnCpuStacks> on_cpu_;             // the same samples on CPU, by thread
 };
 
 }  // namespace looptrace

@@ -1,5 +1,6 @@
 // The session's stack samples as folded stacks (report.session_stacks, for -f folded
-// --folded-scope session). The samples themselves are kept by the pipeline's SampleStore
+// --folded-scope session) and, in a session without messages, each thread's profile
+// (report.session_profile). The samples themselves are kept by the pipeline's SampleStore
 // (sample_store.h), which the tracers reporting slow spans ask for their sampled trees; this
 // tracer only contributes what is its own.
 #pragma once
