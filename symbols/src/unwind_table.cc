@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <span>
@@ -277,7 +279,13 @@ Result<UnwindTable> CompileUnwindTable(const std::string& path) {
 }
 
 const UnwindTable* TableUnwinder::TableFor(const std::string& path) {
-  auto [it, inserted] = tables_.try_emplace(path);
+  // By the file's identity: one file reached by several paths (through /proc/PID/root, a
+  // symlink) is compiled once.
+  struct stat st;
+  const std::string key = stat(path.c_str(), &st) == 0
+                              ? fmt::format("{}:{}:{}:{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec)
+                              : path;
+  auto [it, inserted] = tables_.try_emplace(key);
   if (inserted) {
     auto table = CompileUnwindTable(path);
     if (table) it->second = std::make_unique<UnwindTable>(std::move(*table));
@@ -304,7 +312,8 @@ const TableUnwinder::MappedModule* TableUnwinder::ModuleOf(int pid, const MapEnt
     MappedModule module;
     if (!path.empty() && internal::MappingLoadBias(path, map, &module.bias, &is_exec)) {
       module.table = TableFor(path);
-      it->second = module;
+      module.path = std::move(path);
+      it->second = std::move(module);
     }
   }
   return it->second.table == nullptr ? nullptr : &it->second;

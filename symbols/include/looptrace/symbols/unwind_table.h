@@ -80,15 +80,17 @@ class TableUnwinder {
   // The table of a module, compiled on first use; nullptr if it cannot be compiled.
   const UnwindTable* TableFor(const std::string& path);
 
- private:
   struct MappedModule {
-    const UnwindTable* table = nullptr;  // nullptr: no table (the walk stops in this mapping)
-    uint64_t bias = 0;
+    const UnwindTable* table = nullptr;
+    uint64_t bias = 0;  // runtime address - the module's virtual address
+    std::string path;   // where the mapped file was opened
   };
-  // The module of a mapping, by (pid, start, inode); compiled and located once.
+  // The module of an executable mapping of `pid` (a file, or the vDSO), by (pid, start,
+  // inode), located and compiled once; nullptr when it has no table.
   const MappedModule* ModuleOf(int pid, const MapEntry& map);
 
-  std::map<std::string, std::unique_ptr<UnwindTable>> tables_;
+ private:
+  std::map<std::string, std::unique_ptr<UnwindTable>> tables_;  // by the file's device, inode, size, mtime
   std::map<std::tuple<int, uint64_t, uint64_t>, MappedModule> modules_;
 };
 
