@@ -1933,6 +1933,222 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	}
 }
 
+/* ---- user stacks from .eh_frame rows (events.h: lt_unwind_row) ---- */
+
+/* Walk sampled user stacks with the rows when the loader has published them (0: the
+ * kernel's frame-pointer walk, --fp-unwind). */
+const volatile __u32 eh_unwind = 0;
+/* Entries of unwind_modules in use; written by the loader, rows first. */
+__u32 eh_modules;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LT_MAX_UNWIND_MODULES);
+	__type(key, __u32);
+	__type(value, struct lt_unwind_module);
+} unwind_modules SEC(".maps");
+
+/* Every module's rows, one after the other (lt_unwind_module.first_row); sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lt_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct eh_walk {
+	__u64 pc;
+	__u64 sp;
+	__u64 bp;
+	__u32 n;
+	__u32 nr_shadow;
+	struct lt_sample_record *rec;
+	__u64 trampoline; /* the uretprobe trampoline's address, 0 if none */
+	struct return_instance *pending_returns;
+};
+
+/*
+ * The searches are bpf_loop callbacks: one step verified once, where an unrolled binary
+ * search would make the verifier walk every path through it.
+ */
+struct eh_search {
+	__u64 target;
+	__u32 lo; /* row search: indexes in unwind_rows */
+	__u32 hi;
+	__u32 found; /* module search: index + 1, 0 if none */
+};
+
+/* One step of the search for the module mapping `target` in the sorted list. */
+static long eh_module_step(__u32 i, struct eh_search *q)
+{
+	__u32 mid = (q->lo + q->hi) / 2;
+	struct lt_unwind_module *m;
+
+	if (q->lo >= q->hi)
+		return 1;
+	m = bpf_map_lookup_elem(&unwind_modules, &mid);
+	if (!m)
+		return 1;
+	if (q->target < m->start) {
+		q->hi = mid;
+	} else if (q->target >= m->end) {
+		q->lo = mid + 1;
+	} else {
+		q->found = mid + 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* One step of the search for the last row in [lo, hi) starting at or before q->target. */
+static long eh_row_step(__u32 i, struct eh_search *q)
+{
+	__u32 mid = q->lo + (q->hi - q->lo) / 2;
+	struct lt_unwind_row *r;
+
+	if (q->lo >= q->hi)
+		return 1;
+	r = bpf_map_lookup_elem(&unwind_rows, &mid);
+	if (!r)
+		return 1;
+	if (r->start <= q->target)
+		q->lo = mid + 1;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+static __always_inline struct lt_unwind_module *eh_module_of(__u64 address)
+{
+	struct eh_search q = { .target = address, .hi = *(volatile __u32 *)&eh_modules };
+	__u32 index;
+
+	if (q.hi > LT_MAX_UNWIND_MODULES)
+		q.hi = LT_MAX_UNWIND_MODULES;
+	bpf_loop(10, eh_module_step, &q, 0);
+	if (!q.found)
+		return 0;
+	index = q.found - 1;
+	return bpf_map_lookup_elem(&unwind_modules, &index);
+}
+
+static __always_inline struct lt_unwind_row *eh_row_of(struct lt_unwind_module *m, __u64 vaddr)
+{
+	struct eh_search q = { .target = vaddr, .lo = m->first_row, .hi = m->first_row + m->rows };
+	__u32 first = m->first_row;
+
+	if (vaddr > 0xffffffffull)
+		return 0;
+	bpf_loop(32, eh_row_step, &q, 0);
+	if (q.lo <= first)
+		return 0;
+	q.lo--;
+	return bpf_map_lookup_elem(&unwind_rows, &q.lo);
+}
+
+struct eh_pending {
+	__u64 slot;
+	__u64 ret;
+	struct return_instance *ri;
+};
+
+/* One pending uretprobe return of the kernel's list: the one that replaced `slot`? */
+static long eh_pending_step(__u32 i, struct eh_pending *p)
+{
+	struct return_instance *ri = p->ri; /* a local: CO-RE relocates the kernel's fields only */
+
+	if (!ri)
+		return 1;
+	if (BPF_CORE_READ(ri, stack) == p->slot) {
+		p->ret = BPF_CORE_READ(ri, orig_ret_vaddr);
+		return 1;
+	}
+	p->ri = BPF_CORE_READ(ri, next);
+	return 0;
+}
+
+/*
+ * A return address read from `slot`. Where a uretprobe replaced it with the trampoline, the
+ * one it replaced: from the shadow stack when the loader keeps one, else from the kernel's
+ * own list of pending returns (uprobe_task.return_instances, matched by the slot), as the
+ * kernel's own frame-pointer walk does since 6.11.
+ */
+static __always_inline __u64 eh_return_address(struct eh_walk *w, __u64 slot)
+{
+	struct eh_pending p = { .slot = slot, .ret = read_user_u64(slot), .ri = w->pending_returns };
+	__u32 i;
+
+	if (!w->trampoline || p.ret != w->trampoline)
+		return p.ret;
+	for (i = 0; i < LT_MAX_SHADOW; i++) {
+		if (i >= w->nr_shadow)
+			break;
+		if (w->rec->shadow[i].slot == slot)
+			return w->rec->shadow[i].ret;
+	}
+	bpf_loop(32, eh_pending_step, &p, 0);
+	return p.ret;
+}
+
+/* One frame: record pc, then find the caller's pc, sp and bp. A bpf_loop callback. */
+static long eh_step(__u32 i, struct eh_walk *w)
+{
+	struct lt_unwind_module *m;
+	struct lt_unwind_row *row;
+	__u64 lookup, cfa, ret;
+	__u32 n = w->n;
+
+	if (n >= LT_MAX_SAMPLE_FRAMES || !w->pc)
+		return 1;
+	w->rec->ips[n] = w->pc;
+	w->n = n + 1;
+	lookup = n ? w->pc - 1 : w->pc;
+	m = eh_module_of(lookup);
+	if (!m) {
+		/* JIT or anonymous code: by frame pointer, as the kernel walks */
+		if (w->bp <= w->sp || w->bp - w->sp > (8 << 20))
+			return 1;
+		ret = eh_return_address(w, w->bp + 8);
+		w->sp = w->bp + 16;
+		w->bp = read_user_u64(w->bp);
+		w->pc = ret;
+		return 0;
+	}
+	row = eh_row_of(m, lookup - m->bias);
+	if (!row || row->cfa_rule == LT_CFA_NONE || row->cfa_rule == LT_CFA_UNSUPPORTED ||
+	    (row->flags & LT_ROW_OUTERMOST))
+		return 1;
+	cfa = (row->cfa_rule == LT_CFA_RBP ? w->bp : w->sp) + (__s64)row->cfa_offset;
+	if (row->cfa_rule == LT_CFA_PLT && (w->pc & 15) >= (__u64)(row->flags >> 4))
+		cfa += 8;
+	if (cfa <= w->sp)
+		return 1;
+	ret = eh_return_address(w, cfa - 8);
+	if (row->flags & LT_ROW_RBP_SAVED)
+		w->bp = read_user_u64(cfa + (__s64)row->rbp_offset);
+	w->sp = cfa;
+	w->pc = ret;
+	return 0;
+}
+
+/* Walks the user stack of `regs` into rec->ips; the number of bytes written. */
+static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *regs,
+				   struct lt_sample_record *rec)
+{
+	struct eh_walk w = {
+		.pc = BPF_CORE_READ(regs, ip),
+		.sp = BPF_CORE_READ(regs, sp),
+		.bp = BPF_CORE_READ(regs, bp),
+		.nr_shadow = rec->nr_shadow,
+		.rec = rec,
+		.trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr),
+		.pending_returns = BPF_CORE_READ(task, utask, return_instances),
+	};
+
+	bpf_loop(LT_MAX_SAMPLE_FRAMES, eh_step, &w, 0);
+	return (long)w.n * 8;
+}
+
 /* A frame-pointer stack sample of `task` (current), for a sampled call tree. */
 static __always_inline void send_sample(void *ctx, struct task_struct *task, __u32 tid, __u16 kind, __u32 state,
 					__u64 now)
@@ -1952,7 +2168,10 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 	rec->kind = kind;
 	rec->state = state;
 	rec->nr_shadow = regs ? shadow_capture(tid, BPF_CORE_READ(regs, sp), rec->shadow) : 0;
-	n = bpf_get_stack(ctx, rec->ips, sizeof(rec->ips), BPF_F_USER_STACK);
+	if (eh_unwind && regs && *(volatile __u32 *)&eh_modules)
+		n = eh_walk_stack(task, regs, rec);
+	else
+		n = bpf_get_stack(ctx, rec->ips, sizeof(rec->ips), BPF_F_USER_STACK);
 	if (n < 0) {
 		count(LT_STAT_STACK_FAILED);
 		n = 0;

@@ -142,6 +142,10 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
       return SystemError("cannot size the method-beat buffer", err);
     skel->rodata->beat_mask = options.beat_capacity - 1;
     skel->rodata->dwarf_stack_bytes = options.dwarf_unwind ? LT_MAX_STACK_COPY : 0;
+    skel->rodata->eh_unwind = options.eh_unwind;
+    if (int err = bpf_map__set_max_entries(skel->maps.unwind_rows,
+                                           static_cast<uint32_t>(std::max<size_t>(options.unwind_row_capacity, 1))))
+      return SystemError("cannot size the unwind rows", -err);
     skel->rodata->sample_records = options.sample_records && options.thread_tracking;
     skel->rodata->samples_after_exec = options.samples_after_exec;
     skel->rodata->switch_stacks_idle = options.switch_stacks_idle;
@@ -377,6 +381,34 @@ void BpfSession::PublishInterpreterAddresses(const InterpreterBpfConfig& config)
     std::memcpy(&skel_->bss->hs_config, &hotspot, sizeof(hotspot));
     __atomic_store_n(&skel_->bss->hs_config.ready, 1, __ATOMIC_RELEASE);
   }
+}
+
+Result<void> BpfSession::WriteUnwindRows(uint32_t first, std::span<const lt_unwind_row> rows) {
+  const size_t capacity = bpf_map__max_entries(skel_->maps.unwind_rows);
+  if (rows.empty() || first > capacity || capacity - first < rows.size())
+    return MakeError("no room for the unwind rows");
+  std::vector<uint32_t> keys(rows.size());
+  for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = first + i;
+  uint32_t count = static_cast<uint32_t>(rows.size());
+  const int fd = bpf_map__fd(skel_->maps.unwind_rows);
+  if (bpf_map_update_batch(fd, keys.data(), rows.data(), &count, nullptr) != 0) {
+    for (uint32_t i = 0; i < keys.size(); ++i) {  // kernels without batch updates of arrays
+      if (bpf_map_update_elem(fd, &keys[i], &rows[i], BPF_ANY) != 0)
+        return SystemError("cannot write the unwind rows", errno);
+    }
+  }
+  return {};
+}
+
+Result<void> BpfSession::PublishUnwindModules(std::span<const lt_unwind_module> modules) {
+  if (modules.size() > LT_MAX_UNWIND_MODULES) modules = modules.first(LT_MAX_UNWIND_MODULES);
+  __atomic_store_n(&skel_->bss->eh_modules, 0u, __ATOMIC_RELEASE);
+  for (uint32_t i = 0; i < modules.size(); ++i) {
+    if (bpf_map__update_elem(skel_->maps.unwind_modules, &i, sizeof(i), &modules[i], sizeof(modules[i]), BPF_ANY) != 0)
+      return SystemError("cannot publish the target's unwind modules", errno);
+  }
+  __atomic_store_n(&skel_->bss->eh_modules, static_cast<uint32_t>(modules.size()), __ATOMIC_RELEASE);
+  return {};
 }
 
 uint32_t BpfSession::loop_tid() const {

@@ -38,6 +38,8 @@ struct BpfSessionOptions {
   std::vector<lt_probe_config> probe_configs;  // by probe id
   bool thread_tracking = true;                 // sched/signal/exec programs, stacks, cpu-clock samples
   bool dwarf_unwind = false;                   // copy watched threads' registers + stack top
+  bool eh_unwind = false;                      // walk sampled user stacks with .eh_frame rows once published
+  size_t unwind_row_capacity = 0;              // entries of the unwind_rows array (events.h)
   bool sample_records = false;                 // stack samples for sampled call trees (sample ring)
   size_t sample_ring_bytes = 4u << 20;         // the sample ring, power of two
   bool samples_after_exec = false;             // run: no samples of the held child before its exec
@@ -111,6 +113,13 @@ class BpfSession {
 
   // Where the target's interpreters are, once located: BPF walks their frames from now on.
   void PublishInterpreterAddresses(const InterpreterBpfConfig& config);
+
+  // .eh_frame rows for the BPF stack walker (events.h: lt_unwind_row): one module's rows
+  // into unwind_rows from index `first` (within unwind_row_capacity), then the sorted list
+  // of the target's mappings that use them. Rows before the mappings that use them: BPF
+  // reads both without a lock.
+  Result<void> WriteUnwindRows(uint32_t first, std::span<const lt_unwind_row> rows);
+  Result<void> PublishUnwindModules(std::span<const lt_unwind_module> modules);
 
   // LT_THREADS_LOOP: the loop thread BPF claimed (0 while none did), or names it first.
   uint32_t loop_tid() const;

@@ -177,6 +177,9 @@ void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
                 "unwind user stacks with DWARF CFI (targets without frame pointers): copies the watched "
                 "thread's stack top at each sample and switch-out, and reads the stacks of the threads a "
                 "stalled one waits for");
+  cmd->add_flag("--fp-unwind", f.session.fp_unwind,
+                "walk sampled user stacks by frame pointers only (the kernel's walk), not with the rows "
+                "compiled from each module's .eh_frame (the default: whole stacks without frame pointers)");
   cmd->add_flag("--native-frames", f.session.native_frames,
                 "interpreted frames (Python) inside the native stack, in place of the interpreter loop's "
                 "frames, instead of alone over the C code the time is in");

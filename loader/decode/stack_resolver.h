@@ -31,6 +31,7 @@
 #include "looptrace/symbols/perf_map.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/symbols/process_symbolizer.h"
+#include "looptrace/symbols/unwind_table.h"
 #include "looptrace/symbols/unwinder.h"
 #include "looptrace/tracers/event.h"
 #include "looptrace/util/result.h"
@@ -116,6 +117,7 @@ class StackResolver {
   std::vector<symbols::MapEntry> maps_;  // sorted by start
   std::chrono::steady_clock::time_point maps_read_at_{};
   bool process_gone_ = false;
+  symbols::TableUnwinder table_unwinder_;
   symbols::Unwinder unwinder_;
   symbols::PerfMap perf_map_;
   // The time of the sample being resolved (CLOCK_MONOTONIC, as BPF stamps it), for the JIT

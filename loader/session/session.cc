@@ -108,6 +108,8 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.probe_configs = MakeProbeConfigs(plan_);
   bpf_options.thread_tracking = options_.thread_tracking;
   bpf_options.dwarf_unwind = options_.dwarf_unwind;
+  bpf_options.eh_unwind = unwind_rows_.has_value();
+  bpf_options.unwind_row_capacity = unwind_rows_ ? unwind_rows_->RowCapacity() : 0;
   bpf_options.sample_records = options_.sample_hz > 0;
   bpf_options.sample_ring_bytes = options_.sample_ring_bytes;
   bpf_options.samples_after_exec = options_.held_child;
@@ -124,6 +126,11 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
                              bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
+  if (unwind_rows_) {
+    unwind_rows_->SetBpf(bpf_.get(), bpf_options.unwind_row_capacity);
+    unwind_rows_->Sync();  // a running target's rows before its first sample
+    unwind_rows_synced_ns_ = NowNs(CLOCK_MONOTONIC);
+  }
   stacks_.emplace(static_cast<pid_t>(tgid), addresses_->symbolizer(), &loader_stats_);
   decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
   decoder_->SetStackResolver(&*stacks_);
@@ -309,8 +316,32 @@ void Session::SampleRuntimeThreads() {
   }
 }
 
+bool Session::UsesUnwindRows() const {
+  return options_.thread_tracking && options_.sample_hz > 0 && !options_.dwarf_unwind && !options_.fp_unwind;
+}
+
+void Session::PrepareUnwindRows(int pid, const std::string& exe_path, const std::string& ld_library_path) {
+  if (!UsesUnwindRows()) return;
+  unwind_rows_.emplace(pid);
+  if (options_.held_child) {
+    unwind_rows_->Precompile(exe_path, ld_library_path);
+  } else {
+    unwind_rows_->CompileMapped();
+  }
+}
+
+void Session::SyncUnwindRows() {
+  if (!unwind_rows_) return;
+  // New mappings (dlopen, an exec) are rare: a look at the maps once a second is enough.
+  const uint64_t now = NowNs(CLOCK_MONOTONIC);
+  if (unwind_rows_synced_ns_ != 0 && now - unwind_rows_synced_ns_ < 1'000'000'000) return;
+  unwind_rows_synced_ns_ = now;
+  unwind_rows_->Sync();
+}
+
 Result<void> Session::Drain() {
   LocateInterpreter();
+  SyncUnwindRows();
   RETURN_IF_ERROR(bpf_->Consume());
   Watchdog(NowNs(CLOCK_MONOTONIC));
   return {};

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loader/bpf/bpf_session.h"
+#include "loader/bpf/unwind_rows.h"
 #include "loader/decode/address_namer.h"
 #include "loader/decode/beat_slicer.h"
 #include "loader/decode/event_decoder.h"
@@ -51,6 +52,7 @@ struct SessionOptions {
   size_t sample_ring_bytes = 8u << 20;  // --sample-ring: the BPF ring of stack samples
   bool held_child = false;              // run: the target is looptrace's held child until it execs
   bool dwarf_unwind = false;            // copy registers + stack top for DWARF unwinding (no frame pointers)
+  bool fp_unwind = false;               // --fp-unwind: sampled stacks by frame pointers only (no .eh_frame rows)
   bool exact_entry = false;             // --exact-entry: no probe relocation (probe_placement.h)
   bool idle_stacks = false;             // --idle-stacks: stacks at idle switch-outs too (session_cost.h)
   // --native-frames: interpreter frames spliced into the native stack (the interpreter loop's
@@ -69,6 +71,10 @@ class Session : private SnapshotSource {
   ~Session() override;
 
   Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid);
+  // Before Prepare: compiles the BPF stack walker's .eh_frame rows (the running target's
+  // modules, or `exe_path` and the libraries it needs for a command not started yet), so
+  // Prepare sizes their array and they are in place before the first sample.
+  void PrepareUnwindRows(int pid, const std::string& exe_path, const std::string& ld_library_path);
   // Before Prepare: the target's interpreter (runtimes.h InterpreterOf), whose frames BPF
   // walks once it is located in the process; null: none.
   void SetInterpreter(std::unique_ptr<InterpreterSupport> interpreter) { interpreter_ = std::move(interpreter); }
@@ -119,6 +125,9 @@ class Session : private SnapshotSource {
   // cpu-clock samplers on the threads the runtime asks to sample (InterpreterSupport::
   // ThreadsToSample) that have none yet.
   void SampleRuntimeThreads();
+  // Sampled user stacks are walked in BPF with .eh_frame rows (default), not frame pointers.
+  bool UsesUnwindRows() const;
+  void SyncUnwindRows();
 
   SessionOptions options_;
   int signal_fd_;
@@ -157,6 +166,9 @@ class Session : private SnapshotSource {
   ProcessTaps taps_{*this};
   OwnCpuClock own_cpu_;  // the loader's CPU time, a cost counter
   std::unique_ptr<BpfSession> bpf_;
+  // The BPF stack walker's .eh_frame rows (after bpf_: dropped before it).
+  std::optional<UnwindRowsPublisher> unwind_rows_;
+  uint64_t unwind_rows_synced_ns_ = 0;
 };
 
 }  // namespace looptrace::loader

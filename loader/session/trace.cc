@@ -98,6 +98,7 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
   attached.session = std::make_unique<Session>(options, signal_fd, pipeline);
   Session& session = *attached.session;
   session.SetInterpreter(InterpreterOf(target, pid));
+  session.PrepareUnwindRows(pid, target.exe_path, target.ld_library_path);
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(pid)));
   // Thread tracking first: the target is running, and the loop thread's records carry its
   // exact CPU time only once sched_switch is traced, so its first record already does (a
@@ -150,6 +151,7 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   held.held_child = true;
   Session session(held, signal_fd, pipeline);
   session.SetInterpreter(InterpreterOf(target, child.pid()));
+  session.PrepareUnwindRows(child.pid(), target.exe_path, target.ld_library_path);
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(child.pid())));
   session.AttachThreadTracking();  // before the probes, as for a running process (above)
   RETURN_IF_ERROR(session.Attach(child.pid()));

@@ -15,6 +15,7 @@
 
 #include "looptrace/symbols/vdso.h"
 #include "looptrace/util/log.h"
+#include "unwind_common.h"
 
 namespace looptrace::symbols {
 namespace {
@@ -28,58 +29,6 @@ constexpr uint64_t UnwindRegisters::*kRegisterFields[UnwindRegisters::kCount] = 
 
 constexpr int kRsp = 7;
 constexpr int kRip = 16;
-
-// Reads 8 bytes at `address` from the stack copy.
-bool ReadStack(const UnwindInput& input, uint64_t address, uint64_t* value) {
-  if (address < input.stack_base) return false;
-  const uint64_t offset = address - input.stack_base;
-  if (offset > input.stack.size() || input.stack.size() - offset < sizeof(*value)) return false;
-  std::memcpy(value, input.stack.data() + offset, sizeof(*value));
-  return true;
-}
-
-const MapEntry* FindMap(std::span<const MapEntry> maps, uint64_t address) {
-  for (const MapEntry& map : maps) {
-    if (address >= map.start && address < map.end) return &map;
-  }
-  return nullptr;
-}
-
-// The load bias of the ELF file mapped by `map`: map.start minus the virtual address
-// that the file offset map.offset has in the file's PT_LOAD segments.
-bool LoadBias(const std::string& path, const MapEntry& map, uint64_t* bias, bool* is_exec) {
-  const int fd = OpenForReading(path);
-  if (fd < 0) return false;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return false;
-  }
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  bool found = false;
-  GElf_Ehdr ehdr;
-  size_t phnum = 0;
-  if (elf != nullptr && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &ehdr) != nullptr &&
-      elf_getphdrnum(elf, &phnum) == 0) {
-    *is_exec = ehdr.e_type == ET_EXEC;
-    for (size_t i = 0; i < phnum && !found; ++i) {
-      GElf_Phdr phdr;
-      if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr || phdr.p_type != PT_LOAD) {
-        continue;
-      }
-      const uint64_t page_offset = phdr.p_offset & ~uint64_t{0xfff};
-      if (map.offset >= page_offset && map.offset < phdr.p_offset + phdr.p_filesz) {
-        const uint64_t vaddr = phdr.p_vaddr - (phdr.p_offset - map.offset);
-        *bias = map.start - vaddr;
-        found = true;
-      }
-    }
-  }
-  if (elf != nullptr) elf_end(elf);
-  close(fd);
-  return found;
-}
 
 // An ELF handle for the x86-64 backend of libdwfl's unwinder (our own executable), so
 // attaching does not depend on a module being known at the sampled rip (JIT, vdso).
@@ -135,7 +84,7 @@ struct Unwinder::Session {
   // file (the one mapped, even if another was installed at its path since), or the vDSO.
   void ReportModuleAt(uint64_t pc) {
     if (dwfl_addrmodule(dwfl, pc) != nullptr) return;
-    const MapEntry* map = FindMap(input->maps, pc);
+    const MapEntry* map = internal::FindMapping(input->maps, pc);
     if (map == nullptr) return;
     std::string path;
     if (map->path == "[vdso]" && !VdsoImagePath().empty() && map->end - map->start == VdsoImageSize()) {
@@ -149,7 +98,7 @@ struct Unwinder::Session {
     }
     uint64_t bias = 0;
     bool is_exec = false;
-    if (!LoadBias(path, *map, &bias, &is_exec)) return;
+    if (!internal::MappingLoadBias(path, *map, &bias, &is_exec)) return;
     dwfl_report_begin_add(dwfl);
     Dwfl_Module* module = dwfl_report_elf(dwfl, map->path.c_str(), path.c_str(), -1, is_exec ? 0 : bias, true);
     dwfl_report_end(dwfl, nullptr, nullptr);
@@ -163,7 +112,7 @@ struct Unwinder::Session {
 
   // 8 bytes at `address` of a file mapping, read from the file.
   bool ReadMapped(uint64_t address, uint64_t* value) {
-    const MapEntry* map = FindMap(input->maps, address);
+    const MapEntry* map = internal::FindMapping(input->maps, address);
     if (map == nullptr || !map->is_file()) return false;
     auto [it, inserted] = files.try_emplace(fmt_key(*map), -1);
     if (inserted) {
@@ -191,7 +140,7 @@ struct Unwinder::Session {
   static bool MemoryRead(Dwfl*, Dwarf_Addr address, Dwarf_Word* result, void* arg) {
     auto* session = static_cast<Session*>(arg);
     uint64_t value = 0;
-    if (ReadStack(*session->input, address, &value) || session->ReadMapped(address, &value)) {
+    if (internal::ReadStackCopy(*session->input, address, &value) || session->ReadMapped(address, &value)) {
       *result = value;
       return true;
     }
@@ -253,7 +202,7 @@ Unwinder::Session* Unwinder::GetSession(const UnwindInput& input) {
     // A reported module whose mapping changed (dlclose + dlopen) needs a fresh session.
     bool stale = false;
     for (const auto& [start, module] : session->reported) {
-      const MapEntry* map = FindMap(input.maps, start);
+      const MapEntry* map = internal::FindMapping(input.maps, start);
       if (map == nullptr || map->start != start || map->path != module.first) {
         stale = true;
         break;
@@ -345,10 +294,11 @@ Result<std::vector<UnwoundFrame>> UnwindFramePointers(const UnwindInput& input, 
   while (frames.size() < max_frames) {
     uint64_t next_fp = 0;
     uint64_t return_address = 0;
-    if (!ReadStack(input, fp, &next_fp) || !ReadStack(input, fp + 8, &return_address)) break;
+    if (!internal::ReadStackCopy(input, fp, &next_fp) || !internal::ReadStackCopy(input, fp + 8, &return_address))
+      break;
     if (return_address == 0) break;
     if (!input.maps.empty()) {
-      const MapEntry* map = FindMap(input.maps, return_address);
+      const MapEntry* map = internal::FindMapping(input.maps, return_address);
       if (map == nullptr || !map->is_executable()) break;
     }
     frames.push_back({return_address, return_address - 1, false});

@@ -1,5 +1,6 @@
 // libFuzzer harness for stack unwinding: libdwfl's CFI unwinder driven by our Unwinder
-// (module reporting, load bias, stack and file reads) and the frame-pointer walker, over
+// (module reporting, load bias, stack and file reads), the walk over rows compiled from the
+// file's .eh_frame (hostile .eh_frame_hdr tables and CFI included) and the frame-pointer walker, over
 // a sample (registers + stack copy) and the ELF file "mapped" where the sample says. The
 // input layout is unwind_input.h; seeds/unwind_seed_gen.c captures real ones.
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "fuzz_file.h"
+#include "looptrace/symbols/unwind_table.h"
 #include "looptrace/symbols/unwinder.h"
 #include "looptrace/util/log.h"
 #include "unwind_input.h"
@@ -73,6 +75,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (outcome->frames[0].pc != input.regs.rip) std::abort();
   } else if (input.regs.Has(16) && input.regs.Has(7)) {
     std::abort();  // documented: an error only without rip or rsp
+  }
+  TableUnwinder tables;
+  if (auto outcome = tables.Unwind(input, 64)) {
+    if (outcome->frames.empty() || outcome->frames.size() > 64) std::abort();
+    if (outcome->frames[0].pc != input.regs.rip) std::abort();
+  } else if (input.regs.Has(16) && input.regs.Has(7)) {
+    std::abort();
   }
   if (auto frames = UnwindFramePointers(input, 64)) {
     if (frames->empty() || frames->size() > 64) std::abort();

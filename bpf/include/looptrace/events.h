@@ -429,6 +429,41 @@ struct lt_sample_record {
 };
 
 /*
+ * Unwind rows compiled from a module's .eh_frame (symbols/unwind_table.h), read by the BPF
+ * walker of sampled user stacks: the loader appends each module's rows (sorted by start) to
+ * the unwind_rows array, sized before load for the target's modules plus room for later
+ * ones, and publishes the sorted list of the target's executable mappings that have rows
+ * (unwind_modules, eh_modules entries). Code outside them (JIT, anonymous) is walked by
+ * frame pointers.
+ */
+#define LT_MAX_UNWIND_MODULES 256
+enum lt_cfa_rule {
+	LT_CFA_NONE = 0,	/* no CFI: the walk stops */
+	LT_CFA_RSP = 1,		/* CFA = rsp + cfa_offset */
+	LT_CFA_RBP = 2,		/* CFA = rbp + cfa_offset */
+	LT_CFA_PLT = 3,		/* CFA = rsp + cfa_offset + 8 * ((rip & 15) >= plt_threshold) */
+	LT_CFA_UNSUPPORTED = 4, /* the walk stops */
+};
+#define LT_ROW_RBP_SAVED 0x1 /* the caller's rbp is at CFA + rbp_offset, else unchanged */
+#define LT_ROW_OUTERMOST 0x2 /* the return address is undefined: the thread's first frame */
+
+struct lt_unwind_row {
+	__u32 start; /* module virtual address where the row begins */
+	__s32 cfa_offset;
+	__s16 rbp_offset;
+	__u8 cfa_rule; /* enum lt_cfa_rule */
+	__u8 flags;    /* LT_ROW_*; bits 4-7: the PLT threshold */
+};
+
+struct lt_unwind_module {
+	__u64 start; /* the executable mapping [start, end) */
+	__u64 end;
+	__u64 bias; /* runtime address - module virtual address */
+	__u32 first_row; /* index in unwind_rows */
+	__u32 rows;
+};
+
+/*
  * With --dwarf-unwind: a thread's user registers and the top of its user stack, for
  * unwinding without frame pointers in user space (symbols/unwinder.h). Kept per thread in
  * the stack_copies map at every switch-out of a target thread (and cpu-clock sample of

@@ -14,6 +14,7 @@
 
 #include "looptrace/symbols/demangle.h"
 #include "looptrace/symbols/symbolizer.h"
+#include "looptrace/symbols/unwind_table.h"
 #include "symbols_test_util.h"
 
 namespace looptrace::symbols {
@@ -28,10 +29,15 @@ constexpr size_t kStackCopy = 64 * 1024;
 // A fixture started with "stop": it sends itself SIGSTOP deep in a call chain.
 class StoppedFixture {
  public:
-  explicit StoppedFixture(const std::string& path) {
+  explicit StoppedFixture(const std::string& path) : StoppedFixture(std::vector<std::string>{path, "stop"}) {}
+  // Any program that stops itself with SIGSTOP.
+  explicit StoppedFixture(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
-      execl(path.c_str(), path.c_str(), "stop", static_cast<char*>(nullptr));
+      execv(args[0], args.data());
       _exit(127);
     }
     int status = 0;
@@ -178,6 +184,12 @@ std::string Describe(const std::vector<NamedFrame>& frames) {
   return out;
 }
 
+std::vector<uint64_t> Pcs(const std::vector<UnwoundFrame>& frames) {
+  std::vector<uint64_t> pcs;
+  for (const UnwoundFrame& frame : frames) pcs.push_back(frame.pc);
+  return pcs;
+}
+
 struct UnwindCase {
   std::string fixture;
   bool has_frame_pointers;
@@ -243,6 +255,11 @@ TEST_P(UnwindAgainstGdbTest, MatchesGdbBacktrace) {
     EXPECT_NE(pcs(by_fp), pcs(ours)) << "fp:" << Describe(by_fp);
     EXPECT_LT(pcs(by_fp).size(), pcs(ours).size()) << "fp:" << Describe(by_fp);
   }
+  // The compiled tables walk the same frames as libdwfl's DWARF interpreter.
+  TableUnwinder tables;
+  auto by_table = tables.Unwind(input);
+  ASSERT_TRUE(by_table) << by_table.error().message;
+  EXPECT_EQ(Pcs(by_table->frames), Pcs(outcome->frames)) << "stopped: " << by_table->stop_reason;
   RecordProperty("frames", std::to_string(ours.size()));
   if (std::getenv("LOOPTRACE_TEST_VERBOSE") != nullptr) {
     std::fprintf(stderr, "ours:%s\ngdb:%s\nframe pointers:%s\n", Describe(ours).c_str(), Describe(gdb).c_str(),
@@ -302,6 +319,72 @@ TEST(UnwinderTest, BadInputDegradesWithoutCrashing) {
   auto again = unwinder.Unwind(full);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->frames.size(), reference->frames.size());
+}
+
+// Debian's own binaries, which keep no frame pointers: nearly all of their code is
+// covered by rows a BPF walker can evaluate (rsp/rbp + offset, PLT stubs).
+TEST(UnwindTableTest, DebianBinariesAreCoveredByCompactRows) {
+  std::vector<std::string> modules = {"/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11", "/usr/bin/node"};
+  const std::string libjvm = RunCommand("find /usr/lib/jvm -path '*17*' -name libjvm.so 2>/dev/null | head -n1");
+  if (!libjvm.empty()) modules.push_back(libjvm.substr(0, libjvm.find('\n')));
+  for (const std::string& module : modules) {
+    if (access(module.c_str(), R_OK) != 0) continue;
+    auto table = CompileUnwindTable(module);
+    ASSERT_TRUE(table) << table.error().message;
+    ASSERT_FALSE(table->rows.empty()) << module;
+    EXPECT_GT(table->fdes, 1000u) << module;
+    const double covered = static_cast<double>(table->covered_bytes) /
+                           static_cast<double>(table->covered_bytes + table->unsupported_bytes);
+    EXPECT_GE(covered, 0.99) << module;
+    for (size_t i = 1; i < table->rows.size(); ++i) {
+      ASSERT_LT(table->rows[i - 1].start, table->rows[i].start) << module << " row " << i;
+      ASSERT_FALSE(table->rows[i - 1].SameRuleAs(table->rows[i])) << module << " row " << i << " not merged";
+    }
+    RecordProperty(module, std::to_string(table->rows.size()) + " rows");
+  }
+  EXPECT_FALSE(CompileUnwindTable("/nonexistent/libnothing.so"));
+  EXPECT_FALSE(CompileUnwindTable("/proc/self/status"));
+}
+
+// Debian's python3.11 stopped 30 Python calls deep (in libc's kill): the compiled tables walk
+// from libc through the interpreter to _start, frame for frame as libdwfl does.
+TEST(UnwindTableTest, WalksAStoppedDebianPythonAsLibdwfl) {
+  if (access("/usr/bin/python3.11", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3.11";
+  StoppedFixture python({"/usr/bin/python3.11", "-c",
+                         "import os, signal\n"
+                         "def down(n):\n"
+                         "    return down(n - 1) if n else os.kill(os.getpid(), signal.SIGSTOP)\n"
+                         "down(30)\n"});
+  ASSERT_EQ(python.error(), "");
+  Capture capture = CaptureStopped(python.pid());
+  if (capture.error.starts_with("PTRACE_SEIZE")) GTEST_SKIP() << capture.error;
+  ASSERT_EQ(capture.error, "");
+  const UnwindInput input = capture.Input(python.pid());
+  auto reference = Unwinder().Unwind(input);
+  ASSERT_TRUE(reference);
+  TableUnwinder tables;
+  auto walked = tables.Unwind(input);
+  ASSERT_TRUE(walked) << walked.error().message;
+  EXPECT_GE(walked->frames.size(), 10u);
+  EXPECT_EQ(walked->stop_reason, "") << "the walk should reach the thread's first frame";
+  EXPECT_EQ(Pcs(walked->frames), Pcs(reference->frames)) << "libdwfl stopped: " << reference->stop_reason;
+
+  // Bad input: frame 0 at least, never a crash.
+  UnwindInput noise = input;
+  std::vector<uint8_t> garbage(capture.stack.size(), 0xAB);
+  noise.stack = garbage;
+  auto noisy = tables.Unwind(noise);
+  ASSERT_TRUE(noisy);
+  EXPECT_GE(noisy->frames.size(), 1u);
+  UnwindInput no_maps = input;
+  no_maps.maps = {};
+  auto unmapped = tables.Unwind(no_maps);
+  ASSERT_TRUE(unmapped);
+  EXPECT_EQ(unmapped->frames.size(), 1u);
+  EXPECT_EQ(unmapped->stop_reason, "no module at the return address");
+  UnwindInput no_rsp = input;
+  no_rsp.regs.valid_mask &= ~UnwindRegisters::Bit(7);
+  EXPECT_FALSE(tables.Unwind(no_rsp));
 }
 
 TEST(UnwinderTest, RegistersArePlainData) {
