@@ -128,8 +128,12 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   kernel_stacks_.emplace(bpf_.get());
   if (unwind_rows_) {
     unwind_rows_->SetBpf(bpf_.get(), bpf_options.unwind_row_capacity);
-    unwind_rows_->Sync();  // a running target's rows before its first sample
-    unwind_rows_synced_ns_ = NowNs(CLOCK_MONOTONIC);
+    // A running target's rows before its first sample; a command's after its exec, at the
+    // first drain.
+    if (!options_.held_child) {
+      unwind_rows_->Sync();
+      unwind_rows_synced_ns_ = unwind_rows_first_ns_ = NowNs(CLOCK_MONOTONIC);
+    }
   }
   stacks_.emplace(static_cast<pid_t>(tgid), addresses_->symbolizer(), &loader_stats_);
   decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
@@ -332,11 +336,16 @@ void Session::PrepareUnwindRows(int pid, const std::string& exe_path, const std:
 
 void Session::SyncUnwindRows() {
   if (!unwind_rows_) return;
-  // New mappings (dlopen, an exec) are rare: a look at the maps once a second is enough.
+  // New mappings (dlopen) are rare once a program runs: a look at its maps once a second.
+  // While it starts (ld.so mapping libraries after the exec of a command) at every drain,
+  // for two seconds from the first rows out.
   const uint64_t now = NowNs(CLOCK_MONOTONIC);
-  if (unwind_rows_synced_ns_ != 0 && now - unwind_rows_synced_ns_ < 1'000'000'000) return;
-  unwind_rows_synced_ns_ = now;
+  const bool starting = unwind_rows_synced_ns_ == 0 || now - unwind_rows_first_ns_ < 2'000'000'000;
+  if (!starting && now - unwind_rows_synced_ns_ < 1'000'000'000) return;
   unwind_rows_->Sync();
+  if (unwind_rows_->modules() == 0) return;
+  if (unwind_rows_first_ns_ == 0) unwind_rows_first_ns_ = now;
+  unwind_rows_synced_ns_ = now;
 }
 
 Result<void> Session::Drain() {

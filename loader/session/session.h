@@ -168,7 +168,8 @@ class Session : private SnapshotSource {
   std::unique_ptr<BpfSession> bpf_;
   // The BPF stack walker's .eh_frame rows (after bpf_: dropped before it).
   std::optional<UnwindRowsPublisher> unwind_rows_;
-  uint64_t unwind_rows_synced_ns_ = 0;
+  uint64_t unwind_rows_synced_ns_ = 0;  // last look at the target's maps
+  uint64_t unwind_rows_first_ns_ = 0;   // first rows out
 };
 
 }  // namespace looptrace::loader
