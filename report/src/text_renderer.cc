@@ -8,8 +8,8 @@
 #include "looptrace/util/text_safety.h"
 #include "matrix_render.h"
 #include "sampled_render.h"
-#include "text_short.h"
 #include "session_profile_text.h"
+#include "text_short.h"
 
 #include <algorithm>
 #include <map>
