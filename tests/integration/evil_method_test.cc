@@ -123,8 +123,17 @@ TEST_F(EvilMethodTest, MatrixCompatReproducesMatrixStackFormat) {
   // 13 lines: DISPATCH, A..L; ms costs within Matrix's integer truncation of the truth.
   std::string stack = reports[0]["stack"];
   EXPECT_EQ(std::count(stack.begin(), stack.end(), '\n'), 13) << stack;
-  // L sleeps 1000 ms; Matrix's ms clock truncates both ends, so 1000 or 1001.
-  EXPECT_TRUE(stack.find("\n2,12,1,1000\n") != std::string::npos || stack.find("\n2,12,1,1001\n") != std::string::npos)
+  // L sleeps about 1000 ms (more on a loaded machine): its cost is the truth the target
+  // writes, in Matrix's ms, which truncates both ends: the truth's whole ms or one more.
+  uint64_t l_ns = 0;
+  for (const auto& m : OfType(ReadJsonLines(dir_ / "truth.jsonl"), "method"))
+    if (m["name"] == "L" && m["msg_id"] == reports[0]["msg_id"])
+      l_ns = m["end_ns"].get<uint64_t>() - m["begin_ns"].get<uint64_t>();
+  ASSERT_GT(l_ns, 0u) << "no truth for L";
+  const uint64_t l_ms = l_ns / 1'000'000;
+  EXPECT_TRUE(stack.find("\n2,12,1," + std::to_string(l_ms) + "\n") != std::string::npos ||
+              stack.find("\n2,12,1," + std::to_string(l_ms + 1) + "\n") != std::string::npos)
+      << "L took " << l_ns << " ns\n"
       << stack;
   EXPECT_EQ(reports[0]["stackKey"], "1|");
 }
