@@ -143,37 +143,24 @@ symbols::UnwindInput InputOf(const Capture& c, const std::vector<symbols::MapEnt
   return input;
 }
 
-void BM_WalkLibdwfl(benchmark::State& state) {
+// The walk alone over one captured stack, by `Walker` (libdwfl's Unwinder or TableUnwinder).
+template <typename Walker>
+void BM_Walk(benchmark::State& state) {
   const Capture& c = Stopped("symtest_o2_nofp_pie");
   const auto maps = symbols::ReadProcMaps(c.pid).value_or(std::vector<symbols::MapEntry>{});
   const symbols::UnwindInput input = InputOf(c, maps);
-  symbols::Unwinder unwinder;
+  Walker walker;
   size_t frames = 0;
   for (auto _ : state) {
-    auto outcome = unwinder.Unwind(input);
+    auto outcome = walker.Unwind(input);
     frames = outcome ? outcome->frames.size() : 0;
     benchmark::DoNotOptimize(outcome);
   }
   state.counters["frames"] = static_cast<double>(frames);
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_WalkLibdwfl)->Unit(benchmark::kMicrosecond);
-
-void BM_WalkCompiledTables(benchmark::State& state) {
-  const Capture& c = Stopped("symtest_o2_nofp_pie");
-  const auto maps = symbols::ReadProcMaps(c.pid).value_or(std::vector<symbols::MapEntry>{});
-  const symbols::UnwindInput input = InputOf(c, maps);
-  symbols::TableUnwinder unwinder;
-  size_t frames = 0;
-  for (auto _ : state) {
-    auto outcome = unwinder.Unwind(input);
-    frames = outcome ? outcome->frames.size() : 0;
-    benchmark::DoNotOptimize(outcome);
-  }
-  state.counters["frames"] = static_cast<double>(frames);
-  state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_WalkCompiledTables)->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_Walk, symbols::Unwinder)->Name("BM_WalkLibdwfl")->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_Walk, symbols::TableUnwinder)->Name("BM_WalkCompiledTables")->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
