@@ -114,14 +114,22 @@ TEST_F(LoopsTest, GlibMessagesAreDispatchesWithTheirSourcesNamedByCallback) {
     EXPECT_EQ(m["depth"], 1) << m.dump();
     EXPECT_TRUE(Name(m) == "on_tick" || Name(m) == "on_pipe_readable" || Name(m) == "on_slow_idle") << m.dump();
   }
-  // The program's own source type is not named, but its work is inside a message.
+  // The program's own source type is not named, but its work is inside a message: its
+  // dispatch, whose CPU time is the callback's. Its wall time is too, unless the thread was
+  // preempted inside the dispatch but outside the callback (CI's loaded machine did that for
+  // 2.6 ms once): a message that wrongly held a poll wait would be off in every dispatch, so
+  // the wall time is checked on the median.
   auto custom = Truth(truth, "custom", "custom_callback");
   ASSERT_GE(custom.size(), 5u);
+  std::vector<int64_t> wall_errors;
   for (const auto& t : custom) {
     const json* m = Enclosing(messages, t);
     ASSERT_NE(m, nullptr) << t.dump();
-    EXPECT_LE(Cost(*m) - Cost(t), kToleranceNs) << m->dump();
+    EXPECT_LE(I(*m, "cpu_ns") - Cost(t), kToleranceNs) << m->dump();
+    wall_errors.push_back(Cost(*m) - Cost(t));
   }
+  std::nth_element(wall_errors.begin(), wall_errors.begin() + wall_errors.size() / 2, wall_errors.end());
+  EXPECT_LE(wall_errors[wall_errors.size() / 2], kToleranceNs);
 }
 
 TEST_F(LoopsTest, AndroidLooperIterationsHoldNativeHandlersAndJavaMessages) {
