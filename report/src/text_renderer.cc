@@ -9,6 +9,8 @@
 #include "matrix_render.h"
 #include "sampled_render.h"
 #include "session_profile_text.h"
+#include "stall_text.h"
+#include "text_common.h"
 #include "text_short.h"
 
 #include <algorithm>
@@ -16,65 +18,6 @@
 
 namespace looptrace {
 namespace {
-
-// A name from the target, a profile or a recording, on one line: control characters
-// (newlines and tabs too) as visible escapes, so it can neither act on the terminal nor
-// break the layout.
-std::string Esc(std::string_view text) { return EscapeForTerminal(text); }
-
-// "4242" or, with its name known, "4242 \"gmain\"".
-std::string ThreadLabel(const Report& report, uint32_t tid) {
-  auto it = report.thread_names.find(tid);
-  return it == report.thread_names.end() ? std::to_string(tid) : fmt::format("{} \"{}\"", tid, Esc(it->second));
-}
-
-std::string Relative(uint64_t ts, uint64_t base) {
-  if (ts < base) return fmt::format("-{:.6f}", (base - ts) / 1e9);
-  return fmt::format("+{:.6f}", (ts - base) / 1e9);
-}
-
-// "garbage collection 164.72 ms (1 run), monitor contention 124.00 ms (1 wait)" and one line
-// per cause (at most 5 of each kind).
-void RenderCauses(const std::vector<StallCause>& causes, uint64_t base, std::string_view indent, std::ostream& out) {
-  if (causes.empty()) return;
-  std::map<std::string, std::pair<uint64_t, size_t>> totals;  // kind -> (time, count)
-  for (const auto& [kind, ns] : TotalByKind(causes)) totals[kind].first = ns;
-  for (const StallCause& c : causes) ++totals[c.kind].second;
-  std::string summary;
-  for (const auto& [kind, t] : totals)
-    summary += fmt::format("{}{} {} ({} {}{})", summary.empty() ? "" : ", ",
-                           kind == "gc" ? "garbage collection" : "monitor contention", FormatDuration(t.first),
-                           t.second, kind == "gc" ? "run" : "wait", t.second == 1 ? "" : "s");
-  out << fmt::format("{}runtime stalls: {}\n", indent, summary);
-  // The longest five of each kind, in time order.
-  std::map<std::string, std::vector<const StallCause*>> by_kind;
-  for (const StallCause& c : causes) by_kind[c.kind].push_back(&c);
-  std::vector<const StallCause*> shown;
-  for (auto& [kind, list] : by_kind) {
-    std::stable_sort(list.begin(), list.end(),
-                     [](const StallCause* a, const StallCause* b) { return a->cost_ns() > b->cost_ns(); });
-    shown.insert(shown.end(), list.begin(), list.begin() + std::min<size_t>(list.size(), 5));
-  }
-  std::stable_sort(shown.begin(), shown.end(),
-                   [](const StallCause* a, const StallCause* b) { return a->begin_ns < b->begin_ns; });
-  for (const StallCause* cause : shown) {
-    const StallCause& c = *cause;
-    std::string what = c.detail;
-    if (c.kind == "gc") what += fmt::format("{}on tid {}", what.empty() ? "" : ", ", c.tid);
-    if (c.kind == "monitor") {
-      if (what.empty()) what = fmt::format("monitor {:#x}", c.monitor);
-      if (c.holder_tid)
-        what += fmt::format(", held by tid {}{}", c.holder_tid,
-                            c.holder_name.empty() ? "" : fmt::format(" \"{}\"", c.holder_name));
-      else if (!c.open)
-        what += ", holder not seen";
-    }
-    out << fmt::format("{}  {:<8} {:>12}  from {} s  {}{}\n", indent, c.kind, FormatDuration(c.cost_ns()),
-                       Relative(c.begin_ns, base), what, c.open ? " (still running)" : "");
-  }
-  if (shown.size() < causes.size())
-    out << fmt::format("{}  ... {} shorter ones (JSON lists all)\n", indent, causes.size() - shown.size());
-}
 
 class TextRenderer : public Renderer {
  public:
@@ -126,7 +69,7 @@ class TextRenderer : public Renderer {
     RenderSessionProfileText(report, out);
     RenderFrames(report, out);
     RenderEvilMethods(report, view ? view->evil_methods_total : report.evil_methods.size(), out);
-    RenderStalls(report, out);
+    RenderStallsText(report, out);
     RenderSignals(report, out);
     RenderSpanLags(report, out);
     RenderStartup(report, out);
@@ -330,121 +273,8 @@ class TextRenderer : public Renderer {
                              ? fmt::format(", delayed {} by messages", FormatDuration(fr.delay_by_messages_ns))
                              : "",
                          fr.finished ? "" : " (unfinished)");
-      if (fr.tree.size() > 1) RenderTree(fr.tree, fmt::format("frame {}", fr.frame_id), "      ", out);
+      if (fr.tree.size() > 1) RenderCallTree(fr.tree, fmt::format("frame {}", fr.frame_id), "      ", out);
       RenderSampledTree(fr.sampled, fmt::format("[frame] {}", fr.frame_id), "      ", out);
-    }
-  }
-
-  static std::string MessageLabel(const Message& m) {
-    std::string label = m.name.empty() ? "message" : "message \"" + Esc(m.name) + "\"";
-    if (m.msg_id) label += fmt::format(" (id {})", *m.msg_id);
-    return label;
-  }
-
-  static void RenderTree(const std::vector<NamedCallNode>& tree, const std::string& root_label,
-                         const std::string& indent, std::ostream& out) {
-    uint64_t root = 1;
-    for (const auto& n : tree) root = std::max(root, n.node.cost_ns);
-    for (const NamedCallNode& n : tree) {
-      std::string label = n.node.depth == 0 ? "[message] " + Esc(root_label) : Esc(n.name);
-      if (n.node.count > 1) label += fmt::format("  x{}", n.node.count);
-      if (n.node.unfinished) label += "  (running)";
-      if (n.node.lost_exit) label += "  (exit lost)";
-      out << fmt::format("{}{:>12} {:>6.1f}%  {}{}\n", indent, FormatDuration(n.node.cost_ns),
-                         100.0 * n.node.cost_ns / root, std::string(2 * n.node.depth, ' '), label);
-    }
-  }
-
-  static void RenderThread(const ThreadSnapshot& t, uint64_t at_ns, const std::vector<ThreadSnapshot>& all,
-                           std::ostream& out) {
-    std::string since = t.state_since_ns && t.state_since_ns <= at_ns
-                            ? fmt::format(" for {}", FormatDuration(at_ns - t.state_since_ns))
-                            : "";
-    out << fmt::format("\"{}\" tid={} {} ({}{})\n", Esc(t.name), t.tid, Esc(std::string(1, t.state)),
-                       Esc(ThreadStateText(t.state)), since);
-    if (!t.wchan.empty() && t.wchan != "0") out << fmt::format("  | wchan={}\n", Esc(t.wchan));
-    if (t.futex_address) {
-      std::string owner = "unknown owner";
-      if (t.futex_owner_tid) {
-        owner = fmt::format("held by tid {}", t.futex_owner_tid);
-        for (const auto& o : all)
-          if (o.tid == t.futex_owner_tid) owner += fmt::format(" \"{}\"", Esc(o.name));
-      }
-      out << fmt::format("  - waiting on futex {:#x} ({})\n", t.futex_address, owner);
-    }
-    for (size_t i = 0; i < t.kernel_stack.size() && i < 12; ++i)
-      out << fmt::format("  kernel: {}\n", Esc(t.kernel_stack[i]));
-    for (size_t i = 0; i < t.user_stack.size() && i < 24; ++i)
-      out << fmt::format("  native: #{:02} {}\n", i, Esc(t.user_stack[i]));
-    if (!t.user_stack_stop.empty()) out << fmt::format("  native: (stack ends: {})\n", Esc(t.user_stack_stop));
-  }
-
-  void RenderStalls(const Report& report, std::ostream& out) const {
-    const uint64_t base = report.session.begin_ns;
-    for (const StallReport& s : report.stalls) {
-      const Message& m = s.message;
-      out << fmt::format("\n----- {} pid {} at {} s -----\n", s.anr ? "ANR" : "LAG", report.session.pid,
-                         Relative(s.snapshot.ts_ns, base));
-      const SessionInfo& session = report.session;
-      out << fmt::format("Cmd line: {}\n", Esc(session.command_line.empty() ? session.command : session.command_line));
-      out << fmt::format("Cause: {} running for {} on thread {} (threshold {}): {}\n", MessageLabel(m),
-                         FormatDuration(s.snapshot.ts_ns - m.begin_ns), ThreadLabel(report, m.tid),
-                         FormatDuration(s.threshold_ns), Esc(s.stuck_reason));
-      if (!s.deadlock_cycle.empty()) {
-        std::string cycle;
-        for (uint32_t tid : s.deadlock_cycle) {
-          std::string name;
-          for (const auto& t : s.snapshot.threads)
-            if (t.tid == tid) name = t.name;
-          cycle += fmt::format("tid {} \"{}\" -> ", tid, Esc(name));
-        }
-        cycle += fmt::format("tid {}", s.deadlock_cycle.front());
-        out << fmt::format("Deadlock: {} (each waits on a mutex the next holds)\n", cycle);
-      }
-      out << fmt::format("Cost: {} ({})\n", FormatDuration(m.cost_ns()),
-                         s.finished ? "the message ended" : "still running when the session ended");
-      if (!s.scene.empty()) out << fmt::format("Scene: {}\n", Esc(s.scene));
-      if (!s.frame.empty()) out << fmt::format("Frame: {}\n", Esc(s.frame));
-      if (s.snapshot.process_cpu_percent >= 0)
-        out << fmt::format("CPU: {:.1f}% of one core over the last {}\n", s.snapshot.process_cpu_percent,
-                           FormatDuration(s.snapshot.cpu_window_ns));
-      if (!s.snapshot.memory_kb.empty()) {
-        std::string mem;
-        for (const auto& [k, v] : s.snapshot.memory_kb)
-          mem += fmt::format("{}{} {} kB", mem.empty() ? "" : ", ", Esc(k), v);
-        out << "Memory: " << mem << "\n";
-      }
-      out << fmt::format("Off-CPU during the message: ");
-      if (s.off_cpu_by_reason.empty()) out << "none";
-      for (size_t i = 0; i < s.off_cpu_by_reason.size(); ++i)
-        out << fmt::format("{}{} {} ({}x)", i ? ", " : "", s.off_cpu_by_reason[i].reason,
-                           FormatDuration(s.off_cpu_by_reason[i].total_ns), s.off_cpu_by_reason[i].count);
-      out << fmt::format("; on CPU {}\n", FormatDuration(s.on_cpu_ns));
-      RenderCauses(s.causes, base, "", out);
-      for (size_t i = 0; i < s.off_cpu.size() && i < 5; ++i) {
-        const auto& iv = s.off_cpu[i];
-        out << fmt::format(
-            "  {:>12} {:<9} from {} s{}{}\n", FormatDuration(iv.end_ns - iv.begin_ns), iv.reason,
-            Relative(iv.begin_ns, base),
-            iv.waker_tid ? fmt::format(", woken by tid {} \"{}\"", iv.waker_tid, Esc(iv.waker_comm)) : "",
-            iv.open ? ", still waiting" : "");
-      }
-      if (s.tree.size() == 1) {
-        out << "No instrumented method was running at the snapshot\n";
-      } else if (!s.tree.empty()) {
-        out << fmt::format("Methods running at the snapshot (stackKey {}):\n", Esc(s.stack_key));
-        RenderTree(s.tree, m.name, "  ", out);
-      }
-      out << "\n";
-      for (const ThreadSnapshot& t : s.snapshot.threads) {
-        RenderThread(t, s.snapshot.ts_ns, s.snapshot.threads, out);
-        // The stalled thread's interpreted stack (method beats), next to its native one.
-        if (t.tid == m.tid)
-          for (size_t i = 0; i < s.interpreted_stack.size() && i < 24; ++i)
-            out << fmt::format("  interpreted: #{:02} {}\n", i, s.interpreted_stack[i]);
-        out << "\n";
-      }
-      out << fmt::format("----- end {} -----\n", report.session.pid);
     }
   }
 
@@ -469,7 +299,7 @@ class TextRenderer : public Renderer {
       out << fmt::format("\n{}: {} on thread {} took {} (from {} s)\n",
                          l.kind == "idle_lag" ? "idle handler lag" : "input lag", Esc(l.name),
                          ThreadLabel(report, l.tid), FormatDuration(l.end_ns - l.begin_ns), Relative(l.begin_ns, base));
-      if (!l.tree.empty()) RenderTree(l.tree, l.name, "  ", out);
+      if (!l.tree.empty()) RenderCallTree(l.tree, l.name, "  ", out);
     }
     for (const BarrierLeakReport& b : report.barrier_leaks) {
       out << fmt::format(
@@ -515,14 +345,14 @@ class TextRenderer : public Renderer {
       for (const auto& m : s.missing) missing += (missing.empty() ? "" : ", ") + Esc(m);
       out << fmt::format("  not reached before the session ended ({}): {}\n", Esc(report.session.end_reason), missing);
     }
-    if (!s.tree.empty()) RenderTree(s.tree, "startup", "  ", out);
+    if (!s.tree.empty()) RenderCallTree(s.tree, "startup", "  ", out);
     RenderSampledTree(s.sampled, "[startup]", "  ", out);
     for (const WarmStart& w : s.warm_starts) {
       out << fmt::format(
           "  warm start of {}: {}{}{}\n", Esc(w.activity), w.focus_ns ? FormatDuration(w.cost_ns()) : "never focused",
           w.first_frame_ns ? fmt::format(", first frame after {}", FormatDuration(w.first_frame_ns - w.launch_ns)) : "",
           w.excessive ? " (excessive by Android vitals, >= 2 s)" : "");
-      if (!w.tree.empty()) RenderTree(w.tree, "warm start", "    ", out);
+      if (!w.tree.empty()) RenderCallTree(w.tree, "warm start", "    ", out);
       RenderSampledTree(w.sampled, "[warm start]", "    ", out);
     }
   }
