@@ -217,6 +217,16 @@ ShortView MakeShortView(const Report& full, size_t top_n, const ShortViewLimits&
     cut.Tree(w.tree);
     cut.Sampled(w.sampled);
   }
+  // A session without messages: the busiest threads, their top methods and trimmed trees.
+  std::vector<ThreadProfile>& profiled = r.session_profile.threads;
+  if (size_t n = KeepFirst(profiled, limits.profile_threads))
+    cuts.push_back(More(n, "profiled thread", "profiled threads"));
+  size_t methods_cut = 0;
+  for (ThreadProfile& t : profiled) {
+    methods_cut += KeepFirst(t.top, limits.profile_methods);
+    cut.Sampled(t.tree);
+  }
+  if (methods_cut) cuts.push_back(More(methods_cut, "top method", "top methods"));
   if (cut.nodes_cut) cuts.push_back(fmt::format("{} small tree node{}", cut.nodes_cut, cut.nodes_cut == 1 ? "" : "s"));
 
   // The evil methods and frames left out still had walk stops: the hint counts them too.

@@ -220,5 +220,32 @@ TEST(ShortView, StallsKeepTheStalledThreadAlone) {
   EXPECT_NE(Text(r).find("worker"), std::string::npos);
 }
 
+// A session without messages (a flagless JVM): the three busiest threads, five top methods
+// each; the rest are --full's, and the last line says so.
+TEST(ShortView, TheSessionProfileKeepsTheBusiestThreadsAndTheirTopMethods) {
+  Report r;
+  r.session.pid = 100;
+  r.session.begin_ns = 1'000'000'000;
+  r.session.end_ns = 3'000'000'000;
+  for (uint32_t t = 0; t < 5; ++t) {
+    ThreadProfile thread;
+    thread.tid = 100 + t;
+    thread.samples = 100 - t;  // most samples first, as the report orders them
+    for (int m = 0; m < 8; ++m) thread.top.push_back({"T" + std::to_string(t) + ".m" + std::to_string(m), 10, 10});
+    SampledNode root;
+    root.node.cost_ns = 1'000'000'000;
+    thread.tree.nodes.push_back(root);
+    thread.tree.sample_hz = 99;
+    r.session_profile.threads.push_back(thread);
+  }
+  const std::string text = Short(r);
+  EXPECT_NE(text.find("T2.m4"), std::string::npos) << text;
+  EXPECT_EQ(text.find("T2.m5"), std::string::npos) << text;
+  EXPECT_EQ(text.find("T3.m0"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 more profiled threads, 9 more top methods"), std::string::npos) << text;
+  const std::string full = Text(r);
+  EXPECT_NE(full.find("T4.m7"), std::string::npos) << full;
+}
+
 }  // namespace
 }  // namespace looptrace

@@ -24,6 +24,8 @@ struct ShortViewLimits {
   size_t worst_frames = 3;       // frames with their trees
   size_t span_lags = 3;          // idle/input lags, barrier leaks, warm starts, unfinished messages
   size_t common_frames = 2;      // of "every stack ran under"
+  size_t profile_threads = 3;    // threads of a session without messages, with their trees
+  size_t profile_methods = 5;    // each one's top methods
 };
 
 // The walks that ended early, over every sampled tree of the report, and what
