@@ -530,7 +530,8 @@ __noinline int read_args(struct pt_regs *ctx, const struct lt_probe_config *cfg,
 		    i + LT_PY_CALLABLE_SLOTS <= LT_MAX_ARGS) {
 			__u64 named[LT_PY_CALLABLE_SLOTS] = {};
 
-			py_name_callable(value, named);
+			/* pycallable(OFFSET): the callable is a field of what the argument points to */
+			py_name_callable(value ? value + arg->offset_words * 8ULL : 0, named);
 #pragma unroll
 			for (__u32 k = 0; k < LT_PY_CALLABLE_SLOTS; k++)
 				out->v[(i + k) & (LT_MAX_ARGS - 1)] = named[k];

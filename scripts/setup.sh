@@ -28,6 +28,7 @@ packages=(
   openjdk-17-jdk-headless    # HotSpot with USDT probes + javac: the jvm profile's integration tests
   chromium                   # headless browser for the HTML report tests
   libglib2.0-dev             # GLib main-loop test program (glib profile)
+  python3-gi                 # pygobject: a GLib loop run from python3.11 (glib profile names its closures)
   android-libutils-dev       # AOSP's android::Looper (libutils) test program (android-looper profile)
   prometheus                 # live sessions: scrapes --metrics in the integration test
   clickhouse-server          # live sessions: receives --clickhouse rows in the integration test

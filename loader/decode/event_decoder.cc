@@ -37,6 +37,7 @@ EventDecoder::EventDecoder(const AttachPlan* plan, StringTable* strings, Stats* 
       d.arg_names.push_back(TextPool::Name(a.name));
       d.plain &=
           !FilledByLoader(a) && a.type != ArgType::kSym && a.type != ArgType::kStr && a.type != ArgType::kPyCallable;
+      d.has_closure |= a.name == kClosureArg && a.type == ArgType::kPyCallable;
     }
   }
 }
@@ -49,21 +50,38 @@ void EventDecoder::SetInterpreter(InterpreterSupport* interpreter, bool merged) 
     interp_stacks_.reset();
 }
 
-const std::string* EventDecoder::NameAddress(uint64_t address) {
+const std::string* EventDecoder::NameAddress(uint64_t address, bool* known, bool count_unknown) {
+  if (known) *known = false;
   if (address == 0) return nullptr;  // no function (a source without a callback)
   auto it = address_names_.find(address);
-  if (it != address_names_.end()) return it->second;
-  std::optional<std::string> name = addresses_ ? addresses_->Name(pid_, address) : std::nullopt;
-  if (!name) {
-    stats_->Add(StatId::method_names_unknown);
-    name = fmt::format("{:#x}", address);
+  if (it == address_names_.end()) {
+    std::optional<std::string> name = addresses_ ? addresses_->Name(pid_, address) : std::nullopt;
+    const bool from_symbols = name.has_value();
+    if (!name) name = fmt::format("{:#x}", address);
+    it = address_names_.emplace(address, AddressName{TextPool::Intern(*name), from_symbols}).first;
+    if (!from_symbols && count_unknown) stats_->Add(StatId::method_names_unknown);
   }
-  return address_names_.emplace(address, TextPool::Intern(*name)).first->second;
+  if (known) *known = it->second.known;
+  return it->second.text;
+}
+
+void EventDecoder::NameByClosure(ProbeEvent& e, size_t name_index, const std::string* callable,
+                                 const std::string* group) {
+  if (!callable) {
+    stats_->Add(StatId::method_names_unknown);
+    return;
+  }
+  (e.args.begin() + name_index)->text = callable;
+  if (group) e.args.push_back({kMessageGroupArg, 0, group, true});
 }
 
 void EventDecoder::DecodeArguments(const lt_record& rec, ProbeEvent& e) {
-  const auto& names = decodings_[rec.probe_id].arg_names;
+  const ProbeDecoding& decoding = decodings_[rec.probe_id];
+  const auto& names = decoding.arg_names;
   const ResolvedProbe& probe = plan_->probes[rec.probe_id];
+  size_t name_index = SIZE_MAX;  // a `sym` name's argument
+  bool name_known = true;
+  uint64_t raw_name = 0;
   for (size_t i = 0; i < probe.spec.args.size(); ++i) {
     const ArgSpec& spec = probe.spec.args[i];
     if (spec.source == kSourceFunction) {
@@ -82,10 +100,20 @@ void EventDecoder::DecodeArguments(const lt_record& rec, ProbeEvent& e) {
     EventArg arg{names[i], raw, nullptr, false};
     if (spec.type == ArgType::kSym) {
       arg.is_string = true;
-      arg.text = NameAddress(raw);
+      const bool is_name = names[i] == "name";
+      bool known = true;
+      arg.text = NameAddress(raw, &known, !(is_name && decoding.has_closure));
+      if (is_name) {
+        name_index = e.args.size();
+        name_known = known;
+        raw_name = raw;
+      }
     }
     if (spec.type == ArgType::kInt) arg.value = static_cast<uint64_t>(static_cast<int64_t>(raw));
     if (spec.type == ArgType::kPyCallable) {
+      // A closure matters only for a name no symbol gave (else it may be any C data).
+      const bool closure = decoding.has_closure && names[i] == kClosureArg;
+      if (closure && (name_index >= e.args.size() || name_known || raw_name == 0)) break;
       // BPF filled this slot and the next ones (events.h LT_PY_CALLABLE_SLOTS).
       arg.is_string = true;
       arg.value = 0;
@@ -97,6 +125,10 @@ void EventDecoder::DecodeArguments(const lt_record& rec, ProbeEvent& e) {
             texts, stats_);
         if (!name.name.empty()) arg.text = TextPool::Intern(name.name);
         if (!name.group.empty()) group = TextPool::Intern(name.group);
+      }
+      if (closure) {
+        NameByClosure(e, name_index, arg.text, group);
+        break;
       }
       e.args.push_back(arg);
       if (group) e.args.push_back({kMessageGroupArg, 0, group, true});

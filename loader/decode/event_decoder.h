@@ -103,13 +103,20 @@ class EventDecoder {
     // Only raw-value arguments (no strings, symbols, function names or thread name): copied
     // straight from the record.
     bool plain = false;
+    bool has_closure = false;  // a `closure` argument (a pycallable) stands in for an unnamed `name`
   };
   // Arguments that are not plain values (strings, symbols, function names, thread names).
   void DecodeArguments(const lt_record& rec, ProbeEvent& e);
   // Every other record type, and probe records of unknown probes (counted).
   void DecodeOther(const lt_record& rec, std::vector<Event>* out);
-  // A `sym` argument's text: the function at `address` (cached), or the address in hex.
-  const std::string* NameAddress(uint64_t address);  // interned; null for 0
+  // A `sym` argument's text: the function at `address` (cached), or the address in hex
+  // (`known` false; counted unless `count_unknown` is false).
+  const std::string* NameAddress(uint64_t address, bool* known = nullptr,
+                                 bool count_unknown = true);  // interned; null for 0
+  // A message named by a code address no symbol covers (e.args[name_index]) takes the name
+  // of the callable its `closure` argument found: pygobject's callbacks are libffi closures
+  // in anonymous memory.
+  void NameByClosure(ProbeEvent& e, size_t name_index, const std::string* callable, const std::string* group);
 
   const AttachPlan* plan_;
   StringTable* strings_;
@@ -119,7 +126,11 @@ class EventDecoder {
   IdentityTable* identities_;
   std::vector<ProbeDecoding> decodings_;  // per probe
   AddressNamer* addresses_;
-  std::unordered_map<uint64_t, const std::string*> address_names_;  // interned
+  struct AddressName {
+    const std::string* text;  // interned
+    bool known;               // from the target's symbols, not the address in hex
+  };
+  std::unordered_map<uint64_t, AddressName> address_names_;
   StackResolver* stacks_ = nullptr;
   InterpreterSupport* interpreter_ = nullptr;
   std::optional<InterpreterStacks> interp_stacks_;

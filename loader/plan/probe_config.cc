@@ -20,7 +20,8 @@ lt_arg_config ArgConfig(const ArgSource& arg) {
            : arg.type == ArgType::kAt         ? LT_ARG_AT
                                               : LT_ARG_UINT;  // sym: uint
   c.length_source = arg.type == ArgType::kStr ? arg.length_source : LT_SOURCE_NONE;
-  c.offset_words = static_cast<uint8_t>(arg.type == ArgType::kAt ? arg.offset / 8 : 0);
+  c.offset_words =
+      static_cast<uint8_t>(arg.type == ArgType::kAt || arg.type == ArgType::kPyCallable ? arg.offset / 8 : 0);
   return c;
 }
 

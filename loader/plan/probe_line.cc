@@ -39,7 +39,19 @@ class ProbeLineParser {
     return static_cast<uint8_t>(n - 1);
   }
 
-  // SOURCE[:TYPE], TYPE = uint | int | ptr | str | str(argN) | sym | pycallable | at(OFFSET).
+  // A field's offset in bytes in the structure an argument points to: 8-aligned, as BPF
+  // counts it in words.
+  Result<uint16_t> ParseFieldOffset(int line, std::string_view what, std::string_view type, std::string_view digits) {
+    unsigned offset = 0;
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), offset);
+    if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() || offset % 8 != 0 ||
+        offset / 8 > UINT8_MAX)
+      return Fail(line, fmt::format("{}: {}(OFFSET) takes a multiple of 8 below {}, not {}", what, type,
+                                    (UINT8_MAX + 1) * 8, Quoted(digits)));
+    return static_cast<uint16_t>(offset);
+  }
+
+  // SOURCE[:TYPE], TYPE = uint | int | ptr | str | str(argN) | sym | pycallable[(OFFSET)] | at(OFFSET).
   Result<ArgSource> ParseSource(int line, std::string_view text, const ProbeSpec& probe, std::string_view what,
                                 ArgType default_type) {
     ArgSource arg;
@@ -75,25 +87,24 @@ class ProbeLineParser {
       arg.type = ArgType::kSym;
     else if (type == "pycallable")
       arg.type = ArgType::kPyCallable;
-    else if (type.starts_with("at(") && type.ends_with(")")) {
-      // A field of the structure the argument points to: its offset in bytes, 8-aligned.
-      const std::string_view digits = type.substr(3, type.size() - 4);
-      unsigned offset = 0;
-      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), offset);
-      if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() || offset % 8 != 0 ||
-          offset / 8 > UINT8_MAX)
-        return Fail(line, fmt::format("{}: at(OFFSET) takes a multiple of 8 below {}, not {}", what,
-                                      (UINT8_MAX + 1) * 8, Quoted(digits)));
+    else if (type.starts_with("pycallable(") && type.ends_with(")")) {
+      // The callable stored at an offset in the structure the argument points to.
+      arg.type = ArgType::kPyCallable;
+      ASSIGN_OR_RETURN(arg.offset, ParseFieldOffset(line, what, "pycallable", type.substr(11, type.size() - 12)));
+    } else if (type.starts_with("at(") && type.ends_with(")")) {
+      // A field of the structure the argument points to.
       arg.type = ArgType::kAt;
-      arg.offset = static_cast<uint16_t>(offset);
+      ASSIGN_OR_RETURN(arg.offset, ParseFieldOffset(line, what, "at", type.substr(3, type.size() - 4)));
     } else if (type.starts_with("str(") && type.ends_with(")")) {
       arg.type = ArgType::kStr;
       ASSIGN_OR_RETURN(arg.length_source,
                        ParseSourceName(line, type.substr(4, type.size() - 5), probe, fmt::format("{} length", what)));
     } else {
       return Fail(
-          line, fmt::format("{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym, pycallable, at(OFFSET))",
-                            what, Quoted(type)));
+          line, fmt::format(
+                    "{}: unknown type {} (known: uint, int, ptr, str, str(argN), sym, pycallable, pycallable(OFFSET), "
+                    "at(OFFSET))",
+                    what, Quoted(type)));
     }
     return arg;
   }

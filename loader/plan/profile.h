@@ -23,7 +23,8 @@
 // SOURCE: arg1..arg12, ret (uretprobe), or func (the probed function's name). TYPE: uint (default), int, ptr, str,
 // str(argN) for a string whose length is argument N (not NUL-terminated), sym (a code
 // address, named by the target's symbols in user space), or pycallable (a CPython vector of
-// callables whose first is named as asyncio names callbacks; the probe's last argument).
+// callables whose first is named as asyncio names callbacks; the probe's last argument;
+// pycallable(OFFSET): the callable stored OFFSET bytes into what the argument points to).
 // CONDITION: SOURCE[:TYPE] OP VALUE, with OP == != < <= > >= for numbers and
 // == != ~ (glob: * and ?) for "quoted strings".
 #pragma once
@@ -59,7 +60,7 @@ struct ArgSource {
   ArgType type = ArgType::kUint;
   uint8_t length_source = LT_SOURCE_NONE;  // str(argN): the length's source
   std::string text;                        // kSourceText: the text
-  uint16_t offset = 0;                     // kAt: bytes past the argument (a multiple of 8)
+  uint16_t offset = 0;                     // kAt, kPyCallable: bytes past the argument (a multiple of 8)
 
   bool operator==(const ArgSource&) const = default;
 };

@@ -14,15 +14,15 @@ messages dispatch
 requires libglib-2.0.so g_main_context_iteration
 probe dispatch.begin uprobe    libglib-2.0.so g_main_context_dispatch
 probe dispatch.end   uretprobe libglib-2.0.so g_main_context_dispatch
-optional probe dispatch.begin uprobe    libglib-2.0.so *(g_idle_funcs+16)           name=arg2:sym
+optional probe dispatch.begin uprobe    libglib-2.0.so *(g_idle_funcs+16)           name=arg2:sym closure=arg3:pycallable(8)
 optional probe dispatch.end   uretprobe libglib-2.0.so *(g_idle_funcs+16)
-optional probe dispatch.begin uprobe    libglib-2.0.so *(g_timeout_funcs+16)        name=arg2:sym
+optional probe dispatch.begin uprobe    libglib-2.0.so *(g_timeout_funcs+16)        name=arg2:sym closure=arg3:pycallable(8)
 optional probe dispatch.end   uretprobe libglib-2.0.so *(g_timeout_funcs+16)
-optional probe dispatch.begin uprobe    libglib-2.0.so *(g_child_watch_funcs+16)    name=arg2:sym
+optional probe dispatch.begin uprobe    libglib-2.0.so *(g_child_watch_funcs+16)    name=arg2:sym closure=arg3:pycallable(8)
 optional probe dispatch.end   uretprobe libglib-2.0.so *(g_child_watch_funcs+16)
-optional probe dispatch.begin uprobe    libglib-2.0.so *(g_unix_signal_funcs+16)    name=arg2:sym
+optional probe dispatch.begin uprobe    libglib-2.0.so *(g_unix_signal_funcs+16)    name=arg2:sym closure=arg3:pycallable(8)
 optional probe dispatch.end   uretprobe libglib-2.0.so *(g_unix_signal_funcs+16)
-optional probe dispatch.begin uprobe    libglib-2.0.so *(g_unix_fd_source_funcs+16) name=arg2:sym
+optional probe dispatch.begin uprobe    libglib-2.0.so *(g_unix_fd_source_funcs+16) name=arg2:sym closure=arg3:pycallable(8)
 optional probe dispatch.end   uretprobe libglib-2.0.so *(g_unix_fd_source_funcs+16)
-optional probe dispatch.begin uprobe    libglib-2.0.so *(g_io_watch_funcs+16)       name=arg2:sym
+optional probe dispatch.begin uprobe    libglib-2.0.so *(g_io_watch_funcs+16)       name=arg2:sym closure=arg3:pycallable(8)
 optional probe dispatch.end   uretprobe libglib-2.0.so *(g_io_watch_funcs+16)

@@ -69,7 +69,7 @@
  * waits for.
  */
 #define LT_ROLES(X) \
-	X(1,  DISPATCH_BEGIN,   DispatchBegin,  "dispatch.begin",   Begin,   Message,   DispatchEnd,    "id",       Filtered,   ("id", "name", "target", "what", "group", "due_ms")) \
+	X(1,  DISPATCH_BEGIN,   DispatchBegin,  "dispatch.begin",   Begin,   Message,   DispatchEnd,    "id",       Filtered,   ("id", "name", "target", "what", "group", "due_ms", "closure")) \
 	X(2,  DISPATCH_END,     DispatchEnd,    "dispatch.end",     End,     Message,   DispatchBegin,  "id",       Filtered,   ("id")) \
 	X(3,  FRAME_BEGIN,      FrameBegin,     "frame.begin",      Begin,   Frame,     FrameEnd,       "frame_id", Filtered,   ("vsync_ns", "frame_id")) \
 	X(4,  FRAME_END,        FrameEnd,       "frame.end",        End,     Frame,     FrameBegin,     "frame_id", Filtered,   ("frame_id")) \

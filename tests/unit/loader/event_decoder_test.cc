@@ -380,5 +380,57 @@ TEST(EventDecoder, TextArgumentsAreTheLinesFixedText) {
   EXPECT_FALSE(stats.AnyNonZero());
 }
 
+// Callables named "cb<first slot>"; a first slot of 0 names nothing.
+class ClosureRuntime : public InterpreterSupport {
+ public:
+  const std::string& what() const override { return what_; }
+  void DescribeLayout(InterpreterBpfConfig*) const override {}
+  Result<bool> Locate(InterpreterBpfConfig*) override { return true; }
+  std::optional<InterpreterFrame> NameFrame(const lt_interp_frame&, Stats*) override { return std::nullopt; }
+  CallableName NameCallable(std::span<const uint64_t> slots, const TargetTextLookup&, Stats*) override {
+    ++calls;
+    if (!slots[0]) return {};
+    return {"cb" + std::to_string(slots[0]), ""};
+  }
+  std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats*) override { return {}; }
+  bool IsInterpreterModule(std::string_view) const override { return false; }
+  bool IsInterpreterLoop(std::string_view) const override { return false; }
+  bool EndsLoopRun(const lt_interp_frame&) const override { return false; }
+  int calls = 0;
+
+ private:
+  std::string what_ = "fake";
+};
+
+// GLib's callback argument names the message; a callback no symbol covers (pygobject's
+// libffi closure) is named by the callable its closure holds, and only then is the closure
+// named at all (for a C callback it is any C data).
+TEST(EventDecoder, AClosureNamesAMessageWhoseCallbackNoSymbolCovers) {
+  AttachPlan plan;
+  ArgSpec closure = Arg("closure", 2, ArgType::kPyCallable);
+  closure.offset = 8;
+  plan.probes = {Probe(0, Role::kDispatchBegin, {Arg("name", 1, ArgType::kSym), closure}, "*(g_idle_funcs+16)")};
+  Stats stats;
+  FakeAddresses addresses;
+  ClosureRuntime runtime;
+  EventDecoder decoder(&plan, nullptr, &stats, kPid, nullptr, nullptr, &addresses);
+  decoder.SetInterpreter(&runtime, false);
+  std::vector<Event> out;
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 10, 0, {0x4000, 7}), &out);  // a C callback
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 20, 0, {0x7000, 7}), &out);  // a closure
+  decoder.Decode(Record(0, LT_ROLE_DISPATCH_BEGIN, 30, 0, {0x7100, 0}), &out);  // one naming nothing
+  ASSERT_EQ(out.size(), 3u);
+  auto name = [&](size_t i) { return *std::get<ProbeEvent>(out[i]).Arg("name")->text; };
+  EXPECT_EQ(name(0), "on_slow_idle");
+  EXPECT_EQ(name(1), "cb7");
+  EXPECT_EQ(name(2), "0x7100");
+  EXPECT_EQ(runtime.calls, 2);  // not for the C callback
+  for (const Event& e : out) EXPECT_FALSE(std::get<ProbeEvent>(e).Arg("closure"));
+  EXPECT_EQ(stats.Get(StatId::method_names_unknown), 1u);  // only the unnamed one
+  const lt_probe_config config = MakeProbeConfig(plan.probes[0]);
+  EXPECT_EQ(config.args[1].type, LT_ARG_PY_CALLABLE);
+  EXPECT_EQ(config.args[1].offset_words, 1);
+}
+
 }  // namespace
 }  // namespace looptrace::loader

@@ -248,6 +248,17 @@ probe dispatch.end uretprobe exe uv__stream_io
     ASSERT_FALSE(wrong) << bad;
     EXPECT_NE(wrong.error().message.find("multiple of 8"), std::string::npos) << wrong.error().message;
   }
+  auto closure = ParseProfile(
+      "probe dispatch.begin uprobe exe f name=arg2:sym closure=arg3:pycallable(8)\nprobe dispatch.end uretprobe exe "
+      "f\n",
+      "p.profile");
+  ASSERT_TRUE(closure) << closure.error().message;
+  EXPECT_EQ(closure->probes[0].args[1].type, ArgType::kPyCallable);
+  EXPECT_EQ(closure->probes[0].args[1].offset, 8u);
+  auto odd = ParseProfile("probe dispatch.begin uprobe exe f closure=arg3:pycallable(4)\n", "o.profile");
+  ASSERT_FALSE(odd);
+  EXPECT_NE(odd.error().message.find("pycallable(OFFSET) takes a multiple of 8"), std::string::npos)
+      << odd.error().message;
   auto tested = ParseProfile("probe dispatch.begin uprobe exe f if arg1:at(8) == 1\n", "t.profile");
   ASSERT_FALSE(tested);
   EXPECT_NE(tested.error().message.find("not the memory they point to"), std::string::npos);

@@ -214,6 +214,9 @@ inline constexpr std::string_view kUnstackedLoopIdle = "loop idle";
 // dispatch.begin's argument naming what "messages by name" counts a message under, when not
 // its name (a runtime's namer sets it for names with a per-instance part: asyncio's task numbers).
 inline constexpr std::string_view kMessageGroupArg = "group";
+// A dispatch.begin argument (a pycallable) that names the message when its `name` is a code
+// address no symbol covers: a libffi closure's, such as pygobject's callbacks.
+inline constexpr std::string_view kClosureArg = "closure";
 inline constexpr std::string_view kUnstackedEarlyPreemption = "early preemption";
 // The constant `text` names, or "" (text read from a recording, or a sample's stop reason).
 constexpr std::string_view UnstackedReason(std::string_view text) {
