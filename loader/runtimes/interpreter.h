@@ -40,6 +40,9 @@ struct InterpreterFrame {
   // A frame of the program's own code, not the runtime's library or builtins: the outermost
   // one in a message's stacks names the message (StackSample::callable).
   bool user_code = false;
+  // What a message it names is called, when not Name(): a Java method without the line the
+  // sample was at ("EdtApp.lambda$main$2"), so one event's messages count under one name.
+  std::string callable;
   // py-spy's form: "handle_client (server.py:40)".
   std::string Name() const;
 };

@@ -214,6 +214,9 @@ inline constexpr std::string_view kUnstackedLoopIdle = "loop idle";
 // dispatch.begin's argument naming what "messages by name" counts a message under, when not
 // its name (a runtime's namer sets it for names with a per-instance part: asyncio's task numbers).
 inline constexpr std::string_view kMessageGroupArg = "group";
+// The name of a message no probe names (a wait-bounded one: span_tracker.h), until the code
+// its samples find names it.
+inline constexpr std::string_view kEventMessageName = "event";
 inline constexpr std::string_view kUnstackedEarlyPreemption = "early preemption";
 // The constant `text` names, or "" (text read from a recording, or a sample's stop reason).
 constexpr std::string_view UnstackedReason(std::string_view text) {
