@@ -96,6 +96,13 @@ class InterpreterSupport {
     (void)frames;
   }
 
+  // The runtime's own name for a thread ("main", "AWT-EventQueue-0": the kernel's keeps 15
+  // bytes, and a JVM's main thread there is "java"), or nothing: the kernel's is used.
+  virtual std::optional<std::string> ThreadName(uint32_t tid) {
+    (void)tid;
+    return std::nullopt;
+  }
+
   // Threads whose on-CPU stacks the session samples beside the ones it watches (a JVM's
   // Java threads: its work is not on the process's first thread); asked again as threads
   // come, empty before Locate succeeded.

@@ -93,7 +93,12 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
                                    KernelFixesUretprobeStacks());
   if (shadow_stack_) AddShadowProbes(&plan_);
   tgid_ = tgid;
-  threads_named_.emplace(events_, ThreadNamer::ProcReader(static_cast<pid_t>(tgid)));
+  // A runtime's own name for its thread first (a Java thread's), else the kernel's.
+  threads_named_.emplace(events_, [this, proc = ThreadNamer::ProcReader(static_cast<pid_t>(tgid))](uint32_t tid) {
+    if (interpreter_ && !interpreter_pending_)
+      if (auto name = interpreter_->ThreadName(tid)) return *name;
+    return proc(tid);
+  });
   addresses_.emplace(static_cast<int>(tgid));
   threads_ = options_.threads.mode != ThreadChoice::Mode::kUnset ? options_.threads : profile.thread;
   if (threads_.mode == ThreadChoice::Mode::kUnset) threads_.mode = ThreadChoice::Mode::kMain;

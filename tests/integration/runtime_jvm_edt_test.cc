@@ -64,7 +64,7 @@ class JvmEdtTest : public BpfTest {
       ASSERT_EQ(overlapping.size(), 1u) << "messages overlapping the event";
       const json& m = *overlapping[0];
       EXPECT_NE(m["tid"], session["pid"]);  // the event dispatch thread, not the main thread
-      EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-") << m.dump();
+      EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-0") << m.dump();  // its Java name, whole
       const int64_t begin_error = std::llabs(m["begin_ns"].get<int64_t>() - begin);
       const int64_t end_error = std::llabs(m["end_ns"].get<int64_t>() - end);
       EXPECT_LE(begin_error, 2 * kMs) << m.dump();

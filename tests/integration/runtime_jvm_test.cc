@@ -216,8 +216,8 @@ TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchT
   EXPECT_GE(messages.size(), 10u);  // a runnable every 20 ms or so
   for (const auto& m : messages) {
     EXPECT_NE(m["tid"], target.pid());
-    // Named as the JVM named it (the kernel keeps 15 bytes of "AWT-EventQueue-0"), next to its number.
-    EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-") << m.dump();
+    // Named by its java.lang.Thread's name (the kernel keeps 15 bytes of "AWT-EventQueue-0").
+    EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-0") << m.dump();
   }
 }
 

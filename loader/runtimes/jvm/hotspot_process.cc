@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loader/runtimes/jvm/hotspot_layout.h"
+#include "loader/runtimes/jvm/java_objects.h"
 #include "loader/runtimes/jvm/jvm.h"
 #include "loader/runtimes/jvm/method_namer.h"
 #include "loader/runtimes/jvm/vm_structs.h"
@@ -69,6 +70,8 @@ class HotSpotProcess : public InterpreterSupport {
     namer_ = std::make_unique<MethodNamer>(layout_, *memory_);
     ReadCode();
     if (heaps_.empty() || !interpreter_begin_) return fail("no code heaps or interpreter code found");
+    objects_ = JavaObjects::Read(*elf, *bias, *vm, *memory_);
+    if (!objects_) log::V1("{}: Java thread names not readable: threads keep their kernel names", what_);
     FillBpfConfig(&config->hotspot);
     log::V1("{}: {} fields and {} types in its VMStructs", what_, vm->offsets.size() + vm->addresses.size(),
             vm->sizes.size());
@@ -97,6 +100,16 @@ class HotSpotProcess : public InterpreterSupport {
       if (!frames.empty()) out[tid] = std::move(frames);
     });
     return out;
+  }
+
+  // The java.lang.Thread's name of a Java thread.
+  std::optional<std::string> ThreadName(uint32_t tid) override {
+    std::optional<std::string> name;
+    if (namer_ && objects_)
+      ForEachJavaThread([&](uint64_t thread, uint32_t thread_tid) {
+        if (thread_tid == tid && !name) name = objects_->ThreadName(thread);
+      });
+    return name;
   }
 
   // The VM's Java threads (main, the event dispatch thread, the program's own, the compiler
@@ -296,6 +309,7 @@ class HotSpotProcess : public InterpreterSupport {
   std::string what_;
   HotSpotLayout layout_;
   std::unique_ptr<MethodNamer> namer_;
+  std::optional<JavaObjects> objects_;
   std::vector<CodeHeap> heaps_;
   uint64_t interpreter_begin_ = 0, interpreter_end_ = 0, call_stub_return_ = 0;
 };
