@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "loader/runtimes/jvm/hotspot_layout.h"
@@ -102,14 +104,23 @@ class HotSpotProcess : public InterpreterSupport {
     return out;
   }
 
-  // The java.lang.Thread's name of a Java thread.
+  // The java.lang.Thread's name of a Java thread. Every Java thread's is read at once when a
+  // thread not seen at the last look is asked for (a dump asks for all of them); a thread
+  // that is no Java thread then is remembered as such.
   std::optional<std::string> ThreadName(uint32_t tid) override {
-    std::optional<std::string> name;
-    if (namer_ && objects_)
+    if (!namer_ || !objects_) return std::nullopt;
+    auto it = thread_names_.find(tid);
+    if (it == thread_names_.end() && !not_java_.contains(tid)) {
+      thread_names_.clear();
+      not_java_.clear();
       ForEachJavaThread([&](uint64_t thread, uint32_t thread_tid) {
-        if (thread_tid == tid && !name) name = objects_->ThreadName(thread);
+        if (auto name = objects_->ThreadName(thread)) thread_names_[thread_tid] = std::move(*name);
       });
-    return name;
+      it = thread_names_.find(tid);
+      if (it == thread_names_.end()) not_java_.insert(tid);
+    }
+    if (it == thread_names_.end()) return std::nullopt;
+    return it->second;
   }
 
   // The VM's Java threads (main, the event dispatch thread, the program's own, the compiler
@@ -310,6 +321,8 @@ class HotSpotProcess : public InterpreterSupport {
   HotSpotLayout layout_;
   std::unique_ptr<MethodNamer> namer_;
   std::optional<JavaObjects> objects_;
+  std::unordered_map<uint32_t, std::string> thread_names_;  // ThreadName's last look
+  std::unordered_set<uint32_t> not_java_;
   std::vector<CodeHeap> heaps_;
   uint64_t interpreter_begin_ = 0, interpreter_end_ = 0, call_stub_return_ = 0;
 };
