@@ -114,6 +114,13 @@ TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruthWithoutFramePointersByDefa
   EXPECT_EQ(report->at("sampled")["dwarf"], false);
   EXPECT_GE(report->at("sampled")["samples_off_cpu"].get<int>(), 12);
   ExpectSharesMatchTruth(*report, ReadJsonLines(dir_ / "truth.jsonl"), 5.0);
+  // Issue 32: at least 99% of the stacks walked from .eh_frame rows reach main or the thread's start.
+  auto stats = OfType(lines, "stats");
+  ASSERT_EQ(stats.size(), 1u);
+  const json& counters = stats[0]["counters"];
+  ASSERT_GT(counters["user_stacks_sampled"].get<uint64_t>(), 20u) << counters.dump();
+  EXPECT_GE(counters["user_stacks_complete"].get<double>() / counters["user_stacks_sampled"].get<double>(), 0.99)
+      << counters.dump();
 
   auto by_frame_pointers =
       Run(NofpApp(), "evil", {"--fp-unwind", "--sampled-max-nodes", "1000"}, {"--start-delay-ms", "100"});
