@@ -118,7 +118,7 @@ void BM_FramePointerSample(benchmark::State& state) {
     for (const auto& f : *walk) ips.push_back(f.pc);
   lt_sample_record rec{};
   rec.header.type = LT_RECORD_SAMPLE;
-  rec.nr_ips = static_cast<uint32_t>(ips.size());
+  rec.nr_ips = static_cast<uint16_t>(ips.size());
   rec.header.size = static_cast<uint32_t>(offsetof(lt_sample_record, ips) + 8 * ips.size());
   std::copy(ips.begin(), ips.end(), rec.ips);
   const auto* bytes = reinterpret_cast<const uint8_t*>(&rec);

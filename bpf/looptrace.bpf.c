@@ -1939,6 +1939,10 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 /* Walk sampled user stacks with the rows when the loader has published them (0: the
  * kernel's frame-pointer walk, --fp-unwind). */
 const volatile __u32 eh_unwind = 0;
+/* The default view of the target's runtime shows its interpreter's frames in place of the
+ * native ones from the interpreter's code on (not --native-frames): a sample that got
+ * interpreter frames walks its native stack only that far (LT_WALK_AT_INTERPRETER). */
+const volatile __u32 eh_view_cut = 0;
 /* Entries of unwind_modules in use; written by the loader, rows first. */
 __u32 eh_modules;
 
@@ -1963,6 +1967,7 @@ struct eh_walk {
 	__u64 bp;
 	__u32 n;
 	__u32 nr_shadow;
+	__u32 view_cut;	  /* stop at the interpreter's code, after LT_VIEW_NATIVE_LEAF frames */
 	struct lt_sample_record *rec;
 	__u64 trampoline; /* the uretprobe trampoline's address, 0 if none */
 	struct return_instance *pending_returns;
@@ -2074,21 +2079,53 @@ static long eh_pending_step(__u32 i, struct eh_pending *p)
  * own list of pending returns (uprobe_task.return_instances, matched by the slot), as the
  * kernel's own frame-pointer walk does since 6.11.
  */
-static __always_inline __u64 eh_return_address(struct eh_walk *w, __u64 slot)
+static __always_inline int eh_return_address(struct eh_walk *w, __u64 slot, __u64 *ret)
 {
-	struct eh_pending p = { .slot = slot, .ret = read_user_u64(slot), .ri = w->pending_returns };
+	struct eh_pending p = { .slot = slot, .ri = w->pending_returns };
 	__u32 i;
 
+	if (bpf_probe_read_user(&p.ret, sizeof(p.ret), (const void *)slot))
+		return -1;
+	*ret = p.ret;
 	if (!w->trampoline || p.ret != w->trampoline)
-		return p.ret;
+		return 0;
 	for (i = 0; i < LT_MAX_SHADOW; i++) {
 		if (i >= w->nr_shadow)
 			break;
-		if (w->rec->shadow[i].slot == slot)
-			return w->rec->shadow[i].ret;
+		if (w->rec->shadow[i].slot == slot) {
+			*ret = w->rec->shadow[i].ret;
+			return 0;
+		}
 	}
 	bpf_loop(32, eh_pending_step, &p, 0);
-	return p.ret;
+	*ret = p.ret;
+	return 0;
+}
+
+/* HotSpot's code cache (its interpreter, compiled methods, stubs): "[jit]" to the loader. */
+static __always_inline int eh_in_hotspot_code(__u64 pc)
+{
+	int h;
+
+	if (!hs_enabled)
+		return 0;
+#pragma unroll
+	for (h = 0; h < LT_HS_MAX_HEAPS; h++) {
+		if (h < hs_config.nr_heaps && pc >= hs_config.heaps[h].low && pc < hs_config.heaps[h].high)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Ends the walk with `end`: a bpf_loop callback's "stop". The reason goes to the record, not
+ * the walk's state on the stack: the verifier checks the loop's steps until its state repeats
+ * exactly, so a reason kept there would make it check them again for each.
+ */
+static __always_inline long eh_stop(struct eh_walk *w, __u32 end)
+{
+	w->rec->walk_end = end;
+	return 1;
 }
 
 /* One frame: record pc, then find the caller's pc, sp and bp. A bpf_loop callback. */
@@ -2099,32 +2136,46 @@ static long eh_step(__u32 i, struct eh_walk *w)
 	__u64 lookup, cfa, ret;
 	__u32 n = w->n;
 
-	if (n >= LT_MAX_SAMPLE_FRAMES || !w->pc)
-		return 1;
+	if (n >= LT_MAX_SAMPLE_FRAMES)
+		return eh_stop(w, w->pc ? LT_WALK_DEPTH : LT_WALK_ENDED);
+	if (!w->pc)
+		return eh_stop(w, LT_WALK_ENDED);
 	w->rec->ips[n] = w->pc;
 	w->n = n + 1;
+	/* the default view shows no more native frames than this */
+	if (w->view_cut && n + 1 >= LT_VIEW_NATIVE_LEAF)
+		return eh_stop(w, LT_WALK_AT_INTERPRETER);
 	lookup = n ? w->pc - 1 : w->pc;
 	m = eh_module_of(lookup);
 	if (!m) {
+		if (w->view_cut && eh_in_hotspot_code(lookup))
+			return eh_stop(w, LT_WALK_AT_INTERPRETER);
 		/* JIT or anonymous code: by frame pointer, as the kernel walks */
 		if (w->bp <= w->sp || w->bp - w->sp > (8 << 20))
-			return 1;
-		ret = eh_return_address(w, w->bp + 8);
+			return eh_stop(w, LT_WALK_NO_FP);
+		if (eh_return_address(w, w->bp + 8, &ret))
+			return eh_stop(w, LT_WALK_READ_FAULT);
 		w->sp = w->bp + 16;
 		w->bp = read_user_u64(w->bp);
 		w->pc = ret;
 		return 0;
 	}
+	if (w->view_cut && (m->flags & LT_MODULE_INTERPRETER))
+		return eh_stop(w, LT_WALK_AT_INTERPRETER);
 	row = eh_row_of(m, lookup - m->bias);
-	if (!row || row->cfa_rule == LT_CFA_NONE || row->cfa_rule == LT_CFA_UNSUPPORTED ||
-	    (row->flags & LT_ROW_OUTERMOST))
-		return 1;
+	if (!row || row->cfa_rule == LT_CFA_NONE)
+		return eh_stop(w, LT_WALK_NO_CFI);
+	if (row->flags & LT_ROW_OUTERMOST)
+		return eh_stop(w, LT_WALK_ENDED);
+	if (row->cfa_rule == LT_CFA_UNSUPPORTED)
+		return eh_stop(w, LT_WALK_UNSUPPORTED);
 	cfa = (row->cfa_rule == LT_CFA_RBP ? w->bp : w->sp) + (__s64)row->cfa_offset;
 	if (row->cfa_rule == LT_CFA_PLT && (w->pc & 15) >= (__u64)(row->flags >> 4))
 		cfa += 8;
 	if (cfa <= w->sp)
-		return 1;
-	ret = eh_return_address(w, cfa - 8);
+		return eh_stop(w, LT_WALK_UNSUPPORTED);
+	if (eh_return_address(w, cfa - 8, &ret))
+		return eh_stop(w, LT_WALK_READ_FAULT);
 	if (row->flags & LT_ROW_RBP_SAVED)
 		w->bp = read_user_u64(cfa + (__s64)row->rbp_offset);
 	w->sp = cfa;
@@ -2132,7 +2183,11 @@ static long eh_step(__u32 i, struct eh_walk *w)
 	return 0;
 }
 
-/* Walks the user stack of `regs` into rec->ips; the number of bytes written. */
+/*
+ * Walks the user stack of `regs` into rec->ips; the number of bytes written. rec->walk_end:
+ * LT_WALK_AT_INTERPRETER to walk only as far as the runtime's default view shows native
+ * frames (read from memory, so the verifier does not walk the rest twice), then how it ended.
+ */
 static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *regs,
 				   struct lt_sample_record *rec)
 {
@@ -2144,10 +2199,30 @@ static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *r
 		.rec = rec,
 		.trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr),
 		.pending_returns = BPF_CORE_READ(task, utask, return_instances),
+		.view_cut = rec->walk_end == LT_WALK_AT_INTERPRETER,
 	};
+	__u32 end;
 
-	bpf_loop(LT_MAX_SAMPLE_FRAMES, eh_step, &w, 0);
+	rec->walk_end = LT_WALK_ENDED;
+	/* one step more than frames: the last one says why the walk ended (eh_stop) */
+	bpf_loop(LT_MAX_SAMPLE_FRAMES + 1, eh_step, &w, 0);
+	/* the early ends, by reason (events.h LT_STAT_WALK_*) */
+	end = rec->walk_end;
+	if (end >= LT_WALK_AT_INTERPRETER && end <= LT_WALK_NO_FP)
+		count(LT_STAT_WALK_BASE + end);
 	return (long)w.n * 8;
+}
+
+/* Whether the interpreter's frames of this sample (tid, now) went out, at least one. */
+static __always_inline __u32 interp_frames_sent(__u32 tid, __u64 now)
+{
+	struct lt_interp_stack *stack;
+	__u32 zero = 0;
+
+	if (!eh_view_cut)
+		return 0;
+	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
+	return stack && stack->tid == tid && stack->ts_ns == now && stack->nr_frames > 0;
 }
 
 /* A frame-pointer stack sample of `task` (current), for a sampled call tree. */
@@ -2169,10 +2244,13 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 	rec->kind = kind;
 	rec->state = state;
 	rec->nr_shadow = regs ? shadow_capture(tid, BPF_CORE_READ(regs, sp), rec->shadow) : 0;
-	if (eh_unwind && regs && *(volatile __u32 *)&eh_modules)
+	rec->walk_end = interp_frames_sent(tid, now) ? LT_WALK_AT_INTERPRETER : LT_WALK_KERNEL;
+	if (eh_unwind && regs && *(volatile __u32 *)&eh_modules) {
 		n = eh_walk_stack(task, regs, rec);
-	else
+	} else {
+		rec->walk_end = LT_WALK_KERNEL;
 		n = bpf_get_stack(ctx, rec->ips, sizeof(rec->ips), BPF_F_USER_STACK);
+	}
 	if (n < 0) {
 		count(LT_STAT_STACK_FAILED);
 		n = 0;

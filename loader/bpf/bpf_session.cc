@@ -143,6 +143,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->beat_mask = options.beat_capacity - 1;
     skel->rodata->dwarf_stack_bytes = options.dwarf_unwind ? LT_MAX_STACK_COPY : 0;
     skel->rodata->eh_unwind = options.eh_unwind;
+    skel->rodata->eh_view_cut = options.eh_view_cut;
     if (int err = bpf_map__set_max_entries(skel->maps.unwind_rows,
                                            static_cast<uint32_t>(std::max<size_t>(options.unwind_row_capacity, 1))))
       return SystemError("cannot size the unwind rows", -err);
@@ -532,6 +533,12 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::early_preemptions_unstacked, sum(LT_STAT_SWITCH_YOUNG));
   if (run_stats_) AddRunTimes(&stats);
   stats.Set(StatId::interp_stacks_dropped, sum(LT_STAT_INTERP_STACKS_DROPPED));
+  stats.Set(StatId::stack_walks_unsupported_row, sum(LT_STAT_WALK_UNSUPPORTED));
+  stats.Set(StatId::stack_walks_no_cfi, sum(LT_STAT_WALK_NO_CFI));
+  stats.Set(StatId::stack_walks_depth_limit, sum(LT_STAT_WALK_DEPTH));
+  stats.Set(StatId::stack_walks_read_fault, sum(LT_STAT_WALK_READ_FAULT));
+  stats.Set(StatId::stack_walks_no_frame_pointer, sum(LT_STAT_WALK_NO_FP));
+  stats.Set(StatId::stack_walks_cut_at_interpreter, sum(LT_STAT_WALK_AT_INTERPRETER));
   return stats;
 }
 

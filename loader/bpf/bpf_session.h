@@ -39,6 +39,7 @@ struct BpfSessionOptions {
   bool thread_tracking = true;                 // sched/signal/exec programs, stacks, cpu-clock samples
   bool dwarf_unwind = false;                   // copy watched threads' registers + stack top
   bool eh_unwind = false;                      // walk sampled user stacks with .eh_frame rows once published
+  bool eh_view_cut = false;                    // ... only as far as the runtime's default view shows them
   size_t unwind_row_capacity = 0;              // entries of the unwind_rows array (events.h)
   bool sample_records = false;                 // stack samples for sampled call trees (sample ring)
   size_t sample_ring_bytes = 4u << 20;         // the sample ring, power of two

@@ -144,6 +144,8 @@ void UnwindRowsPublisher::Sync() {
     entry.bias = module->bias;
     entry.first_row = static_cast<uint32_t>(first_row);
     entry.rows = static_cast<uint32_t>(module->table->rows.size());
+    if (is_interpreter_ && is_interpreter_(map.path.substr(map.path.find_last_of('/') + 1)))
+      entry.flags |= LT_MODULE_INTERPRETER;
     modules.push_back(entry);
   }
   std::sort(modules.begin(), modules.end(),

@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -37,6 +39,15 @@ class UnwindRowsPublisher {
     bpf_ = bpf;
     capacity_ = capacity;
   }
+  // Modules (by basename) that are the interpreter's own code, whose frames the runtime's
+  // default view replaces by its own: flagged LT_MODULE_INTERPRETER, so BPF stops a walk
+  // there. Published at the next Sync.
+  using ModulePredicate = std::function<bool(std::string_view basename)>;
+  void SetInterpreterModules(ModulePredicate is_interpreter) {
+    is_interpreter_ = std::move(is_interpreter);
+    published_.clear();
+  }
+
   // Re-reads the target's mappings and publishes them when they changed (first call: all).
   // A held child that has not exec'd yet (still a copy of looptrace) is skipped.
   void Sync();
@@ -58,6 +69,7 @@ class UnwindRowsPublisher {
   size_t compiled_rows_ = 0;
   std::map<const symbols::UnwindTable*, uint32_t> first_rows_;
   uint32_t next_row_ = 0;
+  ModulePredicate is_interpreter_;
   std::vector<MappingKey> published_;
   size_t modules_published_ = 0;
   size_t without_room_ = 0;

@@ -7,7 +7,8 @@ namespace looptrace::loader {
 namespace {
 
 // Native frames kept under the Python frames in the default view: the C code the time is in.
-constexpr size_t kMaxNativeLeaf = 8;
+// BPF walks no further (events.h), unless --native-frames.
+constexpr size_t kMaxNativeLeaf = LT_VIEW_NATIVE_LEAF;
 
 }  // namespace
 

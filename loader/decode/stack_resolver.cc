@@ -434,6 +434,7 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
   std::memcpy(&header, raw.data(), sizeof(header));
   StackSample sample;
   ResolvedStack stack;
+  bool cut_at_interpreter = false;
   if (header.type == LT_RECORD_SAMPLE) {
     constexpr size_t kIps = offsetof(lt_sample_record, ips);
     lt_sample_record rec;
@@ -453,6 +454,9 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
       stack = FromIps(std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(rec.ips), rec.nr_ips),
                       std::span<const lt_shadow_frame>(rec.shadow, rec.nr_shadow));
     }
+    // Cut on purpose: the interpreter's frames that come with it take the place of the rest.
+    cut_at_interpreter = rec.walk_end == LT_WALK_AT_INTERPRETER;
+    if (cut_at_interpreter) stack.stop = kCutAtInterpreter;
   } else if (header.type == LT_RECORD_SAMPLE_COPY) {
     constexpr size_t kBytes = offsetof(lt_stack_copy, bytes);
     lt_stack_copy& copy = *copy_;
@@ -484,6 +488,11 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
     return std::nullopt;
   }
   sample_at_ns_ = symbols::PerfMap::kNow;
+  // The share of whole stacks (data quality): a walk cut on purpose is not a try.
+  if (!cut_at_interpreter) {
+    stats_->Add(StatId::user_stacks_sampled);
+    if (ReachedOutermost(stack.frames)) stats_->Add(StatId::user_stacks_complete);
+  }
   // The process may have exited since the sample: its files still name the frames.
   if (!process_gone_ && kill(pid_, 0) != 0 && errno == ESRCH) process_gone_ = true;
   if (process_gone_) stats_->Add(StatId::samples_after_exit);

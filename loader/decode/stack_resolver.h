@@ -23,6 +23,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct ResolvedStack {
   std::vector<ResolvedFrame> frames;  // innermost first
   std::string stop;                   // "" = reached the outermost frame; else why it ended
 };
+
+// Why a BPF walk ended at the interpreter's code on purpose (events.h LT_WALK_AT_INTERPRETER);
+// the interpreter's frames sent with the sample replace it when they are spliced in.
+inline constexpr std::string_view kCutAtInterpreter = "native callers of the interpreter not walked";
 
 class StackResolver {
  public:

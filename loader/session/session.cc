@@ -116,6 +116,13 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.thread_tracking = options_.thread_tracking;
   bpf_options.dwarf_unwind = options_.dwarf_unwind;
   bpf_options.eh_unwind = unwind_rows_.has_value();
+  // The default view of an interpreted runtime shows no native callers of its interpreter:
+  // BPF walks no further than that (--native-frames: the whole stack).
+  bpf_options.eh_view_cut = unwind_rows_ && interpreter_ && !options_.native_frames;
+  if (bpf_options.eh_view_cut)
+    unwind_rows_->SetInterpreterModules([interpreter = interpreter_.get()](std::string_view module) {
+      return interpreter->IsInterpreterModule(module);
+    });
   bpf_options.unwind_row_capacity = unwind_rows_ ? unwind_rows_->RowCapacity() : 0;
   bpf_options.sample_records = options_.sample_hz > 0;
   bpf_options.sample_ring_bytes = options_.sample_ring_bytes;

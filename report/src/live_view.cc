@@ -40,7 +40,7 @@ std::string Losses(const Stats& stats) {
     const StatId id = static_cast<StatId>(i);
     const StatSeverity severity = StatSeverityOf(id);
     if (severity == StatSeverity::kInfo || severity == StatSeverity::kFilter || severity == StatSeverity::kCost ||
-        !stats.Get(id))
+        severity == StatSeverity::kCoverage || !stats.Get(id))
       continue;
     out += fmt::format("{}{} {}", out.empty() ? "" : ", ", StatName(id), stats.Get(id));
   }

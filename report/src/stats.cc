@@ -39,6 +39,8 @@ std::string_view SeverityName(StatSeverity severity) {
       return "filter";
     case StatSeverity::kCost:
       return "cost";
+    case StatSeverity::kCoverage:
+      return "coverage";
   }
   return "unknown";
 }

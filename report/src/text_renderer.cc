@@ -5,6 +5,7 @@
 #include "looptrace/report/cost_text.h"
 #include "looptrace/report/render.h"
 #include "looptrace/report/short_view.h"
+#include "looptrace/report/stack_coverage.h"
 #include "looptrace/util/text_safety.h"
 #include "matrix_render.h"
 #include "sampled_render.h"
@@ -360,16 +361,16 @@ class TextRenderer : public Renderer {
   void RenderStats(const Stats& stats, std::ostream& out) const {
     auto shown = [&](StatId id) {
       const StatSeverity severity = StatSeverityOf(id);
-      return stats.Get(id) && severity != StatSeverity::kCost &&
+      return stats.Get(id) && severity != StatSeverity::kCost && severity != StatSeverity::kCoverage &&
              (options_.verbose || severity != StatSeverity::kFilter);
     };
     bool any = false;
     for (int i = 0; i < kStatCount; ++i) any |= shown(static_cast<StatId>(i));
     if (!any) {
-      out << "\ndata quality: complete (no losses counted)\n";
+      out << "\ndata quality: complete (no losses counted)\n" << StackCoverageLine(stats);
       return;
     }
-    out << "\ndata quality\n";
+    out << "\ndata quality\n" << StackCoverageLine(stats);
     for (int i = 0; i < kStatCount; ++i) {
       auto id = static_cast<StatId>(i);
       if (uint64_t v = stats.Get(id); v && shown(id))

@@ -251,6 +251,40 @@ TEST_F(PythonNativeFramesTest, TheMergedViewRunsFromThePythonLineThroughTheExten
   EXPECT_EQ(tree.find("_PyEval_EvalFrameDefault"), std::string::npos) << tree;  // replaced
 }
 
+// The BPF walk from .eh_frame rows (Debian's python3.11 keeps no frame pointers, issue 32):
+// with --native-frames it walks every stack whole; in the default view, where the Python frames
+// take the place of the interpreter's own, it stops at the interpreter's code, and the tree is
+// the same Python functions.
+TEST_F(PythonNativeFramesTest, TheBpfWalkIsWholeForTheMergedViewAndStopsAtTheInterpreterForTheDefaultOne) {
+  TempDir dir;
+  auto counters_of = [&](const std::vector<std::string>& options) -> json {
+    std::vector<std::string> argv = {
+        Looptrace(),           "run", "-f", "json", "-o", dir / "out.json", "--evil-threshold", "50",
+        "--sampled-max-nodes", "1000"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), {"--", "/usr/bin/python3.11", App(), "--truth", dir / "truth.jsonl"});
+    auto r = RunCommand(argv, 120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto lines = ReadJsonLines(dir / "out.json");
+    auto evil = OfType(lines, "evil_method");
+    EXPECT_FALSE(evil.empty());
+    if (!evil.empty()) {
+      const std::string tree = TreeText(evil[0]);
+      EXPECT_NE(tree.find("(frames_app.py:"), std::string::npos) << tree;
+      EXPECT_EQ(tree.find("not walked"), std::string::npos) << tree;
+    }
+    auto stats = OfType(lines, "stats");
+    return stats.size() == 1 ? stats[0]["counters"] : json::object();
+  };
+  const json merged = counters_of({"--native-frames"});
+  ASSERT_GT(merged.value("user_stacks_sampled", 0u), 20u) << merged.dump();
+  EXPECT_GE(merged["user_stacks_complete"].get<double>() / merged["user_stacks_sampled"].get<double>(), 0.99)
+      << merged.dump();
+  EXPECT_EQ(merged["stack_walks_cut_at_interpreter"], 0u);
+  const json view = counters_of({});
+  EXPECT_GT(view.value("stack_walks_cut_at_interpreter", 0u), 20u) << view.dump();
+}
+
 class PythonRecordTest : public BpfTest {
  protected:
   TempDir dir_;

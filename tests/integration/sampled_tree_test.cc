@@ -114,6 +114,17 @@ TEST_F(SampledTreeTest, EvilMessageSharesMatchTheTruthWithoutFramePointersByDefa
   EXPECT_EQ(report->at("sampled")["dwarf"], false);
   EXPECT_GE(report->at("sampled")["samples_off_cpu"].get<int>(), 12);
   ExpectSharesMatchTruth(*report, ReadJsonLines(dir_ / "truth.jsonl"), 5.0);
+  // Issue 32: the share of stacks that reach main or the thread's start. Short of the 99%
+  // goal here (85-96% measured): frames in the vDSO (the spin's clock_gettime) have no rows
+  // published and are walked by frame pointers, which the vDSO does not keep
+  // (stack_walks_no_frame_pointer), and the samples `run` takes before the command's rows are
+  // out (the first drain after its exec) are walked by the kernel's frame-pointer walk.
+  auto stats = OfType(lines, "stats");
+  ASSERT_EQ(stats.size(), 1u);
+  const json& counters = stats[0]["counters"];
+  ASSERT_GT(counters["user_stacks_sampled"].get<uint64_t>(), 20u) << counters.dump();
+  EXPECT_GE(counters["user_stacks_complete"].get<double>() / counters["user_stacks_sampled"].get<double>(), 0.75)
+      << counters.dump();
 
   auto by_frame_pointers =
       Run(NofpApp(), "evil", {"--fp-unwind", "--sampled-max-nodes", "1000"}, {"--start-delay-ms", "100"});

@@ -227,7 +227,16 @@ struct lt_probe_config {
 #define LT_STAT_SAMPLE_IDLE 15        /* cpu-clock samples of the loop thread while idle: not taken */
 #define LT_STAT_SWITCH_YOUNG 16       /* loop-thread preemptions early in a message: no stack taken (LT_STACK_YOUNG) */
 #define LT_STAT_INTERP_STACKS_DROPPED 17 /* an interpreter stack dropped: the sample ring was full */
-#define LT_STAT_MAX 18
+/* .eh_frame walks of sampled user stacks that stopped before the outermost frame: one counter
+ * per enum lt_walk_end from LT_WALK_AT_INTERPRETER on, LT_STAT_WALK_BASE + walk_end */
+#define LT_STAT_WALK_BASE 16
+#define LT_STAT_WALK_AT_INTERPRETER 18 /* on purpose, at the interpreter's code (not a loss) */
+#define LT_STAT_WALK_UNSUPPORTED 19   /* at a row the walker cannot follow */
+#define LT_STAT_WALK_NO_CFI 20        /* at code of a module its rows do not cover */
+#define LT_STAT_WALK_DEPTH 21         /* at LT_MAX_SAMPLE_FRAMES frames */
+#define LT_STAT_WALK_READ_FAULT 22    /* a return address could not be read */
+#define LT_STAT_WALK_NO_FP 23         /* in code outside every module, with no frame pointer */
+#define LT_STAT_MAX 24
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {
@@ -411,6 +420,23 @@ struct lt_shadow_stack {
 #define LT_SAMPLE_CPU 1
 #define LT_SAMPLE_SWITCH 2
 #define LT_MAX_SAMPLE_FRAMES 127
+/*
+ * Native frames the default view of an interpreted runtime shows above the interpreter's
+ * frames (loader/decode/interp_stacks.h): the BPF walk of such a sample stops after them.
+ */
+#define LT_VIEW_NATIVE_LEAF 8
+
+/* How the walk of a sample's user stack ended (lt_sample_record.walk_end). */
+enum lt_walk_end {
+	LT_WALK_KERNEL = 0,	    /* the kernel's frame-pointer walk: not known */
+	LT_WALK_ENDED = 1,	    /* at a frame with no caller (outermost row, null return address) */
+	LT_WALK_AT_INTERPRETER = 2, /* on purpose: the interpreter's frames are shown instead */
+	LT_WALK_UNSUPPORTED = 3,    /* a row the walker cannot follow, or an impossible frame */
+	LT_WALK_NO_CFI = 4,	    /* code of a module no row covers */
+	LT_WALK_DEPTH = 5,	    /* LT_MAX_SAMPLE_FRAMES frames */
+	LT_WALK_READ_FAULT = 6,	    /* a return address could not be read */
+	LT_WALK_NO_FP = 7,	    /* code outside every module, with no frame pointer */
+};
 
 /*
  * A stack sample of a watched thread, frame-pointer walk by the kernel (bpf_get_stack).
@@ -423,7 +449,8 @@ struct lt_sample_record {
 	__u16 kind;      /* LT_SAMPLE_* */
 	__u16 nr_shadow; /* shadow frames in effect, innermost first */
 	__u32 state;     /* LT_SAMPLE_SWITCH: prev->__state (0 = preempted) */
-	__u32 nr_ips;
+	__u16 nr_ips;
+	__u16 walk_end;  /* enum lt_walk_end */
 	struct lt_shadow_frame shadow[LT_MAX_SHADOW];
 	__u64 ips[LT_MAX_SAMPLE_FRAMES]; /* innermost first */
 };
@@ -446,6 +473,9 @@ enum lt_cfa_rule {
 };
 #define LT_ROW_RBP_SAVED 0x1 /* the caller's rbp is at CFA + rbp_offset, else unchanged */
 #define LT_ROW_OUTERMOST 0x2 /* the return address is undefined: the thread's first frame */
+/* The module is the interpreter's own code (lt_unwind_module.flags): the default view shows
+ * the interpreter's frames from there on, so a walk of a sample with them stops there. */
+#define LT_MODULE_INTERPRETER 0x1
 
 struct lt_unwind_row {
 	__u32 start; /* module virtual address where the row begins */
@@ -461,6 +491,8 @@ struct lt_unwind_module {
 	__u64 bias; /* runtime address - module virtual address */
 	__u32 first_row; /* index in unwind_rows */
 	__u32 rows;
+	__u32 flags; /* LT_MODULE_* */
+	__u32 pad;
 };
 
 /*
@@ -514,6 +546,7 @@ LT_STATIC_ASSERT(__builtin_offsetof(struct lt_stack_copy, bytes) == 32 + 17 * 8 
 LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == __builtin_offsetof(struct lt_stack_copy, bytes) + LT_MAX_STACK_COPY,
 		 "stack copy size");
 LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
+LT_STATIC_ASSERT(sizeof(struct lt_unwind_module) == 40, "unwind module size");
 
 /*
  * Interpreter stacks: at every stack sample of a thread of a runtime looptrace walks in BPF

@@ -223,10 +223,29 @@ std::vector<uint8_t> SampleRecord(uint64_t ts, uint32_t tid, uint16_t kind, cons
   rec.ts_ns = ts;
   rec.tid = tid;
   rec.kind = kind;
-  rec.nr_ips = static_cast<uint32_t>(ips.size());
+  rec.nr_ips = static_cast<uint16_t>(ips.size());
   std::copy(ips.begin(), ips.end(), rec.ips);
   const auto* bytes = reinterpret_cast<const uint8_t*>(&rec);
   return std::vector<uint8_t>(bytes, bytes + rec.header.size);
+}
+
+// A BPF walk stopped on purpose at the interpreter's code: said as such, not blamed on frame
+// pointers (the interpreter's frames replace it when they are spliced in).
+TEST(StackResolver, SaysAWalkCutAtTheInterpreterWasCutOnPurpose) {
+  Stopped fixture(Fixture("symtest_o2_nofp_pie"));
+  ASSERT_TRUE(fixture.ok());
+  symbols::ProcessSymbolizer symbolizer(fixture.pid());
+  Stats stats;
+  StackResolver resolver(fixture.pid(), &symbolizer, &stats);
+  auto raw = SampleRecord(42, 7, LT_SAMPLE_CPU, {fixture.regs.rip});
+  auto whole = resolver.Decode(raw);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->stop, "symtest_o2_nofp_pie keeps no frame pointers (--dwarf-unwind unwinds it)");
+  reinterpret_cast<lt_sample_record*>(raw.data())->walk_end = LT_WALK_AT_INTERPRETER;
+  auto cut = resolver.Decode(raw);
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->frames, std::vector<std::string>{"st_leaf"});
+  EXPECT_EQ(cut->stop, kCutAtInterpreter);
 }
 
 TEST(StackResolver, DecodesSampleRecordsAndRejectsMalformedOnes) {

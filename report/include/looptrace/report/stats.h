@@ -11,8 +11,9 @@ namespace looptrace {
 
 // kFilter: hits BPF filtered out on purpose (other processes, threads, conditions): not a
 // loss; the text report shows them with -v only. kCost: what looptrace itself cost the
-// target and the machine (not a loss; the text report sums them up in one line).
-enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost };
+// target and the machine (not a loss; the text report sums them up in one line). kCoverage:
+// how much of what was sampled is whole (the text report says it as a share, in one line).
+enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
 
 // X(name, severity, description)
 #define LOOPTRACE_STATS(X)                                                                                             \
@@ -111,7 +112,25 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost };
   X(interp_frames_unnamed, kError, "interpreter frames whose code object could not be read (shown as unknown)")        \
   X(interp_code_reused, kInfo,                                                                                         \
     "interpreter frames whose code object was freed and its address reused before it was named (shown as unknown)")    \
-  X(interp_callables_unnamed, kError, "callables of a runtime (asyncio callbacks) that could not be named")
+  X(interp_callables_unnamed, kError, "callables of a runtime (asyncio callbacks) that could not be named")            \
+  X(stack_walks_unsupported_row, kInfo,                                                                                \
+    "user stacks whose BPF walk stopped at an .eh_frame row it cannot follow (a DWARF expression, a signal frame) "    \
+    "or at an impossible frame: their callers are missing")                                                            \
+  X(stack_walks_no_cfi, kInfo,                                                                                         \
+    "user stacks whose BPF walk stopped in code of a module without .eh_frame rows for it: their callers are "         \
+    "missing")                                                                                                         \
+  X(stack_walks_depth_limit, kInfo, "user stacks whose BPF walk stopped at the depth limit (127 frames)")              \
+  X(stack_walks_read_fault, kInfo,                                                                                     \
+    "user stacks whose BPF walk stopped where a return address could not be read (page not resident)")                 \
+  X(stack_walks_no_frame_pointer, kInfo,                                                                               \
+    "user stacks whose BPF walk stopped in code outside every module (JIT) that keeps no frame pointer")               \
+  X(stack_walks_cut_at_interpreter, kFilter,                                                                           \
+    "user stacks walked in BPF only down to the interpreter's code: the runtime's frames are shown there "             \
+    "(--native-frames walks on)")                                                                                      \
+  X(user_stacks_sampled, kCoverage,                                                                                    \
+    "user stacks of stack samples the loader resolved (those cut at the interpreter on purpose not counted)")          \
+  X(user_stacks_complete, kCoverage,                                                                                   \
+    "of them, stacks whose outermost frame is main or a thread's start (_start, start_thread, clone3)")
 
 enum class StatId : int {
 #define LOOPTRACE_STAT_ENUM(name, severity, description) name,
