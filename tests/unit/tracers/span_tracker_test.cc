@@ -585,3 +585,63 @@ TEST(SpanTracker, TheSessionsEndClosesOpenSpansInOneOrder) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// Wait-bounded messages (a JVM's event dispatch thread without method probes): a switch-out
+// parked in the wait frame ends the message, the wake-up from that wait begins the next; a
+// switch-out parked elsewhere (a sleep inside the event), a preemption in the wait frame
+// with no park, and switch-outs of a thread never seen waiting bound nothing.
+TEST(SpanTracker, WaitBoundedMessagesRunFromAWakeUpInTheWaitFrameToTheNextWaitThere) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  SessionStart start;
+  start.message_definition = "wait-bounded app.Queue.next app.Lock.park";
+  tracker.Configure(start);
+  ASSERT_TRUE(tracker.wait_bounded());
+  EXPECT_EQ(tracker.MessageDefinitionText(),
+            "wait-bounded: a thread's messages bounded by its waits in app.Queue.next");
+  Recorder rec;
+  auto out = [&](uint64_t ts, std::vector<std::string> frames) {
+    tracker.OnStackSample(StackSample{ts, kTid, false, std::move(frames), "", ""}, rec);
+    tracker.OnSwitch(ThreadSwitch{ts, kTid, true, 1, {}, {}}, rec);
+  };
+  auto in = [&](uint64_t ts) { tracker.OnSwitch(ThreadSwitch{ts, kTid, false, 0, {}, {}}, rec); };
+  const std::vector<std::string> waiting = {"futex_wait", "app.Lock.park (Lock.java)", "app.Queue.next (Queue.java:9)",
+                                            "app.Loop.run (Loop.java:3)"};
+  in(50);  // never seen waiting: running at attach, no message
+  out(100, waiting);
+  in(200);  // the wake-up: a message begins
+  out(300, {"futex_wait", "app.Lock.park (Lock.java)", "app.Work.sleep (Work.java:4)", "app.Loop.run (Loop.java:4)"});
+  in(400);  // back from a sleep inside the event: the same message
+  // Preempted in the wait frame before parking: not a wait.
+  tracker.OnStackSample(StackSample{450, kTid, false, {"app.Queue.next (Queue.java:8)"}, "", ""}, rec);
+  tracker.OnSwitch(ThreadSwitch{450, kTid, true, 0, {}, {}}, rec);
+  in(460);
+  out(500, waiting);  // the next wait: the message ends
+  // One drain: the samples first, then the switch records (the wake-ups before the waits):
+  // two events, each its message.
+  tracker.OnStackSample(StackSample{650, kTid, true, {"app.Work.run (Work.java:1)"}, "", ""}, rec);
+  tracker.OnStackSample(StackSample{700, kTid, false, waiting, "", ""}, rec);
+  tracker.OnStackSample(StackSample{800, kTid, false, waiting, "", ""}, rec);
+  in(600);
+  tracker.OnSwitch(ThreadSwitch{700, kTid, true, 1, {}, {}}, rec);
+  in(750);
+  tracker.OnSwitch(ThreadSwitch{800, kTid, true, 1, {}, {}}, rec);
+  auto ended = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(ended.size(), 3u);
+  EXPECT_EQ(ended[2].begin_ns, 750u);
+  EXPECT_EQ(ended[2].end_ns, 800u);
+  EXPECT_EQ(ended[0].begin_ns, 200u);
+  EXPECT_EQ(ended[0].end_ns, 500u);
+  EXPECT_EQ(ended[0].close, SpanClose::kEnded);
+  EXPECT_EQ(ended[0].ArgText("name"), kEventMessageName);  // until its samples name it
+  EXPECT_EQ(ended[1].begin_ns, 600u);
+  EXPECT_EQ(ended[1].end_ns, 700u);
+  EXPECT_EQ(stats.Get(StatId::unmatched_dispatch_end), 0u);
+  EXPECT_EQ(stats.Get(StatId::messages_running_at_start), 0u);
+}
+
+}  // namespace
+}  // namespace looptrace
