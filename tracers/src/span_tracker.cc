@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "looptrace/tracers/text_pool.h"
@@ -510,6 +511,11 @@ bool SpanTracker::InEventWait(const std::vector<std::string>& frames) const {
   return false;
 }
 
+bool SpanTracker::Fetching(const std::vector<std::string>& frames) const {
+  return std::any_of(frames.begin(), frames.end(),
+                     [&](const std::string& frame) { return FrameIs(frame, wait_frame_); });
+}
+
 void SpanTracker::OnStackSample(const StackSample& sample, SpanListener& listener) {
   (void)listener;
   // Noted only: a drain hands over a thread's samples before its switch records (events.h),
@@ -517,10 +523,42 @@ void SpanTracker::OnStackSample(const StackSample& sample, SpanListener& listene
   // run and waited too). The switch-out record of this sample (the same time) ends the
   // message, in the thread's own order.
   constexpr size_t kMaxPendingWaits = 64;
-  if (sample.on_cpu || !InEventWait(sample.frames)) return;
-  std::vector<uint64_t>& pending = wait_samples_[sample.tid];
-  if (pending.size() == kMaxPendingWaits) pending.erase(pending.begin());  // its switch record was lost
-  pending.push_back(sample.ts_ns);
+  constexpr size_t kMaxPlaces = 256;
+  if (!sample.on_cpu && InEventWait(sample.frames)) {
+    std::vector<uint64_t>& pending = wait_samples_[sample.tid];
+    if (pending.size() == kMaxPendingWaits) pending.erase(pending.begin());  // its switch record was lost
+    pending.push_back(sample.ts_ns);
+  }
+  // Where a thread that waits for events was, for the end of its message (EndOfWaitBounded).
+  const Thread* thread = threads_.Find(sample.tid);
+  if (!wait_samples_.contains(sample.tid) && !(thread && (thread->waiting || thread->began_message))) return;
+  std::vector<Place>& places = places_[sample.tid];
+  if (places.size() == kMaxPlaces) places.erase(places.begin());
+  const Place place{sample.ts_ns, Fetching(sample.frames)};
+  places.insert(std::upper_bound(places.begin(), places.end(), place,
+                                 [](const Place& a, const Place& b) { return a.ts_ns < b.ts_ns; }),
+                place);
+}
+
+uint64_t SpanTracker::EndOfWaitBounded(uint32_t tid, uint64_t begin_ns, uint64_t wait_ns) {
+  auto found = places_.find(tid);
+  if (found == places_.end()) return wait_ns;
+  std::vector<Place>& places = found->second;
+  // The earliest sample fetching the next event with none inside an event after it: the
+  // thread left the event by then (a preemption or a safepoint before it parked, or a
+  // sample as it fetched, must not lengthen the message).
+  std::optional<uint64_t> left;
+  auto place = places.begin();
+  for (; place != places.end() && place->ts_ns <= wait_ns; ++place) {
+    if (place->ts_ns < begin_ns) continue;
+    if (!place->fetching)
+      left.reset();
+    else if (!left)
+      left = place->ts_ns;
+  }
+  places.erase(places.begin(), place);
+  if (places.empty()) places_.erase(found);
+  return left.value_or(wait_ns);
 }
 
 void SpanTracker::OnSwitch(const ThreadSwitch& sw, SpanListener& listener) {
@@ -536,8 +574,10 @@ void SpanTracker::OnSwitch(const ThreadSwitch& sw, SpanListener& listener) {
     Thread& thread = ThreadOf(sw.tid);
     if (thread.waiting) return;
     thread.waiting = true;
+    const uint64_t begin_ns = thread.messages().empty() ? 0 : thread.messages().back().begin_ns;
+    const uint64_t end_ns = EndOfWaitBounded(sw.tid, begin_ns, sw.ts_ns);
     if (thread.messages().empty()) return;  // the first wait seen: no message yet
-    ProbeEvent end(sw.ts_ns, 0, sw.tid, Role::kDispatchEnd, 0, 0, 0, 0);
+    ProbeEvent end(end_ns, 0, sw.tid, Role::kDispatchEnd, 0, 0, 0, 0);
     NoteMessageRecord(thread, end);
     EndMessage(thread, end, /*expect_id=*/false, listener);
     return;

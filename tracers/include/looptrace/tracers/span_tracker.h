@@ -316,6 +316,13 @@ class SpanTracker {
 
   // Wait-bounded: whether a switch-out sample's frames (innermost first) show the wait.
   bool InEventWait(const std::vector<std::string>& frames) const;
+  // Wait-bounded: whether a sample's frames show the thread fetching its next event (the wait
+  // frame on its stack, parked or not).
+  bool Fetching(const std::vector<std::string>& frames) const;
+  // Wait-bounded: when the message of `tid` that began at `begin_ns` ended, given its wait at
+  // `wait_ns`: the earliest sample that shows the thread fetching the next event after the
+  // last that shows it in one, else the wait. Forgets the places up to the wait.
+  uint64_t EndOfWaitBounded(uint32_t tid, uint64_t begin_ns, uint64_t wait_ns);
 
   Stats* stats_;
   // Wait-bounded: the frame a thread waits for its next event in, and the frames parking it.
@@ -324,6 +331,13 @@ class SpanTracker {
   // Wait-bounded: by thread, the times of switch-out samples in that wait whose switch records
   // have not come yet (a drain may hold several), oldest first.
   std::map<uint32_t, std::vector<uint64_t>> wait_samples_;
+  // Wait-bounded: by thread, where its samples found it since its last wait (oldest first):
+  // fetching its next event, or not.
+  struct Place {
+    uint64_t ts_ns;
+    bool fetching;
+  };
+  std::map<uint32_t, std::vector<Place>> places_;
   MessageDefinition definition_ = MessageDefinition::kDispatch;
   uint64_t next_id_ = 1;
   uint64_t frames_seen_ = 0;
