@@ -59,6 +59,9 @@ class HotSpotProcess : public InterpreterSupport {
       return MakeError(fmt::format("{} exports no gHotSpotVMStructs (not a HotSpot?): no Java frames", libjvm_));
     uint64_t structs = 0;
     if (!memory_->Read(*structs_at + *bias, &structs, 8) || !structs) return false;  // not initialized yet
+    // Mapped but not relocated yet (a JVM just started): the slot still holds the link-time
+    // address, which lies below the load address.
+    if (structs < *bias) return false;
     auto fail = [&](const std::string& why) {
       return MakeError(fmt::format("{}: {}: no Java frames in thread dumps, messages still work", what_, why));
     };
