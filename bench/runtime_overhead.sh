@@ -9,9 +9,10 @@
 # Prints the median of the program's own timing per setup and the ratios, from one run: the
 # loop thread's CPU time (a probe's trap is charged to it), not its wall time, which on a
 # shared machine also counts the time it waited for a CPU.
-# Then the same for a JVM: small method calls on the event dispatch thread, plain, with
-# HotSpot's method probes on, and traced with the jvm profile.
-# Usage: sudo bench/runtime_overhead.sh [ROUNDS=5] [CALLS=1000000] [BUILD_DIR=build]
+# Then the same for a JVM: small method calls on the event dispatch thread, plain, traced at
+# looptrace's defaults with no JVM flag (jvm-edt: Java frames walked in BPF at each sample
+# and switch-out), with HotSpot's method probes on, and traced with the jvm profile.
+# Usage: sudo bench/runtime_overhead.sh [ROUNDS=5] [CALLS=1000000] [BUILD_DIR=build] [ONLY=all|java]
 set -euo pipefail
 ROUNDS=${1:-5}
 CALLS=${2:-1000000}
@@ -67,11 +68,19 @@ for ((round = 0; round < ROUNDS; ++round)); do
     fi
   done
 done
+# The default mode (no JVM flag: jvm-edt) against plain, on a run long enough for its
+# sampling to show (JAVA_LONG_CALLS, ~3 s plain): the issue's goal is on the wall time.
+JAVA_LONG_CALLS=${JAVA_LONG_CALLS:-200000000}
+for ((round = 0; round < ROUNDS; ++round)); do
+  "$JAVA" -Djava.awt.headless=true -cp "$CLASSES" EdtApp --scenario busy --calls "$JAVA_LONG_CALLS" >>"$out/java-plain-long"
+  "$LT" -q run -o "$out/report.txt" -- "$JAVA" -Djava.awt.headless=true -cp "$CLASSES" EdtApp --scenario busy \
+    --calls "$JAVA_LONG_CALLS" >>"$out/java-default-long"
+done
 python3 - "$out" "$CALLS" <<'PY'
 import statistics, sys
 out, calls = sys.argv[1], int(sys.argv[2])
-def median(name):
-    return statistics.median(int(line.split()[3]) for line in open(f"{out}/{name}") if line.startswith("busy"))
+def median(name, field=3):  # 3: the loop thread's CPU time; 6: its wall time
+    return statistics.median(int(line.split()[field]) for line in open(f"{out}/{name}") if line.startswith("busy"))
 rows = ["plain", "python-asyncio", "python-asyncio-no-tracking", "usdt-string-condition", "usdt-integer-floor", "python-method-beats",
         "cprofile-plain", "cprofile-python-method-beats"]
 t = {name: median(name) for name in rows}
@@ -86,6 +95,10 @@ print(f"ratio python method beats under cProfile / cProfile {t['cprofile-python-
 j = {name: median(name) for name in ["java-plain", "java-method-probes-on", "java-jvm-profile"]}
 for name, value in j.items():
     print(f"{name:30} {value / 1e6:10.1f} ms cpu  {value / calls:8.1f} ns/call")
+print(f"java plain, long run {median('java-plain-long', 6) / 1e6:10.1f} ms wall; looptrace default (jvm-edt, no JVM flag) "
+      f"{median('java-default-long', 6) / 1e6:.1f} ms wall")
+print(f"ratio looptrace default, no JVM flag / plain        {median('java-default-long', 6) / median('java-plain-long', 6):.3f} wall, "
+      f"{median('java-default-long') / median('java-plain-long'):.3f} cpu (goal 1.03)")
 print(f"ratio java -XX:+DTraceMethodProbes / plain          {j['java-method-probes-on'] / j['java-plain']:.2f}")
 print(f"ratio jvm profile / -XX:+DTraceMethodProbes         {j['java-jvm-profile'] / j['java-method-probes-on']:.2f}")
 print(f"ratio jvm profile / plain                           {j['java-jvm-profile'] / j['java-plain']:.2f}")

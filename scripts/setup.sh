@@ -49,3 +49,12 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Peers the benchmarks run side by side (bench/peers/package.json, npm): 0x for
+# bench/node_peers.py. Benchmarks only: the tests do not need them, so a failure only warns.
+peers="$(cd "$(dirname "$0")/.." && pwd)/bench/peers"
+if command -v npm >/dev/null && [[ ! -x "$peers/node_modules/.bin/0x" ]]; then
+  echo "setup: installing the benchmarks' npm peers into bench/peers" >&2
+  (cd "$peers" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "setup: warning: npm could not install bench/peers (bench/node_peers.py needs it)" >&2
+fi

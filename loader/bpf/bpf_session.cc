@@ -416,10 +416,10 @@ uint32_t BpfSession::loop_tid() const {
   return static_cast<uint32_t>(__atomic_load_n(&skel_->bss->loop_tid, __ATOMIC_RELAXED));
 }
 
-void BpfSession::SetLoopTid(uint32_t tid) {
-  // Only before BPF claimed one.
-  __u64 none = 0;
-  __atomic_compare_exchange_n(&skel_->bss->loop_tid, &none, __u64{tid}, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+void BpfSession::SetLoopTid(uint32_t tid, uint32_t replacing) {
+  // Only before BPF claimed one (or in place of `replacing`, a loop thread that exited).
+  __u64 expected = replacing;
+  __atomic_compare_exchange_n(&skel_->bss->loop_tid, &expected, __u64{tid}, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 Result<void> BpfSession::AttachCpuSampler(int sample_tid, int sample_hz) {

@@ -124,7 +124,7 @@ class BpfSession {
 
   // LT_THREADS_LOOP: the loop thread BPF claimed (0 while none did), or names it first.
   uint32_t loop_tid() const;
-  void SetLoopTid(uint32_t tid);
+  void SetLoopTid(uint32_t tid, uint32_t replacing = 0);
   // cpu-clock samples of `tid` (the loop thread once known) at `sample_hz`.
   Result<void> AttachCpuSampler(int tid, int sample_hz);
   // cpu-clock samples of a thread that is not watched (one a runtime asks for): BPF keeps

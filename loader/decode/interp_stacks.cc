@@ -32,7 +32,7 @@ bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
     const lt_interp_frame& frame = rec.frames[i];
     auto named = interpreter_->NameFrame(frame, stats_);
     pending.frames.push_back({named ? named->Name() : std::string(kUnknownFrame), interpreter_->EndsLoopRun(frame),
-                              named && named->user_code});
+                              named && named->user_code, named ? named->callable : std::string()});
   }
   interpreter_->NoteThreadStack(rec.tid, std::span<const lt_interp_frame>(rec.frames, rec.nr_frames));
   return true;
@@ -51,7 +51,7 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
   if (!(pending.flags & (LT_INTERP_TRUNCATED | LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)))
     for (auto f = pending.frames.rbegin(); f != pending.frames.rend(); ++f)
       if (f->user_code) {
-        sample->callable = f->name;
+        sample->callable = f->callable.empty() ? f->name : f->callable;
         break;
       }
   std::string_view end_marker;

@@ -44,6 +44,7 @@ class InterpreterStacks {
     std::string name;
     bool ends_run = false;   // outermost frame of one run of the interpreter loop
     bool user_code = false;  // InterpreterFrame::user_code
+    std::string callable;    // InterpreterFrame::callable
   };
   struct Pending {
     uint64_t ts_ns = 0;

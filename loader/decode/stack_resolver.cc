@@ -229,8 +229,10 @@ std::string StackResolver::FramePointerStop(const ResolvedFrame* last) {
   if (map && map->is_file()) {
     auto [it, inserted] = keeps_frame_pointers_.try_emplace(map->path);
     if (inserted) {
-      if (auto elf = symbols::ElfFile::Open(symbols::MappedFileOpenPath(pid_, *map)))
-        it->second = symbols::KeepsFramePointers(*elf);
+      // The module the frame was named from: a large executable is not read a second time
+      // while the drain waits (node's symbol table takes a second on a loaded machine).
+      if (auto elf = symbolizer_->cache().Elf(symbols::MappedFileOpenPath(pid_, *map)))
+        it->second = symbols::KeepsFramePointers(**elf);
     }
     if (it->second && !*it->second)
       return fmt::format("{} keeps no frame pointers (--dwarf-unwind unwinds it)", last->module);

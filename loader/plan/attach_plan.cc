@@ -248,7 +248,7 @@ PlanResult<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinari
     const std::string path = *resolved;
     auto it = elf_cache.find(path);
     if (it == elf_cache.end()) {
-      auto elf = symbols::ElfFile::Open(path);
+      auto elf = symbols::ModuleCache::Default()->Elf(path);
       if (!elf) {
         if (skip_optional(elf.error())) continue;
         Error e = elf.error();
@@ -258,7 +258,7 @@ PlanResult<AttachPlan> ResolveProfile(const Profile& profile, const TargetBinari
       }
       it = elf_cache.emplace(path, std::move(*elf)).first;
     }
-    const symbols::ElfFile& elf = it->second;
+    const symbols::ElfFile& elf = *it->second;
 
     PlanResult<std::vector<ResolvedProbe>> probes;
     if (spec.kind == ProbeKind::kUsdt)

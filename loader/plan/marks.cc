@@ -21,11 +21,11 @@ PlanResult<void> CheckRequirement(const Requirement& r, const TargetBinaries& ta
                       resolved.error().hint);
   auto it = elf_cache->find(*resolved);
   if (it == elf_cache->end()) {
-    auto elf = symbols::ElfFile::Open(*resolved);
+    auto elf = symbols::ModuleCache::Default()->Elf(*resolved);
     if (!elf) return DoesNotFit(fmt::format("needs {} in {}: {}", r.symbol, r.binary, elf.error().message));
     it = elf_cache->emplace(*resolved, std::move(*elf)).first;
   }
-  if (it->second.FindFunctions(r.symbol).empty())
+  if (it->second->FindFunctions(r.symbol).empty())
     return DoesNotFit(fmt::format("needs {} in {}: {} has no such function", r.symbol, r.binary, *resolved));
   return {};
 }

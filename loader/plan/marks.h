@@ -5,16 +5,20 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "loader/plan/attach_plan.h"
 #include "loader/plan/profile.h"
 #include "looptrace/symbols/elf_file.h"
+#include "looptrace/symbols/symbolizer.h"
 
 namespace looptrace::loader {
 
 // ELF files opened while planning, by path (one pass over each file).
-using ElfCache = std::map<std::string, symbols::ElfFile>;
+// By path; each file read once per run (symbols::ModuleCache::Elf: shared with the frame
+// namer, so a large executable such as node's is not read again once tracing runs).
+using ElfCache = std::map<std::string, std::shared_ptr<const symbols::ElfFile>>;
 
 // The marks found go to plan->marks ("g_main_context_iteration in libglib-2.0.so"); a
 // `requires-loaded` mark that cannot be checked yet (a command not started), or that a

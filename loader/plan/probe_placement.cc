@@ -245,7 +245,8 @@ void Decide(Group& g, size_t max_sites) {
 
 }  // namespace
 
-void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>& elves, const TargetBinaries& target) {
+void PlaceProbes(AttachPlan& plan, const std::map<std::string, std::shared_ptr<const symbols::ElfFile>>& elves,
+                 const TargetBinaries& target) {
   const bool exact_entry = target.exact_entry;
   std::vector<Group> groups;
   std::map<std::pair<std::string, uint64_t>, size_t> group_of;
@@ -272,7 +273,7 @@ void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>
     }
     std::vector<const symbols::Symbol*> functions;
     for (Group* g : members) {
-      const symbols::Symbol* fn = elf->second.FindFunctionByAddress(g->address);
+      const symbols::Symbol* fn = elf->second->FindFunctionByAddress(g->address);
       if (fn && fn->address == g->address) {
         g->function = fn;
         functions.push_back(fn);
@@ -280,7 +281,7 @@ void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>
         g->error = "no function symbol starts there";
       }
     }
-    auto relocator = symbols::ProbeRelocator::Create(elf->second);
+    auto relocator = symbols::ProbeRelocator::Create(*elf->second);
     if (!relocator) {
       for (Group* g : members) g->error = relocator.error().message;
       continue;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "loader/plan/attach_plan.h"
@@ -34,6 +35,7 @@ namespace looptrace::loader {
 // exported function counts as called only from its own binary when none of the target's
 // other modules (mapped by target.pid, else the executable's DT_NEEDED closure and
 // LD_PRELOAD) imports its name.
-void PlaceProbes(AttachPlan& plan, const std::map<std::string, symbols::ElfFile>& elves, const TargetBinaries& target);
+void PlaceProbes(AttachPlan& plan, const std::map<std::string, std::shared_ptr<const symbols::ElfFile>>& elves,
+                 const TargetBinaries& target);
 
 }  // namespace looptrace::loader

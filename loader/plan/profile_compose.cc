@@ -77,7 +77,8 @@ Result<void> CheckPairs(const Profile& profile) {
                      ExitCode::kProfile);
   }
   const Role needed = profile.message_definition == "poll-bounded" ? Role::kPollBegin : Role::kDispatchBegin;
-  if (!profile.message_definition.empty() && !profile.HasRole(needed))
+  if (!profile.message_definition.empty() && !profile.message_definition.starts_with("wait-bounded ") &&
+      !profile.HasRole(needed))
     return MakeError(fmt::format("{}: messages {} needs {} and its end", profile.message_definition_where,
                                  profile.message_definition, RoleName(needed)),
                      ExitCode::kProfile);

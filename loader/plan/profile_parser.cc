@@ -219,15 +219,19 @@ class Parser {
                             profile_.thread.Describe(), profile_.thread.where));
   }
 
-  // messages dispatch | poll-bounded
+  // messages dispatch | poll-bounded | wait-bounded FRAME PARK...
   Result<void> Messages(const Words& words) {
-    if (words.size() != 2 || (words[1] != "dispatch" && words[1] != "poll-bounded"))
-      return Fail("'messages' takes dispatch or poll-bounded",
-                  "poll-bounded: a message is the busy time between a poll's return and the next poll call");
-    if (!profile_.message_definition.empty() && profile_.message_definition != words[1])
-      return Fail(fmt::format("messages {} conflicts with messages {} at {}", words[1], profile_.message_definition,
+    const bool wait_bounded = words.size() >= 4 && words[1] == "wait-bounded";
+    if (!wait_bounded && (words.size() != 2 || (words[1] != "dispatch" && words[1] != "poll-bounded")))
+      return Fail("'messages' takes dispatch, poll-bounded or wait-bounded FRAME PARK...",
+                  "poll-bounded: a message is the busy time between a poll's return and the next poll call; "
+                  "wait-bounded: from a thread's wake-up in FRAME (parked in a PARK frame) to its next wait there");
+    std::string definition(words[1]);
+    for (size_t i = 2; i < words.size(); ++i) definition += fmt::format(" {}", words[i]);
+    if (!profile_.message_definition.empty() && profile_.message_definition != definition)
+      return Fail(fmt::format("messages {} conflicts with messages {} at {}", definition, profile_.message_definition,
                               profile_.message_definition_where));
-    profile_.message_definition = words[1];
+    profile_.message_definition = definition;
     profile_.message_definition_where = Here();
     return {};
   }

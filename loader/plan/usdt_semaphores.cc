@@ -8,6 +8,7 @@
 
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
+#include "looptrace/symbols/symbolizer.h"
 
 namespace looptrace::loader {
 
@@ -32,10 +33,10 @@ std::vector<std::string> DisabledUsdtProbes(int pid, const AttachPlan& plan) {
     if (p.spec.kind != ProbeKind::kUsdt || !p.semaphore_address) continue;
     auto [it, fresh] = bias.try_emplace(p.binary_path);
     if (fresh) {
-      auto elf = symbols::ElfFile::Open(p.binary_path);
+      auto elf = symbols::ModuleCache::Default()->Elf(p.binary_path);
       for (const auto& m : *maps) {
         if (!elf || m.path != p.binary_path) continue;
-        if (auto vaddr = elf->FileOffsetToAddress(m.offset)) {
+        if (auto vaddr = (*elf)->FileOffsetToAddress(m.offset)) {
           it->second = m.start - *vaddr;
           break;
         }

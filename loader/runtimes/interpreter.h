@@ -40,6 +40,9 @@ struct InterpreterFrame {
   // A frame of the program's own code, not the runtime's library or builtins: the outermost
   // one in a message's stacks names the message (StackSample::callable).
   bool user_code = false;
+  // What a message it names is called, when not Name(): a Java method without the line the
+  // sample was at ("EdtApp.lambda$main$2"), so one event's messages count under one name.
+  std::string callable;
   // py-spy's form: "handle_client (server.py:40)".
   std::string Name() const;
 };
@@ -91,6 +94,13 @@ class InterpreterSupport {
   virtual void NoteThreadStack(uint32_t tid, std::span<const lt_interp_frame> frames) {
     (void)tid;
     (void)frames;
+  }
+
+  // The runtime's own name for a thread ("main", "AWT-EventQueue-0": the kernel's keeps 15
+  // bytes, and a JVM's main thread there is "java"), or nothing: the kernel's is used.
+  virtual std::optional<std::string> ThreadName(uint32_t tid) {
+    (void)tid;
+    return std::nullopt;
   }
 
   // Threads whose on-CPU stacks the session samples beside the ones it watches (a JVM's

@@ -72,6 +72,21 @@ class Runtime {
   virtual Result<void> Check(const RuntimeCheck& check, const TargetBinaries& target,
                              const TargetCommand& command) const = 0;
 
+  // The built-in profile to use instead of the detected `profile` for this target, when that
+  // one cannot work as the target runs (HotSpot without method probes: jvm-edt, not jvm), and
+  // the line that tells the user; nothing to keep it.
+  struct OtherProfile {
+    std::string profile;
+    std::string why;
+  };
+  virtual std::optional<OtherProfile> ProfileInstead(std::string_view profile, const TargetBinaries& target,
+                                                     const TargetCommand& command) const {
+    (void)profile;
+    (void)target;
+    (void)command;
+    return std::nullopt;
+  }
+
   // Diagnose: the hint for "no built-in profile matches" (or a warning next to a generic
   // profile): what looptrace sees of this runtime in the target and what is missing (a
   // CPython without USDT probes, a shim script), or "".

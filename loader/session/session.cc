@@ -6,9 +6,11 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include "loader/plan/attach_order.h"
 #include "loader/plan/probe_config.h"
@@ -91,7 +93,12 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
                                    KernelFixesUretprobeStacks());
   if (shadow_stack_) AddShadowProbes(&plan_);
   tgid_ = tgid;
-  threads_named_.emplace(events_, ThreadNamer::ProcReader(static_cast<pid_t>(tgid)));
+  // A runtime's own name for its thread first (a Java thread's), else the kernel's.
+  threads_named_.emplace(events_, [this, proc = ThreadNamer::ProcReader(static_cast<pid_t>(tgid))](uint32_t tid) {
+    if (interpreter_ && !interpreter_pending_)
+      if (auto name = interpreter_->ThreadName(tid)) return *name;
+    return proc(tid);
+  });
   addresses_.emplace(static_cast<int>(tgid));
   threads_ = options_.threads.mode != ThreadChoice::Mode::kUnset ? options_.threads : profile.thread;
   if (threads_.mode == ThreadChoice::Mode::kUnset) threads_.mode = ThreadChoice::Mode::kMain;
@@ -178,6 +185,26 @@ uint32_t Session::LoopThread() {
   return known_loop_tid_;
 }
 
+void Session::FindLoopThreadByName() {
+  if (threads_.mode != ThreadChoice::Mode::kLoop || threads_.name.empty() ||
+      !message_definition_.starts_with("wait-bounded ") || !bpf_)
+    return;
+  const uint32_t current = bpf_->loop_tid();
+  if (current && access(fmt::format("/proc/{}/task/{}", tgid_, current).c_str(), F_OK) == 0) return;
+  // None yet, or it exited (AWT starts a new event dispatch thread after its last one ended).
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", tgid_), ec)) {
+    const auto tid = ParseUnsigned(entry.path().filename().string());
+    if (!tid || *tid == current) continue;
+    const std::string name = ReadFirstLine(entry.path().string() + "/comm");
+    if (threads_.exact ? name != threads_.name : !name.starts_with(threads_.name)) continue;
+    bpf_->SetLoopTid(static_cast<uint32_t>(*tid), current);
+    known_loop_tid_ = 0;  // LoopThread learns it from BPF and samples it
+    LoopThread();
+    return;
+  }
+}
+
 void Session::AttachThreadTracking() {
   if (!options_.thread_tracking) return;
   // The loop thread gets its sampler once BPF names it (LoopThread). Without sampled trees,
@@ -199,6 +226,7 @@ void Session::AttachThreadTracking() {
       log::V1("no cpu-clock samples of the main thread: {}", ok.error().message);
   }
   SampleRuntimeThreads();
+  FindLoopThreadByName();
 }
 
 Result<void> Session::Attach(pid_t pid) {
@@ -250,6 +278,7 @@ void Session::Start(SessionStart start) {
 void Session::Watchdog(uint64_t now_ns) {
   if (now_ns - last_cpu_sample_ns_ >= 500'000'000) {
     snapshots_->SampleCpu(now_ns);
+    FindLoopThreadByName();
     SampleRuntimeThreads();  // threads started since
     last_cpu_sample_ns_ = now_ns;
   }

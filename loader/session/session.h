@@ -125,6 +125,8 @@ class Session : private SnapshotSource {
   // cpu-clock samplers on the threads the runtime asks to sample (InterpreterSupport::
   // ThreadsToSample) that have none yet.
   void SampleRuntimeThreads();
+  // Wait-bounded messages: the loop thread by its name (no probe claims it at a first message).
+  void FindLoopThreadByName();
   // Sampled user stacks are walked in BPF with .eh_frame rows (default), not frame pointers.
   bool UsesUnwindRows() const;
   void SyncUnwindRows();

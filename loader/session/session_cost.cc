@@ -52,6 +52,12 @@ SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view me
     policy.poll_bounded = true;
   else if (!(message_definition == "dispatch" && dispatch))
     policy.poll_bounded = !dispatch && poll;
+  // Wait-bounded messages end at a switch-out's stack (span_tracker.h): every switch-out
+  // of the loop thread is stacked, and BPF never sees it idle.
+  if (message_definition.starts_with("wait-bounded ")) {
+    policy.at_idle = true;
+    return policy;
+  }
   if (!dispatch && !poll) return policy;  // no messages: nothing tells idle from busy
   policy.at_idle = idle_stacks;
   if (!idle_stacks && slow_message_ns != UINT64_MAX)

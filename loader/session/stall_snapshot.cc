@@ -142,6 +142,8 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
     ts.tid = t;
     const std::string dir = fmt::format("{}/{}", task_dir, t);
     ts.name = ReadName(dir + "/comm");
+    if (interpreter_)  // a runtime's own name (a Java thread's, whole)
+      if (auto name = interpreter_->ThreadName(ts.tid)) ts.name = std::move(*name);
     auto fields = StatFields(dir + "/stat");
     if (fields.empty()) {
       stats_->Add(StatId::snapshot_incomplete);  // the thread vanished meanwhile

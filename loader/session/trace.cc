@@ -31,6 +31,20 @@ Result<std::pair<Profile, AttachPlan>> ChooseAndCheck(const SessionOptions& opti
       if (std::string why = DiagnoseRuntime(target, command); !why.empty()) e.hint = why;
     return std::unexpected(e);
   }
+  // A detected profile the target's runtime cannot serve as it runs (a JVM without method
+  // probes): the runtime's other built-in profile.
+  if (options.profile.empty())
+    for (const std::string& name : chosen->first.runtimes) {
+      const Runtime* runtime = FindRuntime(name);
+      auto other = runtime ? runtime->ProfileInstead(chosen->first.name, target, command) : std::nullopt;
+      if (!other) continue;
+      ASSIGN_OR_RETURN(Profile profile, LoadProfile(other->profile));
+      auto plan = ResolveProfile(profile, target);
+      if (!plan) return std::unexpected(Error(plan.error()));
+      log::Info("{}", other->why);
+      chosen = std::pair{std::move(profile), std::move(*plan)};
+      break;
+    }
   // A runtime looptrace knows but cannot see into, traced by a generic profile: say why.
   if (options.profile.empty() && chosen->first.runtimes.empty())
     if (std::string why = DiagnoseRuntime(target, command); !why.empty())

@@ -155,13 +155,13 @@ class TextRenderer : public Renderer {
     }
     if (!m.by_name.empty()) {
       out << "\nmessages by name (by total cost)\n";
-      out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", "name", "count", "total", "p50", "max");
+      // The name last: Python and Java names run long ("Widget.refresh() at app.py:20").
+      out << fmt::format("  {:>6}  {:>12}  {:>12}  {:>12}  {}\n", "count", "total", "p50", "max", "name");
       size_t shown = 0;
       for (const NamedMessages& n : m.by_name) {
         if (shown++ == options_.top_n) break;
-        out << fmt::format("  {:<24}  {:>6}  {:>12}  {:>12}  {:>12}\n", Esc(n.name), n.cost.count,
-                           FormatDuration(n.cost.total_ns), FormatDuration(n.cost.p50_ns),
-                           FormatDuration(n.cost.max_ns));
+        out << fmt::format("  {:>6}  {:>12}  {:>12}  {:>12}  {}\n", n.cost.count, FormatDuration(n.cost.total_ns),
+                           FormatDuration(n.cost.p50_ns), FormatDuration(n.cost.max_ns), Esc(n.name));
       }
     }
     for (const Message& msg : m.unfinished) {

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "looptrace/symbols/symbolizer.h"
 #include "probe_relocation_impl.h"
 
 namespace looptrace::symbols {
@@ -48,9 +49,9 @@ Result<std::unique_ptr<ProbeRelocator>> ProbeRelocator::Create(const ElfFile& el
 }
 
 Result<std::vector<std::string>> ReadDynamicImports(const std::string& path) {
-  ASSIGN_OR_RETURN(ElfFile elf, ElfFile::Open(path));
+  ASSIGN_OR_RETURN(std::shared_ptr<const ElfFile> elf, ModuleCache::Default()->Elf(path));
   std::vector<std::string> names;
-  Elf* e = elf.elf();
+  Elf* e = elf->elf();
   for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM) continue;

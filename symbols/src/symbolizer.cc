@@ -363,6 +363,13 @@ std::shared_ptr<Module> ModuleCache::Get(const ModuleLocation& location) {
   return module;
 }
 
+Result<std::shared_ptr<const ElfFile>> ModuleCache::Elf(const std::string& path) {
+  std::shared_ptr<Module> module = Get(path);
+  if (const ElfFile* elf = module->elf()) return std::shared_ptr<const ElfFile>(module, elf);
+  ASSIGN_OR_RETURN(ElfFile elf, ElfFile::Open(path));  // readable now: not the cached module's file
+  return std::make_shared<const ElfFile>(std::move(elf));
+}
+
 SymbolizerStats ModuleCache::stats() const {
   std::vector<std::shared_ptr<Module>> modules;
   SymbolizerStats stats;

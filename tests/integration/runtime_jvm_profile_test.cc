@@ -66,14 +66,16 @@ TEST_F(JvmProfileTest, DefaultReportOfAJvmWithoutFlagsShowsWhereItsJavaThreadsRa
   std::ifstream text_in(dir_ / "out.txt");
   const std::string text((std::istreambuf_iterator<char>(text_in)), std::istreambuf_iterator<char>());
 
-  // No messages, but the Java main thread's profile (its kernel name is the launcher's, "java":
-  // the thread whose section names heavy()), its two methods in the program's ratio.
+  // No messages, but the Java main thread's profile (the thread whose section names heavy()),
+  // its two methods in the program's ratio.
   EXPECT_NE(text.find("where the threads ran"), std::string::npos) << text;
   const auto by_thread = MethodShares(text);
   std::string main_thread;
   for (const auto& [name, shares] : by_thread)
     if (ShareOf(shares, "JvmProfile.heavy")) main_thread = name;
   ASSERT_FALSE(main_thread.empty()) << text;
+  // Named by its java.lang.Thread (the kernel's name is the launcher's, "java").
+  EXPECT_EQ(main_thread, "main") << text;
   const Shares& shares = by_thread.at(main_thread);
   const auto heavy = ShareOf(shares, "JvmProfile.heavy"), light = ShareOf(shares, "JvmProfile.light");
   ASSERT_TRUE(heavy && light) << text;

@@ -180,19 +180,20 @@ TEST_F(JvmRuntimeTest, AJvmWithoutMethodProbesRunsAndSaysWhatItGivesInOneLine) {
   auto r = RunCommand(argv, 120);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("runs HotSpot with its method probes off"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("but no event-dispatch messages"), std::string::npos) << r.err;
+  // Detected as jvm-edt: messages bounded by the event dispatch thread's waits instead.
+  EXPECT_NE(r.err.find("profile jvm-edt, event-dispatch messages bounded by"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("start java with -XX:+DTraceMethodProbes"), std::string::npos) << r.err;
 }
 
 TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchThread) {
   {
     // Without method probes: the flag's value is read from the JVM's memory; the session
-    // runs (Java frames in samples and dumps) and says what it lacks.
+    // runs with jvm-edt (messages bounded by the thread's waits) and says how to get exact ones.
     Process target(JavaCommand({}, {"--scenario", "forever", "--truth", dir_ / "off.jsonl"}));
     WaitForFile(dir_ / "off.jsonl", 20000);
     auto r = RunCommand({Looptrace(), "record", "-v", "-p", std::to_string(target.pid()), "-d", "1"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("(from its memory)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(as its memory tells)"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("with its method probes off"), std::string::npos) << r.err;
     // probes -p gives the same verdict: the jvm profile fits and is picked, with the warning.
     auto probes = RunCommand({Looptrace(), "probes", "-p", std::to_string(target.pid())});
@@ -215,8 +216,8 @@ TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchT
   EXPECT_GE(messages.size(), 10u);  // a runnable every 20 ms or so
   for (const auto& m : messages) {
     EXPECT_NE(m["tid"], target.pid());
-    // Named as the JVM named it (the kernel keeps 15 bytes of "AWT-EventQueue-0"), next to its number.
-    EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-") << m.dump();
+    // Named by its java.lang.Thread's name (the kernel keeps 15 bytes of "AWT-EventQueue-0").
+    EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-0") << m.dump();
   }
 }
 

@@ -191,8 +191,8 @@ void MessagesTracer::OnEvent(const Event& event) {
 
 void MessagesTracer::Contribute(Report& r) {
   MessagesReport& report = r.messages;
-  const bool profiled =
-      dispatch_probed_ || (poll_probed_ && context_.spans->message_definition() == MessageDefinition::kPollBounded);
+  const bool profiled = dispatch_probed_ || context_.spans->wait_bounded() ||
+                        (poll_probed_ && context_.spans->message_definition() == MessageDefinition::kPollBounded);
   report.enabled = saw_message_ || profiled;
   // Made at once, then filled in place (no capacity check and no move per message).
   const size_t listed = report.messages.size();

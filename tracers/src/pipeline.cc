@@ -233,6 +233,10 @@ void Pipeline::NameByCallable(Span& span) {
   if (callable.empty()) return;
   for (EventArg& arg : span.begin.args) {
     if (arg.name != "name" || !arg.text || arg.text->empty()) continue;
+    if (*arg.text == kEventMessageName) {  // no phase: the callable is the name
+      arg.text = TextPool::Intern(callable);
+      return;
+    }
     const std::string_view phase = std::string_view(*arg.text).substr(0, arg.text->find(": "));
     arg.text = TextPool::Intern(fmt::format("{}: {}", phase, callable));
     return;
@@ -335,10 +339,13 @@ void Pipeline::OnOtherEvent(const Event& event) {
   Observe(event);
   for (EventSink* observer : observers_by_event_[event.index()]) observer->OnEvent(event);
   for (Tracer* tracer : by_event_[event.index()]) tracer->OnEvent(event);
-  if (const auto* sample = std::get_if<StackSample>(&event))
+  if (const auto* sample = std::get_if<StackSample>(&event)) {
+    if (spans_.wait_bounded()) spans_.OnStackSample(*sample, *this);  // a wait's sample ends a message
     samples_.OnSample(*sample);
-  else if (const auto* sw = std::get_if<ThreadSwitch>(&event))
+  } else if (const auto* sw = std::get_if<ThreadSwitch>(&event)) {
+    if (spans_.wait_bounded()) spans_.OnSwitch(*sw, *this);  // the wait's end begins one
     samples_.OnSwitch(*sw);
+  }
   if (std::holds_alternative<SessionStart>(event)) Subscribe();  // masks may follow the probes
 }
 
@@ -348,7 +355,7 @@ Report Pipeline::TakeReport() {
     report_.session.end_reason = "end-of-recording";
   }
   spans_.Finish(report_.session.end_ns, *this);
-  report_.messages.definition = std::string(MessageDefinitionName(spans_.message_definition()));
+  report_.messages.definition = spans_.MessageDefinitionText();
   for (auto& tracer : tracers_)
     if (tracer) tracer->Contribute(report_);
   return std::move(report_);

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <sstream>
+
+#include "looptrace/tracers/text_pool.h"
 
 namespace looptrace {
 
@@ -12,6 +16,8 @@ std::string_view MessageDefinitionName(MessageDefinition definition) {
       return "dispatch";
     case MessageDefinition::kPollBounded:
       return "poll-bounded";
+    case MessageDefinition::kWaitBounded:
+      return "wait-bounded";
     case MessageDefinition::kNone:
       return "none";
   }
@@ -29,6 +35,18 @@ std::string Span::ArgText(std::string_view name) const {
 }
 
 void SpanTracker::Configure(const SessionStart& start) {
+  // `wait-bounded FRAME PARK...`: no probe needed, stack samples bound the messages.
+  if (start.message_definition.starts_with("wait-bounded ")) {
+    std::istringstream words(start.message_definition.substr(std::string_view("wait-bounded ").size()));
+    wait_frame_.clear();
+    park_frames_.clear();
+    words >> wait_frame_;
+    for (std::string w; words >> w;) park_frames_.push_back(w);
+    if (!wait_frame_.empty() && !park_frames_.empty()) {
+      definition_ = MessageDefinition::kWaitBounded;
+      return;
+    }
+  }
   bool dispatch = false, poll = false;
   for (const auto& p : start.probes) {
     dispatch |= p.role == Role::kDispatchBegin;
@@ -43,6 +61,11 @@ void SpanTracker::Configure(const SessionStart& start) {
     definition_ = dispatch ? MessageDefinition::kDispatch
                   : poll   ? MessageDefinition::kPollBounded
                            : MessageDefinition::kNone;
+}
+
+std::string SpanTracker::MessageDefinitionText() const {
+  if (definition_ != MessageDefinition::kWaitBounded) return std::string(MessageDefinitionName(definition_));
+  return fmt::format("wait-bounded: a thread's messages bounded by its waits in {}", wait_frame_);
 }
 
 void SpanTracker::EndAt(Span& span, uint64_t end_ns, SpanClose close, SpanListener& listener) {
@@ -458,6 +481,117 @@ std::string SpanTracker::CurrentFrame(uint32_t tid) const {
   std::string text = fmt::format("frame {}", (*t)[SpanKind::kFrame].back().key);
   if (const Span* phase = OpenPhase(*t)) text += " phase " + PhaseName(static_cast<uint32_t>(phase->key));
   return text;
+}
+
+}  // namespace looptrace
+
+namespace looptrace {
+
+// ---- Wait-bounded messages ----
+
+namespace {
+
+// "java.awt.EventQueue.getNextEvent (EventQueue.java:566)" is a frame of
+// java.awt.EventQueue.getNextEvent: the name, then its file, a signature or nothing.
+bool FrameIs(std::string_view frame, std::string_view function) {
+  return frame.starts_with(function) &&
+         (frame.size() == function.size() || frame[function.size()] == ' ' || frame[function.size()] == '(');
+}
+
+}  // namespace
+
+bool SpanTracker::InEventWait(const std::vector<std::string>& frames) const {
+  bool parked = false;
+  for (const std::string& frame : frames) {
+    if (FrameIs(frame, wait_frame_)) return parked;
+    if (!parked)
+      parked = std::any_of(park_frames_.begin(), park_frames_.end(),
+                           [&](const std::string& park) { return FrameIs(frame, park); });
+  }
+  return false;
+}
+
+bool SpanTracker::Fetching(const std::vector<std::string>& frames) const {
+  return std::any_of(frames.begin(), frames.end(),
+                     [&](const std::string& frame) { return FrameIs(frame, wait_frame_); });
+}
+
+void SpanTracker::OnStackSample(const StackSample& sample, SpanListener& listener) {
+  (void)listener;
+  // Noted only: a drain hands over a thread's samples before its switch records (events.h),
+  // so the switch-in that began the message may still come (and the next message may have
+  // run and waited too). The switch-out record of this sample (the same time) ends the
+  // message, in the thread's own order.
+  constexpr size_t kMaxPendingWaits = 64;
+  constexpr size_t kMaxPlaces = 256;
+  if (!sample.on_cpu && InEventWait(sample.frames)) {
+    std::vector<uint64_t>& pending = wait_samples_[sample.tid];
+    if (pending.size() == kMaxPendingWaits) pending.erase(pending.begin());  // its switch record was lost
+    pending.push_back(sample.ts_ns);
+  }
+  // Where a thread that waits for events was, for the end of its message (EndOfWaitBounded).
+  const Thread* thread = threads_.Find(sample.tid);
+  if (!wait_samples_.contains(sample.tid) && !(thread && (thread->waiting || thread->began_message))) return;
+  std::vector<Place>& places = places_[sample.tid];
+  if (places.size() == kMaxPlaces) places.erase(places.begin());
+  const Place place{sample.ts_ns, Fetching(sample.frames)};
+  places.insert(std::upper_bound(places.begin(), places.end(), place,
+                                 [](const Place& a, const Place& b) { return a.ts_ns < b.ts_ns; }),
+                place);
+}
+
+uint64_t SpanTracker::EndOfWaitBounded(uint32_t tid, uint64_t begin_ns, uint64_t wait_ns) {
+  auto found = places_.find(tid);
+  if (found == places_.end()) return wait_ns;
+  std::vector<Place>& places = found->second;
+  // The earliest sample fetching the next event with none inside an event after it: the
+  // thread left the event by then (a preemption or a safepoint before it parked, or a
+  // sample as it fetched, must not lengthen the message).
+  std::optional<uint64_t> left;
+  auto place = places.begin();
+  for (; place != places.end() && place->ts_ns <= wait_ns; ++place) {
+    if (place->ts_ns < begin_ns) continue;
+    if (!place->fetching)
+      left.reset();
+    else if (!left)
+      left = place->ts_ns;
+  }
+  places.erase(places.begin(), place);
+  if (places.empty()) places_.erase(found);
+  return left.value_or(wait_ns);
+}
+
+void SpanTracker::OnSwitch(const ThreadSwitch& sw, SpanListener& listener) {
+  if (sw.off_cpu) {
+    auto pending = wait_samples_.find(sw.tid);
+    if (pending == wait_samples_.end()) return;
+    std::vector<uint64_t>& times = pending->second;
+    const auto past = std::upper_bound(times.begin(), times.end(), sw.ts_ns);
+    const bool in_wait = past != times.begin() && *std::prev(past) == sw.ts_ns;
+    times.erase(times.begin(), past);
+    if (times.empty()) wait_samples_.erase(pending);
+    if (!in_wait) return;  // a wait elsewhere, or a preemption
+    Thread& thread = ThreadOf(sw.tid);
+    if (thread.waiting) return;
+    thread.waiting = true;
+    const uint64_t begin_ns = thread.messages().empty() ? 0 : thread.messages().back().begin_ns;
+    const uint64_t end_ns = EndOfWaitBounded(sw.tid, begin_ns, sw.ts_ns);
+    if (thread.messages().empty()) return;  // the first wait seen: no message yet
+    ProbeEvent end(end_ns, 0, sw.tid, Role::kDispatchEnd, 0, 0, 0, 0);
+    NoteMessageRecord(thread, end);
+    EndMessage(thread, end, /*expect_id=*/false, listener);
+    return;
+  }
+  Thread* t = threads_.Find(sw.tid);
+  if (!t || !t->waiting) return;
+  t->waiting = false;
+  Thread& thread = ThreadOf(sw.tid);
+  ProbeEvent begin(sw.ts_ns, 0, sw.tid, Role::kDispatchBegin, 0, 0, 0, 0);
+  // Named by the code its samples find (Pipeline::NameByCallable), else kEventMessageName.
+  EventArg* name = begin.args.Grow(1);
+  *name = EventArg{"name", 0, TextPool::Intern(kEventMessageName), true};
+  NoteMessageRecord(thread, begin);
+  BeginMessage(thread, begin, listener);
 }
 
 }  // namespace looptrace

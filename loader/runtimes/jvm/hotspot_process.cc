@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "loader/runtimes/jvm/hotspot_layout.h"
+#include "loader/runtimes/jvm/java_objects.h"
 #include "loader/runtimes/jvm/jvm.h"
 #include "loader/runtimes/jvm/method_namer.h"
 #include "loader/runtimes/jvm/vm_structs.h"
@@ -56,6 +59,9 @@ class HotSpotProcess : public InterpreterSupport {
       return MakeError(fmt::format("{} exports no gHotSpotVMStructs (not a HotSpot?): no Java frames", libjvm_));
     uint64_t structs = 0;
     if (!memory_->Read(*structs_at + *bias, &structs, 8) || !structs) return false;  // not initialized yet
+    // Mapped but not relocated yet (a JVM just started): the slot still holds the link-time
+    // address, which lies below the load address.
+    if (structs < *bias) return false;
     auto fail = [&](const std::string& why) {
       return MakeError(fmt::format("{}: {}: no Java frames in thread dumps, messages still work", what_, why));
     };
@@ -69,6 +75,8 @@ class HotSpotProcess : public InterpreterSupport {
     namer_ = std::make_unique<MethodNamer>(layout_, *memory_);
     ReadCode();
     if (heaps_.empty() || !interpreter_begin_) return fail("no code heaps or interpreter code found");
+    objects_ = JavaObjects::Read(*elf, *bias, *vm, *memory_);
+    if (!objects_) log::V1("{}: Java thread names not readable: threads keep their kernel names", what_);
     FillBpfConfig(&config->hotspot);
     log::V1("{}: {} fields and {} types in its VMStructs", what_, vm->offsets.size() + vm->addresses.size(),
             vm->sizes.size());
@@ -97,6 +105,25 @@ class HotSpotProcess : public InterpreterSupport {
       if (!frames.empty()) out[tid] = std::move(frames);
     });
     return out;
+  }
+
+  // The java.lang.Thread's name of a Java thread. Every Java thread's is read at once when a
+  // thread not seen at the last look is asked for (a dump asks for all of them); a thread
+  // that is no Java thread then is remembered as such.
+  std::optional<std::string> ThreadName(uint32_t tid) override {
+    if (!namer_ || !objects_) return std::nullopt;
+    auto it = thread_names_.find(tid);
+    if (it == thread_names_.end() && !not_java_.contains(tid)) {
+      thread_names_.clear();
+      not_java_.clear();
+      ForEachJavaThread([&](uint64_t thread, uint32_t thread_tid) {
+        if (auto name = objects_->ThreadName(thread)) thread_names_[thread_tid] = std::move(*name);
+      });
+      it = thread_names_.find(tid);
+      if (it == thread_names_.end()) not_java_.insert(tid);
+    }
+    if (it == thread_names_.end()) return std::nullopt;
+    return it->second;
   }
 
   // The VM's Java threads (main, the event dispatch thread, the program's own, the compiler
@@ -296,6 +323,9 @@ class HotSpotProcess : public InterpreterSupport {
   std::string what_;
   HotSpotLayout layout_;
   std::unique_ptr<MethodNamer> namer_;
+  std::optional<JavaObjects> objects_;
+  std::unordered_map<uint32_t, std::string> thread_names_;  // ThreadName's last look
+  std::unordered_set<uint32_t> not_java_;
   std::vector<CodeHeap> heaps_;
   uint64_t interpreter_begin_ = 0, interpreter_end_ = 0, call_stub_return_ = 0;
 };

@@ -187,6 +187,23 @@ class HotSpotRuntime : public Runtime {
     return info;
   }
 
+  // Without method probes no probe bounds the event dispatch thread's messages: jvm-edt
+  // bounds them by where that thread waits, from the Java frames BPF walks.
+  std::optional<OtherProfile> ProfileInstead(std::string_view profile, const TargetBinaries& target,
+                                             const TargetCommand& command) const override {
+    if (profile != "jvm") return std::nullopt;
+    auto [flags, source] = Flags(target, command);
+    if (flags.method) return std::nullopt;
+    const std::string who = target.pid > 0 ? fmt::format("pid {}", target.pid) : "the JVM";
+    return OtherProfile{
+        "jvm-edt",
+        fmt::format("{} runs HotSpot with its method probes off (as {} tells): profile jvm-edt, event-dispatch "
+                    "messages bounded by the thread's waits for its next event and named by the code they run, "
+                    "Java frames in samples, switch-outs and thread dumps; for exact messages and Java method "
+                    "beats start java with -XX:+DTraceMethodProbes",
+                    who, source)};
+  }
+
   Result<void> Check(const RuntimeCheck& check, const TargetBinaries& target,
                      const TargetCommand& command) const override {
     bool need_method = false, need_monitor = false;
@@ -195,17 +212,11 @@ class HotSpotRuntime : public Runtime {
       need_monitor |= point.starts_with("hotspot:monitor__");
     }
     if (!need_method && !need_monitor) return {};
-    std::optional<ProbeFlags> flags;
-    std::string source = "its command line";
-    if (target.pid > 0) {
-      if (auto lib = Libjvm(target)) flags = LiveFlags(target.pid, *lib);
-      if (flags) source = "its memory";
-    }
-    if (!flags) flags = ParseProbeFlags(command);
+    auto [flags, source] = Flags(target, command);
     const std::string who = target.pid > 0 ? fmt::format("pid {}", target.pid) : "the JVM";
-    log::V1("{}: HotSpot method probes {}, monitor probes {} (from {})", who, flags->method ? "on" : "off",
-            flags->monitor ? "on" : "off", source);
-    if (need_method && !flags->method) {
+    log::V1("{}: HotSpot method probes {}, monitor probes {} (from {})", who, flags.method ? "on" : "off",
+            flags.monitor ? "on" : "off", source);
+    if (need_method && !flags.method) {
       // Not an error: HotSpot exports its own layouts (VMStructs), so the session still
       // shows Java frames; only what the method probes bound (messages, beats) is missing.
       log::Warning(
@@ -216,12 +227,20 @@ class HotSpotRuntime : public Runtime {
           who, source, check.profile_name);
       return {};
     }
-    if (need_monitor && !flags->monitor && flags->method)
+    if (need_monitor && !flags.monitor && flags.method)
       log::Warning(
           "{}: monitor contention will not show: HotSpot's monitor probes are off (start java with "
           "-XX:+DTraceMonitorProbes)",
           who);
     return {};
+  }
+
+  // The probe flags, from a running JVM's memory, else from its command line; and where from.
+  static std::pair<ProbeFlags, std::string> Flags(const TargetBinaries& target, const TargetCommand& command) {
+    if (target.pid > 0)
+      if (auto lib = Libjvm(target))
+        if (auto flags = LiveFlags(target.pid, *lib)) return {*flags, "its memory"};
+    return {ParseProbeFlags(command), "its command line"};
   }
 
   std::string Diagnose(const TargetBinaries& target, const TargetCommand& command) const override {

@@ -79,6 +79,15 @@ std::optional<uint64_t> MethodNamer::Pointer(uint64_t address) {
   return value;
 }
 
+bool IsProgramClass(std::string_view class_name) {
+  // The JDK's own packages (java.awt, javax.swing, jdk.internal, sun.awt, com.sun.*).
+  for (std::string_view jdk : {"java.", "javax.", "jdk.", "sun.", "com.sun."})
+    if (class_name.starts_with(jdk)) return false;
+  // A lambda's hidden proxy class ("EdtApp$$Lambda$14/0x..."): the lambda's own method,
+  // the next frame in, is the program's code.
+  return class_name.find("$$Lambda") == std::string_view::npos;
+}
+
 std::optional<uint16_t> MethodNamer::U16(uint64_t address) {
   uint16_t value = 0;
   if (!address || !memory_.Read(address, &value, sizeof(value))) return std::nullopt;
@@ -117,6 +126,7 @@ std::optional<MethodNamer::Named> MethodNamer::Read(uint64_t method) {
   // A hidden class (a lambda proxy) is "Outer$$Lambda$1+0x...": jstack shows "/0x...".
   if (size_t plus = class_name->rfind("+0x"); plus != std::string::npos) (*class_name)[plus] = '/';
   named.function = *class_name + "." + *method_name;
+  named.user_code = IsProgramClass(*class_name);
   if (auto index = U16(*pool + l.pool_source_file_index); index && *index)
     if (auto file = Pointer(*pool + l.pool_size + uint64_t{*index} * 8)) named.file = Symbol(*file).value_or("");
   auto flags = U16(*const_method + l.const_flags);
@@ -153,7 +163,10 @@ std::optional<InterpreterFrame> MethodNamer::Name(uint64_t method, int bci, uint
     it = cache_.insert_or_assign(method, std::move(*named)).first;
   }
   const Named& n = it->second;
-  return InterpreterFrame{n.function, n.file, bci >= 0 ? LineOf(n.lines, bci) : 0};
+  InterpreterFrame frame{n.function, n.file, bci >= 0 ? LineOf(n.lines, bci) : 0};
+  frame.user_code = n.user_code;
+  if (n.user_code) frame.callable = n.function;
+  return frame;
 }
 
 }  // namespace looptrace::loader::jvm

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -23,6 +24,10 @@ namespace looptrace::loader::jvm {
 std::vector<std::pair<int, int>> DecodeLineTable(const std::vector<uint8_t>& bytes, bool exclude_zero);
 // The line of `bci` in such a table; 0 when none.
 int LineOf(const std::vector<std::pair<int, int>>& table, int bci);
+
+// Whether a class ("EdtApp$1", "javax.swing.JButton") is the program's own code, not the
+// JDK's nor a lambda's generated proxy: its frames name the events that run it.
+bool IsProgramClass(std::string_view class_name);
 
 class MethodNamer {
  public:
@@ -40,6 +45,7 @@ class MethodNamer {
     uint64_t const_method = 0;
     std::string function;
     std::string file;
+    bool user_code = false;  // IsProgramClass
     std::vector<std::pair<int, int>> lines;
   };
   std::optional<Named> Read(uint64_t method);

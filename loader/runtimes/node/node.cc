@@ -6,6 +6,7 @@
 
 #include "loader/runtimes/node/v8_support.h"
 #include "looptrace/symbols/elf_file.h"
+#include "looptrace/symbols/symbolizer.h"
 
 namespace looptrace::loader::node {
 namespace {
@@ -66,8 +67,8 @@ class NodeRuntime : public Runtime {
     if (auto libnode = LinkedLibnode(target.exe_path))
       return fmt::format("{} {}, which links {}: the node profile probes libuv in the executable only", who, info->what,
                          *libnode);
-    auto elf = symbols::ElfFile::Open(target.exe_path);
-    if (!elf || !elf->FindFunctions(kLibuvMark).empty()) return "";
+    auto elf = symbols::ModuleCache::Default()->Elf(target.exe_path);
+    if (!elf || !(*elf)->FindFunctions(kLibuvMark).empty()) return "";
     return fmt::format(
         "{} {}, whose executable has no libuv symbol table ({} is missing: a stripped build), so no "
         "callbacks are named",

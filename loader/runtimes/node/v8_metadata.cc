@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "looptrace/symbols/elf_file.h"
+#include "looptrace/symbols/symbolizer.h"
 
 namespace looptrace::loader::node {
 namespace {
@@ -54,9 +55,9 @@ class Symbols {
 }  // namespace
 
 Result<V8Metadata> ReadV8Metadata(const std::string& path) {
-  auto elf = symbols::ElfFile::Open(path);
+  auto elf = symbols::ModuleCache::Default()->Elf(path);  // read once: the frame namer's too
   if (!elf) return MakeError(fmt::format("{}: {}", path, elf.error().message));
-  Symbols s(*elf);
+  Symbols s(**elf);
   if (!s.Get("frametype_EntryFrame"))
     return MakeError(
         fmt::format("{} has no V8 post-mortem metadata (v8dbg_* symbols): JavaScript frames are not shown", path));

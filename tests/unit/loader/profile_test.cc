@@ -270,7 +270,7 @@ probe dispatch.end uretprobe exe uv__stream_io
 TEST(Profile, RuntimeDirectiveErrorsNameTheLine) {
   const BadCase cases[] = {
       {"optional dispatch.begin\n", "p.profile:1: 'optional' goes before 'probe'"},
-      {"messages sometimes\n", "p.profile:1: 'messages' takes dispatch or poll-bounded"},
+      {"messages sometimes\n", "p.profile:1: 'messages' takes dispatch, poll-bounded or wait-bounded FRAME PARK..."},
       {"requires libx.so\n", "p.profile:1: requires needs: requires BINARY SYMBOL"},
       {"messages dispatch\nmessages poll-bounded\n",
        "p.profile:2: messages poll-bounded conflicts with messages "

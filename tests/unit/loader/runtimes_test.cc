@@ -10,6 +10,7 @@
 #include "loader/plan/binaries.h"
 #include "loader/plan/runtime_checks.h"
 #include "loader/runtimes/jvm/jvm.h"
+#include "loader/runtimes/jvm/method_namer.h"
 #include "loader/runtimes/python/python.h"
 
 namespace looptrace::loader {
@@ -148,6 +149,41 @@ TEST(Runtimes, ChecksSeeTheResolvedPointsOnly) {
   // the session lacks (runtime_jvm_test.cc checks its text).
   EXPECT_TRUE(FindRuntime("jvm")->Check(check, target, Command({"java", "Main"})));
   EXPECT_TRUE(FindRuntime("jvm")->Check(check, target, Command({"java", "-XX:+DTraceMethodProbes", "Main"})));
+}
+
+// A JVM without method probes gets jvm-edt instead of the detected jvm (its messages bounded
+// by the event dispatch thread's waits); with them, jvm stays.
+TEST(Runtimes, AJvmWithoutMethodProbesGetsTheWaitBoundedProfile) {
+  TargetBinaries target;
+  const Runtime* jvm = FindRuntime("jvm");
+  ASSERT_NE(jvm, nullptr);
+  auto other = jvm->ProfileInstead("jvm", target, Command({"java", "Main"}));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->profile, "jvm-edt");
+  EXPECT_NE(other->why.find("-XX:+DTraceMethodProbes"), std::string::npos) << other->why;
+  EXPECT_FALSE(jvm->ProfileInstead("jvm", target, Command({"java", "-XX:+DTraceMethodProbes", "Main"})));
+  EXPECT_FALSE(jvm->ProfileInstead("epoll", target, Command({"java", "Main"})));
+
+  auto edt = LoadProfile("jvm-edt");
+  ASSERT_TRUE(edt) << edt.error().message;
+  EXPECT_EQ(edt->message_definition,
+            "wait-bounded java.awt.EventQueue.getNextEvent jdk.internal.misc.Unsafe.park sun.misc.Unsafe.park");
+  EXPECT_EQ(edt->thread.Describe(), "loop:AWT-EventQueue-*");
+  EXPECT_FALSE(edt->HasRole(Role::kDispatchBegin));
+  // A wait-bounded line names the wait frame and at least one park frame.
+  EXPECT_FALSE(ParseProfile("profile x\nmessages wait-bounded app.Queue.next\n", "test"));
+}
+
+// The frames that name an event's message: the program's classes, not the JDK's nor a
+// lambda's generated proxy.
+TEST(Runtimes, JavaProgramClassesAreNotTheJdksNorLambdaProxies) {
+  EXPECT_TRUE(jvm::IsProgramClass("EdtApp"));
+  EXPECT_TRUE(jvm::IsProgramClass("com.example.ui.MainWindow$1"));
+  EXPECT_FALSE(jvm::IsProgramClass("java.awt.EventQueue"));
+  EXPECT_FALSE(jvm::IsProgramClass("javax.swing.JButton"));
+  EXPECT_FALSE(jvm::IsProgramClass("jdk.internal.misc.Unsafe"));
+  EXPECT_FALSE(jvm::IsProgramClass("sun.awt.SunToolkit"));
+  EXPECT_FALSE(jvm::IsProgramClass("EdtApp$$Lambda$14/0x0000000800c0b000"));
 }
 
 TEST(Runtimes, ANativeProgramIsNoRuntime) {

@@ -211,6 +211,31 @@ TEST(SymbolizerTest, NamesAddressesOfAProcessWithLines) {
   EXPECT_THAT(stats.ToString(), HasSubstr("unmapped=1"));
 }
 
+// One read per file: the planner, the runtimes and the frame namer share the module's ELF
+// file (a large executable is read once per run), and a file that could not be read is
+// tried again at the next call, never remembered as missing.
+TEST(SymbolizerTest, ElfFilesAreReadOncePerFileAndErrorsAreNotKept) {
+  auto cache = std::make_shared<ModuleCache>();
+  const std::string path = FixturePath("symtest_o2_nofp_pie");
+  auto first = cache->Elf(path);
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  auto second = cache->Elf(path);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(first->get(), second->get());
+  EXPECT_EQ(first->get(), cache->Get(path)->elf());
+  EXPECT_FALSE((*first)->functions().empty());
+
+  TempDir dir;
+  const std::string later = dir.path() + "/later";
+  auto missing = cache->Elf(later);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_THAT(missing.error().message, HasSubstr(later));
+  std::filesystem::copy_file(path, later);
+  auto found = cache->Elf(later);
+  ASSERT_TRUE(found.has_value()) << found.error().message;
+  EXPECT_FALSE((*found)->functions().empty());
+}
+
 TEST(SymbolizerTest, ProcessSymbolizerKeepsItsApi) {
   const std::string path = FixturePath("symtest_o0_fp_nopie");
   StoppedProcess process(path);

@@ -585,3 +585,104 @@ TEST(SpanTracker, TheSessionsEndClosesOpenSpansInOneOrder) {
 
 }  // namespace
 }  // namespace looptrace
+
+namespace looptrace {
+namespace {
+
+// Wait-bounded messages (a JVM's event dispatch thread without method probes): a switch-out
+// parked in the wait frame ends the message, the wake-up from that wait begins the next; a
+// switch-out parked elsewhere (a sleep inside the event), a preemption in the wait frame
+// with no park, and switch-outs of a thread never seen waiting bound nothing.
+TEST(SpanTracker, WaitBoundedMessagesRunFromAWakeUpInTheWaitFrameToTheNextWaitThere) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  SessionStart start;
+  start.message_definition = "wait-bounded app.Queue.next app.Lock.park";
+  tracker.Configure(start);
+  ASSERT_TRUE(tracker.wait_bounded());
+  EXPECT_EQ(tracker.MessageDefinitionText(),
+            "wait-bounded: a thread's messages bounded by its waits in app.Queue.next");
+  Recorder rec;
+  auto out = [&](uint64_t ts, std::vector<std::string> frames) {
+    tracker.OnStackSample(StackSample{ts, kTid, false, std::move(frames), "", ""}, rec);
+    tracker.OnSwitch(ThreadSwitch{ts, kTid, true, 1, {}, {}}, rec);
+  };
+  auto in = [&](uint64_t ts) { tracker.OnSwitch(ThreadSwitch{ts, kTid, false, 0, {}, {}}, rec); };
+  const std::vector<std::string> waiting = {"futex_wait", "app.Lock.park (Lock.java)", "app.Queue.next (Queue.java:9)",
+                                            "app.Loop.run (Loop.java:3)"};
+  in(50);  // never seen waiting: running at attach, no message
+  out(100, waiting);
+  in(200);  // the wake-up: a message begins
+  out(300, {"futex_wait", "app.Lock.park (Lock.java)", "app.Work.sleep (Work.java:4)", "app.Loop.run (Loop.java:4)"});
+  in(400);  // back from a sleep inside the event: the same message
+  // Preempted in the wait frame before parking: not a wait, but the thread had left the
+  // event by then (the message ends there, at its next wait).
+  tracker.OnStackSample(StackSample{450, kTid, false, {"app.Queue.next (Queue.java:8)"}, "", ""}, rec);
+  tracker.OnSwitch(ThreadSwitch{450, kTid, true, 0, {}, {}}, rec);
+  in(460);
+  out(500, waiting);  // the next wait: the message ends
+  // One drain: the samples first, then the switch records (the wake-ups before the waits):
+  // two events, each its message.
+  tracker.OnStackSample(StackSample{650, kTid, true, {"app.Work.run (Work.java:1)"}, "", ""}, rec);
+  tracker.OnStackSample(StackSample{700, kTid, false, waiting, "", ""}, rec);
+  tracker.OnStackSample(StackSample{800, kTid, false, waiting, "", ""}, rec);
+  in(600);
+  tracker.OnSwitch(ThreadSwitch{700, kTid, true, 1, {}, {}}, rec);
+  in(750);
+  tracker.OnSwitch(ThreadSwitch{800, kTid, true, 1, {}, {}}, rec);
+  auto ended = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(ended.size(), 3u);
+  EXPECT_EQ(ended[2].begin_ns, 750u);
+  EXPECT_EQ(ended[2].end_ns, 800u);
+  EXPECT_EQ(ended[0].begin_ns, 200u);
+  EXPECT_EQ(ended[0].end_ns, 450u);
+  EXPECT_EQ(ended[0].close, SpanClose::kEnded);
+  EXPECT_EQ(ended[0].ArgText("name"), kEventMessageName);  // until its samples name it
+  EXPECT_EQ(ended[1].begin_ns, 600u);
+  EXPECT_EQ(ended[1].end_ns, 700u);
+  EXPECT_EQ(stats.Get(StatId::unmatched_dispatch_end), 0u);
+  EXPECT_EQ(stats.Get(StatId::messages_running_at_start), 0u);
+}
+
+// A wait-bounded message ends where the thread was first seen fetching its next event with
+// no sample inside an event after it; events run back to back (fetched without a wait) stay
+// one message, whatever an earlier fetch looked like.
+TEST(SpanTracker, AWaitBoundedMessageEndsWhereTheThreadWasFirstSeenFetchingItsNextEvent) {
+  Stats stats;
+  SpanTracker tracker(&stats);
+  SessionStart start;
+  start.message_definition = "wait-bounded app.Queue.next app.Lock.park";
+  tracker.Configure(start);
+  Recorder rec;
+  auto sample = [&](uint64_t ts, bool on_cpu, std::vector<std::string> frames) {
+    tracker.OnStackSample(StackSample{ts, kTid, on_cpu, std::move(frames), "", ""}, rec);
+  };
+  auto sw = [&](uint64_t ts, bool off) { tracker.OnSwitch(ThreadSwitch{ts, kTid, off, off ? 1u : 0u, {}, {}}, rec); };
+  const std::vector<std::string> waiting = {"futex_wait", "app.Lock.park (Lock.java)", "app.Queue.next (Queue.java:9)"};
+  const std::vector<std::string> fetching = {"app.Queue.lock (Queue.java:4)", "app.Queue.next (Queue.java:7)"};
+  const std::vector<std::string> working = {"app.Work.run (Work.java:1)", "app.Loop.run (Loop.java:3)"};
+  sample(100, false, waiting);
+  sw(100, true);
+  sw(200, false);                // message 1 begins
+  sample(300, true, working);    // in the event
+  sample(400, false, fetching);  // preempted as it fetched the next one: left the event at 400
+  sw(400, true);
+  sw(450, false);
+  sample(460, true, fetching);
+  sample(500, false, waiting);
+  sw(500, true);                // ends message 1 at 400
+  sw(600, false);               // message 2 begins
+  sample(650, true, fetching);  // fetched the next at once: a second event, back to back
+  sample(700, true, working);
+  sample(800, false, waiting);
+  sw(800, true);  // ends message 2 at its wait: nothing fetching after the last in an event
+  auto ended = rec.Ended(SpanKind::kMessage);
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].begin_ns, 200u);
+  EXPECT_EQ(ended[0].end_ns, 400u);
+  EXPECT_EQ(ended[1].begin_ns, 600u);
+  EXPECT_EQ(ended[1].end_ns, 800u);
+}
+
+}  // namespace
+}  // namespace looptrace

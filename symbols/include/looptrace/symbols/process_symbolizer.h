@@ -34,6 +34,8 @@ class ProcessSymbolizer {
   // still be named after it exits.
   void ReadMaps();
   SymbolizerStats stats() const { return symbolizer_.stats(); }
+  // The modules it names frames from (read once per file identity).
+  ModuleCache& cache() { return symbolizer_.cache(); }
 
  private:
   int pid_;

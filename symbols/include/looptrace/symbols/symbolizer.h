@@ -190,6 +190,10 @@ class ModuleCache {
   std::shared_ptr<Module> Get(const ModuleLocation& location);
   // Same, for a plain path.
   std::shared_ptr<Module> Get(const std::string& path);
+  // The ELF file at `path`, read once per file identity: the module's, shared with every
+  // symbolizer of the cache. Errors are ElfFile::Open's, never cached (a file missing now may
+  // be there at the next call).
+  Result<std::shared_ptr<const ElfFile>> Elf(const std::string& path);
 
   // Module-level counters (lookup counters are zero).
   SymbolizerStats stats() const;

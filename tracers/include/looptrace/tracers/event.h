@@ -217,6 +217,9 @@ inline constexpr std::string_view kMessageGroupArg = "group";
 // A dispatch.begin argument (a pycallable) that names the message when its `name` is a code
 // address no symbol covers: a libffi closure's, such as pygobject's callbacks.
 inline constexpr std::string_view kClosureArg = "closure";
+// The name of a message no probe names (a wait-bounded one: span_tracker.h), until the code
+// its samples find names it.
+inline constexpr std::string_view kEventMessageName = "event";
 inline constexpr std::string_view kUnstackedEarlyPreemption = "early preemption";
 // The constant `text` names, or "" (text read from a recording, or a sample's stop reason).
 constexpr std::string_view UnstackedReason(std::string_view text) {

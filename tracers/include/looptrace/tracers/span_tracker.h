@@ -19,6 +19,12 @@
 //    no deeper on the thread's stack than an open one (same role, ProbeEvent::sp) closes
 //    it as lost (message_end_lost); without stack pointers, at most kMaxOpenMessages stay
 //    open per thread (message_nesting_capped).
+//  - message, wait-bounded (a profile's `messages wait-bounded FRAME PARK...` line, for a
+//    runtime with no probe on its dispatch: a JVM's event dispatch thread): a thread's
+//    switch-out whose stack sample holds FRAME with a PARK frame inside it (the thread waits
+//    for its next event there) ends its open message; the switch-in that ends that wait
+//    begins the next. Waits elsewhere (a sleep, a lock, I/O inside an event) end nothing;
+//    events run back to back without a wait are one message.
 //  - frame: nested per thread, paired by frame_id when bound (else the innermost); frames
 //    opened inside the one ending, or inside a message that ends, lost their end. Frames
 //    without a bound frame_id are numbered 1, 2, ... in begin order.
@@ -60,6 +66,7 @@ enum class SpanClose : uint8_t {
 enum class MessageDefinition : uint8_t {
   kDispatch,     // dispatch.begin -> dispatch.end
   kPollBounded,  // poll.end -> next poll.begin
+  kWaitBounded,  // a wake-up from the wait for the next event -> that wait (stack samples)
   kNone,         // the profile maps neither
 };
 std::string_view MessageDefinitionName(MessageDefinition definition);
@@ -154,6 +161,12 @@ class SpanTracker {
   void Configure(const SessionStart& start);
   void SetMessageDefinition(MessageDefinition definition) { definition_ = definition; }
   MessageDefinition message_definition() const { return definition_; }
+  // The definition as the report says it: its name, and for wait-bounded messages where.
+  std::string MessageDefinitionText() const;
+  bool wait_bounded() const { return definition_ == MessageDefinition::kWaitBounded; }
+  // Wait-bounded messages: a thread's stack samples and switches bound them.
+  void OnStackSample(const StackSample& sample, SpanListener& listener);
+  void OnSwitch(const ThreadSwitch& sw, SpanListener& listener);
 
   // Pairs one probe event; reports every span it opens or closes, in order. Dispatch
   // records (most records) take an inline path into the message's begin or end.
@@ -201,6 +214,7 @@ class SpanTracker {
       began_message = other.began_message;
       began_dispatch = other.began_dispatch;
       polled = other.polled;
+      waiting = other.waiting;
       tracks = other.tracks ? std::make_unique<Tracks>(*other.tracks) : nullptr;
       return *this;
     }
@@ -212,6 +226,7 @@ class SpanTracker {
     bool began_message = false;      // a message began on it (vs. one running at attach)
     bool began_dispatch = false;     // poll-bounded: a nested dispatch began on it
     bool polled = false;             // poll-bounded: a poll returned on it
+    bool waiting = false;            // wait-bounded: off CPU in the wait for its next event
     std::unique_ptr<Tracks> tracks;  // by kind; other scopes' slots unused; null: none open
 
     // Mutable access: only after HoldTracks.
@@ -299,7 +314,30 @@ class SpanTracker {
   // The open phase of the thread's innermost frame, or null.
   static const Span* OpenPhase(const Thread& t);
 
+  // Wait-bounded: whether a switch-out sample's frames (innermost first) show the wait.
+  bool InEventWait(const std::vector<std::string>& frames) const;
+  // Wait-bounded: whether a sample's frames show the thread fetching its next event (the wait
+  // frame on its stack, parked or not).
+  bool Fetching(const std::vector<std::string>& frames) const;
+  // Wait-bounded: when the message of `tid` that began at `begin_ns` ended, given its wait at
+  // `wait_ns`: the earliest sample that shows the thread fetching the next event after the
+  // last that shows it in one, else the wait. Forgets the places up to the wait.
+  uint64_t EndOfWaitBounded(uint32_t tid, uint64_t begin_ns, uint64_t wait_ns);
+
   Stats* stats_;
+  // Wait-bounded: the frame a thread waits for its next event in, and the frames parking it.
+  std::string wait_frame_;
+  std::vector<std::string> park_frames_;
+  // Wait-bounded: by thread, the times of switch-out samples in that wait whose switch records
+  // have not come yet (a drain may hold several), oldest first.
+  std::map<uint32_t, std::vector<uint64_t>> wait_samples_;
+  // Wait-bounded: by thread, where its samples found it since its last wait (oldest first):
+  // fetching its next event, or not.
+  struct Place {
+    uint64_t ts_ns;
+    bool fetching;
+  };
+  std::map<uint32_t, std::vector<Place>> places_;
   MessageDefinition definition_ = MessageDefinition::kDispatch;
   uint64_t next_id_ = 1;
   uint64_t frames_seen_ = 0;

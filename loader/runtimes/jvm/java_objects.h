@@ -1,0 +1,43 @@
+// The java.lang.Thread of a HotSpot JavaThread and its name, read from the JVM's heap:
+// JavaThread::_threadObj (an OopHandle, VMStructs) holds the Thread; its `name` is a String,
+// whose `value` is a byte[] in Latin-1 or UTF-16 (its `coder`). HotSpot's VMStructs give none
+// of these Java fields' offsets: they are statics of libjvm.so's symbol table
+// (java_lang_Thread::_name_offset, java_lang_String::_value_offset and _coder_offset), set
+// once the VM loaded those classes, and references in the heap are compressed as
+// CompressedOops' base and shift say (UseCompressedOops).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "loader/runtimes/jvm/vm_structs.h"
+#include "looptrace/symbols/elf_file.h"
+
+namespace looptrace::loader::jvm {
+
+class JavaObjects {
+ public:
+  // Nothing when the JVM lacks a symbol or field this needs (a stripped libjvm.so, another
+  // layout), or has not set the offsets yet.
+  static std::optional<JavaObjects> Read(const symbols::ElfFile& elf, uint64_t bias, const VmStructs& vm,
+                                         Memory& memory);
+
+  // The Java name of the JavaThread at `java_thread` ("main", "AWT-EventQueue-0"), or nothing.
+  std::optional<std::string> ThreadName(uint64_t java_thread) const;
+
+ private:
+  explicit JavaObjects(Memory& memory) : memory_(&memory) {}
+  // The object a reference field at `address` points to (decoded when compressed).
+  std::optional<uint64_t> Reference(uint64_t address) const;
+
+  Memory* memory_;
+  uint64_t thread_obj_ = 0;  // JavaThread::_threadObj + OopHandle::_obj
+  int32_t thread_name_ = 0, string_value_ = 0, string_coder_ = 0;
+  bool compressed_ = false;
+  uint64_t narrow_base_ = 0;
+  int shift_ = 0;
+  uint64_t array_length_ = 0, array_base_ = 0;  // a byte[]'s length and first element
+};
+
+}  // namespace looptrace::loader::jvm
