@@ -7,7 +7,11 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "harness.h"
 
@@ -105,11 +109,13 @@ TEST_F(JvmStallsTest, AContendedMonitorWithoutFlagsNamesItsHolderAndTheWaitWithi
     std::cout << fmt::format("{}: wait {:.3f} ms, truth {:.3f} ms\n", record["type"].get<std::string>(),
                              monitor["cost_ns"].get<int64_t>() / 1e6, Cost(waits[0]) / 1e6);
   };
-  const json* evil = MessageOf(OfType(lines, "evil_method"), events[0]);
+  const auto evils = OfType(lines, "evil_method");
+  const json* evil = MessageOf(evils, events[0]);
   ASSERT_NE(evil, nullptr) << "no slow message holds the event";
   check(*evil);
   const json* lag = nullptr;
-  for (const auto& l : OfType(lines, "lag"))
+  const auto lags = OfType(lines, "lag");
+  for (const auto& l : lags)
     if (l["begin_ns"] == (*evil)["begin_ns"]) lag = &l;
   ASSERT_NE(lag, nullptr);
   EXPECT_EQ((*lag)["stuck_reason"], "monitor contention");
@@ -133,7 +139,8 @@ TEST_F(JvmStallsTest, ObjectWaitIsNoMonitorContentionAndUncontendedMonitorsCostN
     auto lines = Run(scenario, {"--evil-threshold", "20"});
     auto events = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "event");
     ASSERT_EQ(events.size(), 1u);
-    const json* evil = MessageOf(OfType(lines, "evil_method"), events[0]);
+    const auto evils = OfType(lines, "evil_method");
+    const json* evil = MessageOf(evils, events[0]);
     ASSERT_NE(evil, nullptr) << "no slow message holds the event";
     // A notified Object.wait() takes its monitor back through ReenterI (not probed), and an
     // uncontended monitor never reaches EnterI: no lock wait at all in the event.
@@ -149,7 +156,8 @@ TEST_F(JvmStallsTest, AnAnrSnapshotOfAJvmWithoutFlagsNamesTheJavaLineItIsStuckOn
   auto events = OfType(truth, "event");
   ASSERT_EQ(stuck.size(), 1u);
   ASSERT_EQ(events.size(), 1u);
-  const json* anr = MessageOf(OfType(lines, "anr"), events[0]);
+  const auto anrs = OfType(lines, "anr");
+  const json* anr = MessageOf(anrs, events[0]);
   ASSERT_NE(anr, nullptr) << "no ANR for the stuck event";
   EXPECT_EQ((*anr)["stuck_reason"], "sleep");
   EXPECT_EQ((*anr).value("thread_name", ""), "AWT-EventQueue-0");
@@ -159,13 +167,49 @@ TEST_F(JvmStallsTest, AnAnrSnapshotOfAJvmWithoutFlagsNamesTheJavaLineItIsStuckOn
   EXPECT_EQ(edt.value("java_state", ""), "TIMED_WAITING (sleeping)") << edt.dump(1);
   const std::string line = fmt::format("EdtStalls.stuck (EdtStalls.java:{})", stuck[0]["line"].get<int>());
   ASSERT_FALSE(edt.value("user_stack", json::array()).empty()) << edt.dump(1);
-  EXPECT_NE(edt["user_stack"][0].get<std::string>().find("java.lang.Thread.sleep"), std::string::npos) << edt.dump(1);
+  EXPECT_TRUE(StackHas(edt, "java.lang.Thread.sleep")) << edt.dump(1);
   EXPECT_TRUE(StackHas(edt, line)) << line << "\n" << edt.dump(1);
   EXPECT_TRUE(StackHas(edt, "java.awt.EventQueue.dispatchEvent")) << edt.dump(1);
   // Every Java thread has its state (main polls with Thread.sleep(1): sleeping or running).
   const json* main = ThreadNamed(*anr, "main");
   ASSERT_NE(main, nullptr);
   EXPECT_NE(main->value("java_state", ""), "") << main->dump(1);
+}
+
+// The session's last report of this (helper 20's manual try gave an empty file): `attach` to a
+// running JVM without flags, then `snapshot` while its event dispatch thread is stuck.
+TEST_F(JvmStallsTest, ASnapshotOfAnAttachedJvmWithoutFlagsShowsTheStuckThreadsJavaLineAndState) {
+  if (IsSkipped()) return;
+  TempDir run_dir;  // the sessions' sockets, the test's own
+  setenv("LOOPTRACE_RUN_DIR", run_dir.path().c_str(), 1);
+  const std::string ready = dir_ / "ready";
+  Process target(
+      EdtStalls({"--scenario", "stuck", "--stuck-ms", "8000", "--truth", dir_ / "truth.jsonl", "--ready", ready}));
+  WaitForFile(ready, 60000);
+  ASSERT_TRUE(std::filesystem::exists(ready)) << "EdtStalls did not get ready";
+  const std::string pid = std::to_string(target.pid());
+  auto attached = RunCommand({Looptrace(), "attach", "-p", pid, "-o", dir_ / "final.json", "-f", "json"}, 120);
+  ASSERT_EQ(attached.exit_code, 0) << attached.err;
+  EXPECT_NE(attached.err.find("profile jvm-edt"), std::string::npos) << attached.err;
+  std::ofstream(ready + ".go") << "";
+  // 1.5 s of events, then the one that sleeps 8 s: snapshot 3 s into it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  auto snapshot = RunCommand({Looptrace(), "snapshot", "-p", pid, "-f", "json", "-o", dir_ / "dump.json"}, 60);
+  auto text = RunCommand({Looptrace(), "snapshot", "-p", pid}, 60);
+  EXPECT_EQ(RunCommand({Looptrace(), "detach", "-p", pid}, 60).exit_code, 0);
+  unsetenv("LOOPTRACE_RUN_DIR");
+  ASSERT_EQ(snapshot.exit_code, 0) << snapshot.err;
+  auto dumps = OfType(ReadJsonLines(dir_ / "dump.json"), "thread_dump");
+  ASSERT_EQ(dumps.size(), 1u) << "the snapshot file holds no dump";
+  const json* edt = ThreadNamed(dumps[0], "AWT-EventQueue-0");
+  ASSERT_NE(edt, nullptr) << dumps[0]["threads"].dump(1);
+  EXPECT_EQ(edt->value("java_state", ""), "TIMED_WAITING (sleeping)") << edt->dump(1);
+  EXPECT_TRUE(StackHas(*edt, "EdtStalls.stuck (EdtStalls.java:")) << edt->dump(1);
+  EXPECT_EQ(dumps[0].value("main_state", ""), "sleep");  // the event dispatch thread's
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\"AWT-EventQueue-0\" tid="), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("java.lang.Thread.State: TIMED_WAITING (sleeping)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("EdtStalls.stuck (EdtStalls.java:"), std::string::npos) << text.out;
 }
 
 }  // namespace

@@ -166,7 +166,12 @@ public class EdtStalls {
       default:
         throw new IllegalArgumentException("unknown scenario " + scenario);
     }
-    Thread.sleep(200);  // the thread waits for its next event again: the message ends
+    // The thread waits for its next event again (the message ends there), a few times.
+    for (int i = 0; i < 4; ++i) {
+      Thread.sleep(50);
+      post(() -> spin(1));
+    }
+    Thread.sleep(100);
     try (PrintWriter out = new PrintWriter(new FileWriter(truthPath))) {
       synchronized (TRUTH) {
         for (String line : TRUTH) out.println(line);
