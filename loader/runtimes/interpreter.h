@@ -103,6 +103,13 @@ class InterpreterSupport {
     return std::nullopt;
   }
 
+  // The runtime's own word for a thread's state at the last ThreadStacks (a Java thread's
+  // as jstack prints it: "TIMED_WAITING (sleeping)"), or nothing.
+  virtual std::optional<std::string> ThreadState(uint32_t tid) const {
+    (void)tid;
+    return std::nullopt;
+  }
+
   // Threads whose on-CPU stacks the session samples beside the ones it watches (a JVM's
   // Java threads: its work is not on the process's first thread); asked again as threads
   // come, empty before Locate succeeded.

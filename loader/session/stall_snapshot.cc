@@ -150,6 +150,8 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
       continue;
     }
     ts.state = fields[0].empty() ? '?' : fields[0][0];
+    if (interpreter_)
+      if (auto state = interpreter_->ThreadState(ts.tid)) ts.java_state = std::move(*state);
     ts.wchan = ReadFirstLine(dir + "/wchan");
     // "202 0xuaddr 0xop ..." while blocked in futex(): the address it waits on.
     std::istringstream syscall(ReadFirstLine(dir + "/syscall"));

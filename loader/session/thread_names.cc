@@ -4,6 +4,8 @@
 
 #include <variant>
 
+#include "looptrace/tracers/text_pool.h"
+
 #include "loader/target/proc_readers.h"
 
 namespace looptrace::loader {
@@ -38,7 +40,24 @@ void ThreadNamer::OnEvent(const Event& event) {
   if (tid && seen_.size() < kMaxNamedThreads && seen_.insert(tid).second) {
     if (std::string name = read_(tid); !name.empty()) next_.OnEvent(ThreadName{TimeOf(event), tid, std::move(name)});
   }
+  if (const auto* probe = std::get_if<ProbeEvent>(&event); probe && probe->role == Role::kLockRelease) [[unlikely]] {
+    if (auto named = WholeHolderName(*probe)) return next_.OnEvent(Event(std::move(*named)));
+  }
   next_.OnEvent(event);
+}
+
+std::optional<ProbeEvent> ThreadNamer::WholeHolderName(const ProbeEvent& release) {
+  // BPF took the kernel's 15 bytes at the hit; a runtime's whole name for the same thread
+  // (a Java thread's) replaces them while the thread lives.
+  ProbeEvent named = release;
+  for (EventArg& arg : named.args) {
+    if (arg.name != "thread" || !arg.text) continue;
+    const std::string name = read_(release.tid);
+    if (name.size() <= arg.text->size() || !name.starts_with(*arg.text)) return std::nullopt;
+    arg.text = TextPool::Intern(name);
+    return named;
+  }
+  return std::nullopt;
 }
 
 }  // namespace looptrace::loader

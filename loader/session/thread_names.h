@@ -2,6 +2,7 @@
 // stream (a probe hit, a sample, a switch), its name is read from /proc while it lives and
 // sent as a ThreadName event ahead of the event that brought it. Threads that come and go
 // between two polls are named by what they did last; a reused tid keeps its first name.
+// A monitor's release (the holder a lock wait names) gets the thread's whole name too.
 #pragma once
 
 #include <sys/types.h>
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_set>
 
@@ -30,6 +32,10 @@ class ThreadNamer : public EventSink {
   void OnEvent(const Event& event) override;
 
  private:
+  // `release` with its "thread" argument (the kernel's name BPF took) replaced by the
+  // reader's longer name of that thread, or nothing when the reader has no longer one.
+  std::optional<ProbeEvent> WholeHolderName(const ProbeEvent& release);
+
   EventSink& next_;
   Reader read_;
   std::unordered_set<uint32_t> seen_;

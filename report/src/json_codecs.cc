@@ -29,6 +29,7 @@ void to_json(json& j, const ThreadSnapshot& t) {
            {"kernel_stack", t.kernel_stack},
            {"user_stack", t.user_stack},
            {"user_stack_stop", t.user_stack_stop}};
+  if (!t.java_state.empty()) j["java_state"] = t.java_state;
 }
 
 void from_json(const json& j, ThreadSnapshot& t) {
@@ -38,6 +39,7 @@ void from_json(const json& j, ThreadSnapshot& t) {
   t.state = state.empty() ? '?' : state[0];
   t.state_since_ns = JsonFieldOr<uint64_t>(j, "state_since_ns", 0);
   t.wchan = JsonFieldOr<std::string>(j, "wchan", "");
+  t.java_state = JsonFieldOr<std::string>(j, "java_state", "");
   t.futex_address = JsonFieldOr<uint64_t>(j, "futex_address", 0);
   t.futex_owner_tid = JsonFieldOr<uint32_t>(j, "futex_owner_tid", 0);
   t.kernel_stack = JsonFieldOr<std::vector<std::string>>(j, "kernel_stack", {});

@@ -14,6 +14,7 @@ void RenderThread(const ThreadSnapshot& t, uint64_t at_ns, const std::vector<Thr
                           : "";
   out << fmt::format("\"{}\" tid={} {} ({}{})\n", Esc(t.name), t.tid, Esc(std::string(1, t.state)),
                      Esc(ThreadStateText(t.state)), since);
+  if (!t.java_state.empty()) out << fmt::format("  java.lang.Thread.State: {}\n", Esc(t.java_state));
   if (!t.wchan.empty() && t.wchan != "0") out << fmt::format("  | wchan={}\n", Esc(t.wchan));
   if (t.futex_address) {
     std::string owner = "unknown owner";

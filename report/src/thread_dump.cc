@@ -70,6 +70,7 @@ std::string RenderThreadDumpText(const ThreadDump& d) {
                             ? fmt::format(" for {}", FormatDuration(s.ts_ns - t.state_since_ns))
                             : "";
     out += fmt::format("\"{}\" tid={} {} ({}{})\n", t.name, t.tid, t.state, ThreadStateText(t.state), since);
+    if (!t.java_state.empty()) out += fmt::format("  java.lang.Thread.State: {}\n", t.java_state);
     if (!t.wchan.empty() && t.wchan != "0") out += fmt::format("  | wchan={}\n", t.wchan);
     if (t.futex_address) {
       std::string owner = "unknown owner";

@@ -205,8 +205,7 @@ void AnrTracer::Finalize(PendingStall pending, uint64_t end_ns, bool finished) {
   const ThreadSnapshot* self = r.snapshot.threads.empty() ? nullptr : &r.snapshot.threads.front();
   std::string seen;
   if (self && self->state != 'R') {
-    seen = self->futex_address ? "lock"
-                               : ClassifyOffCpu(self->state == 'D' ? kTaskUninterruptible : 1, self->kernel_stack);
+    seen = SnapshotWaitReason(*self);
     if (seen == "other") seen.clear();
   }
   if (!r.deadlock_cycle.empty()) {

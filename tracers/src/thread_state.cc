@@ -32,6 +32,12 @@ std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kerne
   return "other";
 }
 
+std::string SnapshotWaitReason(const ThreadSnapshot& t) {
+  if (t.java_state.starts_with("TIMED_WAITING (sleeping)")) return "sleep";
+  if (t.futex_address) return "lock";
+  return ClassifyOffCpu(t.state == 'D' ? kTaskUninterruptible : 1, t.kernel_stack);
+}
+
 std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start) {
   std::map<uint32_t, uint32_t> waits_on;  // tid -> owner of the futex it waits on
   for (const auto& t : threads)
@@ -61,20 +67,21 @@ std::string StuckText(const std::string& reason) {
 
 void ClassifyMainThread(ThreadDump* dump) {
   const auto& threads = dump->snapshot.threads;
-  dump->deadlock_cycle = FindDeadlock(threads, dump->pid);
+  // The loop thread is not the process's first thread in every runtime (a JVM's is the
+  // event dispatch thread).
+  const uint32_t tid = dump->snapshot.tid ? dump->snapshot.tid : dump->pid;
+  dump->deadlock_cycle = FindDeadlock(threads, tid);
   const ThreadSnapshot* self = nullptr;
   for (const auto& t : threads)
-    if (t.tid == dump->pid) self = &t;
+    if (t.tid == tid) self = &t;
   if (!dump->deadlock_cycle.empty()) {
     dump->main_state = "deadlock";
   } else if (!self) {
     dump->main_state = "unknown";
   } else if (self->state == 'R') {
     dump->main_state = "running";
-  } else if (self->futex_address) {
-    dump->main_state = "lock wait";
   } else {
-    dump->main_state = StuckText(ClassifyOffCpu(self->state == 'D' ? kTaskUninterruptible : 1, self->kernel_stack));
+    dump->main_state = StuckText(SnapshotWaitReason(*self));
   }
 }
 

@@ -74,6 +74,7 @@ Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   offset(&l.symbol_length, "Symbol::_length");
   offset(&l.symbol_body, "Symbol::_body");
   constant(&l.has_line_table, "ConstMethod::_has_linenumber_table", "ConstMethodFlags::_misc_has_linenumber_table");
+  constant(&l.new_thread, "_thread_new");
   constant(&l.in_java, "_thread_in_Java");
   constant(&l.in_native, "_thread_in_native");
   constant(&l.in_vm, "_thread_in_vm");

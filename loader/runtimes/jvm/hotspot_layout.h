@@ -35,7 +35,7 @@ struct HotSpotLayout {
   // Compressed ints (line tables) in UNSIGNED5 with byte 0 excluded (JDK 21+; told apart
   // by the ConstMethodFlags constants the same versions export).
   bool ints_exclude_zero = false;
-  int64_t in_java = 8, in_native = 4, in_vm = 6, blocked = 10;
+  int64_t new_thread = 2, in_java = 8, in_native = 4, in_vm = 6, blocked = 10;
   // x86-64 interpreter frames, in words from fp (frame_x86.hpp; only some are exported).
   int64_t frame_sender_sp = -1;
   int64_t frame_method = -3;

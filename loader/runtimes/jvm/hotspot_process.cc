@@ -11,6 +11,7 @@
 #include "loader/runtimes/jvm/java_objects.h"
 #include "loader/runtimes/jvm/jvm.h"
 #include "loader/runtimes/jvm/method_namer.h"
+#include "loader/runtimes/jvm/thread_state.h"
 #include "loader/runtimes/jvm/vm_structs.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
@@ -23,6 +24,7 @@ constexpr int kMaxThreads = 4096;
 constexpr int kMaxFrames = 256;
 constexpr int kMaxSegmentHops = 4096;
 constexpr int kMaxHeaps = 8;
+constexpr int kMaxCodeMisses = 200;  // Locate's tries (one per poll, 25 ms) before giving up
 constexpr std::string_view kUnknownJavaFrame = "[unknown Java frame]";
 
 std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
@@ -74,7 +76,12 @@ class HotSpotProcess : public InterpreterSupport {
     layout_ = *layout;
     namer_ = std::make_unique<MethodNamer>(layout_, *memory_);
     ReadCode();
-    if (heaps_.empty() || !interpreter_begin_) return fail("no code heaps or interpreter code found");
+    if (heaps_.empty() || !interpreter_begin_) {
+      // A JVM `run` just started may list its first threads before it made its code heaps
+      // and interpreter (Temurin 25 did): ask again, for a while.
+      if (++code_misses_ < kMaxCodeMisses) return false;
+      return fail("no code heaps or interpreter code found");
+    }
     objects_ = JavaObjects::Read(*elf, *bias, *vm, *memory_);
     if (!objects_) log::V1("{}: Java thread names not readable: threads keep their kernel names", what_);
     FillBpfConfig(&config->hotspot);
@@ -100,11 +107,19 @@ class HotSpotProcess : public InterpreterSupport {
     std::map<uint32_t, std::vector<InterpreterFrame>> out;
     if (!namer_) return out;
     ReadCode();
+    states_.clear();
     ForEachJavaThread([&](uint64_t thread, uint32_t tid) {
       auto frames = Frames(thread, stats);
+      if (auto state = StateOf(thread, frames); !state.empty()) states_[tid] = std::move(state);
       if (!frames.empty()) out[tid] = std::move(frames);
     });
     return out;
+  }
+
+  std::optional<std::string> ThreadState(uint32_t tid) const override {
+    auto it = states_.find(tid);
+    if (it == states_.end()) return std::nullopt;
+    return it->second;
   }
 
   // The java.lang.Thread's name of a Java thread. Every Java thread's is read at once when a
@@ -143,6 +158,18 @@ class HotSpotProcess : public InterpreterSupport {
   bool EndsLoopRun(const lt_interp_frame&) const override { return true; }
 
  private:
+  // jstack's words for the thread's state: its java.lang.Thread's threadStatus, else the
+  // VM's own state and the innermost Java frame (thread_state.h).
+  std::string StateOf(uint64_t thread, const std::vector<InterpreterFrame>& frames) {
+    if (objects_)
+      if (auto status = objects_->ThreadStatus(thread))
+        if (auto state = StateFromThreadStatus(*status); !state.empty()) return state;
+    auto vm_state = Int(thread + layout_.thread_state);
+    if (!vm_state) return "";
+    const VmThreadStates states{layout_.new_thread, layout_.in_native, layout_.in_vm, layout_.in_java, layout_.blocked};
+    return StateFromVm(*vm_state, frames.empty() ? std::string_view() : frames.front().function, states);
+  }
+
   // Every JavaThread of the VM's thread list with its kernel thread id.
   template <typename Visit>
   void ForEachJavaThread(Visit visit) {
@@ -326,8 +353,10 @@ class HotSpotProcess : public InterpreterSupport {
   std::optional<JavaObjects> objects_;
   std::unordered_map<uint32_t, std::string> thread_names_;  // ThreadName's last look
   std::unordered_set<uint32_t> not_java_;
+  std::unordered_map<uint32_t, std::string> states_;  // ThreadStacks' last look
   std::vector<CodeHeap> heaps_;
   uint64_t interpreter_begin_ = 0, interpreter_end_ = 0, call_stub_return_ = 0;
+  int code_misses_ = 0;
 };
 
 }  // namespace

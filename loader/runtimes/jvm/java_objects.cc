@@ -38,6 +38,13 @@ std::optional<JavaObjects> JavaObjects::Read(const symbols::ElfFile& elf, uint64
       !read("_ZN16java_lang_String13_coder_offsetE", &objects.string_coder_, 4) || objects.thread_name_ <= 0 ||
       objects.string_value_ <= 0 || objects.string_coder_ <= 0)
     return std::nullopt;
+  // Optional: without it dumps take the state from the VM's own (thread_state.h).
+  if (!read("_ZN16java_lang_Thread21_thread_status_offsetE", &objects.thread_status_, 4) &&
+      (!read("_ZN16java_lang_Thread14_holder_offsetE", &objects.thread_holder_, 4) ||
+       !read("_ZN28java_lang_Thread_FieldHolder21_thread_status_offsetE", &objects.thread_status_, 4) ||
+       objects.thread_holder_ <= 0))
+    objects.thread_status_ = 0;
+  if (objects.thread_status_ < 0) objects.thread_status_ = 0;
   uint8_t compressed = 0, class_pointers = 1, compact = 0;
   if (!read("UseCompressedOops", &compressed, 1)) return std::nullopt;
   read("UseCompressedClassPointers", &class_pointers, 1);
@@ -73,11 +80,26 @@ std::optional<uint64_t> JavaObjects::Reference(uint64_t address) const {
   return value;
 }
 
-std::optional<std::string> JavaObjects::ThreadName(uint64_t java_thread) const {
+std::optional<uint64_t> JavaObjects::ThreadObject(uint64_t java_thread) const {
   uint64_t handle = 0, thread = 0;
   if (!memory_->Read(java_thread + thread_obj_, &handle, 8) || !handle || !memory_->Read(handle, &thread, 8) || !thread)
     return std::nullopt;
-  auto name = Reference(thread + static_cast<uint64_t>(thread_name_));
+  return thread;
+}
+
+std::optional<int32_t> JavaObjects::ThreadStatus(uint64_t java_thread) const {
+  if (!thread_status_) return std::nullopt;
+  auto object = ThreadObject(java_thread);
+  if (object && thread_holder_) object = Reference(*object + static_cast<uint64_t>(thread_holder_));
+  int32_t status = 0;
+  if (!object || !memory_->Read(*object + static_cast<uint64_t>(thread_status_), &status, 4)) return std::nullopt;
+  return status;
+}
+
+std::optional<std::string> JavaObjects::ThreadName(uint64_t java_thread) const {
+  auto thread = ThreadObject(java_thread);
+  if (!thread) return std::nullopt;
+  auto name = Reference(*thread + static_cast<uint64_t>(thread_name_));
   if (!name) return std::nullopt;
   auto value = Reference(*name + static_cast<uint64_t>(string_value_));
   int8_t coder = 0;

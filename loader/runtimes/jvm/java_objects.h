@@ -4,7 +4,9 @@
 // of these Java fields' offsets: they are statics of libjvm.so's symbol table
 // (java_lang_Thread::_name_offset, java_lang_String::_value_offset and _coder_offset), set
 // once the VM loaded those classes, and references in the heap are compressed as
-// CompressedOops' base and shift say (UseCompressedOops).
+// CompressedOops' base and shift say (UseCompressedOops). The Thread's threadStatus (what
+// jstack prints its state from) is found the same way: a field of the Thread in JDK 17
+// (java_lang_Thread::_thread_status_offset), of its `holder` (a Thread.FieldHolder) since 19.
 #pragma once
 
 #include <cstdint>
@@ -25,15 +27,21 @@ class JavaObjects {
 
   // The Java name of the JavaThread at `java_thread` ("main", "AWT-EventQueue-0"), or nothing.
   std::optional<std::string> ThreadName(uint64_t java_thread) const;
+  // Its java.lang.Thread's threadStatus (JVMTI state bits), or nothing.
+  std::optional<int32_t> ThreadStatus(uint64_t java_thread) const;
 
  private:
   explicit JavaObjects(Memory& memory) : memory_(&memory) {}
   // The object a reference field at `address` points to (decoded when compressed).
   std::optional<uint64_t> Reference(uint64_t address) const;
+  // The java.lang.Thread of the JavaThread at `java_thread`.
+  std::optional<uint64_t> ThreadObject(uint64_t java_thread) const;
 
   Memory* memory_;
   uint64_t thread_obj_ = 0;  // JavaThread::_threadObj + OopHandle::_obj
   int32_t thread_name_ = 0, string_value_ = 0, string_coder_ = 0;
+  int32_t thread_holder_ = 0;  // Thread.holder (JDK 19+), 0: threadStatus is the Thread's own
+  int32_t thread_status_ = 0;  // 0: not readable
   bool compressed_ = false;
   uint64_t narrow_base_ = 0;
   int shift_ = 0;

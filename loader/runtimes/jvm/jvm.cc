@@ -199,8 +199,9 @@ class HotSpotRuntime : public Runtime {
         "jvm-edt",
         fmt::format("{} runs HotSpot with its method probes off (as {} tells): profile jvm-edt, event-dispatch "
                     "messages bounded by the thread's waits for its next event and named by the code they run, "
-                    "Java frames in samples, switch-outs and thread dumps; for exact messages and Java method "
-                    "beats start java with -XX:+DTraceMethodProbes",
+                    "Java frames in samples, switch-outs and thread dumps, monitor contention with its holder "
+                    "from libjvm.so's lock code (the monitor's class needs -XX:+DTraceMonitorProbes); for exact "
+                    "messages and Java method beats start java with -XX:+DTraceMethodProbes",
                     who, source)};
   }
 

@@ -2,6 +2,8 @@
 // while they live.
 #include "loader/session/thread_names.h"
 
+#include "looptrace/tracers/text_pool.h"
+
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -58,6 +60,31 @@ TEST(ThreadNamer, NamesEachThreadOnceBeforeItsFirstEvent) {
   EXPECT_TRUE(std::holds_alternative<ProbeEvent>(sink.events[5]));  // 12: no name, no event
   EXPECT_TRUE(std::holds_alternative<SessionEnd>(sink.events[6]));
   EXPECT_EQ(reads, (std::map<uint32_t, int>{{10, 1}, {11, 1}, {12, 1}}));
+}
+
+TEST(ThreadNamer, AMonitorReleaseNamesItsHolderByTheWholeNameTheReaderKnows) {
+  Collect sink;
+  ThreadNamer namer(sink, [&](uint32_t tid) -> std::string {
+    return tid == 20 ? "monitor-holder-thread" : tid == 21 ? "lock-holder" : "";  // 22 is gone
+  });
+  auto release = [](uint32_t tid, std::string_view comm) {
+    ProbeEvent e = Hit(100, tid);
+    e.role = Role::kLockRelease;
+    e.args.push_back({"monitor", 0x1000, nullptr, false});
+    e.args.push_back({"thread", tid, TextPool::Intern(comm), true});
+    return e;
+  };
+  namer.OnEvent(release(20, "monitor-holder-"));  // the kernel's 15 bytes
+  namer.OnEvent(release(21, "lock-holder"));
+  namer.OnEvent(release(22, "worker-7"));
+  std::vector<std::string> holders;
+  for (const Event& e : sink.events)
+    if (const auto* p = std::get_if<ProbeEvent>(&e)) {
+      ASSERT_NE(p->Arg("thread"), nullptr);
+      EXPECT_EQ(p->Arg("monitor")->value, 0x1000u);
+      holders.push_back(*p->Arg("thread")->text);
+    }
+  EXPECT_EQ(holders, (std::vector<std::string>{"monitor-holder-thread", "lock-holder", "worker-7"}));
 }
 
 TEST(ThreadNamer, ReadsALiveThreadsNameFromProc) {

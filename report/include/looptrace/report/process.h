@@ -36,6 +36,7 @@ struct ThreadSnapshot {
   char state = '?';                       // /proc state letter: R S D T Z ...
   uint64_t state_since_ns = 0;            // when it entered that state (0 = unknown)
   std::string wchan;                      // kernel wait channel
+  std::string java_state;                 // a Java thread's state as jstack says it ("" = not one)
   uint64_t futex_address = 0;             // blocked in futex() on this address (0 = not)
   uint32_t futex_owner_tid = 0;           // owner of that futex when it is a pthread mutex (0 = unknown)
   std::vector<std::string> kernel_stack;  // at its last switch-out (or latest sample if running)

@@ -19,14 +19,19 @@ inline constexpr uint32_t kTaskUninterruptible = 0x2;
 // and the kernel stack it blocked in.
 std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack);
 
+// Why a stopped thread of a snapshot waits: "lock" when it waits on a futex, else
+// ClassifyOffCpu's reason from its kernel stack; "sleep" for a Java thread in Thread.sleep
+// (HotSpot sleeps on a futex too: its Java state says more).
+std::string SnapshotWaitReason(const ThreadSnapshot& thread);
+
 // An off-CPU reason in words: "lock" -> "lock wait", "io" -> "disk I/O", ...
 std::string StuckText(const std::string& reason);
 
 // Follows "waits on a futex owned by" edges from `start`; the cycle if it comes back.
 std::vector<uint32_t> FindDeadlock(const std::vector<ThreadSnapshot>& threads, uint32_t start);
 
-// What the main thread is doing by its snapshot (state, wait channel, futex edges): fills
-// the dump's main_state and deadlock_cycle.
+// What the main thread (the loop thread the snapshot is about) is doing by its snapshot
+// (state, wait channel, futex edges): fills the dump's main_state and deadlock_cycle.
 void ClassifyMainThread(ThreadDump* dump);
 
 }  // namespace looptrace
