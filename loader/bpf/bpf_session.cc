@@ -75,11 +75,13 @@ std::optional<std::pair<std::string, uint64_t>> FileOffsetOf(uint64_t address) {
   return std::nullopt;
 }
 
-uint64_t MonotonicNs() {
+uint64_t ClockNs(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
 }
+uint64_t MonotonicNs() { return ClockNs(CLOCK_MONOTONIC); }
+uint64_t ThreadCpuNs() { return ClockNs(CLOCK_THREAD_CPUTIME_ID); }
 
 // ns per call of the calibration function, the fastest of a few batches (the least disturbed).
 double NsPerCall() {
@@ -117,6 +119,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
 
   // Load with uprobe_multi first; a kernel without it rejects that program, and the
   // object is loaded again without it.
+  const uint64_t open_began_ns = MonotonicNs();
+  const uint64_t open_began_cpu_ns = ThreadCpuNs();
   int load_error = 0;
   for (bool with_multi : {true, false}) {
     LIBBPF_OPTS(bpf_object_open_opts, open_opts);
@@ -169,6 +173,13 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
       else
         bpf_program__set_autoload(prog, false);
     }
+    // Only the probe programs the plan attaches: lt_uprobe is the fallback of uprobe_multi.
+    if (!options.uprobe_points) bpf_program__set_autoload(skel->progs.lt_uprobe_multi, false);
+    if (!options.uprobe_points || with_multi) bpf_program__set_autoload(skel->progs.lt_uprobe, false);
+    if (!options.usdt_points) bpf_program__set_autoload(skel->progs.lt_usdt, false);
+    if (!options.fast_beats || !options.uprobe_points)
+      for (bpf_program* prog : {skel->progs.lt_beat_enter, skel->progs.lt_beat_exit})
+        bpf_program__set_autoload(prog, false);
     load_error = lt_probes__load(skel.get());
     if (load_error == 0) {
       session->skel_ = std::move(skel);
@@ -186,6 +197,9 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
                                             "lockdown forbids BPF")
                            : "rerun with -vv to see the verifier log");
   }
+  session->load_cost_.wall_ns = MonotonicNs() - open_began_ns;
+  session->load_cost_.cpu_ns = ThreadCpuNs() - open_began_cpu_ns;
+  session->NoteLoadedPrograms();
   lt_probes* skel = session->skel_.get();
   // What the programs cost, for the report (cost counters); a kernel or a policy that
   // refuses only loses those figures.
@@ -540,6 +554,24 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::stack_walks_no_frame_pointer, sum(LT_STAT_WALK_NO_FP));
   stats.Set(StatId::stack_walks_cut_at_interpreter, sum(LT_STAT_WALK_AT_INTERPRETER));
   return stats;
+}
+
+// What each loaded program cost the verifier (-v), and the sum for the start line.
+void BpfSession::NoteLoadedPrograms() {
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    const int fd = bpf_program__fd(prog);
+    if (fd < 0) continue;
+    ++load_cost_.programs;
+    bpf_prog_info info{};
+    uint32_t size = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &size) != 0) continue;
+    load_cost_.verified_insns += info.verified_insns;
+    log::V2("bpf program {}: {} instructions, {} verified", bpf_program__name(prog), info.xlated_prog_len / 8,
+            info.verified_insns);
+  }
+  log::V1("bpf: {} programs loaded in {:.0f} ms ({:.0f} ms CPU, {} instructions verified)", load_cost_.programs,
+          load_cost_.wall_ns / 1e6, load_cost_.cpu_ns / 1e6, load_cost_.verified_insns);
 }
 
 // The kernel's run counts and times of every loaded program: the probe programs run once

@@ -49,6 +49,19 @@ struct BpfSessionOptions {
   uint64_t preempt_stacks_after_ns = 0;        // no stacks at preemptions in younger messages (0: all)
   std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
   InterpreterBpfConfig interpreters;           // layouts of the interpreters BPF walks (runtimes/interpreter.h)
+  // Which probe programs the plan attaches: each of them costs the verifier 0.2-0.5 s of CPU
+  // (the whole probe path, Python callables included), so the others are not loaded.
+  bool uprobe_points = true;  // uprobes or uretprobes (lt_uprobe_multi, else lt_uprobe)
+  bool usdt_points = true;    // USDT probes (lt_usdt)
+  bool fast_beats = true;     // method beats on the fast path (lt_beat_enter, lt_beat_exit)
+};
+
+// What opening a session cost: the kernel's verifier dominates a session's start.
+struct BpfLoadCost {
+  uint64_t wall_ns = 0;       // opening and loading the object (every program verified)
+  uint64_t cpu_ns = 0;        // the loader's CPU time meanwhile (the verifier runs in its syscalls)
+  size_t programs = 0;        // programs loaded
+  size_t verified_insns = 0;  // instructions the verifier processed, all programs
 };
 
 // The loader attaches a group of points in uprobe_multi links of at most this many, so it
@@ -85,6 +98,7 @@ class BpfSession {
   size_t attached_points() const { return attached_points_; }
   size_t skipped_points() const { return skipped_points_; }  // glob matches the kernel refused
   bool uses_uprobe_multi() const { return uprobe_multi_; }
+  const BpfLoadCost& load_cost() const { return load_cost_; }
 
   // Fd that becomes readable when BPF nudges (the record ring is half full, a SIGQUIT);
   // otherwise the caller polls on a timer and calls Consume().
@@ -151,6 +165,7 @@ class BpfSession {
 
   BpfSession() = default;
   void AddRunTimes(Stats* stats) const;
+  void NoteLoadedPrograms();
   Result<void> AttachOne(const ResolvedProbe& probe, int pid);
   Result<void> AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid);
   int CreateMultiLink(const std::vector<const ResolvedProbe*>& probes, int pid);
@@ -170,6 +185,7 @@ class BpfSession {
   bool thread_tracking_enabled_ = true;
   bool thread_tracking_ = false;
   bool uprobe_multi_ = false;
+  BpfLoadCost load_cost_;
   // The kernel's BPF run-time statistics (run_time_ns, run_cnt), on while this is open: the
   // cost counters. Machine-wide: every BPF program pays two clock reads per run meanwhile.
   UniqueFd run_stats_;

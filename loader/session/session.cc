@@ -135,20 +135,20 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.preempt_stacks_after_ns = switch_stacks.preempt_stacks_after_ns;
   loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, switch_stacks.preempt_stacks_after_ns);
   if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
+  bpf_options.uprobe_points = bpf_options.usdt_points = bpf_options.fast_beats = false;
+  for (const ResolvedProbe& probe : plan_.probes) {
+    (probe.spec.kind == ProbeKind::kUsdt ? bpf_options.usdt_points : bpf_options.uprobe_points) = true;
+    bpf_options.fast_beats |= UsesFastBeats(probe);
+  }
   if (interpreter_) interpreter_->DescribeLayout(&bpf_options.interpreters);
   ASSIGN_OR_RETURN(bpf_, BpfSession::Open(
                              bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
-  if (unwind_rows_) {
-    unwind_rows_->SetBpf(bpf_.get(), bpf_options.unwind_row_capacity);
-    // A running target's rows before its first sample; a command's after its exec, at the
-    // first drain.
-    if (!options_.held_child) {
-      unwind_rows_->Sync();
-      unwind_rows_synced_ns_ = unwind_rows_first_ns_ = NowNs(CLOCK_MONOTONIC);
-    }
-  }
+  // Rows are written once the probes are attached (Join: a running target's; a command's
+  // after its exec, at the first drains): a session records from the start without waiting
+  // for them, and the few samples before are walked by frame pointers.
+  if (unwind_rows_) unwind_rows_->SetBpf(bpf_.get(), bpf_options.unwind_row_capacity);
   stacks_.emplace(static_cast<pid_t>(tgid), addresses_->symbolizer(), &loader_stats_);
   decoder_.emplace(&plan_, &strings_, &loader_stats_, tgid, &*kernel_stacks_, &identities_, &*addresses_);
   decoder_->SetStackResolver(&*stacks_);
@@ -295,6 +295,7 @@ StallSnapshot Session::Take(const SnapshotRequest& request) {
 }
 
 Result<void> Session::Join(EventLoop& loop, int pid_fd, std::function<void()> on_target_exit) {
+  SyncUnwindRows();
   // The ring's fd only wakes the loop early (a nudge); Drain() consumes.
   ring_fd_ = bpf_->ring_epoll_fd();
   RETURN_IF_ERROR(loop.Add(ring_fd_, EPOLLIN, [](uint32_t) {}));

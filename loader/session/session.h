@@ -73,7 +73,7 @@ class Session : private SnapshotSource {
   Result<void> Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid);
   // Before Prepare: compiles the BPF stack walker's .eh_frame rows (the running target's
   // modules, or `exe_path` and the libraries it needs for a command not started yet), so
-  // Prepare sizes their array and they are in place before the first sample.
+  // Prepare sizes their array; they are written once the probes are attached (Join).
   void PrepareUnwindRows(int pid, const std::string& exe_path, const std::string& ld_library_path);
   // Before Prepare: the target's interpreter (runtimes.h InterpreterOf), whose frames BPF
   // walks once it is located in the process; null: none.

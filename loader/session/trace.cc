@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <set>
+#include <string_view>
 
 #include "loader/bpf/bpf_prerequisites.h"
 #include "loader/plan/profile_choice.h"
@@ -91,9 +93,37 @@ void WarnAboutExpensiveProbes(const AttachPlan& plan) {
         slow.size(), points.size());
 }
 
+// What a session's start costs, wall and the loader's CPU (profile choice, unwind rows, the
+// BPF verifier, attaching): said on the start line, and per phase with -v.
+class StartClock {
+ public:
+  StartClock() : wall_ns_(Now(CLOCK_MONOTONIC)), cpu_ns_(Now(CLOCK_PROCESS_CPUTIME_ID)) {}
+  // -v: the phase that ended now, and what it took since the previous one.
+  void Phase(std::string_view what) {
+    const uint64_t wall = Now(CLOCK_MONOTONIC), cpu = Now(CLOCK_PROCESS_CPUTIME_ID);
+    log::V1("start: {} in {:.0f} ms ({:.0f} ms CPU)", what, (wall - phase_wall_ns_) / 1e6, (cpu - phase_cpu_ns_) / 1e6);
+    phase_wall_ns_ = wall;
+    phase_cpu_ns_ = cpu;
+  }
+  std::string Text() const {
+    return fmt::format("{:.2f} s ({:.2f} s CPU)", (Now(CLOCK_MONOTONIC) - wall_ns_) / 1e9,
+                       (Now(CLOCK_PROCESS_CPUTIME_ID) - cpu_ns_) / 1e9);
+  }
+
+ private:
+  static uint64_t Now(clockid_t clock) {
+    timespec ts;
+    clock_gettime(clock, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
+  }
+  uint64_t wall_ns_, cpu_ns_;
+  uint64_t phase_wall_ns_ = wall_ns_, phase_cpu_ns_ = cpu_ns_;
+};
+
 }  // namespace
 
 Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline) {
+  StartClock clock;
   if (pid <= 0) return MakeError(fmt::format("invalid pid {}", pid), ExitCode::kUsage);
   if (kill(pid, 0) != 0 && errno == ESRCH)
     return MakeError(fmt::format("no process with pid {}", pid), ExitCode::kTarget, "check the pid with ps or pgrep");
@@ -108,12 +138,16 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
   ASSIGN_OR_RETURN(auto chosen, ChooseAndCheck(options, target, ReadTargetCommand(pid)));
   auto& [profile, plan] = chosen;
   WarnAboutExpensiveProbes(plan);
+  clock.Phase("profile chosen and resolved");
 
   attached.session = std::make_unique<Session>(options, signal_fd, pipeline);
   Session& session = *attached.session;
   session.SetInterpreter(InterpreterOf(target, pid));
+  clock.Phase("interpreter found");
   session.PrepareUnwindRows(pid, target.exe_path, target.ld_library_path);
+  clock.Phase("unwind rows compiled");
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(pid)));
+  clock.Phase("bpf loaded, rows published");
   // Thread tracking first: the target is running, and the loop thread's records carry its
   // exact CPU time only once sched_switch is traced, so its first record already does (a
   // message begun on the kernel's tick-granular figure and ended on the exact one would be
@@ -130,17 +164,19 @@ Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, 
   start.command = ReadComm(pid);
   start.command_line = ReadCommandLine(pid);
   start.device = ReadDeviceInfo(pid);
+  clock.Phase("probes attached");
   session.Start(start);
   attached.command = start.command;
   attached.profile = profile.name;
+  attached.start_cost = clock.Text();
   return attached;
 }
 
 Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline) {
   ASSIGN_OR_RETURN(AttachedProcess attached, AttachProcess(pid, options, signal_fd, pipeline));
   Session& session = *attached.session;
-  log::Info("tracing pid {} ({}) with profile {}: {} attached; Ctrl-C to stop", pid, attached.command, attached.profile,
-            DescribeProbeCount(session.plan()));
+  log::Info("tracing pid {} ({}) with profile {}: {} attached in {}; Ctrl-C to stop", pid, attached.command,
+            attached.profile, DescribeProbeCount(session.plan()), attached.start_cost);
   ASSIGN_OR_RETURN(std::string reason, session.Stream(attached.pid_fd.get()));
   if (reason == "target-exited") log::Info("pid {} exited", pid);
   session.Finish(reason);
@@ -149,6 +185,7 @@ Result<void> RecordProcess(pid_t pid, const SessionOptions& options, int signal_
 
 Result<RunResult> RunCommand(const std::vector<std::string>& argv, const SessionOptions& options, int signal_fd,
                              Pipeline& pipeline) {
+  StartClock clock;
   if (argv.empty()) return MakeError("run needs a command after --", ExitCode::kUsage);
   ASSIGN_OR_RETURN(std::string command_path, FindInPath(argv[0]));
   TargetBinaries target;
@@ -159,24 +196,29 @@ Result<RunResult> RunCommand(const std::vector<std::string>& argv, const Session
   ASSIGN_OR_RETURN(auto chosen, ChooseAndCheck(options, target, CommandOf(argv)));
   auto& [profile, plan] = chosen;
   WarnAboutExpensiveProbes(plan);
+  clock.Phase("profile chosen and resolved");
 
   ASSIGN_OR_RETURN(HeldChild child, HeldChild::Fork(command_path, argv));
   SessionOptions held = options;
   held.held_child = true;
   Session session(held, signal_fd, pipeline);
   session.SetInterpreter(InterpreterOf(target, child.pid()));
+  clock.Phase("interpreter found");
   session.PrepareUnwindRows(child.pid(), target.exe_path, target.ld_library_path);
+  clock.Phase("unwind rows compiled");
   RETURN_IF_ERROR(session.Prepare(profile, std::move(plan), static_cast<uint32_t>(child.pid())));
+  clock.Phase("bpf loaded");
   session.AttachThreadTracking();  // before the probes, as for a running process (above)
   RETURN_IF_ERROR(session.Attach(child.pid()));
+  clock.Phase("probes attached");
   SessionStart start;
   start.pid = static_cast<uint32_t>(child.pid());
   start.command = argv[0].substr(argv[0].find_last_of('/') + 1);
   start.command_line = CommandLineText(argv);
   start.device = ReadDeviceInfo(getpid());
   session.Start(start);
-  log::Info("running {} as pid {} with profile {}: {} attached", argv[0], child.pid(), profile.name,
-            DescribeProbeCount(session.plan()));
+  log::Info("running {} as pid {} with profile {}: {} attached in {}", argv[0], child.pid(), profile.name,
+            DescribeProbeCount(session.plan()), clock.Text());
   RETURN_IF_ERROR(child.Release());
 
   ASSIGN_OR_RETURN(std::string reason, session.Stream(child.pid_fd()));

@@ -25,6 +25,7 @@ struct AttachedProcess {
   UniqueFd pid_fd;      // readable once the process exits
   std::string command;  // its comm
   std::string profile;
+  std::string start_cost;  // "0.41 s (0.30 s CPU)": from the request to the probes attached
 };
 Result<AttachedProcess> AttachProcess(pid_t pid, const SessionOptions& options, int signal_fd, Pipeline& pipeline);
 

@@ -193,7 +193,8 @@ CallableName CodeNamer::NameCallable(std::span<const uint64_t> slots, const Targ
   }
   switch (kind & 0xff) {
     case LT_PY_CALLABLE_FUNCTION: {
-      // Before 3.11 code objects have no qualified name: BPF sent the function's.
+      // The function's __qualname__, which BPF sent (asyncio's repr names it so; code objects
+      // have none before 3.11, and may be gone when the target exited); else the code's.
       std::string name = text(slots[3]);
       if (name.empty()) name = code_name;
       if (name.empty()) break;

@@ -295,7 +295,10 @@ lt_py_layout ToBpf(const Layout& l) {
   b.cfunc_ml = l.cfunc_ml;
   b.cfunc_self = l.cfunc_self;
   b.func_code = l.func_code;
-  b.func_qualname = l.code_qualname == kNone ? l.func_qualname : kNone;
+  // Every version: BPF sends the function's __qualname__ (as asyncio's repr names it) at the
+  // hit, so a callable keeps its name when its code object can no longer be read (the target
+  // exited before the record was read).
+  b.func_qualname = l.func_qualname;
   b.task_coro = l.task_coro;
   b.task_name = l.task_name;
   b.gen_code = l.gen_code;
