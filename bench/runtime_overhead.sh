@@ -35,7 +35,9 @@ setups=(
   "cprofile-plain|-|-m cProfile -o /dev/null"
   "cprofile-python-method-beats|--profile python|-m cProfile -o /dev/null"
 )
+ONLY=${4:-all}
 for ((round = 0; round < ROUNDS; ++round)); do
+  [[ $ONLY == java ]] && break
   for setup in "${setups[@]}"; do
     IFS='|' read -r name options interp <<<"$setup"
     # shellcheck disable=SC2086
@@ -83,15 +85,17 @@ def median(name, field=3):  # 3: the loop thread's CPU time; 6: its wall time
     return statistics.median(int(line.split()[field]) for line in open(f"{out}/{name}") if line.startswith("busy"))
 rows = ["plain", "python-asyncio", "python-asyncio-no-tracking", "usdt-string-condition", "usdt-integer-floor", "python-method-beats",
         "cprofile-plain", "cprofile-python-method-beats"]
-t = {name: median(name) for name in rows}
-for name in rows:
+import os
+t = {name: median(name) for name in rows} if os.path.exists(f"{out}/plain") else {}
+for name in rows if t else []:
     print(f"{name:30} {t[name] / 1e6:10.1f} ms cpu  {t[name] / calls:8.1f} ns/call")
-print(f"ratio python-asyncio / plain                       {t['python-asyncio'] / t['plain']:.2f}")
-print(f"ratio python-asyncio, no thread tracking / plain   {t['python-asyncio-no-tracking'] / t['plain']:.2f}")
-print(f"ratio usdt string condition / plain                {t['usdt-string-condition'] / t['plain']:.2f}")
-print(f"ratio usdt string condition / integer floor        {t['usdt-string-condition'] / t['usdt-integer-floor']:.2f}")
-print(f"ratio python method beats / plain                  {t['python-method-beats'] / t['plain']:.2f}")
-print(f"ratio python method beats under cProfile / cProfile {t['cprofile-python-method-beats'] / t['cprofile-plain']:.2f}")
+if t:
+    print(f"ratio python-asyncio / plain                       {t['python-asyncio'] / t['plain']:.2f}")
+    print(f"ratio python-asyncio, no thread tracking / plain   {t['python-asyncio-no-tracking'] / t['plain']:.2f}")
+    print(f"ratio usdt string condition / plain                {t['usdt-string-condition'] / t['plain']:.2f}")
+    print(f"ratio usdt string condition / integer floor        {t['usdt-string-condition'] / t['usdt-integer-floor']:.2f}")
+    print(f"ratio python method beats / plain                  {t['python-method-beats'] / t['plain']:.2f}")
+    print(f"ratio python method beats under cProfile / cProfile {t['cprofile-python-method-beats'] / t['cprofile-plain']:.2f}")
 j = {name: median(name) for name in ["java-plain", "java-method-probes-on", "java-jvm-profile"]}
 for name, value in j.items():
     print(f"{name:30} {value / 1e6:10.1f} ms cpu  {value / calls:8.1f} ns/call")

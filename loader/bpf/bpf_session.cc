@@ -514,6 +514,18 @@ std::vector<std::vector<const ResolvedProbe*>> BpfSession::SplitIntoLinks(
   return out;
 }
 
+uint64_t BpfSession::RecordsLost() const {
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return records_lost_;
+  std::vector<uint64_t> values(ncpu);
+  const uint32_t key = LT_STAT_RECORDS_FULL;
+  uint64_t total = records_lost_;
+  if (bpf_map__lookup_elem(skel_->maps.stats, &key, sizeof(key), values.data(), values.size() * sizeof(uint64_t), 0) ==
+      0)
+    for (uint64_t v : values) total += v;
+  return total;
+}
+
 Stats BpfSession::ReadCounters() const {
   Stats stats;
   int ncpu = libbpf_num_possible_cpus();

@@ -148,6 +148,8 @@ class BpfSession {
   // Loss and filter counters kept by the BPF programs (summed over CPUs), and what the
   // programs cost (the kernel's run counts and times, when it keeps them).
   Stats ReadCounters() const;
+  // The records lost so far (dropped in BPF on a full ring, or overwritten): one counter read.
+  uint64_t RecordsLost() const;
   // What one uprobe hit costs here (the trap, the kernel's dispatch, an empty BPF program),
   // in ns: a function of looptrace's own timed with a probe on it and without (a few ms).
   Result<uint64_t> MeasureUprobeHitNs();

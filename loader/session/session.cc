@@ -275,14 +275,14 @@ void Session::Start(SessionStart start) {
   events_.OnEvent(start);
 }
 
-void Session::Watchdog(uint64_t now_ns) {
+void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {
   if (now_ns - last_cpu_sample_ns_ >= 500'000'000) {
     snapshots_->SampleCpu(now_ns);
     FindLoopThreadByName();
     SampleRuntimeThreads();  // threads started since
     last_cpu_sample_ns_ = now_ns;
   }
-  pipeline_.Tick(now_ns);
+  if (judge_stalls) pipeline_.Tick(now_ns);
 }
 
 StallSnapshot Session::Take(const SnapshotRequest& request) {
@@ -388,8 +388,17 @@ void Session::SyncUnwindRows() {
 Result<void> Session::Drain() {
   LocateInterpreter();
   SyncUnwindRows();
+  // Everything before now is in the rings: once they are consumed, the pipeline's view is
+  // complete up to here, however long consuming takes (a backlog must not make the spans it
+  // ends look older than they are).
+  const uint64_t complete_ns = NowNs(CLOCK_MONOTONIC);
   RETURN_IF_ERROR(bpf_->Consume());
-  Watchdog(NowNs(CLOCK_MONOTONIC));
+  // Records lost since the last look may hold a message's end: its span looks open until a
+  // later record settles it (the next begin ends it as lost), so no stall is judged now.
+  const uint64_t lost = bpf_->RecordsLost();
+  const bool complete = lost == records_lost_seen_;
+  records_lost_seen_ = lost;
+  Watchdog(complete_ns, complete);
   return {};
 }
 

@@ -105,7 +105,8 @@ class Session : private SnapshotSource {
  private:
   void OnRecord(const lt_record& record);
   void OnSideRecord(std::span<const uint8_t> raw);
-  void Watchdog(uint64_t now_ns);
+  // Snapshots stalls (pipeline Tick) only when `judge_stalls`: the view holds every record.
+  void Watchdog(uint64_t now_ns, bool judge_stalls);
   // SnapshotSource: the main thread, or the loop thread once BPF claimed it (0 before).
   uint32_t LoopThread() override;
   StallSnapshot Take(const SnapshotRequest& request) override;
@@ -162,6 +163,7 @@ class Session : private SnapshotSource {
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
   uint32_t sampled_tid_ = 0;     // the thread a cpu-clock sampler follows before that (the main one)
   uint64_t last_cpu_sample_ns_ = 0;
+  uint64_t records_lost_seen_ = 0;      // RecordsLost() at the last drain
   std::set<uint32_t> runtime_sampled_;  // threads sampled for the runtime (SampleRuntimeThreads)
   uint64_t stop_ns_ = UINT64_MAX;       // the session's end: later records are dropped (and counted)
   uint64_t deadline_ns_ = UINT64_MAX;   // when -d ends the session

@@ -124,10 +124,10 @@ std::string SymbolizerStats::ToString() const {
 // ---------------------------------------------------------------------------------------
 // Module
 
-Module::Module(ModuleLocation location, Result<ElfFile> elf, ModuleCacheOptions options)
+Module::Module(ModuleLocation location, Result<std::shared_ptr<const ElfFile>> elf, ModuleCacheOptions options)
     : location_(std::move(location)), options_(std::move(options)) {
   if (elf) {
-    elf_.emplace(std::move(*elf));
+    elf_ = std::move(*elf);
     build_id_ = elf_->build_id();
     if (elf_->functions().empty()) load_degradation_ = Degradation::kNoSymbols;
   } else {
@@ -327,7 +327,7 @@ std::shared_ptr<Module> ModuleCache::Get(const ModuleLocation& location) {
       return it->second;
     }
   }
-  auto module = std::make_shared<Module>(location, ElfFile::Open(location.open_path), options_);
+  auto module = std::make_shared<Module>(location, OpenShared(identity, location.open_path), options_);
   std::lock_guard lock(mutex_);
   if (auto it = by_identity_.find(key); it != by_identity_.end()) {
     ++stats_.modules_shared;  // loaded by another thread meanwhile
@@ -363,11 +363,21 @@ std::shared_ptr<Module> ModuleCache::Get(const ModuleLocation& location) {
   return module;
 }
 
+Result<std::shared_ptr<const ElfFile>> ModuleCache::OpenShared(const std::string& identity,
+                                                               const std::string& open_path) {
+  if (!identity.empty()) {
+    std::lock_guard lock(mutex_);
+    if (auto it = elves_.find(identity); it != elves_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(ElfFile opened, ElfFile::Open(open_path));
+  auto elf = std::make_shared<const ElfFile>(std::move(opened));
+  if (identity.empty()) return elf;
+  std::lock_guard lock(mutex_);
+  return elves_.try_emplace(identity, std::move(elf)).first->second;  // another thread's, if first
+}
+
 Result<std::shared_ptr<const ElfFile>> ModuleCache::Elf(const std::string& path) {
-  std::shared_ptr<Module> module = Get(path);
-  if (const ElfFile* elf = module->elf()) return std::shared_ptr<const ElfFile>(module, elf);
-  ASSIGN_OR_RETURN(ElfFile elf, ElfFile::Open(path));  // readable now: not the cached module's file
-  return std::make_shared<const ElfFile>(std::move(elf));
+  return OpenShared(FileIdentity(path), path);
 }
 
 SymbolizerStats ModuleCache::stats() const {

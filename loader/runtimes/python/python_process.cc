@@ -161,7 +161,9 @@ class CPythonProcess : public InterpreterSupport {
     const uint64_t code_type = file_.code_type_address + *bias;
     uint64_t interp = 0;
     if (!memory_->Read(runtime + l.runtime_interpreters_head, &interp, sizeof(interp))) return false;
-    if (!interp) return false;  // not initialized yet
+    // Not initialized yet: null, or (a target found within milliseconds of its start, before
+    // the dynamic linker or Py_Initialize filled it in) no pointer at all.
+    if (interp < 0x10000 || interp % 8 != 0) return false;
     auto fail = [&](std::string_view why) {
       return MakeError(
           fmt::format("{}: the layout of CPython {}.{} does not match the running interpreter ({}): "

@@ -211,9 +211,9 @@ TEST(SymbolizerTest, NamesAddressesOfAProcessWithLines) {
   EXPECT_THAT(stats.ToString(), HasSubstr("unmapped=1"));
 }
 
-// One read per file: the planner, the runtimes and the frame namer share the module's ELF
-// file (a large executable is read once per run), and a file that could not be read is
-// tried again at the next call, never remembered as missing.
+// One read per file: the planner, the runtimes and the frame namer share the ELF file (a
+// large executable is read once per run) but not the module's name for it, and a file that
+// could not be read is tried again at the next call, never remembered as missing.
 TEST(SymbolizerTest, ElfFilesAreReadOncePerFileAndErrorsAreNotKept) {
   auto cache = std::make_shared<ModuleCache>();
   const std::string path = FixturePath("symtest_o2_nofp_pie");
@@ -222,7 +222,10 @@ TEST(SymbolizerTest, ElfFilesAreReadOncePerFileAndErrorsAreNotKept) {
   auto second = cache->Elf(path);
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(first->get(), second->get());
-  EXPECT_EQ(first->get(), cache->Get(path)->elf());
+  // The module made for the file later shares it, under the symbolizer's own name for it.
+  auto module = cache->Get(ModuleLocation{path, "/usr/bin/as-the-process-sees-it", ""});
+  EXPECT_EQ(first->get(), module->elf());
+  EXPECT_EQ(module->path(), "/usr/bin/as-the-process-sees-it");
   EXPECT_FALSE((*first)->functions().empty());
 
   TempDir dir;

@@ -130,7 +130,7 @@ struct ModuleLocation {
 // One ELF file and what is known about it. Thread-safe: lookups take a per-module lock.
 class Module {
  public:
-  Module(ModuleLocation location, Result<ElfFile> elf, ModuleCacheOptions options);
+  Module(ModuleLocation location, Result<std::shared_ptr<const ElfFile>> elf, ModuleCacheOptions options);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -138,7 +138,7 @@ class Module {
   const std::string& path() const { return location_.display_path; }
   const std::string& build_id() const { return build_id_; }
   // Null when the file could not be read; load_error() says why.
-  const ElfFile* elf() const { return elf_ ? &*elf_ : nullptr; }
+  const ElfFile* elf() const { return elf_.get(); }
   const std::string& load_error() const { return load_error_; }
   Degradation load_degradation() const { return load_degradation_; }
   // The accepted separate debug file, "" if none (or not searched yet).
@@ -156,7 +156,7 @@ class Module {
   void LoadDwarfLocked();
 
   ModuleLocation location_;
-  std::optional<ElfFile> elf_;
+  std::shared_ptr<const ElfFile> elf_;  // shared with ModuleCache::Elf callers
   std::string build_id_;
   std::string load_error_;
   Degradation load_degradation_ = Degradation::kNone;
@@ -190,9 +190,10 @@ class ModuleCache {
   std::shared_ptr<Module> Get(const ModuleLocation& location);
   // Same, for a plain path.
   std::shared_ptr<Module> Get(const std::string& path);
-  // The ELF file at `path`, read once per file identity: the module's, shared with every
-  // symbolizer of the cache. Errors are ElfFile::Open's, never cached (a file missing now may
-  // be there at the next call).
+  // The ELF file at `path`, read once per file identity and shared with the module made for
+  // that file (whose name and debug search stay the symbolizer's: a planner's path such as
+  // /proc/PID/exe names no frame). Errors are ElfFile::Open's, never cached (a file missing
+  // now may be there at the next call).
   Result<std::shared_ptr<const ElfFile>> Elf(const std::string& path);
 
   // Module-level counters (lookup counters are zero).
@@ -206,7 +207,11 @@ class ModuleCache {
   std::unordered_map<std::string, std::shared_ptr<Module>> by_identity_;
   std::unordered_map<std::string, std::shared_ptr<Module>> by_build_id_;
   std::vector<std::shared_ptr<Module>> modules_;
+  std::unordered_map<std::string, std::shared_ptr<const ElfFile>> elves_;  // by identity
   SymbolizerStats stats_;
+
+  // The file of `identity` at `open_path`, read once (elves_).
+  Result<std::shared_ptr<const ElfFile>> OpenShared(const std::string& identity, const std::string& open_path);
 };
 
 struct SymbolizerOptions {
