@@ -2128,6 +2128,27 @@ static __always_inline long eh_stop(struct eh_walk *w, __u32 end)
 	return 1;
 }
 
+/*
+ * The caller of a frame that keeps the frame-pointer convention (push rbp; mov rbp, rsp):
+ * code no row covers, such as JIT code and V8's builtins inside node. A chain that is not
+ * there ends the walk with `end`. Back in code with rows, rbp is the caller's register as
+ * the rows expect: the convention saves it where the rows would restore it from.
+ */
+static __always_inline long eh_fp_step(struct eh_walk *w, __u32 end)
+{
+	__u64 ret;
+
+	if (w->bp <= w->sp || w->bp - w->sp > (8 << 20))
+		return eh_stop(w, end);
+	if (eh_return_address(w, w->bp + 8, &ret))
+		return eh_stop(w, LT_WALK_READ_FAULT);
+	w->sp = w->bp + 16;
+	w->bp = read_user_u64(w->bp);
+	w->pc = ret;
+	count(LT_STAT_FP_FRAMES);
+	return 0;
+}
+
 /* One frame: record pc, then find the caller's pc, sp and bp. A bpf_loop callback. */
 static long eh_step(__u32 i, struct eh_walk *w)
 {
@@ -2151,20 +2172,14 @@ static long eh_step(__u32 i, struct eh_walk *w)
 		if (w->view_cut && eh_in_hotspot_code(lookup))
 			return eh_stop(w, LT_WALK_AT_INTERPRETER);
 		/* JIT or anonymous code: by frame pointer, as the kernel walks */
-		if (w->bp <= w->sp || w->bp - w->sp > (8 << 20))
-			return eh_stop(w, LT_WALK_NO_FP);
-		if (eh_return_address(w, w->bp + 8, &ret))
-			return eh_stop(w, LT_WALK_READ_FAULT);
-		w->sp = w->bp + 16;
-		w->bp = read_user_u64(w->bp);
-		w->pc = ret;
-		return 0;
+		return eh_fp_step(w, LT_WALK_NO_FP);
 	}
 	if (w->view_cut && (m->flags & LT_MODULE_INTERPRETER))
 		return eh_stop(w, LT_WALK_AT_INTERPRETER);
 	row = eh_row_of(m, lookup - m->bias);
+	/* code of the module its rows do not cover (node's V8 builtins): by frame pointer too */
 	if (!row || row->cfa_rule == LT_CFA_NONE)
-		return eh_stop(w, LT_WALK_NO_CFI);
+		return eh_fp_step(w, LT_WALK_NO_CFI);
 	if (row->flags & LT_ROW_OUTERMOST)
 		return eh_stop(w, LT_WALK_ENDED);
 	if (row->cfa_rule == LT_CFA_UNSUPPORTED)

@@ -1,7 +1,8 @@
 // Keeps the BPF stack walker's .eh_frame rows (events.h: lt_unwind_row) in step with the
 // target's executable mappings: each module's rows compiled once (symbols/unwind_table.h)
 // and appended to the unwind_rows array, then the sorted list of mappings that use them.
-// Code without rows (JIT, anonymous mappings) is walked by frame pointers in BPF.
+// Code without rows (JIT, anonymous mappings, a module's code its .eh_frame leaves out) is
+// walked by frame pointers in BPF.
 //
 // The array is sized before the BPF programs load, from the modules compiled by then: the
 // running target's mappings, or for a command not started yet its executable and the

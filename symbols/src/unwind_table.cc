@@ -302,8 +302,8 @@ const TableUnwinder::MappedModule* TableUnwinder::ModuleOf(int pid, const MapEnt
   auto [it, inserted] = modules_.try_emplace(key);
   if (inserted) {
     std::string path;
-    if (map.path == "[vdso]" && !VdsoImagePath().empty() && map.end - map.start == VdsoImageSize()) {
-      path = VdsoImagePath();
+    if (map.path == "[vdso]") {
+      path = TargetVdsoImagePath(pid, map.start, map.end);
     } else if (map.is_file()) {
       MappedFileLocation located = LocateMappedFile(pid, map);
       if (located.trusted) path = std::move(located.path);

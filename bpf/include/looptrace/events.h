@@ -236,7 +236,8 @@ struct lt_probe_config {
 #define LT_STAT_WALK_DEPTH 21         /* at LT_MAX_SAMPLE_FRAMES frames */
 #define LT_STAT_WALK_READ_FAULT 22    /* a return address could not be read */
 #define LT_STAT_WALK_NO_FP 23         /* in code outside every module, with no frame pointer */
-#define LT_STAT_MAX 24
+#define LT_STAT_FP_FRAMES 24          /* frames the .eh_frame walk took by frame pointer (code without rows) */
+#define LT_STAT_MAX 25
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {
@@ -432,7 +433,7 @@ enum lt_walk_end {
 	LT_WALK_ENDED = 1,	    /* at a frame with no caller (outermost row, null return address) */
 	LT_WALK_AT_INTERPRETER = 2, /* on purpose: the interpreter's frames are shown instead */
 	LT_WALK_UNSUPPORTED = 3,    /* a row the walker cannot follow, or an impossible frame */
-	LT_WALK_NO_CFI = 4,	    /* code of a module no row covers */
+	LT_WALK_NO_CFI = 4,	    /* code of a module no row covers, with no frame pointer */
 	LT_WALK_DEPTH = 5,	    /* LT_MAX_SAMPLE_FRAMES frames */
 	LT_WALK_READ_FAULT = 6,	    /* a return address could not be read */
 	LT_WALK_NO_FP = 7,	    /* code outside every module, with no frame pointer */
@@ -460,8 +461,8 @@ struct lt_sample_record {
  * walker of sampled user stacks: the loader appends each module's rows (sorted by start) to
  * the unwind_rows array, sized before load for the target's modules plus room for later
  * ones, and publishes the sorted list of the target's executable mappings that have rows
- * (unwind_modules, eh_modules entries). Code outside them (JIT, anonymous) is walked by
- * frame pointers.
+ * (unwind_modules, eh_modules entries). Code outside them (JIT, anonymous) and code of a
+ * module its rows do not cover (V8's builtins) is walked by frame pointers.
  */
 #define LT_MAX_UNWIND_MODULES 256
 enum lt_cfa_rule {

@@ -117,13 +117,15 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
     "user stacks whose BPF walk stopped at an .eh_frame row it cannot follow (a DWARF expression, a signal frame) "    \
     "or at an impossible frame: their callers are missing")                                                            \
   X(stack_walks_no_cfi, kInfo,                                                                                         \
-    "user stacks whose BPF walk stopped in code of a module without .eh_frame rows for it: their callers are "         \
-    "missing")                                                                                                         \
+    "user stacks whose BPF walk stopped in code of a module without .eh_frame rows for it and no frame pointer: "      \
+    "their callers are missing")                                                                                       \
   X(stack_walks_depth_limit, kInfo, "user stacks whose BPF walk stopped at the depth limit (127 frames)")              \
   X(stack_walks_read_fault, kInfo,                                                                                     \
     "user stacks whose BPF walk stopped where a return address could not be read (page not resident)")                 \
   X(stack_walks_no_frame_pointer, kInfo,                                                                               \
     "user stacks whose BPF walk stopped in code outside every module (JIT) that keeps no frame pointer")               \
+  X(stack_frames_by_frame_pointer, kCoverage,                                                                          \
+    "frames the BPF walk took by frame pointer: code no .eh_frame row covers (JIT code, V8's builtins)")               \
   X(stack_walks_cut_at_interpreter, kFilter,                                                                           \
     "user stacks walked in BPF only down to the interpreter's code: the runtime's frames are shown there "             \
     "(--native-frames walks on)")                                                                                      \
