@@ -25,8 +25,11 @@ constexpr int64_t kMs = 1'000'000;
 std::string Java() { return std::string(LOOPTRACE_JDK17) + "/bin/java"; }
 std::string Classes() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
 
-std::vector<std::string> EdtWaits(const std::vector<std::string>& app) {
-  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true", "-cp", Classes(), "EdtWaits"};
+// `jvm_flags`: none (how production JVMs run), or -Xint (every frame interpreted).
+std::vector<std::string> EdtWaits(const std::vector<std::string>& app, const std::vector<std::string>& jvm_flags = {}) {
+  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true"};
+  argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
+  argv.insert(argv.end(), {"-cp", Classes(), "EdtWaits"});
   argv.insert(argv.end(), app.begin(), app.end());
   return argv;
 }
@@ -99,6 +102,19 @@ TEST_F(JvmEdtTest, RunOfAJvmWithoutFlagsBoundsEventDispatchMessagesByItsWaits) {
   // One line says what this mode gives and how to get the exact one.
   EXPECT_NE(r.err.find("profile jvm-edt"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("-XX:+DTraceMethodProbes"), std::string::npos) << r.err;
+  auto events = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "event");
+  ASSERT_EQ(events.size(), 6u);
+  CheckMessages(ReadJsonLines(dir_ / "out.json"), events);
+}
+
+// The same with every frame interpreted (-Xint): the waits and the names come from
+// interpreted frames only.
+TEST_F(JvmEdtTest, RunOfAnInterpretedJvmBoundsAndNamesTheSameMessages) {
+  if (IsSkipped()) return;
+  std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--"};
+  for (auto& a : EdtWaits({"--truth", dir_ / "truth.jsonl"}, {"-Xint"})) argv.push_back(a);
+  auto r = RunCommand(argv, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   auto events = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "event");
   ASSERT_EQ(events.size(), 6u);
   CheckMessages(ReadJsonLines(dir_ / "out.json"), events);

@@ -187,7 +187,7 @@ TEST_F(NodeRuntimeTest, RecordPicksNodeForARunningServer) {
   ExpectSlowRequestsAreIoMessages(OfType(lines, "message"), ReadJsonLines(dir_ / "truth.jsonl"), 5);
 }
 
-// A loader that falls behind while the record ring overflows (stopped here for 1.5 s, as a
+// A loader that falls behind while the record ring overflows (stopped here for 2 s, as a
 // loaded machine or a long drain holds it) loses message ends: the spans they leave open are
 // settled by the records that follow, never reported as stalls. The server's slowest request
 // takes 30 ms (its truth says so), so a LAG snapshot at 300 ms would be a false one.
@@ -196,9 +196,9 @@ TEST_F(NodeRuntimeTest, ALoaderThatFellBehindAndLostRecordsReportsNoFalseStall) 
   WaitForFile(dir_ / "truth.jsonl", 5000);
   const std::string out = dir_ / "out.json", err = dir_ / "err.txt";
   const std::string script = fmt::format(
-      "'{}' record -p {} -d 5 --record-ring 8192 --lag-threshold 300 -f json -o '{}' 2> '{}' & lt=$!; "
+      "'{}' record -p {} -d 5 --record-ring 1024 --lag-threshold 300 -f json -o '{}' 2> '{}' & lt=$!; "
       "for i in $(seq 300); do grep -q 'tracing pid' '{}' && break; sleep 0.1; done; "
-      "sleep 1; kill -STOP $lt; sleep 1.5; kill -CONT $lt; wait $lt",
+      "sleep 1; kill -STOP $lt; sleep 2; kill -CONT $lt; wait $lt",
       Looptrace(), target.pid(), out, err, err);
   auto r = RunCommand({"bash", "-c", script}, 120);
   std::ifstream err_in(err);

@@ -11,6 +11,7 @@
 #include "loader/runtimes/python/python.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
+#include "looptrace/symbols/symbolizer.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader::python {
@@ -236,9 +237,9 @@ class CPythonProcess : public InterpreterSupport {
     for (const auto& m : *maps) {
       if (!m.is_file() || m.inode != st.st_ino) continue;
       if (Basename(m.path) != Basename(RealPath(file_.path))) continue;
-      auto elf = symbols::ElfFile::Open(file_.path);
+      auto elf = symbols::ModuleCache::Default()->Elf(file_.path);  // read once, not at every look
       if (!elf) return std::nullopt;
-      auto vaddr = elf->FileOffsetToAddress(m.offset);
+      auto vaddr = (*elf)->FileOffsetToAddress(m.offset);
       if (!vaddr) return std::nullopt;
       return m.start - (*vaddr & ~uint64_t{0xfff});
     }

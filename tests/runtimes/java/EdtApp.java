@@ -11,7 +11,8 @@
 //   scenarios: slow (quick runnables and a slow one), gc (System.gc() inside a slow runnable),
 //              lock (the EDT waits for a monitor the "lock-holder" thread holds),
 //              forever (a quick runnable every 20 ms until killed),
-//              busy (--calls N small method calls on the EDT; prints their CPU and wall time)
+//              busy (--calls N small method calls on the EDT; prints their CPU and wall time),
+//              work (--calls N steps of a multiply chain on the EDT, printed as busy prints)
 //   --start-delay MS: wait before posting anything (for `looptrace record -p`)
 import java.awt.EventQueue;
 import java.io.FileWriter;
@@ -89,6 +90,23 @@ public class EdtApp {
     cpu = bean.getCurrentThreadCpuTime() - cpu;
     wall = System.nanoTime() - wall;
     System.out.println("busy " + total + " calls " + cpu + " ns cpu " + wall + " ns wall");
+  }
+
+  static long step(long x, int i) {
+    return x * 6364136223846793005L + i;
+  }
+
+  // The sampling benchmark: `calls` steps of a multiply chain the JIT cannot fold away (busy's
+  // calls it can), printed as busy prints.
+  static void work(int calls) {
+    java.lang.management.ThreadMXBean bean = java.lang.management.ManagementFactory.getThreadMXBean();
+    long cpu = bean.getCurrentThreadCpuTime();
+    long wall = System.nanoTime();
+    long x = 1;
+    for (int i = 0; i < calls; ++i) x = step(x, i);
+    cpu = bean.getCurrentThreadCpuTime() - cpu;
+    wall = System.nanoTime() - wall;
+    System.out.println("busy " + (x & 0xffff) + " calls " + cpu + " ns cpu " + wall + " ns wall");
   }
 
   static void quick() {
@@ -179,6 +197,11 @@ public class EdtApp {
       case "busy": {
         final int n = calls;
         runOnEdt(() -> busy(n));
+        break;
+      }
+      case "work": {
+        final int n = calls;
+        runOnEdt(() -> work(n));
         break;
       }
       case "forever":
