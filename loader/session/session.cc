@@ -282,7 +282,7 @@ void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {
     SampleRuntimeThreads();  // threads started since
     last_cpu_sample_ns_ = now_ns;
   }
-  if (judge_stalls) pipeline_.Tick(now_ns);
+  if (judge_stalls) pipeline_.Tick(now_ns, trusted_since_ns_);
 }
 
 StallSnapshot Session::Take(const SnapshotRequest& request) {
@@ -397,6 +397,7 @@ Result<void> Session::Drain() {
   // later record settles it (the next begin ends it as lost), so no stall is judged now.
   const uint64_t lost = bpf_->RecordsLost();
   const bool complete = lost == records_lost_seen_;
+  if (!complete) trusted_since_ns_ = complete_ns;  // what began before may have lost its end
   records_lost_seen_ = lost;
   Watchdog(complete_ns, complete);
   return {};

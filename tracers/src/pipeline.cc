@@ -151,7 +151,7 @@ void Pipeline::Inject(Event event) {
   OnEvent(event);
 }
 
-void Pipeline::Tick(uint64_t now_ns) {
+void Pipeline::Tick(uint64_t now_ns, uint64_t trusted_since_ns) {
   if (!snapshots_) return;
   const uint32_t looper = snapshots_->LoopThread();
   if (!looper) return;  // the loop thread is not known yet
@@ -160,6 +160,7 @@ void Pipeline::Tick(uint64_t now_ns) {
     if (open.empty()) continue;
     const Span& span = *open.front();  // the outermost: the one the thread is stuck in
     if (now_ns < span.begin_ns || now_ns - span.begin_ns < watch.threshold_ns) continue;
+    if (span.begin_ns < trusted_since_ns) continue;
     if (!snapshotted_.insert({span.id, watch.label}).second) continue;
     log::V1("{} snapshot of the {} running for {:.3f} s", watch.label, SpanKindName(span.kind),
             (now_ns - span.begin_ns) / 1e9);

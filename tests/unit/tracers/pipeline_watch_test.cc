@@ -66,6 +66,22 @@ class CountingObserver : public EventSink {
   int probes = 0;
 };
 
+// A message that began before records were lost may have lost its end: its age proves no
+// stall, so no snapshot is asked for it (the session passes when its last lossy drain began).
+TEST(PipelineWatch, NoSnapshotOfAMessageThatBeganBeforeRecordsWereLost) {
+  AnalysisOptions options;
+  OpenSliceSource slices;
+  RecordingSnapshotSource source;
+  Pipeline pipeline(options, &slices);
+  pipeline.SetSnapshotSource(&source);
+  const uint64_t begin = 1'000 * kMs;
+  pipeline.OnEvent(Probe(Role::kDispatchBegin, begin, {U("id", 7), S("name", "end.lost")}, kMain));
+  pipeline.Tick(begin + 2'100 * kMs, begin + 500 * kMs);
+  EXPECT_TRUE(source.requests.empty());
+  pipeline.Tick(begin + 2'200 * kMs, begin);  // began at the loss: trusted
+  EXPECT_EQ(source.requests.size(), 1u);
+}
+
 TEST(PipelineWatch, AsksForOneSnapshotPerThresholdWithTheOpenSlice) {
   AnalysisOptions options;
   OpenSliceSource slices;

@@ -92,7 +92,9 @@ class Pipeline : public EventSink, private SpanListener {
   // Live, at least every poll interval: each watched span of the loop thread past its
   // threshold gets one snapshot from the snapshot source, and its open method slice, both
   // handled as events of the stream. Nothing without a snapshot source.
-  void Tick(uint64_t now_ns);
+  // `trusted_since_ns`: spans that began before it may have lost their end record (a drain
+  // lost records after they began): their age proves no stall, so none is judged.
+  void Tick(uint64_t now_ns, uint64_t trusted_since_ns = 0);
   // `looptrace snapshot`: every thread now, the loop thread's running message with its
   // method tree so far, its frame and scene. Counts nothing into the report; nothing
   // without a snapshot source.
