@@ -1868,20 +1868,41 @@ static __always_inline void copy_shrinking(struct lt_stack_copy *copy, __u64 sp)
 		copy->size = 1024;
 }
 
+struct pending_fill {
+	struct return_instance *ri;
+	struct lt_stack_copy *copy;
+};
+
+/* One pending uretprobe return of the kernel's list into the copy's shadow frames. */
+static long pending_fill_step(__u32 i, struct pending_fill *f)
+{
+	struct return_instance *ri = f->ri; /* a local: CO-RE relocates the kernel's fields only */
+	__u32 n = f->copy->nr_shadow;
+
+	if (!ri || n >= LT_MAX_SHADOW)
+		return 1;
+	f->copy->shadow[n].slot = BPF_CORE_READ(ri, stack);
+	f->copy->shadow[n].ret = BPF_CORE_READ(ri, orig_ret_vaddr);
+	f->copy->nr_shadow = n + 1;
+	f->ri = BPF_CORE_READ(ri, next);
+	return 0;
+}
+
 /*
- * Copies the user registers and the top of the user stack of `task` (which is current),
- * keeps it as the thread's latest copy and, for a sample, sends it.
+ * Copies the user registers and the top of the user stack of `task` (which is current) and,
+ * for a sample, sends it. With --dwarf-unwind (`walk_failed` 0) it is kept as the thread's
+ * latest copy, and the return addresses uretprobes replaced come from the loader's shadow
+ * stack; for a sample whose BPF walk met a library without rows yet (`walk_failed`), from the
+ * kernel's own list of pending returns, as that walk takes them.
  */
 static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid, __u64 now, __u16 kind,
-					    __u32 state, int send)
+					    __u32 state, int send, int walk_failed)
 {
 	struct lt_stack_copy *copy;
 	struct pt_regs *regs;
 	__u32 zero = 0;
 	__u64 sp, top = 0, size;
 
-	if (!dwarf_stack_bytes)
-		return;
 	copy = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!copy)
 		return;
@@ -1912,7 +1933,14 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	copy->regs[16] = BPF_CORE_READ(regs, ip);
 	copy->valid_mask = (1u << LT_UNWIND_REGS) - 1;
 	sp = copy->regs[7];
-	copy->nr_shadow = shadow_capture(tid, sp, copy->shadow);
+	if (walk_failed) {
+		struct pending_fill fill = { .ri = BPF_CORE_READ(task, utask, return_instances), .copy = copy };
+
+		copy->nr_shadow = 0;
+		bpf_loop(LT_MAX_SHADOW, pending_fill_step, &fill, 0);
+	} else {
+		copy->nr_shadow = shadow_capture(tid, sp, copy->shadow);
+	}
 	copy->size = 0;
 	/* The main thread's stack ends with the environment strings (mm->env_end): copy only
 	 * what is in use, all of it near the top (right after an exec there is less than 1 KiB). */
@@ -1925,7 +1953,8 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	}
 	if (copy->size == 0)
 		copy_shrinking(copy, sp);
-	bpf_map_update_elem(&stack_copies, &tid, copy, BPF_ANY);
+	if (!walk_failed)
+		bpf_map_update_elem(&stack_copies, &tid, copy, BPF_ANY);
 	if (send) {
 		size = clamp_copy(copy->size);
 		copy->header.size = __builtin_offsetof(struct lt_stack_copy, bytes) + size;
@@ -1971,6 +2000,7 @@ struct eh_walk {
 	struct lt_sample_record *rec;
 	__u64 trampoline; /* the uretprobe trampoline's address, 0 if none */
 	struct return_instance *pending_returns;
+	__u64 first_unknown; /* the first pc outside every published module, 0 if none */
 };
 
 /*
@@ -2171,6 +2201,8 @@ static long eh_step(__u32 i, struct eh_walk *w)
 	if (!m) {
 		if (w->view_cut && eh_in_hotspot_code(lookup))
 			return eh_stop(w, LT_WALK_AT_INTERPRETER);
+		if (!w->first_unknown)
+			w->first_unknown = lookup;
 		/* JIT or anonymous code: by frame pointer, as the kernel walks */
 		return eh_fp_step(w, LT_WALK_NO_FP);
 	}
@@ -2204,7 +2236,7 @@ static long eh_step(__u32 i, struct eh_walk *w)
  * frames (read from memory, so the verifier does not walk the rest twice), then how it ended.
  */
 static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *regs,
-				   struct lt_sample_record *rec)
+				   struct lt_sample_record *rec, __u64 *first_unknown)
 {
 	struct eh_walk w = {
 		.pc = BPF_CORE_READ(regs, ip),
@@ -2216,16 +2248,33 @@ static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *r
 		.pending_returns = BPF_CORE_READ(task, utask, return_instances),
 		.view_cut = rec->walk_end == LT_WALK_AT_INTERPRETER,
 	};
-	__u32 end;
 
 	rec->walk_end = LT_WALK_ENDED;
 	/* one step more than frames: the last one says why the walk ended (eh_stop) */
 	bpf_loop(LT_MAX_SAMPLE_FRAMES + 1, eh_step, &w, 0);
-	/* the early ends, by reason (events.h LT_STAT_WALK_*) */
-	end = rec->walk_end;
-	if (end >= LT_WALK_AT_INTERPRETER && end <= LT_WALK_NO_FP)
-		count(LT_STAT_WALK_BASE + end);
+	*first_unknown = w.first_unknown;
 	return (long)w.n * 8;
+}
+
+static long eh_vma_is_file(struct task_struct *task, struct vm_area_struct *vma, __u32 *is_file)
+{
+	*is_file = BPF_CORE_READ(vma, vm_file) != 0;
+	return 0;
+}
+
+/*
+ * Whether a walk that stopped outside every module met a library the loader has not published
+ * rows for yet (mapped by dlopen since it last looked): a file's mapping, where JIT code is
+ * anonymous. Its rows come at the loader's next look; this sample goes as a stack copy that
+ * user space walks then (LT_STAT_WALK_COPIED).
+ */
+static __always_inline int eh_met_new_library(struct task_struct *task, __u32 end, __u64 pc)
+{
+	__u32 is_file = 0;
+
+	if (end != LT_WALK_NO_FP || !pc)
+		return 0;
+	return bpf_find_vma(task, pc, eh_vma_is_file, &is_file, 0) == 0 && is_file;
 }
 
 /* Whether the interpreter's frames of this sample (tid, now) went out, at least one. */
@@ -2261,7 +2310,19 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 	rec->nr_shadow = regs ? shadow_capture(tid, BPF_CORE_READ(regs, sp), rec->shadow) : 0;
 	rec->walk_end = interp_frames_sent(tid, now) ? LT_WALK_AT_INTERPRETER : LT_WALK_KERNEL;
 	if (eh_unwind && regs && *(volatile __u32 *)&eh_modules) {
-		n = eh_walk_stack(task, regs, rec);
+		__u64 first_unknown = 0;
+		__u32 end;
+
+		n = eh_walk_stack(task, regs, rec, &first_unknown);
+		end = rec->walk_end;
+		if (eh_met_new_library(task, end, first_unknown)) {
+			count(LT_STAT_WALK_COPIED);
+			copy_user_stack(task, tid, now, kind, state, 1, 1);
+			return;
+		}
+		/* the early ends, by reason (events.h LT_STAT_WALK_*) */
+		if (end >= LT_WALK_AT_INTERPRETER && end <= LT_WALK_NO_FP)
+			count(LT_STAT_WALK_BASE + end);
 	} else {
 		rec->walk_end = LT_WALK_KERNEL;
 		n = bpf_get_stack(ctx, rec->ips, sizeof(rec->ips), BPF_F_USER_STACK);
@@ -2291,7 +2352,7 @@ static __always_inline void take_sample(void *ctx, struct task_struct *task, __u
 	else if (v8_layout.enabled && (dwarf_stack_bytes || sample_records))
 		send_v8_stack(task, tid, now);
 	if (dwarf_stack_bytes)
-		copy_user_stack(task, tid, now, kind, state, sample_records);
+		copy_user_stack(task, tid, now, kind, state, sample_records, 0);
 	else if (sample_records)
 		send_sample(ctx, task, tid, kind, state, now);
 }

@@ -565,6 +565,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::stack_walks_read_fault, sum(LT_STAT_WALK_READ_FAULT));
   stats.Set(StatId::stack_walks_no_frame_pointer, sum(LT_STAT_WALK_NO_FP));
   stats.Set(StatId::stack_frames_by_frame_pointer, sum(LT_STAT_FP_FRAMES));
+  stats.Set(StatId::stack_walks_finished_from_copy, sum(LT_STAT_WALK_COPIED));
   stats.Set(StatId::stack_walks_cut_at_interpreter, sum(LT_STAT_WALK_AT_INTERPRETER));
   return stats;
 }

@@ -61,11 +61,14 @@ std::vector<lt_unwind_row> BpfRows(const symbols::UnwindTable& table) {
 
 int64_t UnwindRowsPublisher::FirstRowOf(const symbols::TableUnwinder::MappedModule& module) {
   if (auto it = first_rows_.find(module.table); it != first_rows_.end()) return it->second;
+  if (without_room_.contains(module.table)) return -1;
   const std::vector<lt_unwind_row> rows = BpfRows(*module.table);
   if (rows.empty()) return -1;
   if (next_row_ > capacity_ || capacity_ - next_row_ < rows.size()) {
-    ++without_room_;
-    log::V1("stack walker: no room for the rows of {} ({} of {} used)", module.path, next_row_, capacity_);
+    without_room_.insert(module.table);  // counted once, not tried at every look at the maps
+    log::Warning("stack walker: no room left for the {} .eh_frame rows of {} ({} of {} used): stacks through it "
+                 "stop there",
+                 rows.size(), module.path, next_row_, capacity_);
     return -1;
   }
   if (auto written = bpf_->WriteUnwindRows(next_row_, rows); !written) {
@@ -89,8 +92,12 @@ void UnwindRowsPublisher::CompileMapped() {
 }
 
 size_t UnwindRowsPublisher::RowCapacity() const {
-  // A quarter more and 64 Ki rows (768 KiB) for what dlopen brings later; at most 4 Mi rows.
-  return std::min<size_t>(compiled_rows_ + compiled_rows_ / 4 + (64u << 10), 4u << 20);
+  // Room for what dlopen brings later: half as much again, and at least 512 Ki rows (6 MiB),
+  // for one library as big as libcrypto (~86 Ki rows, loaded by Python's ssl and hashlib)
+  // should not leave a small extension loaded after it without rows (CI saw _asyncio's walks
+  // stop so). At most 4 Mi rows (48 MiB).
+  const size_t room = std::max<size_t>(compiled_rows_ / 2, 512u << 10);
+  return std::min<size_t>(compiled_rows_ + room, 4u << 20);
 }
 
 void UnwindRowsPublisher::Precompile(const std::string& exe_path, const std::string& ld_library_path) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -55,7 +56,8 @@ class UnwindRowsPublisher {
 
   size_t modules() const { return modules_published_; }
   size_t rows() const { return next_row_; }
-  size_t modules_without_room() const { return without_room_; }
+  // Modules whose rows did not fit: stacks through their code stop there.
+  size_t modules_without_room() const { return without_room_.size(); }
 
  private:
   using MappingKey = std::tuple<uint64_t, uint64_t, uint64_t>;  // start, end, inode
@@ -73,7 +75,7 @@ class UnwindRowsPublisher {
   ModulePredicate is_interpreter_;
   std::vector<MappingKey> published_;
   size_t modules_published_ = 0;
-  size_t without_room_ = 0;
+  std::set<const symbols::UnwindTable*> without_room_;
 };
 
 }  // namespace looptrace::loader

@@ -351,6 +351,13 @@ ResolvedStack StackResolver::FromCopy(const symbols::UnwindRegisters& regs, uint
   // (bench/unwind_bench.cc); libdwfl's full DWARF interpreter takes over where a row cannot
   // say how to go on (DWARF expressions, signal frames, CFI only in .debug_frame).
   auto outcome = table_unwinder_.Unwind(input);
+  // A copy BPF sent because its walk met a library mapped since (dlopen): the maps read
+  // before lack it too; read them again and walk once more.
+  if (outcome && outcome->stop_reason == "no module at the return address" && !outcome->frames.empty() &&
+      Find(outcome->frames.back().lookup_pc) != nullptr) {
+    input.maps = maps_;
+    outcome = table_unwinder_.Unwind(input);
+  }
   if (outcome && !TableWalkIsFinal(outcome->stop_reason)) outcome = unwinder_.Unwind(input);
   // libdwfl learns modules as the walk reaches them; a walk that stopped where it met a new
   // one goes on the second time.
@@ -467,6 +474,7 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
     if (copy.size > LT_MAX_STACK_COPY || copy.nr_shadow > LT_MAX_SHADOW || header.size != kBytes + copy.size ||
         raw.size() < header.size)
       return std::nullopt;
+    ++copies_decoded_;
     sample.ts_ns = copy.ts_ns;
     sample_at_ns_ = copy.ts_ns;
     sample.tid = copy.tid;

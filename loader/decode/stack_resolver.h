@@ -99,6 +99,9 @@ class StackResolver {
   // Adds the counters kept elsewhere (perf map lines, replaced modules) to the stats; call
   // once at the end.
   void Finish();
+  // Stack copies decoded so far: outside --dwarf-unwind, samples whose BPF walk met a library
+  // that has no rows in BPF yet.
+  uint64_t copies_decoded() const { return copies_decoded_; }
 
   // The target exec()ed: its mappings and modules are new.
   void OnExec();
@@ -131,6 +134,7 @@ class StackResolver {
   std::unordered_map<uint64_t, std::vector<ResolvedFrame>> names_;   // by lookup pc
   std::map<std::string, std::optional<bool>> keeps_frame_pointers_;  // by module path
   std::unique_ptr<lt_stack_copy> copy_;                              // scratch for decoding copies
+  uint64_t copies_decoded_ = 0;
   std::vector<uint8_t> bytes_;  // scratch: a stack copy with return addresses put back
   uint64_t reported_replaced_ = 0;
 };

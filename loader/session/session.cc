@@ -393,6 +393,13 @@ Result<void> Session::Drain() {
   // ends look older than they are).
   const uint64_t complete_ns = NowNs(CLOCK_MONOTONIC);
   RETURN_IF_ERROR(bpf_->Consume());
+  // Stack copies while BPF walks by rows: its walks met a library loaded since the rows were
+  // published (dlopen). Publish them at once, not at the next look a second from now.
+  if (unwind_rows_ && stacks_->copies_decoded() != copies_seen_) {
+    copies_seen_ = stacks_->copies_decoded();
+    unwind_rows_synced_ns_ = 0;
+    SyncUnwindRows();
+  }
   // Records lost since the last look may hold a message's end: its span looks open until a
   // later record settles it (the next begin ends it as lost), so no stall is judged now.
   const uint64_t lost = bpf_->RecordsLost();
@@ -440,6 +447,7 @@ Stats Session::LiveLosses() const {
   Stats losses = bpf_->ReadCounters();
   losses.Merge(loader_stats_);
   losses.Set(StatId::cost_loader_cpu_ns, own_cpu_.ElapsedNs());
+  if (unwind_rows_) losses.Set(StatId::stack_modules_without_rows, unwind_rows_->modules_without_room());
   return losses;
 }
 

@@ -164,6 +164,7 @@ class Session : private SnapshotSource {
   uint32_t sampled_tid_ = 0;     // the thread a cpu-clock sampler follows before that (the main one)
   uint64_t last_cpu_sample_ns_ = 0;
   uint64_t records_lost_seen_ = 0;      // RecordsLost() at the last drain
+  uint64_t copies_seen_ = 0;            // stacks_->copies_decoded() at the last drain
   uint64_t trusted_since_ns_ = 0;       // the last drain that lost records began here
   std::set<uint32_t> runtime_sampled_;  // threads sampled for the runtime (SampleRuntimeThreads)
   uint64_t stop_ns_ = UINT64_MAX;       // the session's end: later records are dropped (and counted)

@@ -237,7 +237,8 @@ struct lt_probe_config {
 #define LT_STAT_WALK_READ_FAULT 22    /* a return address could not be read */
 #define LT_STAT_WALK_NO_FP 23         /* in code outside every module, with no frame pointer */
 #define LT_STAT_FP_FRAMES 24          /* frames the .eh_frame walk took by frame pointer (code without rows) */
-#define LT_STAT_MAX 25
+#define LT_STAT_WALK_COPIED 25        /* walks that met a library without rows yet: sent as a stack copy */
+#define LT_STAT_MAX 26
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {
@@ -616,7 +617,7 @@ struct lt_py_layout {
 	__u16 cfunc_ml;
 	__u16 cfunc_self;
 	__u16 func_code;
-	__u16 func_qualname; /* to 3.10 (codes have no co_qualname) */
+	__u16 func_qualname; /* every version: the function's own __qualname__ (it may differ from its code's) */
 	__u16 task_coro;
 	__u16 task_name;
 	__u16 gen_code;      /* to 3.11 */

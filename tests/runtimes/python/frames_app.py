@@ -199,10 +199,40 @@ def archive_callback():
     truth(type="callback", name=repr_name(archive_callback), slow=True, begin_ns=begin, end_ns=time.monotonic_ns())
 
 
+def compute_with_a_library_loaded_now(ms):
+    """The first import of decimal in this process (nothing asyncio needs imports it): the
+    dlopen of _decimal, then time in its C code."""
+    import decimal
+
+    decimal.getcontext().prec = 3000
+    end = time.monotonic_ns() + ms * 1_000_000
+    while time.monotonic_ns() < end:
+        decimal.Decimal(2).sqrt()
+
+
+async def late_import_main():
+    """--scenario late-import: 3 s in (the lines above keep their numbers, which tests name), a
+    callback imports decimal, a C extension dlopened then, and computes with it for 300 ms."""
+    loop = asyncio.get_running_loop()
+    truth(type="ready", pid=os.getpid())
+    flush_truth()
+    await asyncio.sleep(3.0)
+    done = loop.create_future()
+    loop.call_soon(late_import_callback)
+    loop.call_soon(done.set_result, None)
+    await done
+    await asyncio.sleep(0.5)
+
+
+def late_import_callback():
+    begin = time.monotonic_ns()
+    timed(compute_with_a_library_loaded_now, 300)
+    truth(type="callback", name=repr_name(late_import_callback), slow=True, begin_ns=begin, end_ns=time.monotonic_ns())
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded", "cext"])
+    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded", "cext", "late-import"])
     parser.add_argument("--truth")
     parser.add_argument("--start-delay", type=float, default=0)
     args = parser.parse_args()
@@ -212,5 +242,5 @@ if __name__ == "__main__":
     if args.scenario == "threaded":
         run_threaded()
     else:
-        asyncio.run(main(args.scenario))
+        asyncio.run(late_import_main() if args.scenario == "late-import" else main(args.scenario))
     flush_truth()
