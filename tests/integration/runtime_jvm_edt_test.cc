@@ -5,11 +5,14 @@
 // posts events of known durations and writes its own truth: each must be one message within
 // 2 ms of it (all boundaries but one: see CheckMessages), the one that sleeps inside the event
 // not split at its sleep, and each named by its own method (the first frame of the program's
-// code above EventQueue.dispatchEvent), so "messages by name" counts them.
+// code above EventQueue.dispatchEvent), so "messages by name" counts them. A slow event
+// (tests/runtimes/java/EdtTree.java) gets its sampled call tree: the Java methods on its path,
+// each with its share of the time, JIT-compiled or interpreted.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -34,6 +37,56 @@ std::vector<std::string> EdtWaits(const std::vector<std::string>& app, const std
   return argv;
 }
 
+// `jvm_flags`: none, or -Xint; `app`: EdtTree's options.
+std::vector<std::string> EdtTree(const std::vector<std::string>& app, const std::vector<std::string>& jvm_flags = {}) {
+  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true"};
+  argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
+  argv.insert(argv.end(), {"-cp", Classes(), "EdtTree"});
+  argv.insert(argv.end(), app.begin(), app.end());
+  return argv;
+}
+
+int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
+
+// The Java method a sampled tree node names: "EdtTree.parse" of "EdtTree.parse (EdtTree.java:45)"
+// (an interpreted frame, at its line) or "EdtTree.parse (EdtTree.java)" (a compiled one).
+std::string MethodOf(const std::string& node) { return node.substr(0, node.find(" (")); }
+
+// The tree as "name cost on/off-CPU" lines indented by depth, for failure messages.
+std::string TreeText(const json& report) {
+  std::string tree;
+  for (const json& node : report["sampled_tree"])
+    tree += fmt::format("{:{}}{} {:.1f} ms ({:.1f} on CPU)\n", "", 2 * node["depth"].get<int>(),
+                        node["name"].get<std::string>(), node["cost_ns"].get<double>() / kMs,
+                        node["on_cpu_ns"].get<double>() / kMs);
+  return tree;
+}
+
+// The sampled nodes of `method` (any line) that no node of it holds (a subtree counts once),
+// with the methods on the path to each, outermost first.
+struct MethodNode {
+  const json* node;
+  std::vector<std::string> path;
+};
+std::vector<MethodNode> NodesOf(const json& report, const std::string& method) {
+  std::vector<MethodNode> out;
+  std::vector<std::string> path;  // the methods of the current node's ancestors, by depth
+  for (const json& node : report["sampled_tree"]) {
+    path.resize(node["depth"].get<size_t>());
+    const std::string name = MethodOf(node["name"].get<std::string>());
+    if (name == method && std::find(path.begin(), path.end(), method) == path.end()) out.push_back({&node, path});
+    path.push_back(name);
+  }
+  return out;
+}
+
+// The subtrees of `method` in percent of the message.
+double SampledShare(const json& report, const std::string& method) {
+  double cost = 0;
+  for (const MethodNode& n : NodesOf(report, method)) cost += (*n.node)["cost_ns"].get<double>();
+  return 100.0 * cost / report["cost_ns"].get<double>();
+}
+
 class JvmEdtTest : public BpfTest {
  protected:
   void SetUp() override {
@@ -41,8 +94,82 @@ class JvmEdtTest : public BpfTest {
     if (IsSkipped()) return;
     ASSERT_EQ(access(Java().c_str(), X_OK), 0)
         << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
-    ASSERT_EQ(access((Classes() + "/EdtWaits.class").c_str(), R_OK), 0)
-        << "EdtWaits.class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
+    for (const char* program : {"EdtWaits", "EdtTree"})
+      ASSERT_EQ(access((Classes() + "/" + program + ".class").c_str(), R_OK), 0)
+          << program << ".class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
+  }
+
+  // EdtTree's slow event: exactly one slow message holds it, within 20 ms of it (not cut at
+  // its sleep), named by its runnable; its sampled tree names parse, pause and render under
+  // slowEvent, each subtree's share of the message within 5 points of its truth, pause's
+  // sleep off CPU under it, in Thread.sleep.
+  void CheckSlowEventTree(const std::vector<json>& lines, const std::vector<json>& truth) {
+    EXPECT_EQ(OfType(lines, "session").at(0)["profile"], "jvm-edt");
+    const auto events = OfType(truth, "event");
+    ASSERT_EQ(events.size(), 1u);
+    const json& event = events[0];
+    std::vector<json> holding;
+    for (const json& e : OfType(lines, "evil_method"))
+      if (e["begin_ns"].get<int64_t>() < event["end_ns"].get<int64_t>() &&
+          e["end_ns"].get<int64_t>() > event["begin_ns"].get<int64_t>())
+        holding.push_back(e);
+    ASSERT_EQ(holding.size(), 1u) << "slow messages overlapping the slow event: " << json(holding).dump(1);
+    const json& report = holding[0];
+    EXPECT_EQ(report.value("name", json()).dump(), event["name"].dump());
+    EXPECT_EQ(report.value("thread_name", ""), "AWT-EventQueue-0");
+    const int64_t begin_error = std::llabs(report["begin_ns"].get<int64_t>() - event["begin_ns"].get<int64_t>());
+    const int64_t end_error = std::llabs(report["end_ns"].get<int64_t>() - event["end_ns"].get<int64_t>());
+    EXPECT_LE(begin_error, 20 * kMs) << report["begin_ns"];
+    EXPECT_LE(end_error, 20 * kMs) << report["end_ns"];
+
+    const std::string tree = TreeText(report);
+    std::cout << "the slow event's sampled tree:\n" << tree;
+    std::cout << fmt::format("message {:.1f} ms, truth {:.1f} ms (begin {:+.3f} ms, end {:+.3f} ms)\n",
+                             Cost(report) / 1e6, Cost(event) / 1e6,
+                             (report["begin_ns"].get<int64_t>() - event["begin_ns"].get<int64_t>()) / 1e6,
+                             (report["end_ns"].get<int64_t>() - event["end_ns"].get<int64_t>()) / 1e6);
+    double worst = 0;
+    for (const json& part : truth) {
+      const std::string method = part["name"];
+      const double truth_share = 100.0 * Cost(part) / report["cost_ns"].get<double>();
+      const double sampled = SampledShare(report, method);
+      EXPECT_NEAR(sampled, truth_share, 5.0) << method << "\n" << tree;
+      worst = std::max(worst, std::abs(sampled - truth_share));
+      std::cout << fmt::format("{}: truth {:.1f}%, sampled {:.1f}%\n", method, truth_share, sampled);
+      if (part["type"] != "method") continue;
+      // Each of its subtrees on the slow event's path.
+      const auto nodes = NodesOf(report, method);
+      ASSERT_FALSE(nodes.empty()) << method << " is not in the tree\n" << tree;
+      for (const MethodNode& n : nodes)
+        EXPECT_NE(std::find(n.path.begin(), n.path.end(), "EdtTree.slowEvent"), n.path.end()) << method << "\n" << tree;
+    }
+    std::cout << fmt::format("largest share error {:.1f} points\n", worst);
+    // The sleep: pause's time is off CPU, below it Thread.sleep.
+    double pause_cost = 0, pause_off_cpu = 0;
+    for (const MethodNode& n : NodesOf(report, "EdtTree.pause")) {
+      pause_cost += (*n.node)["cost_ns"].get<double>();
+      pause_off_cpu += (*n.node)["off_cpu_ns"].get<double>();
+    }
+    EXPECT_GE(pause_off_cpu, 0.9 * pause_cost) << tree;
+    const auto sleeps = NodesOf(report, "java.lang.Thread.sleep");
+    ASSERT_EQ(sleeps.size(), 1u) << tree;
+    EXPECT_EQ(sleeps[0].path.back(), "EdtTree.pause") << tree;
+    EXPECT_EQ(Counter(lines, "interp_stacks_dropped"), 0u);
+  }
+
+  // looptrace run of EdtTree, no JVM flag but `jvm_flags`: the report and the truth.
+  std::pair<std::vector<json>, std::vector<json>> RunEdtTree(const std::vector<std::string>& app,
+                                                             const std::vector<std::string>& jvm_flags = {}) {
+    std::vector<std::string> argv = {
+        Looptrace(),           "run",  "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "100",
+        "--sampled-max-nodes", "1000", "--"};
+    std::vector<std::string> app_argv = app;
+    app_argv.insert(app_argv.end(), {"--truth", dir_ / "truth.jsonl"});
+    for (auto& a : EdtTree(app_argv, jvm_flags)) argv.push_back(a);
+    auto r = RunCommand(argv, 300);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("profile jvm-edt"), std::string::npos) << r.err;
+    return {ReadJsonLines(dir_ / "out.json"), ReadJsonLines(dir_ / "truth.jsonl")};
   }
 
   // Every event of the truth is one message of the event dispatch thread, within 2 ms of
@@ -135,6 +262,22 @@ TEST_F(JvmEdtTest, RecordOfARunningJvmWithoutFlagsFindsItsEventDispatchThread) {
   auto events = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "event");
   ASSERT_EQ(events.size(), 6u);
   CheckMessages(ReadJsonLines(dir_ / "out.json"), events);
+}
+
+// A slow event's tree with the work JIT-compiled: parse, pause and render were called
+// thousands of times before it (HotSpot compiles them; only slowEvent, run once, stays
+// interpreted), and its samples name the compiled frames.
+TEST_F(JvmEdtTest, TheSlowEventsTreeOfAJvmWithoutFlagsNamesItsCompiledMethodsWithTheirShares) {
+  if (IsSkipped()) return;
+  auto [lines, truth] = RunEdtTree({});
+  CheckSlowEventTree(lines, truth);
+}
+
+// The same with every frame interpreted (-Xint, no warm-up: it would only take long).
+TEST_F(JvmEdtTest, TheSlowEventsTreeOfAnInterpretedJvmNamesItsMethodsWithTheirShares) {
+  if (IsSkipped()) return;
+  auto [lines, truth] = RunEdtTree({"--warmup", "0"}, {"-Xint"});
+  CheckSlowEventTree(lines, truth);
 }
 
 }  // namespace
