@@ -25,28 +25,14 @@ using nlohmann::json;
 
 constexpr int64_t kMs = 1'000'000;
 
-std::string Java() { return std::string(LOOPTRACE_JDK17) + "/bin/java"; }
-std::string Classes() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
-
-// `jvm_flags`: none (how production JVMs run), or -Xint (every frame interpreted).
+// The programs, with `jvm_flags`: none (how production JVMs run), or -Xint (every frame
+// interpreted).
 std::vector<std::string> EdtWaits(const std::vector<std::string>& app, const std::vector<std::string>& jvm_flags = {}) {
-  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true"};
-  argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
-  argv.insert(argv.end(), {"-cp", Classes(), "EdtWaits"});
-  argv.insert(argv.end(), app.begin(), app.end());
-  return argv;
+  return AwtCommand("EdtWaits", app, jvm_flags);
 }
-
-// `jvm_flags`: none, or -Xint; `app`: EdtTree's options.
 std::vector<std::string> EdtTree(const std::vector<std::string>& app, const std::vector<std::string>& jvm_flags = {}) {
-  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true"};
-  argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
-  argv.insert(argv.end(), {"-cp", Classes(), "EdtTree"});
-  argv.insert(argv.end(), app.begin(), app.end());
-  return argv;
+  return AwtCommand("EdtTree", app, jvm_flags);
 }
-
-int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
 
 // The Java method a sampled tree node names: "EdtTree.parse" of "EdtTree.parse (EdtTree.java:45)"
 // (an interpreted frame, at its line) or "EdtTree.parse (EdtTree.java)" (a compiled one).
@@ -87,17 +73,9 @@ double SampledShare(const json& report, const std::string& method) {
   return 100.0 * cost / report["cost_ns"].get<double>();
 }
 
-class JvmEdtTest : public BpfTest {
+class JvmEdtTest : public JvmTest {
  protected:
-  void SetUp() override {
-    BpfTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_EQ(access(Java().c_str(), X_OK), 0)
-        << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
-    for (const char* program : {"EdtWaits", "EdtTree"})
-      ASSERT_EQ(access((Classes() + "/" + program + ".class").c_str(), R_OK), 0)
-          << program << ".class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
-  }
+  JvmEdtTest() : JvmTest({"EdtWaits", "EdtTree"}) {}
 
   // EdtTree's slow event: exactly one slow message holds it, within 20 ms of it (not cut at
   // its sleep), named by its runnable; its sampled tree names parse, pause and render under
@@ -160,13 +138,12 @@ class JvmEdtTest : public BpfTest {
   // looptrace run of EdtTree, no JVM flag but `jvm_flags`: the report and the truth.
   std::pair<std::vector<json>, std::vector<json>> RunEdtTree(const std::vector<std::string>& app,
                                                              const std::vector<std::string>& jvm_flags = {}) {
-    std::vector<std::string> argv = {
-        Looptrace(),           "run",  "-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "100",
-        "--sampled-max-nodes", "1000", "--"};
     std::vector<std::string> app_argv = app;
     app_argv.insert(app_argv.end(), {"--truth", dir_ / "truth.jsonl"});
-    for (auto& a : EdtTree(app_argv, jvm_flags)) argv.push_back(a);
-    auto r = RunCommand(argv, 300);
+    auto r = RunCommand(
+        LooptraceRun({"-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "100", "--sampled-max-nodes", "1000"},
+                     EdtTree(app_argv, jvm_flags)),
+        300);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("profile jvm-edt"), std::string::npos) << r.err;
     return {ReadJsonLines(dir_ / "out.json"), ReadJsonLines(dir_ / "truth.jsonl")};
@@ -216,15 +193,12 @@ class JvmEdtTest : public BpfTest {
     std::cout << fmt::format("{} events, each one message; worst begin/end error {:.3f} ms\n", events.size(),
                              static_cast<double>(max_error) / kMs);
   }
-
-  TempDir dir_;
 };
 
 TEST_F(JvmEdtTest, RunOfAJvmWithoutFlagsBoundsEventDispatchMessagesByItsWaits) {
   if (IsSkipped()) return;
-  std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--"};
-  for (auto& a : EdtWaits({"--truth", dir_ / "truth.jsonl"})) argv.push_back(a);
-  auto r = RunCommand(argv, 300);
+  auto r = RunCommand(
+      LooptraceRun({"-f", "json", "-o", dir_ / "out.json"}, EdtWaits({"--truth", dir_ / "truth.jsonl"})), 300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // One line says what this mode gives and how to get the exact one.
   EXPECT_NE(r.err.find("profile jvm-edt"), std::string::npos) << r.err;
@@ -238,9 +212,9 @@ TEST_F(JvmEdtTest, RunOfAJvmWithoutFlagsBoundsEventDispatchMessagesByItsWaits) {
 // interpreted frames only.
 TEST_F(JvmEdtTest, RunOfAnInterpretedJvmBoundsAndNamesTheSameMessages) {
   if (IsSkipped()) return;
-  std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--"};
-  for (auto& a : EdtWaits({"--truth", dir_ / "truth.jsonl"}, {"-Xint"})) argv.push_back(a);
-  auto r = RunCommand(argv, 300);
+  auto r = RunCommand(
+      LooptraceRun({"-f", "json", "-o", dir_ / "out.json"}, EdtWaits({"--truth", dir_ / "truth.jsonl"}, {"-Xint"})),
+      300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto events = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "event");
   ASSERT_EQ(events.size(), 6u);
