@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 
 #include "harness.h"
@@ -252,6 +253,35 @@ TEST_F(JvmEdtTest, TheSlowEventsTreeOfAnInterpretedJvmNamesItsMethodsWithTheirSh
   if (IsSkipped()) return;
   auto [lines, truth] = RunEdtTree({"--warmup", "0"}, {"-Xint"});
   CheckSlowEventTree(lines, truth);
+}
+
+// record -p attached to a running JVM started with no flags (its methods JIT-compiled by the
+// time it is ready): the same tree.
+TEST_F(JvmEdtTest, RecordOfARunningJvmWithoutFlagsGivesTheSlowEventsTree) {
+  if (IsSkipped()) return;
+  const std::string ready = dir_ / "ready", err = dir_ / "record.err";
+  Process target(EdtTree({"--truth", dir_ / "truth.jsonl", "--ready", ready}));
+  WaitForFile(ready, 60000);
+  ASSERT_TRUE(std::filesystem::exists(ready)) << "EdtTree did not get ready";
+  // The session's log goes to a file, read while it runs: the slow event is let go once the
+  // probes are attached (the program then posts events for 1.5 s: the session finds the
+  // thread by its name meanwhile).
+  Process session({"/bin/sh", "-c",
+                   fmt::format("exec {} record -p {} -d 60 -f json -o {} --evil-threshold 100 --sampled-max-nodes "
+                               "1000 2>{}",
+                               Looptrace(), target.pid(), dir_ / "out.json", err)});
+  std::string log;
+  for (int i = 0; i < 6000 && log.find("attached in") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream in(err);
+    log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_NE(log.find("attached in"), std::string::npos) << log;
+  std::ofstream(ready + ".go") << "";
+  auto r = session.Wait(120);
+  ASSERT_EQ(r.exit_code, 0) << log;  // the session ends with the program
+  EXPECT_NE(log.find("profile jvm-edt"), std::string::npos) << log;
+  CheckSlowEventTree(ReadJsonLines(dir_ / "out.json"), ReadJsonLines(dir_ / "truth.jsonl"));
 }
 
 }  // namespace
