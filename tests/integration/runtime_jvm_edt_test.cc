@@ -86,6 +86,7 @@ class JvmEdtTest : public JvmTest {
     EXPECT_EQ(OfType(lines, "session").at(0)["profile"], "jvm-edt");
     const auto events = OfType(truth, "event");
     ASSERT_EQ(events.size(), 1u);
+    ASSERT_EQ(OfType(truth, "method").size(), 3u);  // parse, pause, render
     const json& event = events[0];
     std::vector<json> holding;
     for (const json& e : OfType(lines, "evil_method"))
