@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -246,5 +247,66 @@ inline void WaitForFile(const std::string& path, int timeout_ms) {
   for (int i = 0; i < timeout_ms / 10 && !std::filesystem::exists(path); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
+
+// The duration of a record or truth line with begin_ns and end_ns.
+inline int64_t Cost(const nlohmann::json& span) {
+  return span["end_ns"].get<int64_t>() - span["begin_ns"].get<int64_t>();
+}
+
+// `looptrace run OPTIONS -- COMMAND`.
+inline std::vector<std::string> LooptraceRun(const std::vector<std::string>& options,
+                                             const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {Looptrace(), "run"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+// ---- The JVM tests (runtime_jvm_*_test.cc): Debian's OpenJDK 17 and the programs of
+// tests/runtimes/java/, compiled with it when looptrace is built.
+
+inline std::string Jdk17() { return LOOPTRACE_JDK17; }
+inline std::string JavaClasses() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
+
+// The java command of the JDK at `home` running test program `program` with `app` as its
+// arguments, after `jvm_flags` (none: how production JVMs run).
+inline std::vector<std::string> JavaCommand(const std::string& home, const std::vector<std::string>& jvm_flags,
+                                            const std::string& program, const std::vector<std::string>& app) {
+  std::vector<std::string> argv = {home + "/bin/java"};
+  argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
+  argv.insert(argv.end(), {"-cp", JavaClasses(), program});
+  argv.insert(argv.end(), app.begin(), app.end());
+  return argv;
+}
+
+// An AWT program of the tests (EdtApp, EdtWaits, ...) on OpenJDK 17, headless.
+inline std::vector<std::string> AwtCommand(const std::string& program, const std::vector<std::string>& app,
+                                           const std::vector<std::string>& jvm_flags = {}) {
+  std::vector<std::string> flags = {"-Djava.awt.headless=true"};
+  flags.insert(flags.end(), jvm_flags.begin(), jvm_flags.end());
+  return JavaCommand(Jdk17(), flags, program, app);
+}
+
+// Base of the JVM fixtures: a BpfTest that fails, saying how to get them, when OpenJDK 17's
+// java or the classes of the fixture's programs are missing; with a scratch directory.
+class JvmTest : public BpfTest {
+ protected:
+  explicit JvmTest(std::vector<std::string> programs) : programs_(std::move(programs)) {}
+  void SetUp() override {
+    BpfTest::SetUp();
+    if (IsSkipped()) return;
+    const std::string java = Jdk17() + "/bin/java";
+    ASSERT_EQ(access(java.c_str(), X_OK), 0) << java << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
+    for (const std::string& program : programs_)
+      ASSERT_EQ(access((JavaClasses() + "/" + program + ".class").c_str(), R_OK), 0)
+          << program << ".class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
+  }
+
+  TempDir dir_;
+
+ private:
+  std::vector<std::string> programs_;
+};
 
 }  // namespace looptrace::testing

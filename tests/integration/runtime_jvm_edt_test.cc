@@ -5,12 +5,16 @@
 // posts events of known durations and writes its own truth: each must be one message within
 // 2 ms of it (all boundaries but one: see CheckMessages), the one that sleeps inside the event
 // not split at its sleep, and each named by its own method (the first frame of the program's
-// code above EventQueue.dispatchEvent), so "messages by name" counts them.
+// code above EventQueue.dispatchEvent), so "messages by name" counts them. A slow event
+// (tests/runtimes/java/EdtTree.java) gets its sampled call tree: the Java methods on its path,
+// each with its share of the time, JIT-compiled or interpreted.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 
 #include "harness.h"
@@ -22,27 +26,129 @@ using nlohmann::json;
 
 constexpr int64_t kMs = 1'000'000;
 
-std::string Java() { return std::string(LOOPTRACE_JDK17) + "/bin/java"; }
-std::string Classes() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
-
-// `jvm_flags`: none (how production JVMs run), or -Xint (every frame interpreted).
+// The programs, with `jvm_flags`: none (how production JVMs run), or -Xint (every frame
+// interpreted).
 std::vector<std::string> EdtWaits(const std::vector<std::string>& app, const std::vector<std::string>& jvm_flags = {}) {
-  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true"};
-  argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
-  argv.insert(argv.end(), {"-cp", Classes(), "EdtWaits"});
-  argv.insert(argv.end(), app.begin(), app.end());
-  return argv;
+  return AwtCommand("EdtWaits", app, jvm_flags);
+}
+std::vector<std::string> EdtTree(const std::vector<std::string>& app, const std::vector<std::string>& jvm_flags = {}) {
+  return AwtCommand("EdtTree", app, jvm_flags);
 }
 
-class JvmEdtTest : public BpfTest {
+// The Java method a sampled tree node names: "EdtTree.parse" of "EdtTree.parse (EdtTree.java:45)"
+// (an interpreted frame, at its line) or "EdtTree.parse (EdtTree.java)" (a compiled one).
+std::string MethodOf(const std::string& node) { return node.substr(0, node.find(" (")); }
+
+// The tree as "name cost on/off-CPU" lines indented by depth, for failure messages.
+std::string TreeText(const json& report) {
+  std::string tree;
+  for (const json& node : report["sampled_tree"])
+    tree += fmt::format("{:{}}{} {:.1f} ms ({:.1f} on CPU)\n", "", 2 * node["depth"].get<int>(),
+                        node["name"].get<std::string>(), node["cost_ns"].get<double>() / kMs,
+                        node["on_cpu_ns"].get<double>() / kMs);
+  return tree;
+}
+
+// The sampled nodes of `method` (any line) that no node of it holds (a subtree counts once),
+// with the methods on the path to each, outermost first.
+struct MethodNode {
+  const json* node;
+  std::vector<std::string> path;
+};
+std::vector<MethodNode> NodesOf(const json& report, const std::string& method) {
+  std::vector<MethodNode> out;
+  std::vector<std::string> path;  // the methods of the current node's ancestors, by depth
+  for (const json& node : report["sampled_tree"]) {
+    path.resize(node["depth"].get<size_t>());
+    const std::string name = MethodOf(node["name"].get<std::string>());
+    if (name == method && std::find(path.begin(), path.end(), method) == path.end()) out.push_back({&node, path});
+    path.push_back(name);
+  }
+  return out;
+}
+
+// The subtrees of `method` in percent of the message.
+double SampledShare(const json& report, const std::string& method) {
+  double cost = 0;
+  for (const MethodNode& n : NodesOf(report, method)) cost += (*n.node)["cost_ns"].get<double>();
+  return 100.0 * cost / report["cost_ns"].get<double>();
+}
+
+class JvmEdtTest : public JvmTest {
  protected:
-  void SetUp() override {
-    BpfTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_EQ(access(Java().c_str(), X_OK), 0)
-        << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
-    ASSERT_EQ(access((Classes() + "/EdtWaits.class").c_str(), R_OK), 0)
-        << "EdtWaits.class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
+  JvmEdtTest() : JvmTest({"EdtWaits", "EdtTree"}) {}
+
+  // EdtTree's slow event: exactly one slow message holds it, within 20 ms of it (not cut at
+  // its sleep), named by its runnable; its sampled tree names parse, pause and render under
+  // slowEvent, each subtree's share of the message within 5 points of its truth, pause's
+  // sleep off CPU under it, in Thread.sleep.
+  void CheckSlowEventTree(const std::vector<json>& lines, const std::vector<json>& truth) {
+    EXPECT_EQ(OfType(lines, "session").at(0)["profile"], "jvm-edt");
+    const auto events = OfType(truth, "event");
+    ASSERT_EQ(events.size(), 1u);
+    ASSERT_EQ(OfType(truth, "method").size(), 3u);  // parse, pause, render
+    const json& event = events[0];
+    std::vector<json> holding;
+    for (const json& e : OfType(lines, "evil_method"))
+      if (e["begin_ns"].get<int64_t>() < event["end_ns"].get<int64_t>() &&
+          e["end_ns"].get<int64_t>() > event["begin_ns"].get<int64_t>())
+        holding.push_back(e);
+    ASSERT_EQ(holding.size(), 1u) << "slow messages overlapping the slow event: " << json(holding).dump(1);
+    const json& report = holding[0];
+    EXPECT_EQ(report.value("name", json()).dump(), event["name"].dump());
+    EXPECT_EQ(report.value("thread_name", ""), "AWT-EventQueue-0");
+    const int64_t begin_error = std::llabs(report["begin_ns"].get<int64_t>() - event["begin_ns"].get<int64_t>());
+    const int64_t end_error = std::llabs(report["end_ns"].get<int64_t>() - event["end_ns"].get<int64_t>());
+    EXPECT_LE(begin_error, 20 * kMs) << report["begin_ns"];
+    EXPECT_LE(end_error, 20 * kMs) << report["end_ns"];
+
+    const std::string tree = TreeText(report);
+    std::cout << "the slow event's sampled tree:\n" << tree;
+    std::cout << fmt::format("message {:.1f} ms, truth {:.1f} ms (begin {:+.3f} ms, end {:+.3f} ms)\n",
+                             Cost(report) / 1e6, Cost(event) / 1e6,
+                             (report["begin_ns"].get<int64_t>() - event["begin_ns"].get<int64_t>()) / 1e6,
+                             (report["end_ns"].get<int64_t>() - event["end_ns"].get<int64_t>()) / 1e6);
+    double worst = 0;
+    for (const json& part : truth) {
+      const std::string method = part["name"];
+      const double truth_share = 100.0 * Cost(part) / report["cost_ns"].get<double>();
+      const double sampled = SampledShare(report, method);
+      EXPECT_NEAR(sampled, truth_share, 5.0) << method << "\n" << tree;
+      worst = std::max(worst, std::abs(sampled - truth_share));
+      std::cout << fmt::format("{}: truth {:.1f}%, sampled {:.1f}%\n", method, truth_share, sampled);
+      if (part["type"] != "method") continue;
+      // Each of its subtrees on the slow event's path.
+      const auto nodes = NodesOf(report, method);
+      ASSERT_FALSE(nodes.empty()) << method << " is not in the tree\n" << tree;
+      for (const MethodNode& n : nodes)
+        EXPECT_NE(std::find(n.path.begin(), n.path.end(), "EdtTree.slowEvent"), n.path.end()) << method << "\n" << tree;
+    }
+    std::cout << fmt::format("largest share error {:.1f} points\n", worst);
+    // The sleep: pause's time is off CPU, below it Thread.sleep.
+    double pause_cost = 0, pause_off_cpu = 0;
+    for (const MethodNode& n : NodesOf(report, "EdtTree.pause")) {
+      pause_cost += (*n.node)["cost_ns"].get<double>();
+      pause_off_cpu += (*n.node)["off_cpu_ns"].get<double>();
+    }
+    EXPECT_GE(pause_off_cpu, 0.9 * pause_cost) << tree;
+    const auto sleeps = NodesOf(report, "java.lang.Thread.sleep");
+    ASSERT_EQ(sleeps.size(), 1u) << tree;
+    EXPECT_EQ(sleeps[0].path.back(), "EdtTree.pause") << tree;
+    EXPECT_EQ(Counter(lines, "interp_stacks_dropped"), 0u);
+  }
+
+  // looptrace run of EdtTree, no JVM flag but `jvm_flags`: the report and the truth.
+  std::pair<std::vector<json>, std::vector<json>> RunEdtTree(const std::vector<std::string>& app,
+                                                             const std::vector<std::string>& jvm_flags = {}) {
+    std::vector<std::string> app_argv = app;
+    app_argv.insert(app_argv.end(), {"--truth", dir_ / "truth.jsonl"});
+    auto r = RunCommand(
+        LooptraceRun({"-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "100", "--sampled-max-nodes", "1000"},
+                     EdtTree(app_argv, jvm_flags)),
+        300);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("profile jvm-edt"), std::string::npos) << r.err;
+    return {ReadJsonLines(dir_ / "out.json"), ReadJsonLines(dir_ / "truth.jsonl")};
   }
 
   // Every event of the truth is one message of the event dispatch thread, within 2 ms of
@@ -89,15 +195,12 @@ class JvmEdtTest : public BpfTest {
     std::cout << fmt::format("{} events, each one message; worst begin/end error {:.3f} ms\n", events.size(),
                              static_cast<double>(max_error) / kMs);
   }
-
-  TempDir dir_;
 };
 
 TEST_F(JvmEdtTest, RunOfAJvmWithoutFlagsBoundsEventDispatchMessagesByItsWaits) {
   if (IsSkipped()) return;
-  std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--"};
-  for (auto& a : EdtWaits({"--truth", dir_ / "truth.jsonl"})) argv.push_back(a);
-  auto r = RunCommand(argv, 300);
+  auto r = RunCommand(
+      LooptraceRun({"-f", "json", "-o", dir_ / "out.json"}, EdtWaits({"--truth", dir_ / "truth.jsonl"})), 300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // One line says what this mode gives and how to get the exact one.
   EXPECT_NE(r.err.find("profile jvm-edt"), std::string::npos) << r.err;
@@ -111,9 +214,9 @@ TEST_F(JvmEdtTest, RunOfAJvmWithoutFlagsBoundsEventDispatchMessagesByItsWaits) {
 // interpreted frames only.
 TEST_F(JvmEdtTest, RunOfAnInterpretedJvmBoundsAndNamesTheSameMessages) {
   if (IsSkipped()) return;
-  std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json", "--"};
-  for (auto& a : EdtWaits({"--truth", dir_ / "truth.jsonl"}, {"-Xint"})) argv.push_back(a);
-  auto r = RunCommand(argv, 300);
+  auto r = RunCommand(
+      LooptraceRun({"-f", "json", "-o", dir_ / "out.json"}, EdtWaits({"--truth", dir_ / "truth.jsonl"}, {"-Xint"})),
+      300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto events = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "event");
   ASSERT_EQ(events.size(), 6u);
@@ -135,6 +238,51 @@ TEST_F(JvmEdtTest, RecordOfARunningJvmWithoutFlagsFindsItsEventDispatchThread) {
   auto events = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "event");
   ASSERT_EQ(events.size(), 6u);
   CheckMessages(ReadJsonLines(dir_ / "out.json"), events);
+}
+
+// A slow event's tree with the work JIT-compiled: parse, pause and render were called
+// thousands of times before it (HotSpot compiles them; only slowEvent, run once, stays
+// interpreted), and its samples name the compiled frames.
+TEST_F(JvmEdtTest, TheSlowEventsTreeOfAJvmWithoutFlagsNamesItsCompiledMethodsWithTheirShares) {
+  if (IsSkipped()) return;
+  auto [lines, truth] = RunEdtTree({});
+  CheckSlowEventTree(lines, truth);
+}
+
+// The same with every frame interpreted (-Xint, no warm-up: it would only take long).
+TEST_F(JvmEdtTest, TheSlowEventsTreeOfAnInterpretedJvmNamesItsMethodsWithTheirShares) {
+  if (IsSkipped()) return;
+  auto [lines, truth] = RunEdtTree({"--warmup", "0"}, {"-Xint"});
+  CheckSlowEventTree(lines, truth);
+}
+
+// record -p attached to a running JVM started with no flags (its methods JIT-compiled by the
+// time it is ready): the same tree.
+TEST_F(JvmEdtTest, RecordOfARunningJvmWithoutFlagsGivesTheSlowEventsTree) {
+  if (IsSkipped()) return;
+  const std::string ready = dir_ / "ready", err = dir_ / "record.err";
+  Process target(EdtTree({"--truth", dir_ / "truth.jsonl", "--ready", ready}));
+  WaitForFile(ready, 60000);
+  ASSERT_TRUE(std::filesystem::exists(ready)) << "EdtTree did not get ready";
+  // The session's log goes to a file, read while it runs: the slow event is let go once the
+  // probes are attached (the program then posts events for 1.5 s: the session finds the
+  // thread by its name meanwhile).
+  Process session({"/bin/sh", "-c",
+                   fmt::format("exec {} record -p {} -d 60 -f json -o {} --evil-threshold 100 --sampled-max-nodes "
+                               "1000 2>{}",
+                               Looptrace(), target.pid(), dir_ / "out.json", err)});
+  std::string log;
+  for (int i = 0; i < 6000 && log.find("attached in") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream in(err);
+    log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_NE(log.find("attached in"), std::string::npos) << log;
+  std::ofstream(ready + ".go") << "";
+  auto r = session.Wait(120);
+  ASSERT_EQ(r.exit_code, 0) << log;  // the session ends with the program
+  EXPECT_NE(log.find("profile jvm-edt"), std::string::npos) << log;
+  CheckSlowEventTree(ReadJsonLines(dir_ / "out.json"), ReadJsonLines(dir_ / "truth.jsonl"));
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ std::string OtherJdk() {
   std::vector<std::string> homes;
   for (const auto& entry : std::filesystem::directory_iterator("/usr/lib/jvm", ec)) homes.push_back(entry.path());
   std::sort(homes.begin(), homes.end());
-  const auto jdk17 = std::filesystem::canonical(LOOPTRACE_JDK17, ec);
+  const auto jdk17 = std::filesystem::canonical(Jdk17(), ec);
   for (const auto& home : homes) {
     if (std::filesystem::canonical(home, ec) == jdk17 || access((home + "/bin/jcmd").c_str(), X_OK) != 0) continue;
     std::ifstream release(home + "/release");
@@ -38,8 +38,7 @@ std::string OtherJdk() {
   return "";
 }
 
-std::string JdkHome(std::string_view which) { return which == "jdk17" ? std::string(LOOPTRACE_JDK17) : OtherJdk(); }
-std::string Classes() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
+std::string JdkHome(std::string_view which) { return which == "jdk17" ? Jdk17() : OtherJdk(); }
 
 // The line of JvmFrames.java that holds `text` first: the truth for line numbers.
 int SourceLine(std::string_view text) {
@@ -137,7 +136,10 @@ class JvmThreadDumpTest : public BpfTest, public ::testing::WithParamInterface<s
     home_ = JdkHome(GetParam());
     if (home_.empty()) GTEST_SKIP() << "no JDK other than 17 in /usr/lib/jvm";
   }
-  std::string Java() const { return home_ + "/bin/java"; }
+  // The program on this test's JDK: its threads stop where the tests look for them.
+  std::vector<std::string> JvmFrames(const std::string& ready) const {
+    return JavaCommand(home_, {}, "JvmFrames", {ready});
+  }
   std::string home_;
   TempDir dir_;
 };
@@ -148,7 +150,7 @@ class JvmThreadDumpTest : public BpfTest, public ::testing::WithParamInterface<s
 TEST_P(JvmThreadDumpTest, ThreadDumpOfAJvmWithoutFlagsNamesEveryJavaFrameAsJcmdDoes) {
   if (IsSkipped()) return;
   const std::string ready = dir_ / "ready";
-  Process target({Java(), "-cp", Classes(), "JvmFrames", ready});
+  Process target(JvmFrames(ready));
   WaitForFile(ready, 30000);
   ASSERT_TRUE(std::filesystem::exists(ready)) << "JvmFrames did not get ready";
   const std::string pid = std::to_string(target.pid());
@@ -260,7 +262,7 @@ class JvmSampledFramesTest : public JvmThreadDumpTest {};
 TEST_P(JvmSampledFramesTest, SamplesAndSwitchOutsOfAJvmWithoutFlagsNameItsJavaMethods) {
   if (IsSkipped()) return;
   const std::string ready = dir_ / "ready";
-  Process target({Java(), "-cp", Classes(), "JvmFrames", ready});
+  Process target(JvmFrames(ready));
   WaitForFile(ready, 30000);
   ASSERT_TRUE(std::filesystem::exists(ready)) << "JvmFrames did not get ready";
   auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(target.pid()), "-d", "3", "--threads", "all",

@@ -19,9 +19,9 @@ namespace {
 
 using nlohmann::json;
 
-class JvmProfileTest : public BpfTest {
+class JvmProfileTest : public JvmTest {
  protected:
-  TempDir dir_;
+  JvmProfileTest() : JvmTest({"JvmProfile"}) {}
 };
 
 // The "self total method" lines of the text report's section of each thread, by thread name.
@@ -53,8 +53,7 @@ std::optional<std::pair<double, double>> ShareOf(const Shares& shares, std::stri
 TEST_F(JvmProfileTest, DefaultReportOfAJvmWithoutFlagsShowsWhereItsJavaThreadsRan) {
   if (IsSkipped()) return;
   const std::string ready = dir_ / "ready", truth_file = dir_ / "truth.json";
-  Process target({std::string(LOOPTRACE_JDK17) + "/bin/java", "-cp",
-                  std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java", "JvmProfile", ready, truth_file});
+  Process target(JavaCommand(Jdk17(), {}, "JvmProfile", {ready, truth_file}));
   WaitForFile(ready, 60000);
   ASSERT_TRUE(std::filesystem::exists(ready)) << "JvmProfile did not get ready";
   auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(target.pid()), "-d", "4", "--save",

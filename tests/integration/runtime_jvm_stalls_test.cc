@@ -22,16 +22,7 @@ using nlohmann::json;
 
 constexpr int64_t kMs = 1'000'000;
 
-std::string Java() { return std::string(LOOPTRACE_JDK17) + "/bin/java"; }
-std::string Classes() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
-
-std::vector<std::string> EdtStalls(const std::vector<std::string>& app) {
-  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true", "-cp", Classes(), "EdtStalls"};
-  argv.insert(argv.end(), app.begin(), app.end());
-  return argv;
-}
-
-int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
+std::vector<std::string> EdtStalls(const std::vector<std::string>& app) { return AwtCommand("EdtStalls", app); }
 
 const json* ThreadNamed(const json& snapshot, const std::string& name) {
   for (const auto& t : snapshot["threads"])
@@ -45,24 +36,15 @@ bool StackHas(const json& thread, const std::string& frame) {
   return false;
 }
 
-class JvmStallsTest : public BpfTest {
+class JvmStallsTest : public JvmTest {
  protected:
-  void SetUp() override {
-    BpfTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_EQ(access(Java().c_str(), X_OK), 0)
-        << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
-    ASSERT_EQ(access((Classes() + "/EdtStalls.class").c_str(), R_OK), 0)
-        << "EdtStalls.class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
-  }
+  JvmStallsTest() : JvmTest({"EdtStalls"}) {}
 
   // looptrace run -f json (no --profile: jvm-edt is picked) on one scenario of the program.
   std::vector<json> Run(const std::string& scenario, std::vector<std::string> options) {
-    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
-    argv.insert(argv.end(), options.begin(), options.end());
-    argv.push_back("--");
-    for (auto& a : EdtStalls({"--scenario", scenario, "--truth", dir_ / "truth.jsonl"})) argv.push_back(a);
-    auto r = RunCommand(argv, 300);
+    options.insert(options.begin(), {"-f", "json", "-o", dir_ / "out.json"});
+    auto r =
+        RunCommand(LooptraceRun(options, EdtStalls({"--scenario", scenario, "--truth", dir_ / "truth.jsonl"})), 300);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("profile jvm-edt"), std::string::npos) << r.err;
     return ReadJsonLines(dir_ / "out.json");
@@ -82,8 +64,6 @@ class JvmStallsTest : public BpfTest {
       if (c["kind"] == "monitor") out.push_back(c);
     return out;
   }
-
-  TempDir dir_;
 };
 
 TEST_F(JvmStallsTest, AContendedMonitorWithoutFlagsNamesItsHolderAndTheWaitWithin2ms) {

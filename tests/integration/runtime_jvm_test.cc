@@ -17,42 +17,22 @@ using nlohmann::json;
 constexpr int kProfileError = 6;
 constexpr int64_t kMs = 1'000'000;
 
-std::string Java() { return std::string(LOOPTRACE_JDK17) + "/bin/java"; }
-std::string Classes() { return std::string(LOOPTRACE_RUNTIME_PROGRAMS_DIR) + "/java"; }
-
-int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
-
-std::vector<std::string> JavaCommand(const std::vector<std::string>& flags, const std::vector<std::string>& app) {
-  std::vector<std::string> argv = {Java(), "-Djava.awt.headless=true"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-cp", Classes(), "EdtApp"});
-  argv.insert(argv.end(), app.begin(), app.end());
-  return argv;
+// The test program, headless, with `jvm_flags`.
+std::vector<std::string> EdtApp(const std::vector<std::string>& jvm_flags, const std::vector<std::string>& app) {
+  return AwtCommand("EdtApp", app, jvm_flags);
 }
 
-class JvmRuntimeTest : public BpfTest {
+class JvmRuntimeTest : public JvmTest {
  protected:
-  void SetUp() override {
-    BpfTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_EQ(access(Java().c_str(), X_OK), 0)
-        << Java() << " is missing: run scripts/setup.sh (openjdk-17-jdk-headless)";
-    ASSERT_EQ(access((Classes() + "/EdtApp.class").c_str(), R_OK), 0)
-        << "EdtApp.class was not built: javac was missing when looptrace was configured (run scripts/setup.sh)";
-  }
+  JvmRuntimeTest() : JvmTest({"EdtApp"}) {}
 
   // looptrace run -f json on the program with method (and monitor) probes on.
   CommandResult Run(const std::string& scenario, std::vector<std::string> options) {
-    std::vector<std::string> argv = {Looptrace(), "run", "-f", "json", "-o", dir_ / "out.json"};
-    argv.insert(argv.end(), options.begin(), options.end());
-    argv.push_back("--");
-    for (auto& a : JavaCommand({"-XX:+DTraceMethodProbes", "-XX:+DTraceMonitorProbes"},
-                               {"--scenario", scenario, "--truth", dir_ / "truth.jsonl"}))
-      argv.push_back(a);
-    return RunCommand(argv, 300);
+    options.insert(options.begin(), {"-f", "json", "-o", dir_ / "out.json"});
+    return RunCommand(LooptraceRun(options, EdtApp({"-XX:+DTraceMethodProbes", "-XX:+DTraceMonitorProbes"},
+                                                   {"--scenario", scenario, "--truth", dir_ / "truth.jsonl"})),
+                      300);
   }
-
-  TempDir dir_;
 };
 
 TEST_F(JvmRuntimeTest, RunnablesAreMessagesOfTheEventDispatchThreadTimedWithin2ms) {
@@ -175,9 +155,7 @@ TEST_F(JvmRuntimeTest, AContendedMonitorNamesItsHolderInEvilMethodAndLagReports)
 }
 
 TEST_F(JvmRuntimeTest, AJvmWithoutMethodProbesRunsAndSaysWhatItGivesInOneLine) {
-  std::vector<std::string> argv = {Looptrace(), "run", "--"};
-  for (auto& a : JavaCommand({}, {"--scenario", "slow"})) argv.push_back(a);
-  auto r = RunCommand(argv, 120);
+  auto r = RunCommand(LooptraceRun({}, EdtApp({}, {"--scenario", "slow"})), 120);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("runs HotSpot with its method probes off"), std::string::npos) << r.err;
   // Detected as jvm-edt: messages bounded by the event dispatch thread's waits instead.
@@ -189,7 +167,7 @@ TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchT
   {
     // Without method probes: the flag's value is read from the JVM's memory; the session
     // runs with jvm-edt (messages bounded by the thread's waits) and says how to get exact ones.
-    Process target(JavaCommand({}, {"--scenario", "forever", "--truth", dir_ / "off.jsonl"}));
+    Process target(EdtApp({}, {"--scenario", "forever", "--truth", dir_ / "off.jsonl"}));
     WaitForFile(dir_ / "off.jsonl", 20000);
     auto r = RunCommand({Looptrace(), "record", "-v", "-p", std::to_string(target.pid()), "-d", "1"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -201,7 +179,7 @@ TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchT
     EXPECT_NE(probes.out.find("profile jvm"), std::string::npos) << probes.out;
     EXPECT_NE(probes.err.find("with its method probes off"), std::string::npos) << probes.err;
   }
-  Process target(JavaCommand({"-XX:+DTraceMethodProbes"}, {"--scenario", "forever", "--truth", dir_ / "on.jsonl"}));
+  Process target(EdtApp({"-XX:+DTraceMethodProbes"}, {"--scenario", "forever", "--truth", dir_ / "on.jsonl"}));
   WaitForFile(dir_ / "on.jsonl", 20000);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   auto probes = RunCommand({Looptrace(), "probes", "-p", std::to_string(target.pid())});
@@ -222,9 +200,8 @@ TEST_F(JvmRuntimeTest, RecordReadsTheFlagsOfARunningJvmAndFindsItsEventDispatchT
 }
 
 TEST_F(JvmRuntimeTest, APythonProfileOnAJvmSaysItIsAJvm) {
-  std::vector<std::string> argv = {Looptrace(), "run", "--profile", "python", "--"};
-  for (auto& a : JavaCommand({"-XX:+DTraceMethodProbes"}, {"--scenario", "slow"})) argv.push_back(a);
-  auto r = RunCommand(argv, 60);
+  auto r = RunCommand(
+      LooptraceRun({"--profile", "python"}, EdtApp({"-XX:+DTraceMethodProbes"}, {"--scenario", "slow"})), 60);
   EXPECT_EQ(r.exit_code, kProfileError) << r.err;
   EXPECT_NE(r.err.find("profile python is for CPython, but"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("runs a HotSpot JVM"), std::string::npos) << r.err;
