@@ -66,9 +66,10 @@ int64_t UnwindRowsPublisher::FirstRowOf(const symbols::TableUnwinder::MappedModu
   if (rows.empty()) return -1;
   if (next_row_ > capacity_ || capacity_ - next_row_ < rows.size()) {
     without_room_.insert(module.table);  // counted once, not tried at every look at the maps
-    log::Warning("stack walker: no room left for the {} .eh_frame rows of {} ({} of {} used): stacks through it "
-                 "stop there",
-                 rows.size(), module.path, next_row_, capacity_);
+    log::Warning(
+        "stack walker: no room left for the {} .eh_frame rows of {} ({} of {} used): stacks through it "
+        "stop there",
+        rows.size(), module.path, next_row_, capacity_);
     return -1;
   }
   if (auto written = bpf_->WriteUnwindRows(next_row_, rows); !written) {

@@ -292,9 +292,9 @@ TEST_F(PythonNativeFramesTest, TheBpfWalkIsWholeForTheMergedViewAndStopsAtTheInt
 // Before, those stacks stopped in the library: 2 of 307 whole.
 TEST_F(PythonNativeFramesTest, ALibraryLoadedMidSessionIsWalkedWholeFromItsFirstSample) {
   TempDir dir;
-  auto r = RunCommand({Looptrace(), "run", "--native-frames", "-f", "json", "-o", dir / "out.json",
-                       "--evil-threshold", "50", "--sampled-max-nodes", "1000", "--", "/usr/bin/python3.11", App(),
-                       "--scenario", "late-import", "--truth", dir / "truth.jsonl"},
+  auto r = RunCommand({Looptrace(), "run", "--native-frames", "-f", "json", "-o", dir / "out.json", "--evil-threshold",
+                       "50", "--sampled-max-nodes", "1000", "--", "/usr/bin/python3.11", App(), "--scenario",
+                       "late-import", "--truth", dir / "truth.jsonl"},
                       120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir / "out.json");

@@ -125,11 +125,11 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
   X(stack_walks_no_frame_pointer, kInfo,                                                                               \
     "user stacks whose BPF walk stopped in code outside every module (JIT) that keeps no frame pointer")               \
   X(stack_modules_without_rows, kDataLoss,                                                                             \
-    "modules loaded while the session ran whose .eh_frame rows found no room left in the BPF walker's table: "       \
-    "stacks through their code stop there")                                                                          \
-  X(stack_walks_finished_from_copy, kInfo,                                                                         \
-    "user stacks whose BPF walk met a library loaded since its rows were last published (dlopen): sent as a stack "  \
-    "copy and walked in user space")                                                                                 \
+    "modules loaded while the session ran whose .eh_frame rows found no room left in the BPF walker's table: "         \
+    "stacks through their code stop there")                                                                            \
+  X(stack_walks_finished_from_copy, kInfo,                                                                             \
+    "user stacks whose BPF walk met a library loaded since its rows were last published (dlopen): sent as a stack "    \
+    "copy and walked in user space")                                                                                   \
   X(stack_frames_by_frame_pointer, kCoverage,                                                                          \
     "frames the BPF walk took by frame pointer: code no .eh_frame row covers (JIT code, V8's builtins)")               \
   X(stack_walks_cut_at_interpreter, kFilter,                                                                           \
