@@ -1244,14 +1244,20 @@ struct {
 	__uint(max_entries, 4 << 20); /* resized by the loader */
 } samples SEC(".maps");
 
+/* 0: every sample wakes the loader (while a program starts, its drains publish the unwind
+ * rows of the libraries it maps: a drain sooner is whole stacks sooner); 1: see below. */
+__u32 samples_batched;
+
 /*
- * The loader drains the sample ring at every poll (25 ms), as it does the record ring: a
- * sample wakes it only once the ring is half full, not at every sample (a wake-up each is a
- * context switch on the target's CPUs and a drain of a few records, thousands a second on a
- * busy server).
+ * Once the program runs, the loader drains the sample ring at every poll (25 ms), as it does
+ * the record ring: a sample wakes it only once the ring is half full, not at every sample (a
+ * wake-up each is a context switch on the target's CPUs and a drain of a few records,
+ * thousands a second on a busy server).
  */
 static __always_inline __u64 sample_wakeup(void)
 {
+	if (!*(volatile __u32 *)&samples_batched)
+		return 0;
 	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 2 ?
 		       BPF_RB_FORCE_WAKEUP :
 		       BPF_RB_NO_WAKEUP;

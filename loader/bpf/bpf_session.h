@@ -129,6 +129,10 @@ class BpfSession {
   // preemption gets one; session_cost.h), from now on.
   void SetPreemptStacksAfter(uint64_t ns);
 
+  // Stack samples wake the loader only when their ring is half full (true), or each (false:
+  // the default, while the target starts).
+  void BatchSampleWakeups(bool batched);
+
   // Where the target's interpreters are, once located: BPF walks their frames from now on.
   void PublishInterpreterAddresses(const InterpreterBpfConfig& config);
 
