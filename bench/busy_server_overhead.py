@@ -12,7 +12,8 @@ Setups, interleaved by round (the order turns every round): untraced; the messag
 (`record -p PID --no-thread-tracking --sample-rate 0`); the default mode (`record -p PID`);
 and with LT_BASELINE=/path/to/another/looptrace, that build's default mode too (before/after
 in one run). Per run: the client's requests per second, the server's CPU per request, the
-loader's own CPU during the measured window (a share of one core) and the machine's busy CPU.
+loader's own CPU during the measured window (a share of one core, and per request), its
+wake-ups a second (voluntary context switches) and the machine's busy CPU.
 Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run.
 
 Root. Each traced run holds /tmp/looptrace-integration.lock (the integration tests check that
@@ -48,6 +49,15 @@ def process_cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def voluntary_switches(pid):
+    """Times a process's threads went to sleep by themselves (a loader's wake-ups, roughly)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            total += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+    return total
 
 
 def machine_busy_s():
@@ -114,6 +124,9 @@ class Tracer:
     def cpu_s(self):
         return process_cpu_s(self.proc.pid)
 
+    def wakeups(self):
+        return voluntary_switches(self.proc.pid)
+
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
         self.proc.stderr.read()
@@ -129,10 +142,12 @@ def run_once(server, client, seconds, looptrace, options, report):
     time.sleep(0.2)  # let the loader settle after attaching
     server_cpu0, machine0 = process_cpu_s(server.proc.pid), machine_busy_s()
     loader_cpu0 = tracer.cpu_s() if tracer else 0
+    wakeups0 = tracer.wakeups() if tracer else 0
     out = subprocess.check_output([client, str(server.proc.server_port), server.mode, str(seconds), "0.5"], text=True)
     server_cpu = process_cpu_s(server.proc.pid) - server_cpu0
     machine = machine_busy_s() - machine0
     loader_cpu = tracer.cpu_s() - loader_cpu0 if tracer else 0
+    wakeups = tracer.wakeups() - wakeups0 if tracer else 0
     if tracer:
         tracer.stop()
     words = out.split()
@@ -141,6 +156,8 @@ def run_once(server, client, seconds, looptrace, options, report):
         "rps": requests / seconds,
         "cpu_us_per_request": server_cpu / total * 1e6,
         "loader_share": loader_cpu / elapsed,
+        "loader_us_per_request": loader_cpu / total * 1e6,
+        "loader_wakeups_per_s": wakeups / elapsed,
         "machine_share": machine / elapsed,
     }
 
@@ -189,13 +206,14 @@ def main():
     for server in servers:
         print(f"\n{server.name}")
         print(f"  {'setup':24} {'req/s':>9} {'x untraced':>10} {'x probes':>9} {'server CPU/req':>15} "
-              f"{'loader CPU':>10} {'machine CPU':>11}")
+              f"{'loader CPU':>10} {'loader CPU/req':>15} {'wake-ups/s':>10} {'machine CPU':>11}")
         base = med(server, "untraced", "rps")
         probes = med(server, "probes only", "rps")
         for name, _, _ in setups:
             rps = med(server, name, "rps")
             print(f"  {name:24} {rps:9.0f} {rps / base:10.3f} {rps / probes:9.3f} "
                   f"{med(server, name, 'cpu_us_per_request'):12.1f} us {100 * med(server, name, 'loader_share'):9.1f}% "
+                  f"{med(server, name, 'loader_us_per_request'):12.1f} us {med(server, name, 'loader_wakeups_per_s'):10.0f} "
                   f"{100 * med(server, name, 'machine_share'):10.1f}%")
     for server, setup, what in sorted(set(missing)):
         print(f"\nMISSING in a report of {server}, {setup}: {what}")

@@ -7,7 +7,8 @@ closed-loop client at the highest rate it reaches (bench/servers/closed_loop_cli
   - 0x (npm, the flame-graph profiler clinic.js builds on): the server restarted under
     `0x -- node http_node.js PORT` (V8's --prof sampler in the process), as 0x must;
   - looptrace default: `looptrace record -p PID` attached to the running server, no restart;
-  - looptrace probes only: the same with `--no-thread-tracking --sample-rate 0`.
+  - looptrace probes only: the same with `--no-thread-tracking --sample-rate 0`;
+  - with LT_BASELINE=/path/to/another/looptrace, that build's default mode too.
 Prints medians of the client's requests per second and their ratio to untraced, and the
 profiler's own CPU during the window (0x's is in the server: V8's sampler thread).
 
@@ -48,6 +49,8 @@ def node_pid(proc):
 
 
 def run_once(setup, looptrace, client, port, seconds, out):
+    if "LT_BASELINE" in setup:
+        looptrace = os.environ["LT_BASELINE"]
     argv = [NODE, SERVER, str(port)]
     if setup == "0x":
         argv = [ZEROX, "--output-dir", os.path.join(out, f"0x-{port}"), "--"] + argv
@@ -89,6 +92,8 @@ def main():
     client = os.path.join(out, "closed_loop_client")
     subprocess.check_call(["cc", "-O2", "-o", client, os.path.join(HERE, "servers", "closed_loop_client.c")])
     setups = ["untraced", "0x", "looptrace default", "looptrace probes only"]
+    if os.environ.get("LT_BASELINE"):
+        setups.append("looptrace default (LT_BASELINE)")
     results = {s: [] for s in setups}
     port = args.port
     for rnd in range(args.rounds):
@@ -98,12 +103,12 @@ def main():
         print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
     base = statistics.median(r["rps"] for r in results["untraced"])
     print(f"node http server, median of {args.rounds} interleaved rounds of {args.seconds:g} s, one closed-loop client")
-    print(f"  {'setup':24} {'req/s':>9} {'x untraced':>10} {'server CPU':>10} {'looptrace CPU':>13}")
+    print(f"  {'setup':32} {'req/s':>9} {'x untraced':>10} {'server CPU':>10} {'looptrace CPU':>13}")
     for s in setups:
         rps = statistics.median(r["rps"] for r in results[s])
         server = statistics.median(r["server_cpu"] for r in results[s])
         loader = statistics.median(r["loader_cpu"] for r in results[s])
-        print(f"  {s:24} {rps:9.0f} {rps / base:10.3f} {100 * server:9.1f}% {100 * loader:12.1f}%")
+        print(f"  {s:32} {rps:9.0f} {rps / base:10.3f} {100 * server:9.1f}% {100 * loader:12.1f}%")
 
 
 if __name__ == "__main__":

@@ -1242,6 +1242,25 @@ struct {
 	__uint(max_entries, 4 << 20); /* resized by the loader */
 } samples SEC(".maps");
 
+/* 0: every sample wakes the loader (while a program starts, its drains publish the unwind
+ * rows of the libraries it maps: a drain sooner is whole stacks sooner); 1: see below. */
+__u32 samples_batched;
+
+/*
+ * Once the program runs, the loader drains the sample ring at every poll (25 ms), as it does
+ * the record ring: a sample wakes it only once the ring is half full, not at every sample (a
+ * wake-up each is a context switch on the target's CPUs and a drain of a few records,
+ * thousands a second on a busy server).
+ */
+static __always_inline __u64 sample_wakeup(void)
+{
+	if (!*(volatile __u32 *)&samples_batched)
+		return 0;
+	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 2 ?
+		       BPF_RB_FORCE_WAKEUP :
+		       BPF_RB_NO_WAKEUP;
+}
+
 /* Every watched thread's latest copy (switch-out, or sample): for stall snapshots. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1417,7 +1436,7 @@ static __noinline int send_interp_stack(struct task_struct *task, __u32 tid, __u
 	if (size > sizeof(*stack))
 		size = sizeof(*stack);
 	stack->header.size = size;
-	if (bpf_ringbuf_output(&samples, stack, size, 0))
+	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
 		count(LT_STAT_INTERP_STACKS_DROPPED);
 	return 0;
 }
@@ -1658,7 +1677,7 @@ static __noinline int send_hotspot_stack(struct task_struct *task, __u32 tid, __
 	if (size > sizeof(*stack))
 		size = sizeof(*stack);
 	stack->header.size = size;
-	if (bpf_ringbuf_output(&samples, stack, size, 0))
+	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
 		count(LT_STAT_INTERP_STACKS_DROPPED);
 	return 0;
 }
@@ -1834,7 +1853,7 @@ static __noinline int send_v8_stack(struct task_struct *task, __u32 tid, __u64 n
 	if (size > sizeof(*stack))
 		size = sizeof(*stack);
 	stack->header.size = size;
-	if (bpf_ringbuf_output(&samples, stack, size, 0))
+	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
 		count(LT_STAT_INTERP_STACKS_DROPPED);
 	return 0;
 }
@@ -1958,7 +1977,8 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	if (send) {
 		size = clamp_copy(copy->size);
 		copy->header.size = __builtin_offsetof(struct lt_stack_copy, bytes) + size;
-		if (bpf_ringbuf_output(&samples, copy, __builtin_offsetof(struct lt_stack_copy, bytes) + size, 0))
+		if (bpf_ringbuf_output(&samples, copy, __builtin_offsetof(struct lt_stack_copy, bytes) + size,
+				       sample_wakeup()))
 			count(LT_STAT_SAMPLES_DROPPED);
 	}
 }
@@ -2335,7 +2355,8 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 		n = sizeof(rec->ips);
 	rec->nr_ips = n / 8;
 	rec->header.size = __builtin_offsetof(struct lt_sample_record, ips) + n;
-	if (bpf_ringbuf_output(&samples, rec, __builtin_offsetof(struct lt_sample_record, ips) + n, 0))
+	if (bpf_ringbuf_output(&samples, rec, __builtin_offsetof(struct lt_sample_record, ips) + n,
+			       sample_wakeup()))
 		count(LT_STAT_SAMPLES_DROPPED);
 }
 

@@ -426,6 +426,10 @@ Result<void> BpfSession::PublishUnwindModules(std::span<const lt_unwind_module> 
   return {};
 }
 
+void BpfSession::BatchSampleWakeups(bool batched) {
+  __atomic_store_n(&skel_->bss->samples_batched, batched ? 1u : 0u, __ATOMIC_RELAXED);
+}
+
 uint32_t BpfSession::loop_tid() const {
   return static_cast<uint32_t>(__atomic_load_n(&skel_->bss->loop_tid, __ATOMIC_RELAXED));
 }

@@ -126,6 +126,10 @@ class BpfSession {
 
   const BeatRing& beats() const { return beats_; }
 
+  // Stack samples wake the loader only when their ring is half full (true), or each (false:
+  // the default, while the target starts).
+  void BatchSampleWakeups(bool batched);
+
   // Where the target's interpreters are, once located: BPF walks their frames from now on.
   void PublishInterpreterAddresses(const InterpreterBpfConfig& config);
 

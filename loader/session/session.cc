@@ -372,12 +372,16 @@ void Session::PrepareUnwindRows(int pid, const std::string& exe_path, const std:
 }
 
 void Session::SyncUnwindRows() {
-  if (!unwind_rows_) return;
+  if (!unwind_rows_) {
+    bpf_->BatchSampleWakeups(true);
+    return;
+  }
   // New mappings (dlopen) are rare once a program runs: a look at its maps once a second.
   // While it starts (ld.so mapping libraries after the exec of a command) at every drain,
-  // for two seconds from the first rows out.
+  // for two seconds from the first rows out, and every stack sample wakes the loop for one.
   const uint64_t now = NowNs(CLOCK_MONOTONIC);
   const bool starting = unwind_rows_synced_ns_ == 0 || now - unwind_rows_first_ns_ < 2'000'000'000;
+  bpf_->BatchSampleWakeups(!starting);
   if (!starting && now - unwind_rows_synced_ns_ < 1'000'000'000) return;
   unwind_rows_->Sync();
   if (unwind_rows_->modules() == 0) return;

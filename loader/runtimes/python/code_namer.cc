@@ -161,7 +161,10 @@ const CodeInfo* CodeNamer::Code(uint64_t code, uint32_t fingerprint, Stats* stat
 
 int CodeNamer::LineOf(const CodeInfo& info, uint32_t offset) const {
   if (offset == LT_INTERP_NO_OFFSET || info.line_table.empty()) return info.first_line;
-  return LineOfOffset(FormatOf(layout_), info.line_table, info.first_line, offset).value_or(info.first_line);
+  if (auto known = info.lines.find(offset); known != info.lines.end()) return known->second;
+  const int line = LineOfOffset(FormatOf(layout_), info.line_table, info.first_line, offset).value_or(info.first_line);
+  info.lines.emplace(offset, line);
+  return line;
 }
 
 std::optional<InterpreterFrame> CodeNamer::NameFrame(const lt_interp_frame& frame, Stats* stats) {

@@ -32,6 +32,9 @@ struct CodeInfo {
   std::string file;          // co_filename
   int first_line = 0;
   std::vector<uint8_t> line_table;
+  // Lines already found in line_table, by instruction offset: a busy loop's samples stop at
+  // the same few offsets, and decoding the table was most of naming a frame.
+  mutable std::unordered_map<uint32_t, int> lines;
 };
 
 // Names code objects and callables from a process's memory with a layout (no BPF, no
