@@ -2329,13 +2329,20 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 	rec->state = state;
 	rec->nr_shadow = regs ? shadow_capture(tid, BPF_CORE_READ(regs, sp), rec->shadow) : 0;
 	rec->walk_end = interp_frames_sent(tid, now) ? LT_WALK_AT_INTERPRETER : LT_WALK_KERNEL;
-	if (eh_unwind && regs && *(volatile __u32 *)&eh_modules) {
+	if (eh_unwind && regs) {
 		__u64 first_unknown = 0;
-		__u32 end;
+		__u32 end = LT_WALK_ENDED;
+		/* No rows out yet (the session's first drain publishes them): every library is one
+		 * without rows, and the kernel's frame-pointer walk would stop in the first frame
+		 * without a frame pointer. Copied and walked in user space instead, as below. */
+		int copy = !*(volatile __u32 *)&eh_modules;
 
-		n = eh_walk_stack(task, regs, rec, &first_unknown);
-		end = rec->walk_end;
-		if (eh_met_new_library(task, end, first_unknown)) {
+		if (!copy) {
+			n = eh_walk_stack(task, regs, rec, &first_unknown);
+			end = rec->walk_end;
+			copy = eh_met_new_library(task, end, first_unknown);
+		}
+		if (copy) {
 			count(LT_STAT_WALK_COPIED);
 			copy_user_stack(task, tid, now, kind, state, 1, 1);
 			return;
