@@ -134,6 +134,10 @@ class JvmEdtTest : public JvmTest {
     const auto sleeps = NodesOf(report, "java.lang.Thread.sleep");
     ASSERT_EQ(sleeps.size(), 1u) << tree;
     EXPECT_EQ(sleeps[0].path.back(), "EdtTree.pause") << tree;
+    // HotSpot sleeps on a futex, as a lock wait does: the Java frames say it is a sleep.
+    const json& sleep = *sleeps[0].node;
+    EXPECT_GE(sleep["off_cpu_by_reason"].value("sleep", 0.0), 0.9 * sleep["off_cpu_ns"].get<double>())
+        << sleep["off_cpu_by_reason"];
     EXPECT_EQ(Counter(lines, "interp_stacks_dropped"), 0u);
   }
 

@@ -58,7 +58,8 @@ void SampleStore::OnSwitch(const ThreadSwitch& sw) {
       match = &*t.samples.insert(at, std::move(s));
     }
     match->switch_seen = true;
-    match->reason = ClassifyOffCpu(sw.state, sw.kernel_stack);
+    match->reason = match->frames ? ClassifyOffCpu(sw.state, sw.kernel_stack, *match->frames)
+                                  : ClassifyOffCpu(sw.state, sw.kernel_stack);
     return;
   }
   // Back on CPU: the latest off-CPU stretch ends.

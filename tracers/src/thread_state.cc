@@ -32,6 +32,17 @@ std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kerne
   return "other";
 }
 
+std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack,
+                           const std::vector<std::string>& user_stack) {
+  std::string reason = ClassifyOffCpu(state, kernel_stack);
+  if (reason != "lock") return reason;
+  // Java frames are "java.lang.Thread.sleep(...)" (sleep0/sleepNanos in later JDKs); native
+  // ones name the VM's entry point.
+  for (const auto& frame : user_stack)
+    if (frame.starts_with("java.lang.Thread.sleep") || frame.starts_with("JVM_Sleep")) return "sleep";
+  return reason;
+}
+
 std::string SnapshotWaitReason(const ThreadSnapshot& t) {
   if (t.java_state.starts_with("TIMED_WAITING (sleeping)")) return "sleep";
   if (t.futex_address) return "lock";

@@ -25,6 +25,16 @@ TEST(AnrTracer, ClassifiesOffCpuByStateAndKernelStack) {
   EXPECT_EQ(ClassifyOffCpu(1, {"schedule"}), "other");
 }
 
+// HotSpot's Thread.sleep waits on a futex: its user stack says it sleeps; a monitor does not.
+TEST(AnrTracer, AFutexWaitUnderThreadSleepIsASleep) {
+  const std::vector<std::string> futex = {"__schedule", "futex_wait_queue", "futex_wait"};
+  EXPECT_EQ(ClassifyOffCpu(1, futex, {"__futex_abstimed_wait_common", "JVM_Sleep", "java.lang.Thread.sleep(J)V"}),
+            "sleep");
+  EXPECT_EQ(ClassifyOffCpu(1, futex, {"java.lang.Thread.sleep0(J)V", "EdtTree.pause(I)V"}), "sleep");
+  EXPECT_EQ(ClassifyOffCpu(1, futex, {"ObjectMonitor::enter", "App.locked()V"}), "lock");
+  EXPECT_EQ(ClassifyOffCpu(1, {"do_epoll_wait"}, {"java.lang.Thread.sleep(J)V"}), "poll");
+}
+
 ThreadSnapshot Waiting(uint32_t tid, uint32_t owner) {
   ThreadSnapshot t;
   t.tid = tid;

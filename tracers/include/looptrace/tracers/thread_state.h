@@ -19,6 +19,11 @@ inline constexpr uint32_t kTaskUninterruptible = 0x2;
 // and the kernel stack it blocked in.
 std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack);
 
+// The same, told more by the user stack where the kernel cannot: a futex wait under a sleep
+// call (HotSpot's Thread.sleep parks on a condition variable) is "sleep", not "lock".
+std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack,
+                           const std::vector<std::string>& user_stack);
+
 // Why a stopped thread of a snapshot waits: "lock" when it waits on a futex, else
 // ClassifyOffCpu's reason from its kernel stack; "sleep" for a Java thread in Thread.sleep
 // (HotSpot sleeps on a futex too: its Java state says more).
