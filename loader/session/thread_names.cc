@@ -38,12 +38,31 @@ ThreadNamer::Reader ThreadNamer::ProcReader(pid_t tgid) {
 void ThreadNamer::OnEvent(const Event& event) {
   const uint32_t tid = ThreadOf(event);
   if (tid && seen_.size() < kMaxNamedThreads && seen_.insert(tid).second) {
-    if (std::string name = read_(tid); !name.empty()) next_.OnEvent(ThreadName{TimeOf(event), tid, std::move(name)});
+    if (std::string name = read_(tid); !name.empty()) {
+      if (name.size() == kCommBytes) cut_names_[tid] = {name, TimeOf(event) + kRetryNs};
+      next_.OnEvent(ThreadName{TimeOf(event), tid, std::move(name)});
+    }
+  } else if (!cut_names_.empty()) [[unlikely]] {
+    RetryCutName(tid, TimeOf(event));
   }
   if (const auto* probe = std::get_if<ProbeEvent>(&event); probe && probe->role == Role::kLockRelease) [[unlikely]] {
     if (auto named = WholeHolderName(*probe)) return next_.OnEvent(Event(std::move(*named)));
   }
   next_.OnEvent(event);
+}
+
+void ThreadNamer::RetryCutName(uint32_t tid, uint64_t now_ns) {
+  auto it = cut_names_.find(tid);
+  if (it == cut_names_.end() || now_ns < it->second.next_ns) return;
+  std::string name = read_(tid);
+  if (name.size() > kCommBytes && name.starts_with(it->second.name)) {
+    next_.OnEvent(ThreadName{now_ns, tid, std::move(name)});
+    cut_names_.erase(it);
+  } else if (name.empty() || --it->second.left == 0) {
+    cut_names_.erase(it);
+  } else {
+    it->second.next_ns = now_ns + kRetryNs;
+  }
 }
 
 std::optional<ProbeEvent> ThreadNamer::WholeHolderName(const ProbeEvent& release) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "looptrace/tracers/event.h"
@@ -36,9 +37,23 @@ class ThreadNamer : public EventSink {
   // reader's longer name of that thread, or nothing when the reader has no longer one.
   std::optional<ProbeEvent> WholeHolderName(const ProbeEvent& release);
 
+  // A name of the kernel's full 15 bytes may be cut: a runtime may give the whole one later
+  // (a Java thread's, once the JVM has set it), so it is asked again, every kRetryNs of event
+  // time, at most kMaxRetries times.
+  static constexpr size_t kCommBytes = 15;
+  static constexpr uint64_t kRetryNs = 500'000'000;
+  static constexpr uint32_t kMaxRetries = 20;
+  struct Retry {
+    std::string name;
+    uint64_t next_ns = 0;
+    uint32_t left = kMaxRetries;
+  };
+  void RetryCutName(uint32_t tid, uint64_t now_ns);
+
   EventSink& next_;
   Reader read_;
   std::unordered_set<uint32_t> seen_;
+  std::unordered_map<uint32_t, Retry> cut_names_;
 };
 
 }  // namespace looptrace::loader

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -124,18 +125,21 @@ class HotSpotProcess : public InterpreterSupport {
 
   // The java.lang.Thread's name of a Java thread. Every Java thread's is read at once when a
   // thread not seen at the last look is asked for (a dump asks for all of them); a thread
-  // that is no Java thread then is remembered as such.
+  // that is no Java thread then is remembered as such for a while (a thread the VM has not
+  // yet registered, or named, may be one at the next look).
   std::optional<std::string> ThreadName(uint32_t tid) override {
     if (!namer_ || !objects_) return std::nullopt;
     auto it = thread_names_.find(tid);
-    if (it == thread_names_.end() && !not_java_.contains(tid)) {
+    const auto now = std::chrono::steady_clock::now();
+    auto not_java = not_java_.find(tid);
+    if (it == thread_names_.end() && (not_java == not_java_.end() || now - not_java->second > kNotJavaFor)) {
       thread_names_.clear();
       not_java_.clear();
       ForEachJavaThread([&](uint64_t thread, uint32_t thread_tid) {
         if (auto name = objects_->ThreadName(thread)) thread_names_[thread_tid] = std::move(*name);
       });
       it = thread_names_.find(tid);
-      if (it == thread_names_.end()) not_java_.insert(tid);
+      if (it == thread_names_.end()) not_java_[tid] = now;
     }
     if (it == thread_names_.end()) return std::nullopt;
     return it->second;
@@ -351,8 +355,9 @@ class HotSpotProcess : public InterpreterSupport {
   HotSpotLayout layout_;
   std::unique_ptr<MethodNamer> namer_;
   std::optional<JavaObjects> objects_;
-  std::unordered_map<uint32_t, std::string> thread_names_;  // ThreadName's last look
-  std::unordered_set<uint32_t> not_java_;
+  std::unordered_map<uint32_t, std::string> thread_names_;                        // ThreadName's last look
+  std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> not_java_;  // when looked at
+  static constexpr std::chrono::milliseconds kNotJavaFor{250};
   std::unordered_map<uint32_t, std::string> states_;  // ThreadStacks' last look
   std::vector<CodeHeap> heaps_;
   uint64_t interpreter_begin_ = 0, interpreter_end_ = 0, call_stub_return_ = 0;

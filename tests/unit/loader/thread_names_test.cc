@@ -62,6 +62,29 @@ TEST(ThreadNamer, NamesEachThreadOnceBeforeItsFirstEvent) {
   EXPECT_EQ(reads, (std::map<uint32_t, int>{{10, 1}, {11, 1}, {12, 1}}));
 }
 
+// A JVM names its event dispatch thread a little after the kernel does: the kernel's cut
+// name is asked again until the runtime's whole one comes, every half second at most.
+TEST(ThreadNamer, AKernelNameOfFifteenBytesIsAskedAgainUntilTheWholeOneComes) {
+  Collect sink;
+  int reads = 0;
+  bool registered = false;
+  ThreadNamer namer(sink, [&](uint32_t) -> std::string {
+    ++reads;
+    return registered ? "AWT-EventQueue-0" : "AWT-EventQueue-";
+  });
+  namer.OnEvent(Hit(100, 11));
+  namer.OnEvent(Hit(200'000'000, 11));  // too soon to ask again
+  registered = true;
+  namer.OnEvent(Hit(700'000'000, 11));
+  namer.OnEvent(Hit(2'000'000'000, 11));  // named whole: never asked again
+  std::vector<std::string> names;
+  for (const Event& e : sink.events)
+    if (const auto* name = std::get_if<ThreadName>(&e)) names.push_back(name->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"AWT-EventQueue-", "AWT-EventQueue-0"}));
+  EXPECT_EQ(reads, 2);
+  EXPECT_EQ(sink.events.size(), 6u);
+}
+
 TEST(ThreadNamer, AMonitorReleaseNamesItsHolderByTheWholeNameTheReaderKnows) {
   Collect sink;
   ThreadNamer namer(sink, [&](uint32_t tid) -> std::string {
