@@ -152,17 +152,25 @@ int MethodNamer::BciOf(uint64_t method, uint64_t bcp) {
 
 std::optional<InterpreterFrame> MethodNamer::Name(uint64_t method, int bci, uint32_t fingerprint) {
   if (!method) return std::nullopt;
-  auto const_method = Pointer(method + layout_.method_const);
-  if (!const_method) return std::nullopt;
-  if (fingerprint && static_cast<uint32_t>(*const_method) != fingerprint) return std::nullopt;
   auto it = cache_.find(method);
-  if (it == cache_.end() || it->second.const_method != *const_method) {
+  // BPF read the frame's ConstMethod with it: a cached name of that same ConstMethod is the
+  // method that ran, with no read of the target (one syscall a frame at each sample).
+  const bool cached =
+      it != cache_.end() && fingerprint && static_cast<uint32_t>(it->second.const_method) == fingerprint;
+  if (!cached) {
+    auto const_method = Pointer(method + layout_.method_const);
+    if (!const_method) return std::nullopt;
+    if (fingerprint && static_cast<uint32_t>(*const_method) != fingerprint) return std::nullopt;
+    if (it != cache_.end() && it->second.const_method == *const_method) return Frame(it->second, bci);
     auto named = Read(method);
     if (!named) return std::nullopt;
     if (cache_.size() >= kMaxCache) cache_.clear();
     it = cache_.insert_or_assign(method, std::move(*named)).first;
   }
-  const Named& n = it->second;
+  return Frame(it->second, bci);
+}
+
+InterpreterFrame MethodNamer::Frame(const Named& n, int bci) {
   InterpreterFrame frame{n.function, n.file, bci >= 0 ? LineOf(n.lines, bci) : 0};
   frame.user_code = n.user_code;
   if (n.user_code) frame.callable = n.function;

@@ -35,7 +35,8 @@ class MethodNamer {
 
   // `bci` < 0: no line (a native method, a compiled frame without debug info read).
   // `fingerprint` (not 0): the low half of the ConstMethod* BPF read with the frame; a
-  // method whose ConstMethod changed since (redefined, or freed and reused) is not named.
+  // method whose ConstMethod changed since (redefined, or freed and reused) is not named; a
+  // cached name of the same ConstMethod is given without reading the target.
   std::optional<InterpreterFrame> Name(uint64_t method, int bci, uint32_t fingerprint = 0);
   // The bytecode index an interpreted frame's bcp points at, or -1.
   int BciOf(uint64_t method, uint64_t bcp);
@@ -49,6 +50,7 @@ class MethodNamer {
     std::vector<std::pair<int, int>> lines;
   };
   std::optional<Named> Read(uint64_t method);
+  static InterpreterFrame Frame(const Named& named, int bci);
   std::optional<std::string> Symbol(uint64_t symbol);
   std::optional<uint64_t> Pointer(uint64_t address);
   std::optional<uint16_t> U16(uint64_t address);
