@@ -19,7 +19,6 @@ constexpr int64_t kToleranceNs = 1'000'000;  // 1 ms (issue #11)
 std::string Program(const std::string& name) { return std::string(LOOPTRACE_BINARY_DIR) + "/" + name; }
 
 int64_t I(const json& j, const char* key) { return j[key].get<int64_t>(); }
-int64_t Cost(const json& j) { return I(j, "end_ns") - I(j, "begin_ns"); }
 std::string Name(const json& m) { return m["name"].is_string() ? m["name"].get<std::string>() : ""; }
 
 std::vector<json> WithName(const std::vector<json>& lines, const std::string& name) {

@@ -27,7 +27,6 @@ const char* const kNode = "/usr/bin/node";
 
 std::string App() { return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/runtimes/node/app.js"; }
 
-int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
 
 // The innermost message that contains the truth record's [begin, end].
 const json* InnermostAround(const std::vector<json>& messages, const json& truth) {

@@ -20,7 +20,6 @@ const char* const kPython = "/usr/bin/python3.11";
 
 std::string App() { return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/runtimes/python/asyncio_app.py"; }
 
-int64_t Cost(const json& j) { return j["end_ns"].get<int64_t>() - j["begin_ns"].get<int64_t>(); }
 
 class PythonRuntimeTest : public BpfTest {
  protected:
