@@ -1750,6 +1750,39 @@ static __noinline int send_hotspot_stack(struct task_struct *task, __u32 tid, __
 	return hs_send_stack(start, tid, now);
 }
 
+/*
+ * The first Java frame of a VM leaf call when no walk from rows found it (none published
+ * yet early in a session, or the walk failed): the return address at sp of a leaf without a
+ * frame (libm's fmod, tail-called by SharedRuntime::drem), else one along the frame-pointer
+ * chain libjvm keeps. A guess, taken only where it lies in HotSpot's code.
+ */
+static __always_inline void hs_guess_start(struct hs_start *start, __u64 sp, __u64 bp)
+{
+	__u64 ret = read_user_u64(sp);
+	int hop;
+
+	if (eh_in_hotspot_code(ret)) {
+		start->pc = ret;
+		start->sp = sp + 8;
+		start->fp = bp;
+		return;
+	}
+#pragma unroll
+	for (hop = 0; hop < 4; hop++) {
+		if (bp <= sp || bp - sp > (1 << 20))
+			return;
+		ret = read_user_u64(bp + 8);
+		sp = bp + 16;
+		bp = read_user_u64(bp);
+		if (eh_in_hotspot_code(ret)) {
+			start->pc = ret;
+			start->sp = sp;
+			start->fp = bp;
+			return;
+		}
+	}
+}
+
 /* The Java walk of sample (tid, now) waiting for its native walk (struct hs_start), or 0. */
 static __always_inline struct hs_start *hs_waiting_start(__u32 tid, __u64 now)
 {
@@ -2427,8 +2460,11 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 		 * reached HotSpot's code nor ended at the thread's outermost frame missed them. */
 		java = hs_waiting_start(tid, now);
 		if (java) {
-			if (!java->pc && (copy || end != LT_WALK_ENDED))
-				java->flags |= LT_INTERP_READ_FAILED;
+			if (!java->pc && (copy || end != LT_WALK_ENDED)) {
+				hs_guess_start(java, BPF_CORE_READ(regs, sp), BPF_CORE_READ(regs, bp));
+				if (!java->pc)
+					java->flags |= LT_INTERP_READ_FAILED;
+			}
 			hs_send_stack(java, tid, now);
 		}
 		if (copy) {
