@@ -1232,6 +1232,9 @@ const volatile __u32 dwarf_stack_bytes = 0;
 /* Stack samples for sampled call trees (--sample-rate > 0): one per cpu-clock sample of the
  * main thread and per switch-out of a watched thread. */
 const volatile __u32 sample_records = 0;
+/* Walk sampled user stacks with the rows when the loader has published them (0: the
+ * kernel's frame-pointer walk, --fp-unwind). */
+const volatile __u32 eh_unwind = 0;
 /* looptrace run: no samples until the held child exec()s the command (before, it is a
  * copy of looptrace). */
 const volatile __u32 samples_after_exec = 0;
@@ -1526,6 +1529,21 @@ static __noinline __u64 hs_java_thread(__u32 tid, __u64 now)
 	return search.found;
 }
 
+/* HotSpot's code cache (its interpreter, compiled methods, stubs): "[jit]" to the loader. */
+static __always_inline int eh_in_hotspot_code(__u64 pc)
+{
+	int h;
+
+	if (!hs_enabled)
+		return 0;
+#pragma unroll
+	for (h = 0; h < LT_HS_MAX_HEAPS; h++) {
+		if (h < hs_config.nr_heaps && pc >= hs_config.heaps[h].low && pc < hs_config.heaps[h].high)
+			return 1;
+	}
+	return 0;
+}
+
 /* The CodeBlob holding `pc`: its heap's segment map says how many segments back it starts. */
 static __always_inline __u64 hs_blob_at(__u64 pc)
 {
@@ -1628,50 +1646,48 @@ static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
 }
 
 /*
- * The current thread's Java frames, to the sample ring before its sample (events.h): from
- * the registers while it runs Java code, else from its last Java frame anchor (set while
- * it is in the VM or in native code).
+ * Where the Java walk of a sample starts. A thread whose state says it runs Java code may be
+ * in a VM leaf call (SharedRuntime::drem -> fmod, d2l, ...): Java code calls those without a
+ * state transition and without setting the frame anchor, so its pc is outside HotSpot's code.
+ * Then the native walk of the sample finds the first Java frame (where it enters the code
+ * cache) and the Java walk starts there, sent before the sample as always (send_sample).
  */
-static __noinline int send_hotspot_stack(struct task_struct *task, __u32 tid, __u64 now)
+struct hs_start {
+	__u64 pc;
+	__u64 sp;
+	__u64 fp;
+	__u64 ts_ns; /* the sample whose Java walk waits for its native walk; 0: none waits */
+	__u32 tid;
+	__u32 flags; /* LT_INTERP_* of the record */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_start);
+} hs_starts SEC(".maps");
+
+/* Walks the Java frames from `start` and sends them, the record of sample (tid, now). */
+static __noinline int hs_send_stack(struct hs_start *start, __u32 tid, __u64 now)
 {
 	struct hs_frame_walk walk = {};
 	struct lt_interp_stack *stack;
-	struct pt_regs *regs;
-	__u32 zero = 0, size, state = 0;
-	__u64 thread, anchor;
+	__u32 zero = 0, size;
 
-	if (!*(volatile __u64 *)&hs_config.ready)
-		return 0; /* the loader has not read the JVM's layout yet */
 	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
 	if (!stack)
 		return 0;
 	stack->header.type = LT_RECORD_INTERP_STACK;
 	stack->ts_ns = now;
 	stack->tid = tid;
-	stack->flags = 0;
+	stack->flags = (__u16)start->flags;
 	walk.stack = stack;
-	thread = hs_java_thread(tid, now);
-	if (!thread) {
-		stack->flags = LT_INTERP_NO_THREAD;
-	} else {
-		bpf_probe_read_user(&state, sizeof(state), (const void *)(thread + hs_config.thread_state));
-		if (state == hs_config.in_java) {
-			regs = (struct pt_regs *)bpf_task_pt_regs(task);
-			if (regs) {
-				walk.pc = BPF_CORE_READ(regs, ip);
-				walk.sp = BPF_CORE_READ(regs, sp);
-				walk.fp = BPF_CORE_READ(regs, bp);
-			}
-		} else {
-			anchor = thread + hs_config.thread_anchor;
-			walk.sp = read_user_u64(anchor + hs_config.anchor_sp);
-			walk.pc = read_user_u64(anchor + hs_config.anchor_pc);
-			walk.fp = read_user_u64(anchor + hs_config.anchor_fp);
-			if (walk.sp && !walk.pc)
-				walk.pc = read_user_u64(walk.sp - 8);
-		}
-		bpf_loop(LT_MAX_INTERP_FRAMES + 32, hs_frame_step, &walk, 0);
-	}
+	walk.pc = start->pc;
+	walk.sp = start->sp;
+	walk.fp = start->fp;
+	start->ts_ns = 0;
+	bpf_loop(LT_MAX_INTERP_FRAMES + 32, hs_frame_step, &walk, 0);
 	if (walk.n > LT_MAX_INTERP_FRAMES)
 		walk.n = LT_MAX_INTERP_FRAMES;
 	stack->nr_frames = walk.n;
@@ -1682,6 +1698,103 @@ static __noinline int send_hotspot_stack(struct task_struct *task, __u32 tid, __
 	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
 		count(LT_STAT_INTERP_STACKS_DROPPED);
 	return 0;
+}
+
+/*
+ * The current thread's Java frames, to the sample ring before its sample (events.h): from
+ * the registers while it runs Java code, else from its last Java frame anchor (set while
+ * it is in the VM or in native code). In a VM leaf call, from where the sample's native
+ * walk enters HotSpot's code (struct hs_start): sent by send_sample after that walk.
+ */
+static __noinline int send_hotspot_stack(struct task_struct *task, __u32 tid, __u64 now)
+{
+	struct hs_start *start;
+	struct pt_regs *regs;
+	__u32 zero = 0, state = 0;
+	__u64 thread, anchor;
+
+	if (!*(volatile __u64 *)&hs_config.ready)
+		return 0; /* the loader has not read the JVM's layout yet */
+	start = bpf_map_lookup_elem(&hs_starts, &zero);
+	if (!start)
+		return 0;
+	start->pc = start->sp = start->fp = 0;
+	start->ts_ns = 0;
+	start->flags = 0;
+	thread = hs_java_thread(tid, now);
+	if (!thread) {
+		start->flags = LT_INTERP_NO_THREAD;
+	} else {
+		bpf_probe_read_user(&state, sizeof(state), (const void *)(thread + hs_config.thread_state));
+		if (state == hs_config.in_java) {
+			regs = (struct pt_regs *)bpf_task_pt_regs(task);
+			if (regs) {
+				start->pc = BPF_CORE_READ(regs, ip);
+				start->sp = BPF_CORE_READ(regs, sp);
+				start->fp = BPF_CORE_READ(regs, bp);
+			}
+			/* the sample's walk from .eh_frame rows comes next (take_sample, send_sample) */
+			if (eh_unwind && !dwarf_stack_bytes && start->pc && !eh_in_hotspot_code(start->pc)) {
+				start->pc = 0;
+				start->ts_ns = now;
+				start->tid = tid;
+				return 0;
+			}
+		} else {
+			anchor = thread + hs_config.thread_anchor;
+			start->sp = read_user_u64(anchor + hs_config.anchor_sp);
+			start->pc = read_user_u64(anchor + hs_config.anchor_pc);
+			start->fp = read_user_u64(anchor + hs_config.anchor_fp);
+			if (start->sp && !start->pc)
+				start->pc = read_user_u64(start->sp - 8);
+		}
+	}
+	return hs_send_stack(start, tid, now);
+}
+
+/*
+ * The first Java frame of a VM leaf call when no walk from rows found it (none published
+ * yet early in a session, or the walk failed): the return address at sp of a leaf without a
+ * frame (libm's fmod, tail-called by SharedRuntime::drem), else one along the frame-pointer
+ * chain libjvm keeps. A guess, taken only where it lies in HotSpot's code.
+ */
+static __always_inline void hs_guess_start(struct hs_start *start, __u64 sp, __u64 bp)
+{
+	__u64 ret = read_user_u64(sp);
+	int hop;
+
+	if (eh_in_hotspot_code(ret)) {
+		start->pc = ret;
+		start->sp = sp + 8;
+		start->fp = bp;
+		return;
+	}
+#pragma unroll
+	for (hop = 0; hop < 4; hop++) {
+		if (bp <= sp || bp - sp > (1 << 20))
+			return;
+		ret = read_user_u64(bp + 8);
+		sp = bp + 16;
+		bp = read_user_u64(bp);
+		if (eh_in_hotspot_code(ret)) {
+			start->pc = ret;
+			start->sp = sp;
+			start->fp = bp;
+			return;
+		}
+	}
+}
+
+/* The Java walk of sample (tid, now) waiting for its native walk (struct hs_start), or 0. */
+static __always_inline struct hs_start *hs_waiting_start(__u32 tid, __u64 now)
+{
+	struct hs_start *start;
+	__u32 zero = 0;
+
+	if (!hs_enabled)
+		return 0;
+	start = bpf_map_lookup_elem(&hs_starts, &zero);
+	return start && start->ts_ns == now && start->tid == tid ? start : 0;
 }
 
 /* ---- interpreter stacks: V8 (loader/runtimes/node/) ---- */
@@ -1987,13 +2100,13 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 
 /* ---- user stacks from .eh_frame rows (events.h: lt_unwind_row) ---- */
 
-/* Walk sampled user stacks with the rows when the loader has published them (0: the
- * kernel's frame-pointer walk, --fp-unwind). */
-const volatile __u32 eh_unwind = 0;
 /* The default view of the target's runtime shows its interpreter's frames in place of the
  * native ones from the interpreter's code on (not --native-frames): a sample that got
  * interpreter frames walks its native stack only that far (LT_WALK_AT_INTERPRETER). */
 const volatile __u32 eh_view_cut = 0;
+/* rec->walk_end before a walk whose sample's Java walk starts where this one enters
+ * HotSpot's code (struct hs_start): the default view stops there, at any depth. */
+#define EH_WALK_TO_JAVA 0x100
 /* Entries of unwind_modules in use; written by the loader, rows first. */
 __u32 eh_modules;
 
@@ -2018,8 +2131,10 @@ struct eh_walk {
 	__u64 bp;
 	__u32 n;
 	__u32 nr_shadow;
-	__u32 view_cut;	  /* stop at the interpreter's code, after LT_VIEW_NATIVE_LEAF frames */
+	__u32 view_cut;	  /* rec->walk_end before the walk: stop at the interpreter's code, and
+			     for LT_WALK_AT_INTERPRETER after LT_VIEW_NATIVE_LEAF frames */
 	struct lt_sample_record *rec;
+	struct hs_start *java; /* where the walk first enters HotSpot's code goes here */
 	__u64 trampoline; /* the uretprobe trampoline's address, 0 if none */
 	struct return_instance *pending_returns;
 	__u64 first_unknown; /* the first pc outside every published module, 0 if none */
@@ -2154,21 +2269,6 @@ static __always_inline int eh_return_address(struct eh_walk *w, __u64 slot, __u6
 	return 0;
 }
 
-/* HotSpot's code cache (its interpreter, compiled methods, stubs): "[jit]" to the loader. */
-static __always_inline int eh_in_hotspot_code(__u64 pc)
-{
-	int h;
-
-	if (!hs_enabled)
-		return 0;
-#pragma unroll
-	for (h = 0; h < LT_HS_MAX_HEAPS; h++) {
-		if (h < hs_config.nr_heaps && pc >= hs_config.heaps[h].low && pc < hs_config.heaps[h].high)
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * Ends the walk with `end`: a bpf_loop callback's "stop". The reason goes to the record, not
  * the walk's state on the stack: the verifier checks the loop's steps until its state repeats
@@ -2216,13 +2316,20 @@ static long eh_step(__u32 i, struct eh_walk *w)
 	w->rec->ips[n] = w->pc;
 	w->n = n + 1;
 	/* the default view shows no more native frames than this */
-	if (w->view_cut && n + 1 >= LT_VIEW_NATIVE_LEAF)
+	if (w->view_cut == LT_WALK_AT_INTERPRETER && n + 1 >= LT_VIEW_NATIVE_LEAF)
 		return eh_stop(w, LT_WALK_AT_INTERPRETER);
 	lookup = n ? w->pc - 1 : w->pc;
 	m = eh_module_of(lookup);
 	if (!m) {
-		if (w->view_cut && eh_in_hotspot_code(lookup))
-			return eh_stop(w, LT_WALK_AT_INTERPRETER);
+		if (eh_in_hotspot_code(lookup)) {
+			if (w->java && !w->java->pc) {
+				w->java->pc = w->pc;
+				w->java->sp = w->sp;
+				w->java->fp = w->bp;
+			}
+			if (w->view_cut)
+				return eh_stop(w, LT_WALK_AT_INTERPRETER);
+		}
 		if (!w->first_unknown)
 			w->first_unknown = lookup;
 		/* JIT or anonymous code: by frame pointer, as the kernel walks */
@@ -2255,11 +2362,13 @@ static long eh_step(__u32 i, struct eh_walk *w)
 /*
  * Walks the user stack of `regs` into rec->ips; the number of bytes written. rec->walk_end:
  * LT_WALK_AT_INTERPRETER to walk only as far as the runtime's default view shows native
- * frames (read from memory, so the verifier does not walk the rest twice), then how it ended.
+ * frames, EH_WALK_TO_JAVA to HotSpot's code (read from memory, so the verifier does not walk
+ * the rest twice), then how it ended. Where it first entered HotSpot's code: in hs_starts.
  */
 static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *regs,
 				   struct lt_sample_record *rec, __u64 *first_unknown)
 {
+	__u32 zero = 0;
 	struct eh_walk w = {
 		.pc = BPF_CORE_READ(regs, ip),
 		.sp = BPF_CORE_READ(regs, sp),
@@ -2268,7 +2377,8 @@ static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *r
 		.rec = rec,
 		.trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr),
 		.pending_returns = BPF_CORE_READ(task, utask, return_instances),
-		.view_cut = rec->walk_end == LT_WALK_AT_INTERPRETER,
+		.view_cut = rec->walk_end,
+		.java = hs_enabled ? bpf_map_lookup_elem(&hs_starts, &zero) : 0,
 	};
 
 	rec->walk_end = LT_WALK_ENDED;
@@ -2316,6 +2426,7 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 					__u64 now)
 {
 	struct lt_sample_record *rec;
+	struct hs_start *java;
 	struct pt_regs *regs;
 	__u32 zero = 0;
 	long n;
@@ -2330,7 +2441,10 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 	rec->kind = kind;
 	rec->state = state;
 	rec->nr_shadow = regs ? shadow_capture(tid, BPF_CORE_READ(regs, sp), rec->shadow) : 0;
-	rec->walk_end = interp_frames_sent(tid, now) ? LT_WALK_AT_INTERPRETER : LT_WALK_KERNEL;
+	/* how far to walk, to eh_walk_stack through memory */
+	rec->walk_end = interp_frames_sent(tid, now)			  ? LT_WALK_AT_INTERPRETER
+			: eh_view_cut && hs_waiting_start(tid, now) ? EH_WALK_TO_JAVA
+								    : LT_WALK_KERNEL;
 	if (eh_unwind && regs) {
 		__u64 first_unknown = 0;
 		__u32 end = LT_WALK_ENDED;
@@ -2343,6 +2457,17 @@ static __always_inline void send_sample(void *ctx, struct task_struct *task, __u
 			n = eh_walk_stack(task, regs, rec, &first_unknown);
 			end = rec->walk_end;
 			copy = eh_met_new_library(task, end, first_unknown);
+		}
+		/* The Java frames of a VM leaf call, before their sample. A walk that neither
+		 * reached HotSpot's code nor ended at the thread's outermost frame missed them. */
+		java = hs_waiting_start(tid, now);
+		if (java) {
+			if (!java->pc && (copy || end != LT_WALK_ENDED)) {
+				hs_guess_start(java, BPF_CORE_READ(regs, sp), BPF_CORE_READ(regs, bp));
+				if (!java->pc)
+					java->flags |= LT_INTERP_READ_FAILED;
+			}
+			hs_send_stack(java, tid, now);
 		}
 		if (copy) {
 			count(LT_STAT_WALK_COPIED);

@@ -1,0 +1,79 @@
+// Java frames of samples taken in a VM leaf call: Java code calls some VM and libm functions
+// (`double % double` -> SharedRuntime::drem -> fmod) without a state transition and without
+// setting the frame anchor, so the thread's state says it runs Java code while its pc is in
+// libm. The program (tests/runtimes/java/JvmLeaf.java), started with no flags and with -Xint,
+// spends nearly all its time there in one method it names itself: the samples of its thread
+// must have that method on their stacks, under the native frames the time is spent in.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "harness.h"
+
+namespace looptrace::testing {
+namespace {
+
+using nlohmann::json;
+
+// The JVM's flags: none (the method is JIT-compiled by the time the program is ready), or
+// -Xint (it stays interpreted).
+class JvmLeafCallTest : public JvmTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  JvmLeafCallTest() : JvmTest({"JvmLeaf"}) {}
+  std::vector<std::string> Flags() const {
+    if (GetParam() == "xint") return {"-Xint"};
+    return {};
+  }
+};
+
+bool HasFrame(const json& frames, std::string_view prefix) {
+  for (const auto& f : frames)
+    if (f.get<std::string>().starts_with(prefix)) return true;
+  return false;
+}
+
+TEST_P(JvmLeafCallTest, SamplesInAVmLeafCallHaveTheJavaMethodThatMadeIt) {
+  if (IsSkipped()) return;
+  const std::string ready = dir_ / "ready", truth_file = dir_ / "truth.json";
+  Process target(JavaCommand(Jdk17(), Flags(), "JvmLeaf", {ready, truth_file}));
+  WaitForFile(ready, 60000);
+  ASSERT_TRUE(std::filesystem::exists(ready)) << "JvmLeaf did not get ready";
+  std::ifstream truth_in(truth_file);
+  const json truth = json::parse(truth_in);
+  const std::string method = truth["method"];
+  const uint32_t tid = truth["tid"];
+  ASSERT_EQ(method, "JvmLeaf.remainders");
+
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(target.pid()), "-d", "3", "--save",
+                       dir_ / "rec.jsonl", "-f", "json", "-o", dir_ / "out.json"},
+                      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // Every stack of the thread since it got ready is of the phase: CPU samples and switch-outs.
+  int stacks = 0, with_method = 0, in_leaf = 0;
+  std::string example;
+  for (const auto& s : OfType(ReadJsonLines(dir_ / "rec.jsonl"), "stack_sample")) {
+    if (s["tid"].get<uint32_t>() != tid) continue;
+    ++stacks;
+    const json& frames = s["frames"];
+    // The leaf call's own frames stay on top: the time is spent in libm's fmod.
+    if (!frames.empty() && frames[0].get<std::string>().find("fmod") != std::string::npos) ++in_leaf;
+    if (HasFrame(frames, method))
+      ++with_method;
+    else if (example.empty())
+      example = s.dump(1);
+  }
+  std::cout << fmt::format("{}: {} of {} stacks name {} ({:.1f}%), {} with fmod innermost\n", GetParam(), with_method,
+                           stacks, method, stacks ? 100.0 * with_method / stacks : 0.0, in_leaf);
+  ASSERT_GE(stacks, 100) << "3 s of a thread that never sleeps";
+  // The program does what it is for: most samples are in the leaf call.
+  EXPECT_GE(in_leaf, stacks / 2);
+  EXPECT_GE(with_method, stacks * 95 / 100) << "a stack without " << method << ": " << example;
+}
+
+INSTANTIATE_TEST_SUITE_P(Jvm, JvmLeafCallTest, ::testing::Values("jit", "xint"));
+
+}  // namespace
+}  // namespace looptrace::testing
