@@ -49,6 +49,13 @@ TEST_F(JvmRuntimeTest, RunnablesAreMessagesOfTheEventDispatchThreadTimedWithin2m
   EXPECT_NE(edt, session["pid"]);  // the EDT is not the main thread
   auto callbacks = OfType(truth, "callback");
   ASSERT_EQ(callbacks.size(), 11u);
+  // What the message adds to the runnable is traced calls (AWT's dispatch path, the truth's
+  // own string building): a count the program fixes, times the cost of two uprobe hits, which
+  // the session measures at its start. 2 ms holds where a hit costs up to 1.5 us (0.4-0.6 us
+  // on the machines the bound was set on); a machine whose traps cost more (5.4 us on a
+  // paravirtualized one) gets the bound in proportion.
+  const double hit_scale = std::max(1.0, static_cast<double>(Counter(lines, "cost_uprobe_hit_ns")) / 1500.0);
+  const auto slow_bound = static_cast<int64_t>(2 * kMs * hit_scale);
   int64_t max_error = 0;
   for (const auto& cb : callbacks) {
     SCOPED_TRACE(cb.dump());
@@ -62,8 +69,9 @@ TEST_F(JvmRuntimeTest, RunnablesAreMessagesOfTheEventDispatchThreadTimedWithin2m
     EXPECT_GE(error, 0);
     max_error = std::max(max_error, error);
     if (cb["name"] == "slow") {
-      EXPECT_LE(error, 2 * kMs);
-      std::cout << "the slow runnable's message is " << error << " ns longer than its truth\n";
+      EXPECT_LE(error, slow_bound) << "a uprobe hit costs " << Counter(lines, "cost_uprobe_hit_ns") << " ns here";
+      std::cout << "the slow runnable's message is " << error << " ns longer than its truth (bound " << slow_bound
+                << " ns)\n";
     }
   }
   std::cout << "11 runnables, max message-vs-truth cost error " << max_error << " ns (class loading)\n";
