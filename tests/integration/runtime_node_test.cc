@@ -27,7 +27,6 @@ const char* const kNode = "/usr/bin/node";
 
 std::string App() { return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/runtimes/node/app.js"; }
 
-
 // The innermost message that contains the truth record's [begin, end].
 const json* InnermostAround(const std::vector<json>& messages, const json& truth) {
   const json* best = nullptr;

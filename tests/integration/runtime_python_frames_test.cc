@@ -41,7 +41,6 @@ std::string Interpreter(int minor) {
 // The C function time.sleep waits in: select() before CPython 3.11, clock_nanosleep() since.
 std::string SleepLeaf(int minor) { return minor >= 11 ? "clock_nanosleep" : "select"; }
 
-
 // The sum of the sampled nodes of `function` (any line), in percent of the message.
 double SampledShare(const json& report, const std::string& function) {
   double sampled = 0;

@@ -20,7 +20,6 @@ const char* const kPython = "/usr/bin/python3.11";
 
 std::string App() { return std::string(LOOPTRACE_SOURCE_DIR) + "/tests/runtimes/python/asyncio_app.py"; }
 
-
 class PythonRuntimeTest : public BpfTest {
  protected:
   void SetUp() override {
