@@ -1403,12 +1403,29 @@ static long py_frame_step(__u32 i, struct py_frame_walk *walk)
 	return 0;
 }
 
+/* An interpreter stack record of its first `n` frames, to the sample ring (events.h). */
+static __always_inline int send_interp_record(struct lt_interp_stack *stack, __u32 n)
+{
+	__u32 size;
+
+	if (n > LT_MAX_INTERP_FRAMES)
+		n = LT_MAX_INTERP_FRAMES;
+	stack->nr_frames = n;
+	size = __builtin_offsetof(struct lt_interp_stack, frames) + n * sizeof(struct lt_interp_frame);
+	if (size > sizeof(*stack))
+		size = sizeof(*stack);
+	stack->header.size = size;
+	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
+		count(LT_STAT_INTERP_STACKS_DROPPED);
+	return 0;
+}
+
 /* The current thread's Python frames, to the sample ring before its sample (events.h). */
 static __noinline int send_interp_stack(struct task_struct *task, __u32 tid, __u64 now)
 {
 	struct py_frame_walk walk = {};
 	struct lt_interp_stack *stack;
-	__u32 zero = 0, size;
+	__u32 zero = 0;
 	__u64 tstate;
 
 	if (!py_code_type())
@@ -1432,16 +1449,7 @@ static __noinline int send_interp_stack(struct task_struct *task, __u32 tid, __u
 			walk.frame = read_user_u64(tstate + py_layout.tstate_frame);
 		bpf_loop(LT_MAX_INTERP_FRAMES + 32, py_frame_step, &walk, 0);
 	}
-	if (walk.n > LT_MAX_INTERP_FRAMES)
-		walk.n = LT_MAX_INTERP_FRAMES;
-	stack->nr_frames = walk.n;
-	size = __builtin_offsetof(struct lt_interp_stack, frames) + walk.n * sizeof(struct lt_interp_frame);
-	if (size > sizeof(*stack))
-		size = sizeof(*stack);
-	stack->header.size = size;
-	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
-		count(LT_STAT_INTERP_STACKS_DROPPED);
-	return 0;
+	return send_interp_record(stack, walk.n);
 }
 
 /* ---- interpreter stacks: HotSpot (loader/runtimes/jvm/) ---- */
@@ -1671,7 +1679,7 @@ static __noinline int hs_send_stack(struct hs_start *start, __u32 tid, __u64 now
 {
 	struct hs_frame_walk walk = {};
 	struct lt_interp_stack *stack;
-	__u32 zero = 0, size;
+	__u32 zero = 0;
 
 	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
 	if (!stack)
@@ -1686,16 +1694,7 @@ static __noinline int hs_send_stack(struct hs_start *start, __u32 tid, __u64 now
 	walk.fp = start->fp;
 	start->ts_ns = 0;
 	bpf_loop(LT_MAX_INTERP_FRAMES + 32, hs_frame_step, &walk, 0);
-	if (walk.n > LT_MAX_INTERP_FRAMES)
-		walk.n = LT_MAX_INTERP_FRAMES;
-	stack->nr_frames = walk.n;
-	size = __builtin_offsetof(struct lt_interp_stack, frames) + walk.n * sizeof(struct lt_interp_frame);
-	if (size > sizeof(*stack))
-		size = sizeof(*stack);
-	stack->header.size = size;
-	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
-		count(LT_STAT_INTERP_STACKS_DROPPED);
-	return 0;
+	return send_interp_record(stack, walk.n);
 }
 
 /*
@@ -1930,7 +1929,7 @@ static __noinline int send_v8_stack(struct task_struct *task, __u32 tid, __u64 n
 	struct v8_frame_walk walk = {};
 	struct lt_interp_stack *stack;
 	struct pt_regs *regs;
-	__u32 zero = 0, size, n;
+	__u32 zero = 0;
 
 	stack = bpf_map_lookup_elem(&interp_scratch, &zero);
 	if (!stack || !task)
@@ -1956,19 +1955,9 @@ static __noinline int send_v8_stack(struct task_struct *task, __u32 tid, __u64 n
 			bpf_loop(LT_V8_MAX_WALK, v8_frame_step, &walk, 0);
 		}
 	}
-	n = stack->nr_frames;
-	if (n > LT_MAX_INTERP_FRAMES)
-		n = LT_MAX_INTERP_FRAMES;
-	if (n == 0)
+	if (stack->nr_frames == 0)
 		stack->flags |= LT_INTERP_NO_THREAD;
-	stack->nr_frames = n;
-	size = __builtin_offsetof(struct lt_interp_stack, frames) + n * sizeof(struct lt_interp_frame);
-	if (size > sizeof(*stack))
-		size = sizeof(*stack);
-	stack->header.size = size;
-	if (bpf_ringbuf_output(&samples, stack, size, sample_wakeup()))
-		count(LT_STAT_INTERP_STACKS_DROPPED);
-	return 0;
+	return send_interp_record(stack, stack->nr_frames);
 }
 
 /* min(size, LT_MAX_STACK_COPY), in the register the verifier sees used afterwards. */
