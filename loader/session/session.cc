@@ -411,13 +411,18 @@ Result<void> Session::Drain() {
   // later record settles it (the next begin ends it as lost), so no stall is judged now.
   const uint64_t lost = bpf_->RecordsLost();
   const bool complete = lost == records_lost_seen_;
-  if (!complete) trusted_since_ns_ = complete_ns;  // what began before may have lost its end
+  // What began before this look may have lost its end: the loss can be as late as the look
+  // itself (a long consume runs while the ring fills), not only before complete_ns.
+  if (!complete) trusted_since_ns_ = NowNs(CLOCK_MONOTONIC);
   records_lost_seen_ = lost;
   Watchdog(complete_ns, complete);
   return {};
 }
 
 Result<std::string> Session::Stream(int pid_fd) {
+  // -d counts from here, where the target runs traced: Join's first look at the unwind rows
+  // can take a loaded machine half a second, which a short session must not add.
+  const uint64_t began_ns = NowNs(CLOCK_MONOTONIC);
   ASSIGN_OR_RETURN(auto loop, EventLoop::Create());
   std::string reason;
   RETURN_IF_ERROR(Join(*loop, pid_fd, [&] { reason = "target-exited"; }));
@@ -432,12 +437,11 @@ Result<std::string> Session::Stream(int pid_fd) {
     timer = UniqueFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
     if (!timer) return SystemError("timerfd_create", errno);
     itimerspec spec{};
-    auto ns = static_cast<uint64_t>(options_.duration_s * 1e9);
-    deadline_ns_ = NowNs(CLOCK_MONOTONIC) + ns;
+    deadline_ns_ = began_ns + static_cast<uint64_t>(options_.duration_s * 1e9);
     stop_ns_ = deadline_ns_;  // records the loop reads late are still after the end
-    spec.it_value.tv_sec = ns / 1'000'000'000ull;
-    spec.it_value.tv_nsec = ns % 1'000'000'000ull;
-    timerfd_settime(timer.get(), 0, &spec, nullptr);
+    spec.it_value.tv_sec = static_cast<time_t>(deadline_ns_ / 1'000'000'000ull);
+    spec.it_value.tv_nsec = static_cast<long>(deadline_ns_ % 1'000'000'000ull);
+    timerfd_settime(timer.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
     RETURN_IF_ERROR(loop->Add(timer.get(), EPOLLIN, [&](uint32_t) {
       if (reason.empty()) reason = "duration";
     }));
