@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 namespace looptrace::loader {
 namespace {
@@ -24,8 +25,9 @@ bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
   Pending& pending = pending_[rec.tid];
   pending.ts_ns = rec.ts_ns;
   pending.flags = rec.flags;
-  pending.frames.clear();
+  pending.frames.clear();  // keeps its storage: a thread's stacks come all the time
   if (!interpreter_) return true;
+  pending.frames.reserve(rec.nr_frames);
   if (rec.flags & LT_INTERP_TRUNCATED) stats_->Add(StatId::interp_stacks_truncated);
   if (rec.flags & (LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)) stats_->Add(StatId::interp_stacks_failed);
   for (uint16_t i = 0; i < rec.nr_frames; ++i) {
@@ -44,9 +46,11 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
     if (interpreter_) interpreter_->NoteThreadStack(sample->tid, {});  // this stop has none
     if (it == pending_.end()) return;
   }
-  Pending pending = std::move(it->second);
-  pending_.erase(it);
-  if (pending.ts_ns != sample->ts_ns || !interpreter_ || pending.frames.empty()) return;
+  // Used up here, its storage kept for the thread's next stack: a vector of a dozen frames
+  // freed and grown again at every stack made libc consolidate its free lists each time.
+  Pending& pending = it->second;
+  const uint64_t pending_ts_ns = std::exchange(pending.ts_ns, 0);
+  if (pending_ts_ns != sample->ts_ns || !interpreter_ || pending.frames.empty()) return;
   // The outermost frame of the program's own, from a whole walk only (a cut one may miss it).
   if (!(pending.flags & (LT_INTERP_TRUNCATED | LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)))
     for (auto f = pending.frames.rbegin(); f != pending.frames.rend(); ++f)

@@ -78,6 +78,10 @@ class StackResolver {
   StackResolver(const StackResolver&) = delete;
   StackResolver& operator=(const StackResolver&) = delete;
 
+  // The session saw the target exit (its pidfd): stacks decoded from now on count as
+  // samples after exit. Without it, the process is looked for every 10 ms.
+  void NoteTargetExited() { process_gone_ = true; }
+
   // A sample side record (LT_RECORD_SAMPLE / LT_RECORD_SAMPLE_COPY) as an event; nullopt when
   // it is malformed (counted in malformed_records). `resolved`, if given, gets its frames as
   // resolved (modules, for splicing interpreter frames in).
@@ -125,6 +129,8 @@ class StackResolver {
   std::vector<symbols::MapEntry> maps_;  // sorted by start
   std::chrono::steady_clock::time_point maps_read_at_{};
   bool process_gone_ = false;
+  static constexpr std::chrono::milliseconds kGoneCheck{10};
+  std::chrono::steady_clock::time_point gone_checked_at_{};
   symbols::TableUnwinder table_unwinder_;
   symbols::Unwinder unwinder_;
   symbols::PerfMap perf_map_;

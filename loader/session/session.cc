@@ -305,6 +305,7 @@ Result<void> Session::Join(EventLoop& loop, int pid_fd, std::function<void()> on
     RETURN_IF_ERROR(loop.Add(pid_fd, EPOLLIN, [this, &loop, on_exit](uint32_t) {
       loop.Remove(pid_fd_);  // level-triggered: once is enough
       pid_fd_ = -1;
+      if (stacks_) stacks_->NoteTargetExited();
       (*on_exit)();
     }));
   }

@@ -146,7 +146,12 @@ namespace {
 class CPythonProcess : public InterpreterSupport {
  public:
   CPythonProcess(InterpreterFile file, int pid)
-      : file_(std::move(file)), pid_(pid), namer_(file_.layout, ProcessMemory(pid)), memory_(ProcessMemory(pid)) {
+      : file_(std::move(file)),
+        module_(Basename(file_.path)),
+        real_module_(Basename(RealPath(file_.path))),
+        pid_(pid),
+        namer_(file_.layout, ProcessMemory(pid)),
+        memory_(ProcessMemory(pid)) {
     what_ = fmt::format("CPython {}.{} ({})", file_.major, file_.minor, file_.path);
   }
 
@@ -219,7 +224,7 @@ class CPythonProcess : public InterpreterSupport {
   }
 
   bool IsInterpreterModule(std::string_view module) const override {
-    return module == Basename(file_.path) || module == Basename(RealPath(file_.path));
+    return module == module_ || module == real_module_;
   }
   bool IsInterpreterLoop(std::string_view function) const override { return function == "_PyEval_EvalFrameDefault"; }
   bool EndsLoopRun(const lt_interp_frame& frame) const override {
@@ -236,7 +241,7 @@ class CPythonProcess : public InterpreterSupport {
     if (stat(file_.path.c_str(), &st) != 0) return std::nullopt;
     for (const auto& m : *maps) {
       if (!m.is_file() || m.inode != st.st_ino) continue;
-      if (Basename(m.path) != Basename(RealPath(file_.path))) continue;
+      if (Basename(m.path) != real_module_) continue;
       auto elf = symbols::ModuleCache::Default()->Elf(file_.path);  // read once, not at every look
       if (!elf) return std::nullopt;
       auto vaddr = (*elf)->FileOffsetToAddress(m.offset);
@@ -303,6 +308,9 @@ class CPythonProcess : public InterpreterSupport {
   }
 
   InterpreterFile file_;
+  // Its file name, as mapped and with links resolved: asked for every frame of every stack
+  // (realpath's readlinks took a quarter of the loader's CPU on a busy server).
+  std::string module_, real_module_;
   int pid_;
   uint64_t interp_head_ = 0;
   uint64_t code_type_ = 0;

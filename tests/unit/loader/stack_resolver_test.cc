@@ -289,8 +289,10 @@ TEST(StackResolver, DecodesSampleRecordsAndRejectsMalformedOnes) {
   EXPECT_EQ(faulted->stop, "stack copy faulted");
   EXPECT_EQ(stats.Get(StatId::stack_copy_failed), 1u);
 
-  // Unwound after the process exited: still named (from its files), counted.
+  // Unwound after the process exited: still named (from its files), counted. The resolver
+  // looks for the process every 10 ms (unless the session tells it first).
   fixture.Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(15));
   auto late = resolver.Decode(raw);
   ASSERT_TRUE(late);
   EXPECT_EQ(late->frames, std::vector<std::string>{"st_leaf"});
