@@ -66,7 +66,6 @@ struct Unwinder::Session {
   size_t max_frames = 0;
   // Modules reported, by mapping start: (path, end).
   std::map<uint64_t, std::pair<std::string, uint64_t>> reported;
-  std::map<uint64_t, std::string> unreportable;  // mappings libdwfl refused: start -> path
   // The last memory read that could not be served (the walk may end there).
   uint64_t failed_read = 0;
   bool any_failed_read = false;
@@ -87,8 +86,6 @@ struct Unwinder::Session {
     if (dwfl_addrmodule(dwfl, pc) != nullptr) return;
     const MapEntry* map = internal::FindMapping(input->maps, pc);
     if (map == nullptr) return;
-    if (auto refused = unreportable.find(map->start); refused != unreportable.end() && refused->second == map->path)
-      return;
     std::string path;
     if (map->path == "[vdso]" && !VdsoImagePath().empty() && map->end - map->start == VdsoImageSize()) {
       path = VdsoImagePath();
@@ -106,10 +103,7 @@ struct Unwinder::Session {
     Dwfl_Module* module = dwfl_report_elf(dwfl, map->path.c_str(), path.c_str(), -1, is_exec ? 0 : bias, true);
     dwfl_report_end(dwfl, nullptr, nullptr);
     if (module == nullptr) {
-      // Not again for this mapping: each try opens and reads the whole file (node's V8
-      // remaps its builtins from its own binary, which libdwfl already holds elsewhere).
       log::V2("unwinder: cannot report {} at {:#x}: {}", path, map->start, dwfl_errmsg(-1));
-      unreportable[map->start] = map->path;
       return;
     }
     reported[map->start] = {map->path, map->end};
