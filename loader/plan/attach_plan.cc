@@ -191,13 +191,13 @@ PlanResult<std::vector<ResolvedProbe>> ResolveSymbols(const ProbeSpec& spec, con
     probe.entry_instruction = {};  // left unclassified: placement keeps the probe on the method's entry
     return std::vector<ResolvedProbe>{std::move(probe)};
   }
+  std::string message = fmt::format("{}: symbol '{}' not found in {}", where, spec.point, path);
   // An optional line left out shows no hint: the "did you mean" search scans every symbol
   // (a JVM's optional lines cost ~5% of a session's CPU computing hints nobody read).
-  if (spec.optional) return NoSuchPoint(fmt::format("{}: symbol '{}' not found in {}", where, spec.point, path), "");
+  if (spec.optional) return NoSuchPoint(std::move(message), "");
   auto closest = elf.ClosestNames(spec.point, 5);
-  return NoSuchPoint(
-      fmt::format("{}: symbol '{}' not found in {}", where, spec.point, path),
-      closest.empty() ? "the binary has no function symbols (stripped?)" : "closest names: " + JoinNames(closest));
+  return NoSuchPoint(std::move(message), closest.empty() ? "the binary has no function symbols (stripped?)"
+                                                         : "closest names: " + JoinNames(closest));
 }
 
 // Two lines of one role that land on one instruction (a symbol and its alias, a glob and a

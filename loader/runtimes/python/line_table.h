@@ -1,7 +1,9 @@
 // Line numbers of CPython bytecode offsets, from a code object's line table in each of the
-// three formats CPython has used since 3.8. Their descriptions are in CPython's own source
-// tree (github.com/python/cpython: Objects/lnotab_notes.txt, InternalDocs/locations.md),
-// not in this repository.
+// three formats CPython has used since 3.8. CPython describes them in its own source tree,
+// not in this repository: Objects/lnotab_notes.txt of its 3.10 branch (3.8-3.10, and 3.10's
+// co_linetable) and Objects/locations.md of its 3.11 branch (the location table, 3.11+):
+// https://github.com/python/cpython/blob/3.10/Objects/lnotab_notes.txt
+// https://github.com/python/cpython/blob/3.11/Objects/locations.md
 #pragma once
 
 #include <cstdint>
