@@ -48,7 +48,7 @@ void DisableThreadTracking(lt_probes* skel) {
 
 // The function MeasureUprobeHitNs probes: a frame-pointer prologue, as most probed function
 // entries have (an emulated `push %rbp`; perf-facts: single-stepped entries cost ~15x more).
-extern "C" void looptrace_uprobe_calibration();
+extern "C" void looptrace_uprobe_calibration();  // NOLINT(readability-identifier-naming): a C symbol
 asm(".text\n"
     ".globl looptrace_uprobe_calibration\n"
     ".type looptrace_uprobe_calibration,@function\n"

@@ -7,7 +7,7 @@
 namespace looptrace::loader {
 
 LiveSession::LiveSession(const LiveSessionConfig& config, const AnalysisOptions& analysis)
-    : config_(config), analysis_(analysis), pipeline_(analysis, nullptr, PipelineUse::kLive) {}
+    : config_(config), pipeline_(analysis, nullptr, PipelineUse::kLive) {}
 
 LiveSession::~LiveSession() = default;
 

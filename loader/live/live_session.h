@@ -72,7 +72,6 @@ class LiveSession {
   LiveSession(const LiveSessionConfig& config, const AnalysisOptions& analysis);
 
   LiveSessionConfig config_;
-  const AnalysisOptions& analysis_;
   Pipeline pipeline_;
   std::unique_ptr<OutputFile> output_;
   std::unique_ptr<RecordingWriter> recording_;

@@ -19,8 +19,6 @@
 namespace looptrace::symbols {
 namespace {
 
-using internal::ElfErrorMessage;
-
 // Binding order for symbols sharing an address: global, weak, then local and others.
 int BindingRank(uint8_t binding) {
   switch (binding) {

@@ -99,7 +99,7 @@ class HotSpotProcess : public InterpreterSupport {
                         : std::nullopt;
     if (named) return named;
     stats->Add(StatId::interp_frames_unnamed);
-    return InterpreterFrame{std::string(kUnknownJavaFrame), "", 0};
+    return InterpreterFrame{.function = std::string(kUnknownJavaFrame)};
   }
 
   CallableName NameCallable(std::span<const uint64_t>, const TargetTextLookup&, Stats*) override { return {}; }
@@ -307,7 +307,7 @@ class HotSpotProcess : public InterpreterSupport {
     auto named = namer_->Name(method, bci);
     if (!named) {
       stats->Add(StatId::interp_frames_unnamed);
-      frames->push_back({std::string(kUnknownJavaFrame), "", 0});
+      frames->push_back({.function = std::string(kUnknownJavaFrame)});
       return;
     }
     frames->push_back(*named);

@@ -171,7 +171,7 @@ std::optional<InterpreterFrame> MethodNamer::Name(uint64_t method, int bci, uint
 }
 
 InterpreterFrame MethodNamer::Frame(const Named& n, int bci) {
-  InterpreterFrame frame{n.function, n.file, bci >= 0 ? LineOf(n.lines, bci) : 0};
+  InterpreterFrame frame{.function = n.function, .file = n.file, .line = bci >= 0 ? LineOf(n.lines, bci) : 0};
   frame.user_code = n.user_code;
   if (n.user_code) frame.callable = n.function;
   return frame;

@@ -39,7 +39,7 @@ int LineIndex(const std::vector<int>& line_ends, int position) {
 }  // namespace
 
 std::string FrameName(const std::string& function, const std::string& file, int line) {
-  const std::string name = function.empty() ? "(anonymous)" : function;
+  std::string name = function.empty() ? "(anonymous)" : function;
   if (file.empty()) return name;
   if (line <= 0) return fmt::format("{} {}", name, ShortName(file));
   return fmt::format("{} {}:{}", name, ShortName(file), line);
@@ -238,8 +238,10 @@ std::optional<InterpreterFrame> V8Namer::NameFrame(const lt_interp_frame& frame,
 std::optional<InterpreterFrame> V8Namer::FrameParts(const lt_interp_frame& frame, Stats* stats) {
   const Function* f = Lookup(frame, stats);
   if (!f) return std::nullopt;
-  return InterpreterFrame{f->name.empty() ? "(anonymous)" : f->name, f->file.empty() ? "" : ShortName(f->file), f->line,
-                          IsUserScript(f->file)};
+  return InterpreterFrame{.function = f->name.empty() ? "(anonymous)" : f->name,
+                          .file = f->file.empty() ? "" : ShortName(f->file),
+                          .line = f->line,
+                          .user_code = IsUserScript(f->file)};
 }
 
 }  // namespace looptrace::loader::node

@@ -41,7 +41,7 @@ class V8Support : public InterpreterSupport {
 
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats) override {
     if (auto named = namer_.NameFrame(frame, stats)) return named;
-    return InterpreterFrame{std::string(kUnknownFrame), "", 0};
+    return InterpreterFrame{.function = std::string(kUnknownFrame)};
   }
 
   CallableName NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) override {
@@ -71,7 +71,7 @@ class V8Support : public InterpreterSupport {
       std::vector<InterpreterFrame>& named = out[tid];
       for (const lt_interp_frame& frame : frames)
         named.push_back(
-            namer_.FrameParts(frame, stats).value_or(InterpreterFrame{std::string(kUnknownFrame), "", 0, false}));
+            namer_.FrameParts(frame, stats).value_or(InterpreterFrame{.function = std::string(kUnknownFrame)}));
     }
     return out;
   }

@@ -15,8 +15,9 @@ namespace looptrace {
 template <typename T>
 class CompactQueue {
  public:
-  using iterator = typename std::vector<T>::iterator;
-  using const_iterator = typename std::vector<T>::const_iterator;
+  // The standard containers' names: range-for and <algorithm> need them.
+  using iterator = typename std::vector<T>::iterator;              // NOLINT(readability-identifier-naming)
+  using const_iterator = typename std::vector<T>::const_iterator;  // NOLINT(readability-identifier-naming)
 
   bool empty() const { return head_ == items_.size(); }
   size_t size() const { return items_.size() - head_; }
