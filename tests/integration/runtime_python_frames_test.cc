@@ -166,7 +166,10 @@ TEST_P(PythonFramesTest, ALoopOnItsOwnThreadAmongBusyPythonThreadsGetsItsOwnFram
   ASSERT_EQ(session.size(), 1u);
   EXPECT_EQ(session[0]["threads"], "loop");
   // render_report is the slow callback; a quick one can be slow too when the busy threads
-  // hold the GIL long on a loaded machine: each slow one must be slow by the program's clock.
+  // hold the GIL long on a loaded machine: each slow one must be slow by the program's clock,
+  // or have waited (off CPU) for most of it: a message also holds the loop's own code around
+  // the callback, where the thread may wait for the GIL out of the callback's clock (CI saw a
+  // 55 ms message, 1.2 ms of it on CPU, around a quick callback).
   std::map<std::string, int64_t> slowest_by_truth;
   for (const json& callback : OfType(ReadJsonLines(dir_ / "truth.jsonl"), "callback")) {
     int64_t& slowest = slowest_by_truth[callback["name"].get<std::string>()];
@@ -176,7 +179,9 @@ TEST_P(PythonFramesTest, ALoopOnItsOwnThreadAmongBusyPythonThreadsGetsItsOwnFram
   const json* render = nullptr;
   for (const json& e : evil) {
     const std::string name = e["name"].is_string() ? e["name"].get<std::string>() : "";
-    EXPECT_GE(slowest_by_truth[name], 45'000'000) << "not slow by the program's clock: " << e.dump(1);
+    const bool waited = e["cpu_ns"].get<double>() < 0.5 * e["cost_ns"].get<double>();
+    EXPECT_TRUE(slowest_by_truth[name] >= 45'000'000 || waited)
+        << "not slow by the program's clock, and on CPU: " << e.dump(1);
     EXPECT_NE(e["tid"], session[0]["pid"]);  // not the main thread
     if (name == "render_report() at frames_app.py:75") render = &e;
   }
