@@ -1589,7 +1589,7 @@ struct hs_frame_walk {
 	__u32 n;
 };
 
-static __always_inline void hs_push(struct hs_frame_walk *walk, __u64 method, __u32 offset, __u64 const_method)
+static __always_inline void hs_push(struct hs_frame_walk *walk, __u64 code, __u32 offset, __u32 fingerprint)
 {
 	struct lt_interp_stack *stack = walk->stack;
 
@@ -1597,9 +1597,9 @@ static __always_inline void hs_push(struct hs_frame_walk *walk, __u64 method, __
 		stack->flags |= LT_INTERP_TRUNCATED;
 		return;
 	}
-	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].code = method;
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].code = code;
 	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].offset = offset & LT_INTERP_NO_OFFSET;
-	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].fingerprint = (__u32)const_method;
+	stack->frames[walk->n & (LT_MAX_INTERP_FRAMES - 1)].fingerprint = fingerprint;
 	walk->n++;
 }
 
@@ -1623,7 +1623,7 @@ static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
 		const_method = read_user_u64(method + hs_config.method_const);
 		codes = const_method + hs_config.const_method_size;
 		hs_push(walk, method, bcp >= codes && bcp - codes < 0x10000 ? (__u32)(bcp - codes) : LT_INTERP_NO_OFFSET,
-			const_method);
+			(__u32)const_method);
 		walk->sp = read_user_u64(fp + (__s64)hs_config.frame_sender_sp * 8);
 		walk->pc = read_user_u64(fp + 8);
 		walk->fp = read_user_u64(fp);
@@ -1642,8 +1642,16 @@ static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
 	/* "nmethod", or "native nmethod" (a native method's compiled wrapper) */
 	if ((kind[0] == 'n' && kind[1] == 'm' && kind[2] == 'e' && kind[7] == 0) ||
 	    (kind[0] == 'n' && kind[1] == 'a' && kind[6] == ' ' && kind[7] == 'n')) {
-		method = read_user_u64(blob + hs_config.nmethod_method);
-		hs_push(walk, method, LT_INTERP_NO_OFFSET, read_user_u64(method + hs_config.method_const));
+		__u32 compile_id = 0;
+
+		if (hs_config.nmethod_compile_id && pc - blob <= LT_HS_PC_OFFSET &&
+		    !bpf_probe_read_user(&compile_id, sizeof(compile_id),
+					 (const void *)(blob + hs_config.nmethod_compile_id))) {
+			hs_push(walk, blob, LT_HS_COMPILED | (__u32)(pc - blob), compile_id);
+		} else {
+			method = read_user_u64(blob + hs_config.nmethod_method);
+			hs_push(walk, method, LT_INTERP_NO_OFFSET, (__u32)read_user_u64(method + hs_config.method_const));
+		}
 	}
 	walk->sp += (__u64)frame_size * 8;
 	walk->pc = read_user_u64(walk->sp - 8);

@@ -32,9 +32,14 @@ bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
   if (rec.flags & (LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)) stats_->Add(StatId::interp_stacks_failed);
   for (uint16_t i = 0; i < rec.nr_frames; ++i) {
     const lt_interp_frame& frame = rec.frames[i];
-    auto named = interpreter_->NameFrame(frame, stats_);
-    pending.frames.push_back({named ? named->Name() : std::string(kUnknownFrame), interpreter_->EndsLoopRun(frame),
-                              named && named->user_code, named ? named->callable : std::string()});
+    expanded_.clear();
+    if (!interpreter_->ExpandFrame(frame, stats_, &expanded_)) {
+      pending.frames.push_back({std::string(kUnknownFrame), interpreter_->EndsLoopRun(frame), false, std::string()});
+      continue;
+    }
+    for (InterpreterFrame& named : expanded_)
+      pending.frames.push_back(
+          {named.Name(), interpreter_->EndsLoopRun(frame), named.user_code, std::move(named.callable)});
   }
   interpreter_->NoteThreadStack(rec.tid, std::span<const lt_interp_frame>(rec.frames, rec.nr_frames));
   return true;

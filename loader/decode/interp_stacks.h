@@ -56,6 +56,7 @@ class InterpreterStacks {
   Stats* stats_;
   bool merged_;
   std::unordered_map<uint32_t, Pending> pending_;  // by thread
+  std::vector<InterpreterFrame> expanded_;         // one frame's, kept for its storage
 };
 
 }  // namespace looptrace::loader

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "looptrace/events.h"
@@ -45,6 +46,8 @@ struct InterpreterFrame {
   std::string callable;
   // py-spy's form: "handle_client (server.py:40)".
   std::string Name() const;
+  // A frame shown as `marker` ("[unknown Java frame]"): one that could not be named.
+  static InterpreterFrame Marker(std::string_view marker);
 };
 
 // A text the BPF side sent (LT_RECORD_STRING) by its address in the target, or null.
@@ -77,6 +80,16 @@ class InterpreterSupport {
   // Names one frame BPF walked; nothing when it cannot (the code object is gone or reused:
   // counted in `stats`).
   virtual std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats) = 0;
+
+  // The frames one walked frame stands for, innermost first, appended to `out`: the one
+  // NameFrame gives, or several where a runtime's compiled code holds inlined methods (a
+  // JIT-compiled Java frame). False, with nothing appended, where NameFrame gives nothing.
+  virtual bool ExpandFrame(const lt_interp_frame& frame, Stats* stats, std::vector<InterpreterFrame>* out) {
+    auto named = NameFrame(frame, stats);
+    if (!named) return false;
+    out->push_back(std::move(*named));
+    return true;
+  }
 
   // The name of a callable BPF described in `slots` (a probe argument of the runtime's
   // callable type, e.g. LT_ARG_PY_CALLABLE: LT_PY_CALLABLE_SLOTS values), as the runtime's

@@ -81,6 +81,12 @@ std::optional<std::string> DlopenedRuntimeLibrary(const std::string& library, co
   return std::nullopt;
 }
 
+InterpreterFrame InterpreterFrame::Marker(std::string_view marker) {
+  InterpreterFrame frame;
+  frame.function = marker;
+  return frame;
+}
+
 std::string InterpreterFrame::Name() const {
   const std::string_view base = std::string_view(file).substr(file.find_last_of('/') + 1);
   if (file.empty()) return function;

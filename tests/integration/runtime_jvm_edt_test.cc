@@ -7,7 +7,8 @@
 // not split at its sleep, and each named by its own method (the first frame of the program's
 // code above EventQueue.dispatchEvent), so "messages by name" counts them. A slow event
 // (tests/runtimes/java/EdtTree.java) gets its sampled call tree: the Java methods on its path,
-// each with its share of the time, JIT-compiled or interpreted.
+// each with its share of the time, JIT-compiled or interpreted, and methods inlined into
+// compiled code keep their frames (EdtInline.java).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ std::vector<std::string> EdtTree(const std::vector<std::string>& app, const std:
 }
 
 // The Java method a sampled tree node names: "EdtTree.parse" of "EdtTree.parse (EdtTree.java:45)"
-// (an interpreted frame, at its line) or "EdtTree.parse (EdtTree.java)" (a compiled one).
+// (at its line) or "EdtTree.parse (EdtTree.java)" (a frame whose line is not known).
 std::string MethodOf(const std::string& node) { return node.substr(0, node.find(" (")); }
 
 // The tree as "name cost on/off-CPU" lines indented by depth, for failure messages.
@@ -76,7 +77,7 @@ double SampledShare(const json& report, const std::string& method) {
 
 class JvmEdtTest : public JvmTest {
  protected:
-  JvmEdtTest() : JvmTest({"EdtWaits", "EdtTree"}) {}
+  JvmEdtTest() : JvmTest({"EdtWaits", "EdtTree", "EdtInline"}) {}
 
   // EdtTree's slow event: exactly one slow message holds it, within 20 ms of it (not cut at
   // its sleep), named by its runnable; its sampled tree names parse, pause and render under
@@ -287,6 +288,74 @@ TEST_F(JvmEdtTest, RecordOfARunningJvmWithoutFlagsGivesTheSlowEventsTree) {
   ASSERT_EQ(r.exit_code, 0) << log;  // the session ends with the program
   EXPECT_NE(log.find("profile jvm-edt"), std::string::npos) << log;
   CheckSlowEventTree(ReadJsonLines(dir_ / "out.json"), ReadJsonLines(dir_ / "truth.jsonl"));
+}
+
+// A slow event in JIT-compiled code with methods inlined into it (tests/runtimes/java/
+// EdtInline.java: work, compiled, holds stage and burn): the tree still goes work -> stage ->
+// burn, though only work has a frame of its own, each of work and stage at the line of its
+// call (the JVM's own stack trace of the same calls says which), burn's share within 5
+// points of its truth.
+TEST_F(JvmEdtTest, TheSlowEventsTreeShowsMethodsInlinedIntoCompiledCodeAtTheirLines) {
+  if (IsSkipped()) return;
+  auto r = RunCommand(
+      LooptraceRun({"-f", "json", "-o", dir_ / "out.json", "--evil-threshold", "100", "--sampled-max-nodes", "1000"},
+                   AwtCommand("EdtInline", {"--truth", dir_ / "truth.jsonl"})),
+      300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = ReadJsonLines(dir_ / "out.json");
+  const auto truth = ReadJsonLines(dir_ / "truth.jsonl");
+  const auto events = OfType(truth, "event");
+  ASSERT_EQ(events.size(), 1u);
+  const json& event = events[0];
+  std::map<std::string, std::string> frame_of;  // "EdtInline.stage" -> "EdtInline.stage (EdtInline.java:42)"
+  for (const json& l : OfType(truth, "line"))
+    frame_of[l["name"]] =
+        fmt::format("{} ({}:{})", l["name"].get<std::string>(), l["file"].get<std::string>(), l["line"].get<int>());
+  ASSERT_EQ(frame_of.size(), 2u);
+  std::vector<json> holding;
+  for (const json& e : OfType(lines, "evil_method"))
+    if (e["begin_ns"].get<int64_t>() < event["end_ns"].get<int64_t>() &&
+        e["end_ns"].get<int64_t>() > event["begin_ns"].get<int64_t>())
+      holding.push_back(e);
+  ASSERT_EQ(holding.size(), 1u) << "slow messages overlapping the slow event: " << json(holding).dump(1);
+  const json& report = holding[0];
+  EXPECT_EQ(report.value("name", json()).dump(), event["name"].dump());
+  const std::string tree = TreeText(report);
+  std::cout << "the slow event's sampled tree:\n" << tree;
+
+  // Every outermost burn node sits under stage under work, both at their lines. The frames
+  // every stack shares are listed once (common_frames), above the tree.
+  std::vector<std::string> common;
+  for (const json& frame : report["sampled"]["common_frames"]) common.push_back(frame.get<std::string>());
+  std::cout << "every stack ran under: " << report["sampled"]["common_frames"].dump(1) << "\n";
+  std::vector<std::string> path;  // the full names of the current node's ancestors
+  double burn_cost = 0;
+  int burn_nodes = 0;
+  for (const json& node : report["sampled_tree"]) {
+    const auto depth = node["depth"].get<size_t>();
+    if (depth == 0) continue;  // the message itself
+    path.resize(common.size() + depth - 1);
+    std::copy(common.begin(), common.end(), path.begin());
+    const std::string name = node["name"].get<std::string>();
+    const bool outermost_burn =
+        MethodOf(name) == "EdtInline.burn" &&
+        std::none_of(path.begin(), path.end(), [](const std::string& p) { return MethodOf(p) == "EdtInline.burn"; });
+    if (outermost_burn) {
+      ++burn_nodes;
+      burn_cost += node["cost_ns"].get<double>();
+      ASSERT_GE(path.size(), 2u) << tree;
+      EXPECT_EQ(path[path.size() - 1], frame_of["EdtInline.stage"]) << tree;
+      EXPECT_EQ(path[path.size() - 2], frame_of["EdtInline.work"]) << tree;
+    }
+    path.push_back(name);
+  }
+  ASSERT_GT(burn_nodes, 0) << "EdtInline.burn is not in the tree\n" << tree;
+  const json burn = OfType(truth, "method").at(0);
+  const double truth_share = 100.0 * Cost(burn) / report["cost_ns"].get<double>();
+  const double sampled_share = 100.0 * burn_cost / report["cost_ns"].get<double>();
+  std::cout << fmt::format("EdtInline.burn: truth {:.1f}%, sampled {:.1f}%\n", truth_share, sampled_share);
+  EXPECT_NEAR(sampled_share, truth_share, 5.0) << tree;
+  EXPECT_EQ(Counter(lines, "interp_stacks_dropped"), 0u);
 }
 
 }  // namespace

@@ -638,11 +638,18 @@ struct lt_py_addresses {
  * HotSpot (loader/runtimes/jvm/): what BPF needs to walk a Java thread's frames, read by the
  * loader from the JVM's own tables (gHotSpotVMStructs) once it runs, so set at run time
  * (.bss hs_config; BPF walks nothing while `ready` is 0). Offsets in bytes; the interpreter
- * frame slots in words from fp. Frames go out as lt_interp_frame: code = the Method*,
- * offset = the bytecode index (interpreted) or LT_INTERP_NO_OFFSET (compiled), fingerprint =
- * the low half of the method's ConstMethod* (a method redefined or freed differs).
+ * frame slots in words from fp. Frames go out as lt_interp_frame: interpreted ones as code =
+ * the Method*, offset = the bytecode index, fingerprint = the low half of the method's
+ * ConstMethod* (a method redefined or freed differs); compiled ones as code = the nmethod,
+ * offset = LT_HS_COMPILED | (pc - nmethod), fingerprint = its compile id (unique for the VM's
+ * life: a freed nmethod's reused memory differs), from which the loader reads the inlined
+ * methods and lines at that pc from the nmethod's debug info. A JVM that does not export the
+ * nmethod's compile id (nmethod_compile_id 0) sends compiled frames as interpreted ones with
+ * offset LT_INTERP_NO_OFFSET: the nmethod's own method, no line.
  */
 #define LT_HS_MAX_HEAPS 3
+#define LT_HS_COMPILED 0x40000000u    /* offset bit (not in LT_INTERP_NO_OFFSET): an nmethod, offset the pc's from it */
+#define LT_HS_PC_OFFSET 0x3fffffffu
 
 struct lt_hotspot_heap {
 	__u64 low;    /* the code heap's reserved range */
@@ -677,11 +684,12 @@ struct lt_hotspot_config {
 	__s16 frame_method;
 	__s16 frame_bcp;
 	__u16 nr_heaps;
+	__u16 nmethod_compile_id;   /* 0: compiled frames name their method only */
 	__u64 ready;                /* stored last */
 };
 
 LT_STATIC_ASSERT(sizeof(struct lt_py_layout) == 64, "python layout size");
-LT_STATIC_ASSERT(sizeof(struct lt_hotspot_config) == 176, "hotspot config size");
+LT_STATIC_ASSERT(sizeof(struct lt_hotspot_config) == 184, "hotspot config size");
 LT_STATIC_ASSERT(sizeof(struct lt_py_addresses) == 16, "python addresses size");
 LT_STATIC_ASSERT(sizeof(struct lt_interp_frame) == 16, "interpreter frame size");
 

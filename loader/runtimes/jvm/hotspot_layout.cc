@@ -84,6 +84,28 @@ Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   constant(&l.frame_bcp, "frame::interpreter_frame_bcp_offset");
   l.ints_exclude_zero = vm.Constant("ConstMethodFlags::_misc_has_linenumber_table").has_value();
   if (!missing.empty()) return MakeError(fmt::format("the JVM does not export {}", missing));
+  // Optional: without them compiled frames still have their method.
+  l.compiled_scopes = true;
+  auto optional = [&](uint64_t* out, std::string_view name, std::string_view alias = {}) {
+    if (auto v = vm.Offset(name))
+      *out = *v;
+    else if (auto w = alias.empty() ? std::nullopt : vm.Offset(alias))
+      *out = *w;
+    else
+      l.compiled_scopes = false;
+  };
+  optional(&l.blob_code_begin, "CodeBlob::_code_begin");
+  optional(&l.nmethod_compile_id, "nmethod::_compile_id");
+  optional(&l.nmethod_metadata_offset, "nmethod::_metadata_offset");
+  optional(&l.nmethod_scopes_pcs_offset, "nmethod::_scopes_pcs_offset");
+  optional(&l.nmethod_dependencies_offset, "nmethod::_dependencies_offset");
+  optional(&l.nmethod_scopes_data_begin, "CompiledMethod::_scopes_data_begin", "nmethod::_scopes_data_begin");
+  optional(&l.pc_desc_pc_offset, "PcDesc::_pc_offset");
+  optional(&l.pc_desc_scope_decode_offset, "PcDesc::_scope_decode_offset");
+  if (auto size = vm.Size("PcDesc"))
+    l.pc_desc_size = *size;
+  else
+    l.compiled_scopes = false;
   return l;
 }
 

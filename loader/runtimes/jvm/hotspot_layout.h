@@ -24,6 +24,13 @@ struct HotSpotLayout {
   uint64_t stub_buffer = 0, stub_buffer_limit = 0;
   uint64_t call_stub_return = 0;  // address of StubRoutines::_call_stub_return_address
   uint64_t blob_name = 0, blob_frame_size = 0, nmethod_method = 0;
+  // Compiled frames' debug info (CodeBlob, CompiledMethod, nmethod, PcDesc): which methods a
+  // pc of an nmethod is in, inlined ones too, and at which bytecode. Not every JDK exports
+  // all of these: `compiled_scopes` false, compiled frames name the nmethod's method only.
+  bool compiled_scopes = false;
+  uint64_t blob_code_begin = 0, nmethod_compile_id = 0, nmethod_metadata_offset = 0;
+  uint64_t nmethod_scopes_pcs_offset = 0, nmethod_dependencies_offset = 0, nmethod_scopes_data_begin = 0;
+  uint64_t pc_desc_size = 0, pc_desc_pc_offset = 0, pc_desc_scope_decode_offset = 0;
   // Methods: Method -> ConstMethod -> ConstantPool -> Klass; names are Symbols.
   uint64_t method_const = 0;
   uint64_t const_constants = 0, const_flags = 0, const_code_size = 0, const_name_index = 0;

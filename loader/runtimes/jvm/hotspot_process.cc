@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "loader/runtimes/jvm/compiled_scopes.h"
 #include "loader/runtimes/jvm/hotspot_layout.h"
 #include "loader/runtimes/jvm/java_objects.h"
 #include "loader/runtimes/jvm/jvm.h"
@@ -29,6 +30,13 @@ constexpr int kMaxCodeMisses = 200;  // Locate's tries (one per poll, 25 ms) bef
 constexpr std::string_view kUnknownJavaFrame = "[unknown Java frame]";
 
 std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// A compiled frame BPF sent (LT_HS_COMPILED), not an interpreted one with no bytecode index
+// (LT_INTERP_NO_OFFSET has that bit too).
+bool IsCompiledFrame(const lt_interp_frame& frame) {
+  const uint32_t offset = frame.offset & LT_INTERP_NO_OFFSET;
+  return offset != LT_INTERP_NO_OFFSET && (offset & LT_HS_COMPILED);
+}
 
 // One code heap: its reserved code range and the segment map that finds a block's start.
 struct CodeHeap {
@@ -76,6 +84,12 @@ class HotSpotProcess : public InterpreterSupport {
     if (!memory_->Read(layout->java_thread_list, &list, 8) || !list) return false;  // threads not started yet
     layout_ = *layout;
     namer_ = std::make_unique<MethodNamer>(layout_, *memory_);
+    if (layout_.compiled_scopes)
+      scopes_ = std::make_unique<CompiledScopes>(layout_, *memory_);
+    else
+      log::Warning(
+          "{}: no compiled frame debug info exported: JIT-compiled frames name their method, no line or inlined callee",
+          what_);
     ReadCode();
     if (heaps_.empty() || !interpreter_begin_) {
       // A JVM `run` just started may list its first threads before it made its code heaps
@@ -92,14 +106,42 @@ class HotSpotProcess : public InterpreterSupport {
   }
 
   // A frame BPF walked; one it cannot name is counted and shown as unknown, never guessed.
+  // A compiled one stands for the methods inlined at its pc too: the innermost is given.
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats) override {
+    if (IsCompiledFrame(frame)) {
+      std::vector<InterpreterFrame> frames;
+      ExpandFrame(frame, stats, &frames);
+      return frames.front();
+    }
     const uint32_t offset = frame.offset & LT_INTERP_NO_OFFSET;
     auto named = namer_ ? namer_->Name(frame.code, offset == LT_INTERP_NO_OFFSET ? -1 : static_cast<int>(offset),
                                        frame.fingerprint)
                         : std::nullopt;
     if (named) return named;
     stats->Add(StatId::interp_frames_unnamed);
-    return InterpreterFrame{.function = std::string(kUnknownJavaFrame)};
+    return InterpreterFrame::Marker(kUnknownJavaFrame);
+  }
+
+  // A compiled frame (LT_HS_COMPILED): the methods at its pc, inlined ones first, each at
+  // its line; the same pc of the same nmethod is named once.
+  bool ExpandFrame(const lt_interp_frame& frame, Stats* stats, std::vector<InterpreterFrame>* out) override {
+    if (!IsCompiledFrame(frame)) return InterpreterSupport::ExpandFrame(frame, stats, out);
+    const CompiledPc key{frame.code, frame.fingerprint, frame.offset & LT_HS_PC_OFFSET};
+    auto it = compiled_.find(key);
+    if (it == compiled_.end()) {
+      if (compiled_.size() >= kMaxCompiledPcs) compiled_.clear();
+      it = compiled_.emplace(key, CompiledFrames(key.nmethod, key.compile_id, key.nmethod + key.offset)).first;
+    }
+    if (it->second.empty()) {  // not that nmethod any more: freed, its memory reused
+      stats->Add(StatId::interp_frames_unnamed);
+      out->push_back(InterpreterFrame::Marker(kUnknownJavaFrame));
+      return true;
+    }
+    for (const InterpreterFrame& f : it->second) {
+      if (f.function == kUnknownJavaFrame) stats->Add(StatId::interp_frames_unnamed);
+      out->push_back(f);
+    }
+    return true;
   }
 
   CallableName NameCallable(std::span<const uint64_t>, const TargetTextLookup&, Stats*) override { return {}; }
@@ -162,6 +204,19 @@ class HotSpotProcess : public InterpreterSupport {
   bool EndsLoopRun(const lt_interp_frame&) const override { return true; }
 
  private:
+  // The frames of the nmethod at `nmethod` compiled as `compile_id` at `pc`, innermost first
+  // (inlined methods, then their callers in it); empty when that nmethod is gone.
+  std::vector<InterpreterFrame> CompiledFrames(uint64_t nmethod, uint32_t compile_id, uint64_t pc) {
+    std::vector<InterpreterFrame> frames;
+    auto scopes = scopes_ ? scopes_->At(nmethod, compile_id, pc) : std::nullopt;
+    if (!scopes) return frames;
+    for (const Scope& scope : *scopes) {
+      auto named = namer_->Name(scope.method, scope.bci);
+      frames.push_back(named ? std::move(*named) : InterpreterFrame::Marker(kUnknownJavaFrame));
+    }
+    return frames;
+  }
+
   // jstack's words for the thread's state: its java.lang.Thread's threadStatus, else the
   // VM's own state and the innermost Java frame (thread_state.h).
   std::string StateOf(uint64_t thread, const std::vector<InterpreterFrame>& frames) {
@@ -228,6 +283,7 @@ class HotSpotProcess : public InterpreterSupport {
     c->blob_name = u16(l.blob_name);
     c->blob_frame_size = u16(l.blob_frame_size);
     c->nmethod_method = u16(l.nmethod_method);
+    c->nmethod_compile_id = l.compiled_scopes ? u16(l.nmethod_compile_id) : 0;
     c->method_const = u16(l.method_const);
     c->const_method_size = u16(l.const_method_size);
     c->heap_block_size = u16(l.heap_block_size);
@@ -307,7 +363,7 @@ class HotSpotProcess : public InterpreterSupport {
     auto named = namer_->Name(method, bci);
     if (!named) {
       stats->Add(StatId::interp_frames_unnamed);
-      frames->push_back({.function = std::string(kUnknownJavaFrame)});
+      frames->push_back(InterpreterFrame::Marker(kUnknownJavaFrame));
       return;
     }
     frames->push_back(*named);
@@ -338,8 +394,17 @@ class HotSpotProcess : public InterpreterSupport {
       if (!blob) break;  // not Java code: the walk ends
       auto frame_size = Int(*blob + l.blob_frame_size);
       if (!frame_size || *frame_size <= 0 || *frame_size > (1 << 20)) break;
-      // A compiled frame names the nmethod's own method (inlined callees are not expanded).
-      if (IsNmethod(*blob)) Add(&frames, Pointer(*blob + l.nmethod_method).value_or(0), -1, stats);
+      // A compiled frame: the methods inlined at its pc, then the nmethod's own.
+      if (IsNmethod(*blob)) {
+        auto compile_id = scopes_ ? Int(*blob + l.nmethod_compile_id) : std::nullopt;
+        auto compiled = compile_id ? CompiledFrames(*blob, static_cast<uint32_t>(*compile_id), pc)
+                                   : std::vector<InterpreterFrame>();
+        if (compiled.empty()) Add(&frames, Pointer(*blob + l.nmethod_method).value_or(0), -1, stats);
+        for (InterpreterFrame& f : compiled) {
+          if (f.function == kUnknownJavaFrame) stats->Add(StatId::interp_frames_unnamed);
+          frames.push_back(std::move(f));
+        }
+      }
       sp += static_cast<uint64_t>(*frame_size) * 8;
       pc = Pointer(sp - 8).value_or(0);
       fp = Pointer(sp - 16).value_or(0);
@@ -354,6 +419,21 @@ class HotSpotProcess : public InterpreterSupport {
   std::string what_;
   HotSpotLayout layout_;
   std::unique_ptr<MethodNamer> namer_;
+  std::unique_ptr<CompiledScopes> scopes_;  // null: the JVM does not export compiled frames' debug info
+  // A compiled frame BPF sent, and its frames (CompiledFrames) once named.
+  struct CompiledPc {
+    uint64_t nmethod = 0;
+    uint32_t compile_id = 0, offset = 0;
+    bool operator==(const CompiledPc&) const = default;
+  };
+  struct CompiledPcHash {
+    size_t operator()(const CompiledPc& k) const {
+      return std::hash<uint64_t>()(k.nmethod ^ (uint64_t{k.compile_id} << 32) ^
+                                   (uint64_t{k.offset} * 0x9e3779b97f4a7c15ull));
+    }
+  };
+  static constexpr size_t kMaxCompiledPcs = 1 << 16;
+  std::unordered_map<CompiledPc, std::vector<InterpreterFrame>, CompiledPcHash> compiled_;
   std::optional<JavaObjects> objects_;
   std::unordered_map<uint32_t, std::string> thread_names_;                        // ThreadName's last look
   std::unordered_map<uint32_t, std::chrono::steady_clock::time_point> not_java_;  // when looked at

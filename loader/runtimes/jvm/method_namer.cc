@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "loader/runtimes/jvm/compressed_ints.h"
+
 namespace looptrace::loader::jvm {
 namespace {
 
@@ -9,47 +11,15 @@ constexpr uint16_t kMaxSymbol = 1024;
 constexpr size_t kMaxLineTable = 16384;
 constexpr size_t kMaxCache = 1 << 16;
 
-// UNSIGNED5 (HotSpot's compressedStream.hpp: lg_H 6, L 192), at most 5 bytes.
-struct Reader {
-  const std::vector<uint8_t>& bytes;
-  uint32_t excluded = 0;  // 1: no byte of an int is 0 (JDK 21+)
-  size_t at = 0;
-  bool ok = true;
-  uint8_t Byte() {
-    if (at >= bytes.size()) {
-      ok = false;
-      return 0;
-    }
-    return bytes[at++];
-  }
-  uint32_t Unsigned() {
-    const uint32_t low = 192 - excluded;  // bytes below it end an int
-    uint32_t b = Byte() - excluded;
-    if (b < low) return b;
-    uint32_t sum = b;
-    int shift = 6;
-    for (int i = 1; i < 5 && ok; ++i, shift += 6) {
-      b = Byte() - excluded;
-      sum += b << shift;
-      if (b < low) break;
-    }
-    return sum;
-  }
-  int32_t Signed() {
-    uint32_t v = Unsigned();
-    return static_cast<int32_t>((v >> 1) ^ -(v & 1));
-  }
-};
-
 }  // namespace
 
 std::vector<std::pair<int, int>> DecodeLineTable(const std::vector<uint8_t>& bytes, bool exclude_zero) {
   std::vector<std::pair<int, int>> table;
-  Reader in{bytes, exclude_zero ? 1u : 0u};
+  CompressedReader in(bytes, exclude_zero);
   int bci = 0, line = 0;
-  while (in.ok && table.size() < kMaxLineTable) {
+  while (in.ok() && table.size() < kMaxLineTable) {
     const uint8_t next = in.Byte();
-    if (!in.ok || next == 0) break;
+    if (!in.ok() || next == 0) break;
     if (next == 0xff) {
       bci += in.Signed();
       line += in.Signed();
@@ -57,7 +27,7 @@ std::vector<std::pair<int, int>> DecodeLineTable(const std::vector<uint8_t>& byt
       bci += next >> 3;
       line += next & 7;
     }
-    if (!in.ok) break;
+    if (!in.ok()) break;
     table.emplace_back(bci, line);
   }
   return table;
@@ -171,7 +141,10 @@ std::optional<InterpreterFrame> MethodNamer::Name(uint64_t method, int bci, uint
 }
 
 InterpreterFrame MethodNamer::Frame(const Named& n, int bci) {
-  InterpreterFrame frame{.function = n.function, .file = n.file, .line = bci >= 0 ? LineOf(n.lines, bci) : 0};
+  InterpreterFrame frame;
+  frame.function = n.function;
+  frame.file = n.file;
+  frame.line = bci >= 0 ? LineOf(n.lines, bci) : 0;
   frame.user_code = n.user_code;
   if (n.user_code) frame.callable = n.function;
   return frame;

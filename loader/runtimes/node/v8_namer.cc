@@ -241,7 +241,8 @@ std::optional<InterpreterFrame> V8Namer::FrameParts(const lt_interp_frame& frame
   return InterpreterFrame{.function = f->name.empty() ? "(anonymous)" : f->name,
                           .file = f->file.empty() ? "" : ShortName(f->file),
                           .line = f->line,
-                          .user_code = IsUserScript(f->file)};
+                          .user_code = IsUserScript(f->file),
+                          .callable = {}};
 }
 
 }  // namespace looptrace::loader::node

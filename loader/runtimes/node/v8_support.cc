@@ -41,7 +41,7 @@ class V8Support : public InterpreterSupport {
 
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats) override {
     if (auto named = namer_.NameFrame(frame, stats)) return named;
-    return InterpreterFrame{.function = std::string(kUnknownFrame)};
+    return InterpreterFrame::Marker(kUnknownFrame);
   }
 
   CallableName NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) override {
@@ -70,8 +70,7 @@ class V8Support : public InterpreterSupport {
     for (const auto& [tid, frames] : latest_) {
       std::vector<InterpreterFrame>& named = out[tid];
       for (const lt_interp_frame& frame : frames)
-        named.push_back(
-            namer_.FrameParts(frame, stats).value_or(InterpreterFrame{.function = std::string(kUnknownFrame)}));
+        named.push_back(namer_.FrameParts(frame, stats).value_or(InterpreterFrame::Marker(kUnknownFrame)));
     }
     return out;
   }

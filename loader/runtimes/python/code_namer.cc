@@ -170,8 +170,11 @@ int CodeNamer::LineOf(const CodeInfo& info, uint32_t offset) const {
 std::optional<InterpreterFrame> CodeNamer::NameFrame(const lt_interp_frame& frame, Stats* stats) {
   const CodeInfo* info = Code(frame.code, frame.fingerprint, stats);
   if (!info) return std::nullopt;
-  return InterpreterFrame{
-      .function = info->name, .file = info->file, .line = LineOf(*info, frame.offset & LT_INTERP_NO_OFFSET)};
+  return InterpreterFrame{.function = info->name,
+                          .file = info->file,
+                          .line = LineOf(*info, frame.offset & LT_INTERP_NO_OFFSET),
+                          .user_code = false,
+                          .callable = {}};
 }
 
 CallableName CodeNamer::NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) {

@@ -302,7 +302,7 @@ class CPythonProcess : public InterpreterSupport {
       int32_t first_line = 0;
       memory_->Read(code + l.code_firstlineno, &first_line, 4);
       auto named = namer_.NameFrame({code, offset & LT_INTERP_NO_OFFSET, static_cast<uint32_t>(first_line)}, stats);
-      frames.push_back(named ? *named : InterpreterFrame{.function = "[unknown Python frame]"});
+      frames.push_back(named ? *named : InterpreterFrame::Marker("[unknown Python frame]"));
     }
     return frames;
   }

@@ -18,7 +18,7 @@ class FakeRuntime : public InterpreterSupport {
   void DescribeLayout(InterpreterBpfConfig*) const override {}
   Result<bool> Locate(InterpreterBpfConfig*) override { return true; }
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats*) override {
-    return InterpreterFrame{"f" + std::to_string(frame.code), "", 0, frame.code >= 100};
+    return InterpreterFrame{"f" + std::to_string(frame.code), "", 0, frame.code >= 100, ""};
   }
   CallableName NameCallable(std::span<const uint64_t>, const TargetTextLookup&, Stats*) override { return {}; }
   std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats*) override { return {}; }

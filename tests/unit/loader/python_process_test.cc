@@ -201,7 +201,8 @@ class FakeInterpreter : public InterpreterSupport {
       stats->Add(StatId::interp_frames_unnamed);
       return std::nullopt;
     }
-    return InterpreterFrame{"f" + std::to_string(frame.code), "app.py", static_cast<int>(frame.offset & 0xffff)};
+    return InterpreterFrame{"f" + std::to_string(frame.code), "app.py", static_cast<int>(frame.offset & 0xffff), false,
+                            ""};
   }
   CallableName NameCallable(std::span<const uint64_t>, const TargetTextLookup&, Stats*) override { return {}; }
   std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats*) override { return {}; }

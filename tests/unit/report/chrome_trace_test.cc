@@ -248,9 +248,9 @@ TEST(ChromeTrace, OverlappingSlicesAreClippedToNest) {
   f.session.pid = kPid;
   f.session.begin_ns = kBegin;
   // A frame that ends after its message (bad input): clipped to the message.
-  Message m{kPid, kBegin + 10 * kMs, kBegin + 20 * kMs, 1, "Choreographer#doFrame", 0, 0};
+  Message m{kPid, kBegin + 10 * kMs, kBegin + 20 * kMs, 1, "Choreographer#doFrame", 0, 0, std::nullopt};
   f.messages.messages.push_back(m);
-  Message sibling{kPid, kBegin + 20 * kMs, kBegin + 30 * kMs, 2, "next", 0, 0};
+  Message sibling{kPid, kBegin + 20 * kMs, kBegin + 30 * kMs, 2, "next", 0, 0, std::nullopt};
   f.messages.messages.push_back(sibling);
   FrameRecord fr;
   fr.tid = kPid;
