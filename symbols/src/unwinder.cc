@@ -12,6 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
+#include <string>
+#include <tuple>
 
 #include "looptrace/symbols/vdso.h"
 #include "looptrace/util/log.h"
@@ -66,6 +69,12 @@ struct Unwinder::Session {
   size_t max_frames = 0;
   // Modules reported, by mapping start: (path, end).
   std::map<uint64_t, std::pair<std::string, uint64_t>> reported;
+  // Mappings libdwfl refused, whole (start, end, file offset, inode, path): not tried again
+  // at every stack copy (each try opens and reads the file; node's V8 remaps its builtins
+  // from its own binary, which libdwfl already holds elsewhere). Keyed by all of it so that
+  // a library caught while ld.so maps it (one mapping, before its segments are split) is
+  // tried again once mapped.
+  std::set<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, std::string>> refused;
   // The last memory read that could not be served (the walk may end there).
   uint64_t failed_read = 0;
   bool any_failed_read = false;
@@ -86,6 +95,8 @@ struct Unwinder::Session {
     if (dwfl_addrmodule(dwfl, pc) != nullptr) return;
     const MapEntry* map = internal::FindMapping(input->maps, pc);
     if (map == nullptr) return;
+    auto whole = std::make_tuple(map->start, map->end, map->offset, map->inode, map->path);
+    if (refused.contains(whole)) return;
     std::string path;
     if (map->path == "[vdso]" && !VdsoImagePath().empty() && map->end - map->start == VdsoImageSize()) {
       path = VdsoImagePath();
@@ -104,6 +115,7 @@ struct Unwinder::Session {
     dwfl_report_end(dwfl, nullptr, nullptr);
     if (module == nullptr) {
       log::V2("unwinder: cannot report {} at {:#x}: {}", path, map->start, dwfl_errmsg(-1));
+      refused.insert(std::move(whole));
       return;
     }
     reported[map->start] = {map->path, map->end};

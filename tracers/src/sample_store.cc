@@ -10,6 +10,35 @@
 
 namespace looptrace {
 
+namespace {
+
+size_t Mix(size_t seed, size_t value) { return seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2)); }
+
+}  // namespace
+
+size_t SampleStore::FramesHash::operator()(const Frames& frames) const {
+  size_t h = frames.size();
+  for (const std::string& f : frames) h = Mix(h, std::hash<std::string_view>()(f));
+  return h;
+}
+
+size_t SampleStore::SessionKeyHash::operator()(const SessionKey& k) const {
+  size_t h = Mix(k.tid, std::hash<const void*>()(k.frames));
+  h = Mix(h, k.on_cpu);
+  h = Mix(h, std::hash<std::string_view>()(k.stop));
+  return Mix(h, std::hash<std::string_view>()(k.reason));
+}
+
+size_t SampleStore::OnCpuKeyHash::operator()(const std::pair<const Frames*, std::string>& k) const {
+  return Mix(std::hash<const void*>()(k.first), std::hash<std::string_view>()(k.second));
+}
+
+std::shared_ptr<const SampleStore::Frames> SampleStore::Intern(const Frames& frames) {
+  auto it = interned_.find(frames);
+  if (it != interned_.end()) return *it;
+  return *interned_.insert(std::make_shared<const Frames>(frames)).first;
+}
+
 void SampleStore::OnSessionStart(const SessionStart& start) {
   pid_ = start.pid;
   sample_hz_ = start.sample_hz;
@@ -19,7 +48,7 @@ void SampleStore::OnSessionStart(const SessionStart& start) {
 void SampleStore::OnSample(const StackSample& e) {
   Thread& t = threads_[e.tid];
   Sample s;
-  s.frames = std::make_shared<const std::vector<std::string>>(e.frames);
+  s.frames = Intern(e.frames);
   s.ts_ns = e.ts_ns;
   s.on_cpu = e.on_cpu;
   s.stop = e.stop;
@@ -204,34 +233,45 @@ void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
     if (!s.on_cpu && (!s.switch_seen || !s.off_end_ns)) break;  // still off CPU: its weight is unknown
     const uint64_t end = s.on_cpu ? s.ts_ns : s.off_end_ns;
     if (end >= keep_from) break;
-    AddToSession(tid, s, &session_);
+    const uint64_t weight = s.on_cpu ? (sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0)
+                                     : (s.off_end_ns > s.ts_ns ? s.off_end_ns - s.ts_ns : 0);
+    if (weight)
+      session_[SessionKey{tid, s.frames.get(), s.on_cpu, s.stop, s.on_cpu ? std::string() : s.reason}] += weight;
     if (!s.callable.empty()) --callables_;
-    if (s.on_cpu && s.frames) ++on_cpu_[tid][{*s.frames, s.stop}];
+    if (s.on_cpu && s.frames) ++on_cpu_[tid][{s.frames.get(), s.stop}];
     t.samples.pop_front();
   }
 }
 
+uint64_t SampleStore::Fold(uint32_t tid, const Frames* sampled, bool on_cpu, const std::string& stop,
+                           const std::string& reason, uint64_t ts_ns, uint64_t off_end_ns,
+                           std::vector<std::string>* frames) const {
+  frames->clear();
+  if (tid != pid_) frames->push_back(fmt::format("[thread {}]", tid));
+  if (sampled && !sampled->empty()) {
+    if (!stop.empty()) frames->push_back("[unknown callers]");
+    frames->insert(frames->end(), sampled->rbegin(), sampled->rend());
+  } else {
+    frames->push_back(UnstackedReason(stop).empty() ? "[no stack]" : "[" + stop + ": no stack taken]");
+  }
+  if (on_cpu) return sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0;  // the nominal period
+  frames->push_back(OffCpuFrame(reason));
+  return off_end_ns > ts_ns ? off_end_ns - ts_ns : 0;
+}
+
 void SampleStore::AddToSession(uint32_t tid, const Sample& s, Stacks* stacks) const {
   std::vector<std::string> frames;
-  if (tid != pid_) frames.push_back(fmt::format("[thread {}]", tid));
-  if (s.frames && !s.frames->empty()) {
-    if (!s.stop.empty()) frames.push_back("[unknown callers]");
-    frames.insert(frames.end(), s.frames->rbegin(), s.frames->rend());
-  } else {
-    frames.push_back(UnstackedReason(s.stop).empty() ? "[no stack]" : "[" + s.stop + ": no stack taken]");
-  }
-  uint64_t weight = 0;
-  if (s.on_cpu) {
-    weight = sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0;  // the nominal period
-  } else {
-    frames.push_back(OffCpuFrame(s.reason));
-    weight = s.off_end_ns > s.ts_ns ? s.off_end_ns - s.ts_ns : 0;
-  }
-  if (weight) (*stacks)[frames] += weight;
+  if (uint64_t weight = Fold(tid, s.frames.get(), s.on_cpu, s.stop, s.reason, s.ts_ns, s.off_end_ns, &frames))
+    (*stacks)[frames] += weight;
 }
 
 std::vector<FoldedStack> SampleStore::SessionStacks(uint64_t end_ns) const {
-  Stacks stacks = session_;
+  Stacks stacks;
+  std::vector<std::string> frames;
+  for (const auto& [key, ns] : session_) {
+    Fold(key.tid, key.frames, key.on_cpu, key.stop, key.reason, 0, 0, &frames);
+    stacks[frames] += ns;
+  }
   for (const auto& [tid, t] : threads_)
     for (Sample s : t.samples) {
       // Still off CPU: the stretch ends with the session.
@@ -245,7 +285,9 @@ std::vector<FoldedStack> SampleStore::SessionStacks(uint64_t end_ns) const {
 }
 
 std::vector<ThreadProfile> SampleStore::ThreadProfiles(size_t top_methods) const {
-  std::map<uint32_t, OnCpuStacks> by_thread = on_cpu_;
+  std::map<uint32_t, OnCpuStacks> by_thread;
+  for (const auto& [tid, counts] : on_cpu_)
+    for (const auto& [key, count] : counts) by_thread[tid][{*key.first, key.second}] += count;
   for (const auto& [tid, t] : threads_)
     for (const Sample& s : t.samples)
       if (s.on_cpu && s.frames) ++by_thread[tid][{*s.frames, s.stop}];

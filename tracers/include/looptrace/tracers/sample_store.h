@@ -14,6 +14,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -120,9 +122,44 @@ class SampleStore {
     uint32_t tid;
     uint64_t begin_ns;
   };
+  using Frames = std::vector<std::string>;
+  // Each distinct stack once: a busy thread's samples mostly repeat a few stacks, and a
+  // sample that has gone to the session's totals is then counted under its stack's address
+  // (no copy of its frames, no comparison of them per sample).
+  struct FramesHash {
+    using is_transparent = void;
+    size_t operator()(const Frames& frames) const;
+    size_t operator()(const std::shared_ptr<const Frames>& frames) const { return (*this)(*frames); }
+  };
+  struct FramesEqual {
+    using is_transparent = void;
+    static const Frames& Of(const Frames& f) { return f; }
+    static const Frames& Of(const std::shared_ptr<const Frames>& f) { return *f; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return Of(a) == Of(b);
+    }
+  };
+  std::shared_ptr<const Frames> Intern(const Frames& frames);
+  // A sample gone to the session's totals: its thread, stack, and how it is folded.
+  struct SessionKey {
+    uint32_t tid = 0;
+    const Frames* frames = nullptr;  // interned; null: no stack
+    bool on_cpu = true;
+    std::string stop, reason;
+    bool operator==(const SessionKey&) const = default;
+  };
+  struct SessionKeyHash {
+    size_t operator()(const SessionKey& k) const;
+  };
+  using SessionTotals = std::unordered_map<SessionKey, uint64_t, SessionKeyHash>;  // ns
   using Stacks = std::map<std::vector<std::string>, uint64_t>;
   // On-CPU samples by (frames innermost first, why the walk stopped): their count.
   using OnCpuStacks = std::map<std::pair<std::vector<std::string>, std::string>, uint64_t>;
+  struct OnCpuKeyHash {
+    size_t operator()(const std::pair<const Frames*, std::string>& k) const;
+  };
+  using OnCpuCounts = std::unordered_map<std::pair<const Frames*, std::string>, uint64_t, OnCpuKeyHash>;
   // A record comes at most this long after a sample of the same time (the loader polls every
   // 25 ms): a thread's on-CPU samples older than its latest by this much can start no span.
   static constexpr uint64_t kRecordLagNs = 1'000'000'000;
@@ -149,6 +186,9 @@ class SampleStore {
     if (!t.samples.empty()) PruneSamples(tid, t);
   }
   void PruneSamples(uint32_t tid, Thread& t);
+  // The folded stack of a sample and its weight (0: none).
+  uint64_t Fold(uint32_t tid, const Frames* frames, bool on_cpu, const std::string& stop, const std::string& reason,
+                uint64_t ts_ns, uint64_t off_end_ns, std::vector<std::string>* folded) const;
   void AddToSession(uint32_t tid, const Sample& sample, Stacks* stacks) const;
 
   Stats* stats_;
@@ -161,9 +201,10 @@ class SampleStore {
   // costs less per message than a map node).
   std::vector<OpenSpan> open_;
   std::optional<std::pair<uint32_t, uint64_t>> hold_;  // (tid, from): see Hold
-  Stacks session_;                                     // samples no span wants any more
-  size_t callables_ = 0;                               // kept samples with a callable not taken
-  std::map<uint32_t, OnCpuStacks> on_cpu_;             // the same samples on CPU, by thread
+  std::unordered_set<std::shared_ptr<const Frames>, FramesHash, FramesEqual> interned_;
+  SessionTotals session_;                   // samples no span wants any more
+  size_t callables_ = 0;                    // kept samples with a callable not taken
+  std::map<uint32_t, OnCpuCounts> on_cpu_;  // the same samples on CPU, by thread
 };
 
 }  // namespace looptrace
