@@ -317,9 +317,9 @@ TEST(Frames, DelayCountsNestedMessagesOnceAndIgnoresOtherThreads) {
   sim.Frame(grid);
   // Nested 10 ms inside 20 ms, both before the next frame's vsync is handled; another thread too.
   const uint64_t t0 = sim.now() + 5 * kMs;
-  Message inner{kTid, t0 + 2 * kMs, t0 + 12 * kMs, 90, "inner", 1, 0};
-  Message outer{kTid, t0, t0 + 20 * kMs, 91, "outer", 0, 0};
-  Message other{kTid + 1, t0, t0 + 30 * kMs, 92, "other", 0, 0};
+  Message inner{kTid, t0 + 2 * kMs, t0 + 12 * kMs, 90, "inner", 1, 0, std::nullopt};
+  Message outer{kTid, t0, t0 + 20 * kMs, 91, "outer", 0, 0, std::nullopt};
+  Message other{kTid + 1, t0, t0 + 30 * kMs, 92, "other", 0, 0, std::nullopt};
   sim.AddMessage(inner);
   sim.AddMessage(outer);
   sim.AddMessage(other);
@@ -427,7 +427,7 @@ TEST(Frames, NestedFramesAndLostEnds) {
   sim.Add(Probe(Role::kFrameBegin, v + 2 * kMs, {U("frame_id", 2), U("vsync_ns", v)}));
   sim.Add(Probe(Role::kFrameEnd, v + 5 * kMs, {U("frame_id", 1)}));  // 2 lost its end
   // Frame 3 begins in a message that ends without frame.end.
-  Message m{kTid, v + 20 * kMs, v + 30 * kMs, 5, "Choreographer#doFrame", 0, 0};
+  Message m{kTid, v + 20 * kMs, v + 30 * kMs, 5, "Choreographer#doFrame", 0, 0, std::nullopt};
   sim.Add(Probe(Role::kFrameBegin, v + 21 * kMs, {U("frame_id", 3), U("vsync_ns", v + 16 * kMs)}));
   sim.AddMessage(m);
   // A frame.end on another thread with no frame.
