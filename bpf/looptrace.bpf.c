@@ -87,8 +87,10 @@ const volatile __u32 switch_stacks_idle = 1;
 /* Messages are poll-bounded (the busy time between polls): idle only inside the poll. */
 const volatile __u32 messages_poll_bounded = 0;
 __u64 loop_message_begin_ns; /* when the outermost open message began */
-/* Preemptions of the loop thread in a message open for less than this get no stack (0: all do). */
-const volatile __u64 preempt_stacks_after_ns = 0;
+/* Preemptions of the loop thread in a message open for less than this get no stack (0: all
+ * do). Written by the loader once the session has started (the tracers know then which
+ * messages a report can show with stacks). */
+__u64 preempt_stacks_after_ns;
 
 /* Per probe id: role, arguments and conditions (filled by the loader before attach). */
 struct {

@@ -155,7 +155,6 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->samples_after_exec = options.samples_after_exec;
     skel->rodata->switch_stacks_idle = options.switch_stacks_idle;
     skel->rodata->messages_poll_bounded = options.messages_poll_bounded;
-    skel->rodata->preempt_stacks_after_ns = options.preempt_stacks_after_ns;
     std::memcpy(const_cast<lt_py_layout*>(&skel->rodata->py_layout), &options.interpreters.python_layout,
                 sizeof(lt_py_layout));
     skel->rodata->hs_enabled = options.interpreters.hotspot_enabled;
@@ -428,6 +427,10 @@ Result<void> BpfSession::PublishUnwindModules(std::span<const lt_unwind_module> 
 
 void BpfSession::BatchSampleWakeups(bool batched) {
   __atomic_store_n(&skel_->bss->samples_batched, batched ? 1u : 0u, __ATOMIC_RELAXED);
+}
+
+void BpfSession::SetPreemptStacksAfter(uint64_t ns) {
+  __atomic_store_n(&skel_->bss->preempt_stacks_after_ns, ns, __ATOMIC_RELAXED);
 }
 
 uint32_t BpfSession::loop_tid() const {

@@ -46,7 +46,6 @@ struct BpfSessionOptions {
   bool samples_after_exec = false;             // run: no samples of the held child before its exec
   bool switch_stacks_idle = true;              // stacks at the loop thread's idle switch-outs too (session_cost.h)
   bool messages_poll_bounded = false;          // the loop is idle only in its poll wait
-  uint64_t preempt_stacks_after_ns = 0;        // no stacks at preemptions in younger messages (0: all)
   std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
   InterpreterBpfConfig interpreters;           // layouts of the interpreters BPF walks (runtimes/interpreter.h)
   // Which probe programs the plan attaches: each of them costs the verifier 0.2-0.5 s of CPU
@@ -129,6 +128,10 @@ class BpfSession {
   // Stack samples wake the loader only when their ring is half full (true), or each (false:
   // the default, while the target starts).
   void BatchSampleWakeups(bool batched);
+
+  // No stacks at the loop thread's preemptions in messages younger than this (0: every
+  // preemption gets one; session_cost.h), from now on.
+  void SetPreemptStacksAfter(uint64_t ns);
 
   // Where the target's interpreters are, once located: BPF walks their frames from now on.
   void PublishInterpreterAddresses(const InterpreterBpfConfig& config);

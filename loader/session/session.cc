@@ -128,12 +128,9 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.sample_ring_bytes = options_.sample_ring_bytes;
   bpf_options.samples_after_exec = options_.held_child;
   bpf_options.btf_path = options_.btf_path;
-  const SwitchStackPolicy switch_stacks =
-      ChooseSwitchStacks(plan_, message_definition_, options_.idle_stacks, ShortestSlowMessageNs(pipeline_));
+  const SwitchStackPolicy switch_stacks = ChooseSwitchStacks(plan_, message_definition_, options_.idle_stacks);
   bpf_options.switch_stacks_idle = switch_stacks.at_idle;
   bpf_options.messages_poll_bounded = switch_stacks.poll_bounded;
-  bpf_options.preempt_stacks_after_ns = switch_stacks.preempt_stacks_after_ns;
-  loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, switch_stacks.preempt_stacks_after_ns);
   if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
   bpf_options.uprobe_points = bpf_options.usdt_points = bpf_options.fast_beats = false;
   for (const ResolvedProbe& probe : plan_.probes) {
@@ -273,6 +270,13 @@ void Session::Start(SessionStart start) {
       start.probes.push_back(
           {p.probe_id, p.spec.role, std::string(ProbeKindName(p.spec.kind)), p.binary_path, p.symbol, p.file_offset});
   events_.OnEvent(start);
+  // Only now do the tracers know the probes (FrameTracer: whether frames can come), so the
+  // shortest message a report shows with stacks, and the preemptions that need none.
+  const uint64_t preempt_after_ns =
+      ChooseSwitchStacks(plan_, message_definition_, options_.idle_stacks, ShortestSlowMessageNs(pipeline_))
+          .preempt_stacks_after_ns;
+  bpf_->SetPreemptStacksAfter(preempt_after_ns);
+  loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, preempt_after_ns);
 }
 
 void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {

@@ -66,9 +66,10 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
     if (idle || idle_samples || early || after_ns)
       how = fmt::format(
           "taken while a message is open{} ({} idle switch-outs, {} early preemptions, {} idle "
-          "cpu-clock samples without)",
+          "cpu-clock samples without{})",
           after_ns ? fmt::format(", at preemptions once it is {:.2f} ms old", after_ns / 1e6) : "", idle, early,
-          idle_samples);
+          idle_samples,
+          early || after_ns ? "; an early preemption's time is shown under its nearest sample's stack" : "");
     line("switch-out stacks", fmt::format("{}", stacked), how);
   }
   return out;

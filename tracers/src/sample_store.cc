@@ -190,13 +190,19 @@ SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_
   // Samples are uniform in CPU time: each on-CPU sample stands for an equal share of it.
   uint64_t given = 0;
   size_t index = 0;
-  for (const Sample& s : samples) {
+  for (auto it = samples.begin(); it != samples.end(); ++it) {
+    const Sample& s = *it;
     if (s.ts_ns > end_ns) break;
     WeightedStack w;
     w.frames = s.frames.get();
     w.ts_ns = s.ts_ns;
     w.on_cpu = s.on_cpu;
     w.stop = s.stop;
+    if (s.early_unstacked())
+      if (const Sample* stand_in = StandIn(samples, it, nullptr, begin_ns, end_ns)) {
+        w.frames = stand_in->frames.get();
+        w.stop = stand_in->stop;
+      }
     if (s.on_cpu) {
       if (s.ts_ns < begin_ns) continue;
       ++index;
@@ -233,14 +239,55 @@ void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
     if (!s.on_cpu && (!s.switch_seen || !s.off_end_ns)) break;  // still off CPU: its weight is unknown
     const uint64_t end = s.on_cpu ? s.ts_ns : s.off_end_ns;
     if (end >= keep_from) break;
-    const uint64_t weight = s.on_cpu ? (sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0)
-                                     : (s.off_end_ns > s.ts_ns ? s.off_end_ns - s.ts_ns : 0);
-    if (weight)
-      session_[SessionKey{tid, s.frames.get(), s.on_cpu, s.stop, s.on_cpu ? std::string() : s.reason}] += weight;
+    const uint64_t period_ns = sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0;
+    const uint64_t weight = s.on_cpu ? period_ns : (s.off_end_ns > s.ts_ns ? s.off_end_ns - s.ts_ns : 0);
+    if (weight) {
+      SessionKey key{tid, s.frames.get(), s.on_cpu, s.stop, s.on_cpu ? std::string() : s.reason};
+      const uint64_t window_ns = kStandInPeriods * period_ns;
+      if (s.early_unstacked())
+        if (const Sample* stand_in = StandIn(t.samples, t.samples.begin(), &t.pruned_on_cpu,
+                                             s.ts_ns > window_ns ? s.ts_ns - window_ns : 0, end + window_ns)) {
+          key.frames = stand_in->frames.get();
+          key.stop = stand_in->stop;
+        }
+      session_[key] += weight;
+    }
     if (!s.callable.empty()) --callables_;
-    if (s.on_cpu && s.frames) ++on_cpu_[tid][{s.frames.get(), s.stop}];
+    if (s.on_cpu && s.frames) {
+      ++on_cpu_[tid][{s.frames.get(), s.stop}];
+      t.pruned_on_cpu.frames = s.frames;
+      t.pruned_on_cpu.stop = s.stop;
+      t.pruned_on_cpu.ts_ns = s.ts_ns;
+    }
     t.samples.pop_front();
   }
+}
+
+const SampleStore::Sample* SampleStore::StandIn(const CompactQueue<Sample>& samples,
+                                                CompactQueue<Sample>::const_iterator at, const Sample* before,
+                                                uint64_t lo, uint64_t hi) {
+  auto usable = [](const Sample& s) { return s.on_cpu && s.frames; };
+  const Sample* prev = before && before->frames && before->ts_ns >= lo && before->ts_ns <= at->ts_ns ? before : nullptr;
+  for (auto it = at; it != samples.begin();) {
+    --it;
+    if (it->ts_ns < lo) break;
+    if (usable(*it)) {
+      prev = &*it;
+      break;
+    }
+  }
+  const Sample* next = nullptr;
+  for (auto it = std::next(at); it != samples.end() && it->ts_ns <= hi; ++it)
+    if (usable(*it)) {
+      next = &*it;
+      break;
+    }
+  if (!prev || !next) return prev ? prev : next;
+  // Distances from the stretch's edges: it began where `prev` was running and ended where
+  // the thread ran on toward `next`.
+  const uint64_t resumed_ns = std::max(at->off_end_ns, at->ts_ns);
+  const uint64_t to_next = next->ts_ns > resumed_ns ? next->ts_ns - resumed_ns : 0;
+  return at->ts_ns - prev->ts_ns <= to_next ? prev : next;
 }
 
 uint64_t SampleStore::Fold(uint32_t tid, const Frames* sampled, bool on_cpu, const std::string& stop,

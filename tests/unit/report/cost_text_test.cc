@@ -41,7 +41,9 @@ TEST(CostText, SaysWhenPreemptionsGetStacks) {
   stats.Set(StatId::early_preemptions_unstacked, 7);
   stats.Set(StatId::cost_preempt_stacks_after_ns, 70'000'000);
   const std::string text = CostText(stats, 1'000'000'000);
-  EXPECT_NE(text.find("at preemptions once it is 70.00 ms old (0 idle switch-outs, 7 early preemptions"),
+  EXPECT_NE(text.find("at preemptions once it is 70.00 ms old (0 idle switch-outs, 7 early preemptions, 0 idle "
+                      "cpu-clock samples without; an early preemption's time is shown under its nearest sample's "
+                      "stack)"),
             std::string::npos)
       << text;
 }

@@ -235,20 +235,75 @@ TEST(SampledTreeTracer, IdleSwitchOutsWithoutStacksAreNamedInTheSessionStacks) {
   EXPECT_EQ(r.stats.Get(StatId::stack_walk_truncated), 0u);
 }
 
-// Preempted early in a message, BPF took no stack: a message that turns slow shows that
-// time as such (its reason kept), not as a lost sample or a truncated walk.
-TEST(SampledTreeTracer, EarlyPreemptionsWithoutStacksKeepTheirTimeAndReason) {
+// Preempted early in a message, BPF took no stack (the thread was running, and ran on after):
+// a message that turns slow shows that time under the stack of its nearest on-CPU sample,
+// its reason kept, not as a lost sample or a truncated walk.
+TEST(SampledTreeTracer, EarlyPreemptionsWithoutStacksStandUnderTheNearestOnCpuSample) {
   testing::EventScript script;
   script.Add(Probe(Role::kDispatchBegin, 0, {U("id", 1)}, kMain));
-  ThreadSwitch early = Out(1 * kMs, 0, {});
+  script.Add(Sample(500'000, true, {"main", "setup"}));
+  ThreadSwitch early = Out(2 * kMs, 0, {});
   early.unstacked = kUnstackedEarlyPreemption;
   script.Add(early);
-  script.Add(In(5 * kMs));
-  for (uint64_t ms = 10; ms < 800; ms += 10) script.Add(Sample(ms * kMs, true, {"main", "work"}));
+  script.Add(In(6 * kMs));
+  for (uint64_t ms = 7; ms < 800; ms += 10) {
+    script.Add(Sample(ms * kMs, true, {"main", "work"}));
+    if (ms == 397) script.Add(Sample(400 * kMs, true, {"main", "work", "parse"}));
+  }
+  // Later, nearer the sample before it (400) than the one after (407).
+  ThreadSwitch later = Out(401 * kMs, 0, {});
+  later.unstacked = kUnstackedEarlyPreemption;
+  script.Add(later);
+  script.Add(In(403 * kMs));
   script.Add(Probe(Role::kDispatchEnd, 800 * kMs, {U("id", 1)}, kMain));
   Report r = script.Run(AnalysisOptions{}, 2'000 * kMs, Start());
   ASSERT_EQ(r.evil_methods.size(), 1u);
   const SampledCallTree& tree = r.evil_methods[0].sampled;
+  EXPECT_EQ(Find(tree, "[no stack]"), nullptr);
+  const SampledNode *setup = Find(tree, "setup"), *work = Find(tree, "work"), *parse = Find(tree, "parse");
+  ASSERT_NE(setup, nullptr);
+  ASSERT_NE(work, nullptr);
+  ASSERT_NE(parse, nullptr);
+  // 2-6 ms: 1.5 ms after "setup" (0.5), 1 ms before "work" (7); 401-403: 1 ms after "parse".
+  EXPECT_EQ(setup->off_cpu_ns, 0u);
+  EXPECT_EQ(parse->off_cpu_ns, 2 * kMs);
+  EXPECT_EQ(work->off_cpu_ns, 6 * kMs);  // its own 4 and parse's 2
+  ASSERT_EQ(work->off_cpu_by_reason.size(), 1u);
+  EXPECT_EQ(work->off_cpu_by_reason[0].first, "preempted");
+  EXPECT_TRUE(tree.walk_stops.empty());
+  EXPECT_EQ(r.stats.Get(StatId::stack_walk_truncated), 0u);
+  // The session's stacks put it there too.
+  uint64_t under_work = 0, under_parse = 0;
+  for (const FoldedStack& f : r.session_stacks) {
+    EXPECT_NE(f.frames.front(), "[early preemption: no stack taken]");
+    if (f.frames.back() != "[off-cpu: preempted]") continue;
+    if (f.frames == std::vector<std::string>{"main", "work", "[off-cpu: preempted]"}) under_work += f.weight_ns;
+    if (f.frames == std::vector<std::string>{"main", "work", "parse", "[off-cpu: preempted]"})
+      under_parse += f.weight_ns;
+  }
+  EXPECT_EQ(under_work, 4 * kMs);
+  EXPECT_EQ(under_parse, 2 * kMs);
+}
+
+// With no on-CPU sample of its message to stand under, an early preemption's time is shown
+// as such (its reason kept), never under another message's stack.
+TEST(SampledTreeTracer, EarlyPreemptionsWithNoSampleNearKeepTheirTimeAndReason) {
+  testing::EventScript script;
+  script.Add(Sample(1 * kMs, true, {"main", "before"}));  // outside the message
+  script.Add(Probe(Role::kDispatchBegin, 2 * kMs, {U("id", 1)}, kMain));
+  ThreadSwitch early = Out(3 * kMs, 0, {});
+  early.unstacked = kUnstackedEarlyPreemption;
+  script.Add(early);
+  script.Add(In(7 * kMs));
+  ThreadSwitch sleep = Out(8 * kMs, 1, {"do_nanosleep"});
+  script.Add(Sample(8 * kMs, false, {"main", "handler", "nanosleep"}));
+  script.Add(sleep);
+  script.Add(In(800 * kMs));
+  script.Add(Probe(Role::kDispatchEnd, 800 * kMs, {U("id", 1)}, kMain));
+  Report r = script.Run(AnalysisOptions{}, 2'000 * kMs, Start());
+  ASSERT_EQ(r.evil_methods.size(), 1u);
+  const SampledCallTree& tree = r.evil_methods[0].sampled;
+  EXPECT_EQ(Find(tree, "before"), nullptr);
   const SampledNode* none = Find(tree, "[no stack]");
   ASSERT_NE(none, nullptr);
   EXPECT_EQ(none->off_cpu_ns, 4 * kMs);

@@ -110,12 +110,17 @@ class SampleStore {
     std::string reason;
     std::string stop;
     std::string callable;  // "" when none, or taken by a message
+    // An off-CPU stretch BPF took no stack for, early in a message (kUnstackedEarlyPreemption).
+    bool early_unstacked() const { return !frames && !on_cpu && stop == kUnstackedEarlyPreemption; }
   };
   struct Thread {
     CompactQueue<Sample> samples;  // by ts
     uint64_t last_event_ns = 0;    // the thread's latest probe event or switch-in
     // No off-CPU sample before it lacks its switch records (Settle looks back to here).
     uint64_t unsettled_from_ns = UINT64_MAX;
+    // The latest on-CPU sample gone to the session (frames, stop, ts): an early preemption
+    // pruned after it may stand under its stack (StandIn).
+    Sample pruned_on_cpu;
   };
   struct OpenSpan {
     uint64_t id;
@@ -163,6 +168,9 @@ class SampleStore {
   // A record comes at most this long after a sample of the same time (the loader polls every
   // 25 ms): a thread's on-CPU samples older than its latest by this much can start no span.
   static constexpr uint64_t kRecordLagNs = 1'000'000'000;
+  // An early preemption gone to the session stands under an on-CPU sample at most this many
+  // sample periods from it (inside a slow message's tree: any of the message's own).
+  static constexpr uint64_t kStandInPeriods = 10;
 
   static bool Kept(SpanKind kind) {
     return kind == SpanKind::kMessage || kind == SpanKind::kFrame || kind == SpanKind::kLaunch;
@@ -190,6 +198,11 @@ class SampleStore {
   uint64_t Fold(uint32_t tid, const Frames* frames, bool on_cpu, const std::string& stop, const std::string& reason,
                 uint64_t ts_ns, uint64_t off_end_ns, std::vector<std::string>* folded) const;
   void AddToSession(uint32_t tid, const Sample& sample, Stacks* stacks) const;
+  // The on-CPU sample whose stack an early preemption at `at` (BPF took none: the thread was
+  // running then and ran on after) stands under: the nearest one in [lo, hi] among `samples`
+  // (or `before`, the thread's latest pruned one); null when none is.
+  static const Sample* StandIn(const CompactQueue<Sample>& samples, CompactQueue<Sample>::const_iterator at,
+                               const Sample* before, uint64_t lo, uint64_t hi);
 
   Stats* stats_;
   size_t max_nodes_;
