@@ -76,6 +76,12 @@ void Session::OnRecord(const lt_record& record) {
     loader_stats_.Add(StatId::records_after_end);
     return;
   }
+  // Attaching goes group by group: a message begun before the last group was in may miss
+  // what those probes see (nested callbacks, names), so the session starts with all of them.
+  if (record.type == LT_RECORD_PROBE && record.ts_ns < start_ns_) [[unlikely]] {
+    loader_stats_.Add(StatId::records_before_start);
+    return;
+  }
   decoder_->Decode(record, [this](const Event& event) { threads_named_->OnEvent(event); });
 }
 
@@ -252,7 +258,7 @@ Result<void> Session::Attach(pid_t pid) {
 }
 
 void Session::Start(SessionStart start) {
-  start.ts_ns = NowNs(CLOCK_MONOTONIC);
+  start.ts_ns = start_ns_ = NowNs(CLOCK_MONOTONIC);
   start.wall_time_ns = NowNs(CLOCK_REALTIME);
   start.profile = profile_name_;
   start.message_definition = message_definition_;

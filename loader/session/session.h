@@ -168,6 +168,7 @@ class Session : private SnapshotSource {
   uint64_t trusted_since_ns_ = 0;       // the last drain that lost records began here
   std::set<uint32_t> runtime_sampled_;  // threads sampled for the runtime (SampleRuntimeThreads)
   uint64_t stop_ns_ = UINT64_MAX;       // the session's end: later records are dropped (and counted)
+  uint64_t start_ns_ = 0;               // the session's start: earlier probe hits are dropped (and counted)
   uint64_t deadline_ns_ = UINT64_MAX;   // when -d ends the session
   ProcessTaps taps_{*this};
   OwnCpuClock own_cpu_;  // the loader's CPU time, a cost counter

@@ -142,16 +142,16 @@ TEST_F(NodeRuntimeTest, SlowTimerAndImmediateAreMessagesNamedByPhaseWithin2ms) {
 }
 
 // Every slow request's handler runs in the read callback of its keep-alive connection.
-// Requests that began before the session did (`record -p`: while its probes were being
-// attached, group by group) are not judged: a loop iteration's probes may be in before its
-// callbacks' are, and then it holds a request no callback message does.
+// No message began before the session did (`record -p` attaches its probes group by group:
+// a loop iteration's may be in before its callbacks' are, and such an iteration would hold
+// a request no callback message does).
 void ExpectSlowRequestsAreIoMessages(const std::vector<json>& lines, const std::vector<json>& truth, size_t at_least) {
   const auto messages = OfType(lines, "message");
   const int64_t session_begin = OfType(lines, "session").at(0)["begin_ns"].get<int64_t>();
+  for (const auto& m : messages) EXPECT_GE(m["begin_ns"].get<int64_t>(), session_begin) << m.dump();
   size_t slow = 0, named = 0;
   for (const auto& request : truth) {
     if (request["type"] != "request" || request["name"] != "/slow") continue;
-    if (request["begin_ns"].get<int64_t>() < session_begin) continue;
     const json* m = InnermostAround(messages, request);
     if (!m) continue;  // outside the session
     ++slow;

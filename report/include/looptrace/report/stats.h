@@ -23,6 +23,7 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
   X(predicate_rejected, kFilter, "probe hits whose conditions did not hold (filtered in BPF)")                         \
   X(verdicts_evicted, kFilter, "cached string-condition verdicts replaced by another string's")                        \
   X(records_after_end, kFilter, "records made while probes were being detached, after the session's end")              \
+  X(records_before_start, kFilter, "probe hits while probes were being attached, before the session's start")          \
   X(verdicts_stale, kFilter, "cached verdicts re-checked because the string at the address changed")                   \
   X(malformed_records, kDataLoss, "ring buffer records with an unknown type or a bad size")                            \
   X(unknown_probe_id, kDataLoss, "records naming a probe the session did not attach")                                  \
