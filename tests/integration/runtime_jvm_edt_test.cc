@@ -75,6 +75,16 @@ double SampledShare(const json& report, const std::string& method) {
   return 100.0 * cost / report["cost_ns"].get<double>();
 }
 
+// The slow messages (evil methods) of `lines` that overlap the truth's `event`.
+std::vector<json> SlowMessagesOverlapping(const std::vector<json>& lines, const json& event) {
+  std::vector<json> out;
+  for (const json& e : OfType(lines, "evil_method"))
+    if (e["begin_ns"].get<int64_t>() < event["end_ns"].get<int64_t>() &&
+        e["end_ns"].get<int64_t>() > event["begin_ns"].get<int64_t>())
+      out.push_back(e);
+  return out;
+}
+
 class JvmEdtTest : public JvmTest {
  protected:
   JvmEdtTest() : JvmTest({"EdtWaits", "EdtTree", "EdtInline"}) {}
@@ -89,11 +99,7 @@ class JvmEdtTest : public JvmTest {
     ASSERT_EQ(events.size(), 1u);
     ASSERT_EQ(OfType(truth, "method").size(), 3u);  // parse, pause, render
     const json& event = events[0];
-    std::vector<json> holding;
-    for (const json& e : OfType(lines, "evil_method"))
-      if (e["begin_ns"].get<int64_t>() < event["end_ns"].get<int64_t>() &&
-          e["end_ns"].get<int64_t>() > event["begin_ns"].get<int64_t>())
-        holding.push_back(e);
+    const std::vector<json> holding = SlowMessagesOverlapping(lines, event);
     ASSERT_EQ(holding.size(), 1u) << "slow messages overlapping the slow event: " << json(holding).dump(1);
     const json& report = holding[0];
     EXPECT_EQ(report.value("name", json()).dump(), event["name"].dump());
@@ -312,11 +318,7 @@ TEST_F(JvmEdtTest, TheSlowEventsTreeShowsMethodsInlinedIntoCompiledCodeAtTheirLi
     frame_of[l["name"]] =
         fmt::format("{} ({}:{})", l["name"].get<std::string>(), l["file"].get<std::string>(), l["line"].get<int>());
   ASSERT_EQ(frame_of.size(), 2u);
-  std::vector<json> holding;
-  for (const json& e : OfType(lines, "evil_method"))
-    if (e["begin_ns"].get<int64_t>() < event["end_ns"].get<int64_t>() &&
-        e["end_ns"].get<int64_t>() > event["begin_ns"].get<int64_t>())
-      holding.push_back(e);
+  const std::vector<json> holding = SlowMessagesOverlapping(lines, event);
   ASSERT_EQ(holding.size(), 1u) << "slow messages overlapping the slow event: " << json(holding).dump(1);
   const json& report = holding[0];
   EXPECT_EQ(report.value("name", json()).dump(), event["name"].dump());

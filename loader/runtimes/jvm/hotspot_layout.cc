@@ -7,14 +7,15 @@ namespace looptrace::loader::jvm {
 Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   HotSpotLayout l;
   std::string missing;
-  // `name`, else the name a newer JDK gives the same field (`alias`).
+  // `name`, else the name a newer JDK gives the same field (`alias`); false: neither.
+  auto lookup = [&](uint64_t* out, std::string_view name, std::string_view alias) {
+    auto v = vm.Offset(name);
+    if (!v && !alias.empty()) v = vm.Offset(alias);
+    if (v) *out = *v;
+    return v.has_value();
+  };
   auto offset = [&](uint64_t* out, std::string_view name, std::string_view alias = {}) {
-    if (auto v = vm.Offset(name))
-      *out = *v;
-    else if (auto w = alias.empty() ? std::nullopt : vm.Offset(alias))
-      *out = *w;
-    else if (missing.empty())
-      missing = name;
+    if (!lookup(out, name, alias) && missing.empty()) missing = name;
   };
   auto address = [&](uint64_t* out, std::string_view name) {
     if (auto v = vm.Address(name))
@@ -87,12 +88,7 @@ Result<HotSpotLayout> LayoutFrom(const VmStructs& vm) {
   // Optional: without them compiled frames still have their method.
   l.compiled_scopes = true;
   auto optional = [&](uint64_t* out, std::string_view name, std::string_view alias = {}) {
-    if (auto v = vm.Offset(name))
-      *out = *v;
-    else if (auto w = alias.empty() ? std::nullopt : vm.Offset(alias))
-      *out = *w;
-    else
-      l.compiled_scopes = false;
+    if (!lookup(out, name, alias)) l.compiled_scopes = false;
   };
   optional(&l.blob_code_begin, "CodeBlob::_code_begin");
   optional(&l.nmethod_compile_id, "nmethod::_compile_id");
