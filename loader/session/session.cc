@@ -436,7 +436,13 @@ Result<std::string> Session::Stream(int pid_fd) {
   const uint64_t began_ns = NowNs(CLOCK_MONOTONIC);
   ASSIGN_OR_RETURN(auto loop, EventLoop::Create());
   std::string reason;
-  RETURN_IF_ERROR(Join(*loop, pid_fd, [&] { reason = "target-exited"; }));
+  RETURN_IF_ERROR(Join(*loop, pid_fd, [&] {
+    // A loader busy past its deadline (a slow first look at the unwind rows on a loaded
+    // machine) sees the timer and the exit in one wake-up, in either order: the deadline
+    // came first unless the target exited before it, which the loader cannot tell now: -d
+    // wins, and the session ends at its deadline (Finish).
+    reason = NowNs(CLOCK_MONOTONIC) >= deadline_ns_ ? "duration" : "target-exited";
+  }));
   RETURN_IF_ERROR(loop->Add(signal_fd_, EPOLLIN, [&](uint32_t) {
     if (int sig = TakePendingSignal(signal_fd_)) {
       if (reason.empty()) reason = "interrupted";
