@@ -201,10 +201,15 @@ TEST_F(AnrTest, IdleHandlerAndInputLagAndLeakedBarrier) {
   auto input_lags = OfType(input.lines, "input_lag");
   ASSERT_EQ(input_lags.size(), 1u);
   EXPECT_EQ(input_lags[0]["detail"], "LAG_TOUCH");
+  // Each edge between the target's clock reads around its hook (a target preempted between
+  // a read and the hook is no error: CI saw 237 us).
   for (const auto& in : OfType(input.truth, "input")) {
     if (in["finish_ns"].get<int64_t>() - in["receive_ns"].get<int64_t>() < 2'000'000'000) continue;
-    EXPECT_NEAR(input_lags[0]["begin_ns"].get<int64_t>(), in["receive_ns"].get<int64_t>(), 200'000);
-    EXPECT_NEAR(input_lags[0]["end_ns"].get<int64_t>(), in["finish_ns"].get<int64_t>(), 200'000);
+    const int64_t begin = input_lags[0]["begin_ns"].get<int64_t>(), end = input_lags[0]["end_ns"].get<int64_t>();
+    EXPECT_GE(begin, in["receive_ns"].get<int64_t>());
+    EXPECT_LE(begin, in["receive_after_ns"].get<int64_t>());
+    EXPECT_GE(end, in["finish_ns"].get<int64_t>());
+    EXPECT_LE(end, in["finish_after_ns"].get<int64_t>());
   }
 
   auto barrier = RunScenario("barrier-leak");
