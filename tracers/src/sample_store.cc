@@ -255,9 +255,11 @@ void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
     if (!s.callable.empty()) --callables_;
     if (s.on_cpu && s.frames) {
       ++on_cpu_[tid][{s.frames.get(), s.stop}];
-      t.pruned_on_cpu.frames = s.frames;
-      t.pruned_on_cpu.stop = s.stop;
-      t.pruned_on_cpu.ts_ns = s.ts_ns;
+      // Moved, not copied: it leaves the queue now (no reference count touched per sample).
+      Sample& gone = t.samples.front();
+      t.pruned_on_cpu.frames = std::move(gone.frames);
+      t.pruned_on_cpu.stop = std::move(gone.stop);
+      t.pruned_on_cpu.ts_ns = gone.ts_ns;
     }
     t.samples.pop_front();
   }

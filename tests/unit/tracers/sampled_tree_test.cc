@@ -44,6 +44,13 @@ ThreadSwitch Out(uint64_t ts, uint32_t state, std::vector<std::string> kernel_st
   return sw;
 }
 
+// A preemption early in a message: BPF took no stack (LT_STACK_YOUNG).
+ThreadSwitch EarlyPreemption(uint64_t ts) {
+  ThreadSwitch sw = Out(ts, 0, {});
+  sw.unstacked = kUnstackedEarlyPreemption;
+  return sw;
+}
+
 ThreadSwitch In(uint64_t ts) {
   ThreadSwitch sw;
   sw.ts_ns = ts;
@@ -242,18 +249,14 @@ TEST(SampledTreeTracer, EarlyPreemptionsWithoutStacksStandUnderTheNearestOnCpuSa
   testing::EventScript script;
   script.Add(Probe(Role::kDispatchBegin, 0, {U("id", 1)}, kMain));
   script.Add(Sample(500'000, true, {"main", "setup"}));
-  ThreadSwitch early = Out(2 * kMs, 0, {});
-  early.unstacked = kUnstackedEarlyPreemption;
-  script.Add(early);
+  script.Add(EarlyPreemption(2 * kMs));
   script.Add(In(6 * kMs));
   for (uint64_t ms = 7; ms < 800; ms += 10) {
     script.Add(Sample(ms * kMs, true, {"main", "work"}));
     if (ms == 397) script.Add(Sample(400 * kMs, true, {"main", "work", "parse"}));
   }
   // Later, nearer the sample before it (400) than the one after (407).
-  ThreadSwitch later = Out(401 * kMs, 0, {});
-  later.unstacked = kUnstackedEarlyPreemption;
-  script.Add(later);
+  script.Add(EarlyPreemption(401 * kMs));
   script.Add(In(403 * kMs));
   script.Add(Probe(Role::kDispatchEnd, 800 * kMs, {U("id", 1)}, kMain));
   Report r = script.Run(AnalysisOptions{}, 2'000 * kMs, Start());
@@ -291,9 +294,7 @@ TEST(SampledTreeTracer, EarlyPreemptionsWithNoSampleNearKeepTheirTimeAndReason) 
   testing::EventScript script;
   script.Add(Sample(1 * kMs, true, {"main", "before"}));  // outside the message
   script.Add(Probe(Role::kDispatchBegin, 2 * kMs, {U("id", 1)}, kMain));
-  ThreadSwitch early = Out(3 * kMs, 0, {});
-  early.unstacked = kUnstackedEarlyPreemption;
-  script.Add(early);
+  script.Add(EarlyPreemption(3 * kMs));
   script.Add(In(7 * kMs));
   ThreadSwitch sleep = Out(8 * kMs, 1, {"do_nanosleep"});
   script.Add(Sample(8 * kMs, false, {"main", "handler", "nanosleep"}));
