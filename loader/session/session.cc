@@ -388,12 +388,15 @@ void Session::SyncUnwindRows() {
     return;
   }
   // New mappings (dlopen) are rare once a program runs: a look at its maps once a second.
-  // While it starts (ld.so mapping libraries after the exec of a command) every 100 ms, for
-  // two seconds from the first rows out, and every stack sample wakes the loop. Not at every
+  // While a command `run` starts (ld.so mapping libraries after its exec) every 100 ms, for
+  // two seconds from the first rows out, and every stack sample wakes the loop; a running
+  // process (`record -p`) has its libraries mapped, and compiled before attaching (a sample
+  // per wake-up there was ~500 wake-ups a second for its first two seconds). Not at every
   // drain: a sample that meets a library without rows comes as a stack copy, and its drain
   // looks at once (Drain); a JVM's maps took ~5% of the loader's CPU read at each sample.
   const uint64_t now = NowNs(CLOCK_MONOTONIC);
-  const bool starting = unwind_rows_synced_ns_ == 0 || now - unwind_rows_first_ns_ < 2'000'000'000;
+  const bool starting =
+      unwind_rows_synced_ns_ == 0 || (options_.held_child && now - unwind_rows_first_ns_ < 2'000'000'000);
   bpf_->BatchSampleWakeups(!starting);
   const uint64_t period_ns = starting ? 100'000'000 : 1'000'000'000;
   if (unwind_rows_synced_ns_ != 0 && now - unwind_rows_synced_ns_ < period_ns) return;
