@@ -139,7 +139,7 @@ class Tracer:
 
 def run_once(server, client, seconds, looptrace, options, report):
     tracer = Tracer(looptrace, options + server.options, server.proc.pid, report) if looptrace else None
-    time.sleep(0.2)  # let the loader settle after attaching
+    time.sleep(1.0)  # measure the steady state: the loader settles after attaching (its first look at the maps)
     server_cpu0, machine0 = process_cpu_s(server.proc.pid), machine_busy_s()
     loader_cpu0 = tracer.cpu_s() if tracer else 0
     wakeups0 = tracer.wakeups() if tracer else 0
