@@ -190,7 +190,7 @@ def main():
             server.proc.server_port = port
             order = setups[rnd % len(setups):] + setups[:rnd % len(setups)]
             for name, binary, options in order:
-                report = os.path.join(out, f"{server.mode}-{re.sub('[^a-z]+', '-', name.lower()).strip('-')}.txt")
+                report = os.path.join(out, re.sub("[^a-z]+", "-", f"{server.name}-{name}".lower()).strip("-") + ".txt")
                 results[(server.name, name)].append(run_once(server, client, args.seconds, binary, options, report))
                 if name.startswith("default"):
                     text = open(report).read()
