@@ -2582,6 +2582,17 @@ static __always_inline int loop_preempted_early(__u32 tid, __u32 state, __u64 no
 	       now - loop_message_begin_ns < preempt_stacks_after_ns;
 }
 
+/*
+ * Another thread (not a watched one) going into a wait (sleep, lock, I/O; not preempted):
+ * only a stall snapshot shows its stacks, and it reads a thread still waiting then (the
+ * kernel's stack from /proc, the user stack from the registers kept here, over its stack
+ * memory, unchanged while it waits). A preempted thread may run on: its stacks are taken.
+ */
+static __always_inline int other_thread_waits(__u32 tid, __u32 state)
+{
+	return state != 0 && !watched(tid);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -2599,8 +2610,9 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		struct lt_thread_state *st = state_of(tid);
 		int idle = loop_idle(tid);
 		int early = !idle && loop_preempted_early(tid, prev_state, now);
-		int stacks = !idle && !early;
-		__s32 kstack = idle ? LT_STACK_IDLE : LT_STACK_YOUNG, ustack = kstack;
+		int waits = !idle && !early && other_thread_waits(tid, prev_state);
+		int stacks = !idle && !early && !waits;
+		__s32 kstack = idle ? LT_STACK_IDLE : early ? LT_STACK_YOUNG : LT_STACK_AT_SNAPSHOT, ustack = kstack;
 
 		if (stacks) {
 			/* prev is current here: its stacks are the ones it blocked with */
@@ -2610,7 +2622,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				count(LT_STAT_STACK_FAILED);
 			count(LT_STAT_SWITCH_STACKED);
 		} else {
-			count(idle ? LT_STAT_SWITCH_IDLE : LT_STAT_SWITCH_YOUNG);
+			count(idle ? LT_STAT_SWITCH_IDLE : early ? LT_STAT_SWITCH_YOUNG : LT_STAT_SWITCH_WAIT);
 		}
 		loop_cpu_switch(prev, tid, 0, now);
 		if (st) {
@@ -2619,6 +2631,13 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->kstack_id = kstack;
 			st->ustack_id = ustack;
 			st->switches++;
+			if (waits) {
+				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+				st->wait_pc = regs ? BPF_CORE_READ(regs, ip) : 0;
+				st->wait_sp = regs ? BPF_CORE_READ(regs, sp) : 0;
+				st->wait_bp = regs ? BPF_CORE_READ(regs, bp) : 0;
+			}
 		}
 		/* the sample first: user space gets it before the switch record (events.h). An idle
 		 * switch-out needs no record either: no report shows the stretch it begins. */

@@ -564,6 +564,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::switch_stacks_idle, sum(LT_STAT_SWITCH_IDLE));
   stats.Set(StatId::samples_idle, sum(LT_STAT_SAMPLE_IDLE));
   stats.Set(StatId::early_preemptions_unstacked, sum(LT_STAT_SWITCH_YOUNG));
+  stats.Set(StatId::switch_stacks_waiting, sum(LT_STAT_SWITCH_WAIT));
   if (run_stats_) AddRunTimes(&stats);
   stats.Set(StatId::interp_stacks_dropped, sum(LT_STAT_INTERP_STACKS_DROPPED));
   stats.Set(StatId::stack_walks_unsupported_row, sum(LT_STAT_WALK_UNSUPPORTED));

@@ -421,6 +421,16 @@ std::optional<ResolvedStack> StackResolver::FromBlockedThread(uint32_t tid, std:
     return std::nullopt;
   }
   if (!sp || !pc) return std::nullopt;
+  symbols::UnwindRegisters regs;
+  regs.Set(16, pc);
+  regs.Set(7, sp);
+  return FromWaitingThread(regs, shadow);
+}
+
+std::optional<ResolvedStack> StackResolver::FromWaitingThread(const symbols::UnwindRegisters& regs,
+                                                              std::span<const lt_shadow_frame> shadow) {
+  const uint64_t sp = regs.rsp;
+  if (!sp || !regs.rip) return std::nullopt;
   std::vector<uint8_t> bytes(LT_MAX_STACK_COPY);
   iovec local{bytes.data(), bytes.size()};
   iovec remote{reinterpret_cast<void*>(sp), bytes.size()};
@@ -431,9 +441,6 @@ std::optional<ResolvedStack> StackResolver::FromBlockedThread(uint32_t tid, std:
     return std::nullopt;
   }
   bytes.resize(static_cast<size_t>(n));
-  symbols::UnwindRegisters regs;
-  regs.Set(16, pc);
-  regs.Set(7, sp);
   auto live = LiveShadow(shadow);
   return FromCopy(regs, sp, bytes, live);
 }

@@ -95,6 +95,10 @@ class StackResolver {
   // A thread blocked in the kernel: its user sp and pc from /proc/PID/task/TID/syscall, its
   // stack read from the process, unwound with DWARF. nullopt when it runs or is gone.
   std::optional<ResolvedStack> FromBlockedThread(uint32_t tid, std::span<const lt_shadow_frame> shadow);
+  // A thread still waiting where its user registers `regs` (pc and sp at least) were kept:
+  // its stack read from the process now (unchanged while it waits), unwound with DWARF.
+  std::optional<ResolvedStack> FromWaitingThread(const symbols::UnwindRegisters& regs,
+                                                 std::span<const lt_shadow_frame> shadow);
 
   // The shadow frames of `shadow` (innermost first) whose slot no longer holds the real
   // return address, read from the live process (for stacks taken now).

@@ -23,11 +23,14 @@ constexpr int kFutexWait = 0, kFutexLockPi = 6, kFutexWaitBitset = 9, kFutexLock
 
 }  // namespace
 
+void BpfKernelStacks::LoadSymbols() {
+  if (kallsyms_tried_) return;
+  kallsyms_tried_ = true;
+  if (auto k = symbols::KernelSymbols::Load()) kallsyms_ = std::move(*k);
+}
+
 std::vector<std::string> BpfKernelStacks::Names(const std::vector<uint64_t>& ips) {
-  if (!kallsyms_tried_) {
-    kallsyms_tried_ = true;
-    if (auto k = symbols::KernelSymbols::Load()) kallsyms_ = std::move(*k);
-  }
+  LoadSymbols();
   std::vector<std::string> names;
   for (uint64_t ip : ips) {
     std::string_view name = kallsyms_ ? kallsyms_->Name(ip) : std::string_view();
@@ -56,10 +59,35 @@ void SnapshotTaker::SampleCpu(uint64_t now_ns) {
   while (cpu_samples_.size() > 2 && now_ns - cpu_samples_.front().first > 5'000'000'000ull) cpu_samples_.pop_front();
 }
 
+bool SnapshotTaker::StillWaiting(const lt_thread_state& state) {
+  return state.kstack_id == LT_STACK_AT_SNAPSHOT && state.state != LT_STATE_RUNNING && state.wait_sp;
+}
+
+std::vector<std::string> SnapshotTaker::WaitingKernelStack(uint32_t tid) const {
+  // "[<0>] futex_wait_queue+0x60/0x90": the kernel's own walk of a sleeping task, no stack
+  // taken at its switch-out.
+  std::vector<std::string> names;
+  std::ifstream file(fmt::format("/proc/{}/task/{}/stack", pid_, tid));
+  for (std::string line; std::getline(file, line);) {
+    const size_t begin = line.find("] ");
+    if (begin == std::string::npos) continue;
+    const size_t end = line.find('+', begin);
+    names.push_back(line.substr(begin + 2, end == std::string::npos ? std::string::npos : end - begin - 2));
+  }
+  return names;
+}
+
 void SnapshotTaker::UserStack(ThreadSnapshot* ts, const lt_thread_state& state, int32_t ustack, bool in_chain) {
   const uint32_t t = ts->tid;
   std::optional<ResolvedStack> dwarf;
-  if (dwarf_ && bpf_ && (all_threads_ || t == static_cast<uint32_t>(pid_))) {
+  if (StillWaiting(state)) {
+    // Still in the wait its switch-out left to the snapshot: unwound from the registers kept then.
+    symbols::UnwindRegisters regs;
+    regs.Set(16, state.wait_pc);
+    regs.Set(7, state.wait_sp);
+    if (state.wait_bp) regs.Set(6, state.wait_bp);
+    dwarf = stacks_->FromWaitingThread(regs, bpf_ ? bpf_->ShadowStack(t) : std::vector<lt_shadow_frame>{});
+  } else if (dwarf_ && bpf_ && (all_threads_ || t == static_cast<uint32_t>(pid_))) {
     // A watched thread's copy from its last switch-out or sample, if that is its current stop.
     if (auto copy = bpf_->StackCopy(t);
         copy && copy->size > 0 && !(state.since_ns && copy->ts_ns + 1'000'000 < state.since_ns)) {
@@ -199,7 +227,10 @@ StallSnapshot SnapshotTaker::Take(uint32_t tid, uint64_t message_begin_ns, bool 
     const bool running = ts.state == 'R';
     int32_t kstack = running && st.sample_kstack_id >= 0 ? st.sample_kstack_id : st.kstack_id;
     int32_t ustack = running && st.sample_ustack_id >= 0 ? st.sample_ustack_id : st.ustack_id;
-    if (!running || st.sample_kstack_id >= 0) ts.kernel_stack = kernel_stacks_->KernelStack(kstack);
+    if (StillWaiting(st))
+      ts.kernel_stack = WaitingKernelStack(ts.tid);
+    else if (!running || st.sample_kstack_id >= 0)
+      ts.kernel_stack = kernel_stacks_->KernelStack(kstack);
     UserStack(&ts, st, ustack, in_chain);
   }
 

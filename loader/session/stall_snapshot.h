@@ -30,6 +30,8 @@ class BpfKernelStacks : public KernelStackNamer {
   explicit BpfKernelStacks(const BpfSession* bpf) : bpf_(bpf) {}
   std::vector<std::string> KernelStack(int32_t stack_id) override;
   std::vector<std::string> Names(const std::vector<uint64_t>& ips);
+  // Reads kallsyms if not yet read (the first name does otherwise).
+  void LoadSymbols();
 
  private:
   const BpfSession* bpf_;
@@ -66,8 +68,13 @@ class SnapshotTaker {
   Stats* SwapStats(Stats* stats) { return std::exchange(stats_, stats); }
 
  private:
-  // The user stack of thread `t`: DWARF-unwound from a stack copy when there is a fresh one
-  // (or, for a thread the stalled one waits for, one read now), else the frame-pointer walk.
+  // A thread whose switch-out into a wait took no stack (LT_STACK_AT_SNAPSHOT) and that has
+  // not run since: its stacks are read now.
+  static bool StillWaiting(const lt_thread_state& state);
+  std::vector<std::string> WaitingKernelStack(uint32_t tid) const;
+  // The user stack of thread `t`: DWARF-unwound from its stack read now when it still waits
+  // where its switch-out took none, from a stack copy when there is a fresh one (or, for a
+  // thread the stalled one waits for, one read now), else the frame-pointer walk.
   void UserStack(ThreadSnapshot* ts, const lt_thread_state& state, int32_t ustack, bool in_chain);
   // Replaces a thread's user stack by its interpreted frames (`native`: its native walk).
   void InterpreterStack(ThreadSnapshot* ts, const ResolvedStack* native, const std::vector<InterpreterFrame>& frames);

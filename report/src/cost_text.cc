@@ -61,7 +61,8 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
   const uint64_t idle_samples = stats.Get(StatId::samples_idle);
   const uint64_t early = stats.Get(StatId::early_preemptions_unstacked);
   const uint64_t after_ns = stats.Get(StatId::cost_preempt_stacks_after_ns);
-  if (stacked || idle || idle_samples || early) {
+  const uint64_t waiting = stats.Get(StatId::switch_stacks_waiting);
+  if (stacked || idle || idle_samples || early || waiting) {
     std::string how = "taken at every switch-out";
     if (idle || idle_samples || early || after_ns)
       how = fmt::format(
@@ -70,6 +71,8 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
           after_ns ? fmt::format(", at preemptions once it is {:.2f} ms old", after_ns / 1e6) : "", idle, early,
           idle_samples,
           early || after_ns ? "; an early preemption's time is shown under its nearest sample's stack" : "");
+    if (waiting)
+      how += fmt::format("; other threads' waits: {} without, a snapshot reads a waiting thread's stacks", waiting);
     line("switch-out stacks", fmt::format("{}", stacked), how);
   }
   return out;

@@ -238,7 +238,8 @@ struct lt_probe_config {
 #define LT_STAT_WALK_NO_FP 23         /* in code outside every module, with no frame pointer */
 #define LT_STAT_FP_FRAMES 24          /* frames the .eh_frame walk took by frame pointer (code without rows) */
 #define LT_STAT_WALK_COPIED 25        /* walks that met a library without rows yet: sent as a stack copy */
-#define LT_STAT_MAX 26
+#define LT_STAT_SWITCH_WAIT 26       /* other threads' switch-outs into a wait: no stack taken (LT_STACK_AT_SNAPSHOT) */
+#define LT_STAT_MAX 27
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {
@@ -292,6 +293,14 @@ struct lt_switch_body {
  * ("preempted", from the state) is kept.
  */
 #define LT_STACK_YOUNG -3
+/*
+ * A switch-out of another thread (not a watched one) into a wait (sleep, lock, I/O): its
+ * stacks show only in a stall snapshot, and a thread still waiting there is read then (its
+ * kernel stack from /proc, its user stack unwound from the registers kept in lt_thread_state
+ * over its stack memory, unchanged while it waits). A busy worker thread's thousands of
+ * waits a second take no stack (lt_thread_state).
+ */
+#define LT_STACK_AT_SNAPSHOT -4
 
 struct lt_wakeup_body {
 	__u32 waker_tid;
@@ -391,6 +400,11 @@ struct lt_thread_state {
 	__u32 pad;
 	__u64 sample_ns;
 	__u64 switches;         /* context switches seen */
+	/* user registers at a switch-out into a wait whose stacks were left to a snapshot
+	 * (LT_STACK_AT_SNAPSHOT): where an unwind of its stack starts while it still waits */
+	__u64 wait_pc;
+	__u64 wait_sp;
+	__u64 wait_bp;
 };
 #define LT_STATE_RUNNING 0xFFFFFFFF
 
@@ -547,7 +561,7 @@ LT_STATIC_ASSERT(__builtin_offsetof(struct lt_stack_copy, bytes) == 32 + 17 * 8 
 		 "stack copy bytes offset");
 LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == __builtin_offsetof(struct lt_stack_copy, bytes) + LT_MAX_STACK_COPY,
 		 "stack copy size");
-LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 48, "thread state size");
+LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 72, "thread state size");
 LT_STATIC_ASSERT(sizeof(struct lt_unwind_module) == 40, "unwind module size");
 
 /*

@@ -48,6 +48,18 @@ TEST(CostText, SaysWhenPreemptionsGetStacks) {
       << text;
 }
 
+TEST(CostText, SaysOtherThreadsWaitsAreReadAtSnapshots) {
+  Stats stats;
+  stats.Set(StatId::cost_switch_stacks, 5);
+  stats.Set(StatId::switch_stacks_idle, 3);
+  stats.Set(StatId::switch_stacks_waiting, 4000);
+  const std::string text = CostText(stats, 1'000'000'000);
+  EXPECT_NE(text.find("cpu-clock samples without); other threads' waits: 4000 without, a snapshot reads a waiting "
+                      "thread's stacks"),
+            std::string::npos)
+      << text;
+}
+
 TEST(CostText, SaysWhenBpfRunTimesAreMissing) {
   Stats stats;
   stats.Set(StatId::cost_loader_cpu_ns, 1'000'000);

@@ -93,6 +93,9 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
   X(early_preemptions_unstacked, kInfo,                                                                                \
     "loop-thread preemptions early in a message (younger than cost_preempt_stacks_after_ns): no stack taken, the "     \
     "reason (preempted) kept")                                                                                         \
+  X(switch_stacks_waiting, kInfo,                                                                                      \
+    "switch-outs of the target's other threads into a wait (sleep, lock, I/O): no stack taken; a stall snapshot "      \
+    "reads the stacks of a thread still waiting when it is taken")                                                     \
   X(cost_probe_hits, kCost, "probe hits on the target (runs of looptrace's uprobe and USDT programs)")                 \
   X(cost_probe_bpf_ns, kCost, "ns in looptrace's uprobe and USDT programs (the kernel's BPF run-time statistics)")     \
   X(cost_sched_runs, kCost,                                                                                            \
