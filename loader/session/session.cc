@@ -148,9 +148,6 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
                              bpf_options, [this](std::span<const uint8_t> raw) { OnSideRecord(raw); },
                              [this](const lt_record& record) { OnRecord(record); }));
   kernel_stacks_.emplace(bpf_.get());
-  // kallsyms read now, before the probes: at the first switch-out stack it took ~0.2 s of
-  // the loader's CPU in the middle of the target's first traffic.
-  if (options_.thread_tracking) kernel_stacks_->LoadSymbols();
   // Rows are written once the probes are attached (Join: a running target's; a command's
   // after its exec, at the first drains): a session records from the start without waiting
   // for them, and the few samples before are walked by frame pointers.
