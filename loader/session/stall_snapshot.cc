@@ -23,14 +23,11 @@ constexpr int kFutexWait = 0, kFutexLockPi = 6, kFutexWaitBitset = 9, kFutexLock
 
 }  // namespace
 
-void BpfKernelStacks::LoadSymbols() {
-  if (kallsyms_tried_) return;
-  kallsyms_tried_ = true;
-  if (auto k = symbols::KernelSymbols::Load()) kallsyms_ = std::move(*k);
-}
-
 std::vector<std::string> BpfKernelStacks::Names(const std::vector<uint64_t>& ips) {
-  LoadSymbols();
+  if (!kallsyms_tried_) {
+    kallsyms_tried_ = true;
+    if (auto k = symbols::KernelSymbols::Load()) kallsyms_ = std::move(*k);
+  }
   std::vector<std::string> names;
   for (uint64_t ip : ips) {
     std::string_view name = kallsyms_ ? kallsyms_->Name(ip) : std::string_view();

@@ -32,8 +32,6 @@ class BpfKernelStacks : public KernelStackNamer {
   std::vector<std::string> Names(const std::vector<uint64_t>& ips);
 
  private:
-  // Reads kallsyms at the first name (~0.2 s: not at Prepare, which would slow every attach).
-  void LoadSymbols();
   const BpfSession* bpf_;
   std::optional<symbols::KernelSymbols> kallsyms_;
   bool kallsyms_tried_ = false;
