@@ -1999,6 +1999,38 @@ static __always_inline void copy_shrinking(struct lt_stack_copy *copy, __u64 sp)
 		copy->size = 1024;
 }
 
+/*
+ * A thread caught inside the uprobes' own page (its xol area) is in no module: its registers
+ * say where the kernel put it, not where its code is, and a walk from there ends at once. At
+ * the uretprobe trampoline (the page's first slot: its int3, or its uretprobe syscall after
+ * three pushes) it is returning from the innermost pending uretprobe: that return's address
+ * and stack are its frame. In another slot it single-steps a probed instruction copied there:
+ * the probed address is its frame.
+ */
+static __always_inline void leaf_out_of_xol(struct task_struct *task, __u64 *pc, __u64 *sp)
+{
+	__u64 page = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	struct return_instance *ri;
+	__u64 slot, xol;
+
+	if (!page || *pc < page || *pc - page >= 4096)
+		return;
+	if (*pc - page < 128) {
+		ri = BPF_CORE_READ(task, utask, return_instances);
+		if (!ri)
+			return;
+		slot = BPF_CORE_READ(ri, stack);
+		if (slot + 8 < *sp || slot > *sp + 16)
+			return;
+		*pc = BPF_CORE_READ(ri, orig_ret_vaddr);
+		*sp = slot + 8;
+		return;
+	}
+	xol = BPF_CORE_READ(task, utask, xol_vaddr);
+	if (xol && *pc >= xol && *pc - xol < 128)
+		*pc = BPF_CORE_READ(task, utask, vaddr);
+}
+
 struct pending_fill {
 	struct return_instance *ri;
 	struct lt_stack_copy *copy;
@@ -2063,6 +2095,7 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	copy->regs[15] = BPF_CORE_READ(regs, r15);
 	copy->regs[16] = BPF_CORE_READ(regs, ip);
 	copy->valid_mask = (1u << LT_UNWIND_REGS) - 1;
+	leaf_out_of_xol(task, &copy->regs[16], &copy->regs[7]);
 	sp = copy->regs[7];
 	if (walk_failed) {
 		struct pending_fill fill = { .ri = BPF_CORE_READ(task, utask, return_instances), .copy = copy };
@@ -2379,6 +2412,7 @@ static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *r
 	};
 
 	rec->walk_end = LT_WALK_ENDED;
+	leaf_out_of_xol(task, &w.pc, &w.sp);
 	/* one step more than frames: the last one says why the walk ended (eh_stop) */
 	bpf_loop(LT_MAX_SAMPLE_FRAMES + 1, eh_step, &w, 0);
 	*first_unknown = w.first_unknown;
