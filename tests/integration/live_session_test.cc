@@ -478,8 +478,10 @@ TEST_F(ClickHouseTest, RowsMatchTheReports) {
     }
   }
 
-  Process evil({SampleApp(), "--scenario", "evil", "--start-delay-ms", "1000"});
-  Process anr({SampleApp(), "--scenario", "anr-busy", "--stall-ms", "2000", "--start-delay-ms", "1000"});
+  // The targets begin their work 3 s in: attaching to two processes took over 1 s on a loaded
+  // CI machine, and the stalled message then began before its probes (no ANR report).
+  Process evil({SampleApp(), "--scenario", "evil", "--start-delay-ms", "3000"});
+  Process anr({SampleApp(), "--scenario", "anr-busy", "--stall-ms", "2000", "--start-delay-ms", "3000"});
   auto attached =
       Lt({"attach", "--profile", SampleProfile(), "-p", std::to_string(evil.pid()), "-p", std::to_string(anr.pid()),
           "-o", dir_ / "final-%p.json", "-f", "json", "--anr-threshold", "1500", "--clickhouse",
