@@ -2069,11 +2069,10 @@ static __always_inline void copy_shrinking(struct lt_stack_copy *copy, __u64 sp)
  * the uretprobe trampoline (the page's first slot: its int3, or its uretprobe syscall after
  * three pushes) it is returning from the innermost pending uretprobe: that return's address
  * and stack are its frame. In another slot it single-steps a probed instruction copied there:
- * the probed address is its frame.
+ * the probed address is its frame. `page`: the xol area's address, 0 if none.
  */
-static __always_inline void leaf_out_of_xol(struct task_struct *task, __u64 *pc, __u64 *sp)
+static __always_inline void leaf_out_of_xol(struct task_struct *task, __u64 page, __u64 *pc, __u64 *sp)
 {
-	__u64 page = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 	struct return_instance *ri;
 	__u64 slot, xol;
 
@@ -2159,7 +2158,7 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	copy->regs[15] = BPF_CORE_READ(regs, r15);
 	copy->regs[16] = BPF_CORE_READ(regs, ip);
 	copy->valid_mask = (1u << LT_UNWIND_REGS) - 1;
-	leaf_out_of_xol(task, &copy->regs[16], &copy->regs[7]);
+	leaf_out_of_xol(task, BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr), &copy->regs[16], &copy->regs[7]);
 	sp = copy->regs[7];
 	if (walk_failed) {
 		struct pending_fill fill = { .ri = BPF_CORE_READ(task, utask, return_instances), .copy = copy };
@@ -2476,7 +2475,7 @@ static __noinline long eh_walk_stack(struct task_struct *task, struct pt_regs *r
 	};
 
 	rec->walk_end = LT_WALK_ENDED;
-	leaf_out_of_xol(task, &w.pc, &w.sp);
+	leaf_out_of_xol(task, w.trampoline, &w.pc, &w.sp);
 	/* one step more than frames: the last one says why the walk ended (eh_stop) */
 	bpf_loop(LT_MAX_SAMPLE_FRAMES + 1, eh_step, &w, 0);
 	*first_unknown = w.first_unknown;
