@@ -2679,6 +2679,27 @@ static __always_inline int loop_preempted_early(__u32 tid, __u32 state, __u64 no
 	       now - loop_message_begin_ns < preempt_stacks_after_ns;
 }
 
+/* Early waits keep only their syscall: set by the loader when a snapshot can unwind such a
+ * wait later (no uretprobe, or the shadow stack kept for them; events.h). */
+const volatile __u32 waits_by_syscall = 0;
+
+/* A wait (not a preemption) of the loop thread early in a message (LT_STACK_IN_SYSCALL). */
+static __always_inline int loop_waits_early(__u32 tid, __u32 state, __u64 now)
+{
+	return waits_by_syscall && preempt_stacks_after_ns && state != 0 && tid == looper_tid() &&
+	       now - loop_message_begin_ns < preempt_stacks_after_ns;
+}
+
+/* The system call `regs` wait in, as LT_STACK_IN_SYSCALL, or LT_STACK_OUTSIDE_SYSCALL. */
+static __always_inline __s32 wait_syscall_of(struct pt_regs *regs)
+{
+	__s64 nr = regs ? (__s64)BPF_CORE_READ(regs, orig_ax) : -1;
+
+	if (nr < 0 || nr > LT_MAX_SYSCALL_NR)
+		return LT_STACK_OUTSIDE_SYSCALL;
+	return LT_STACK_IN_SYSCALL(nr);
+}
+
 /*
  * Another thread (not a watched one) going into a wait (sleep, lock, I/O; not preempted):
  * only a stall snapshot shows its stacks, and it reads a thread still waiting then (the
@@ -2708,8 +2729,10 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		int idle = loop_idle(tid);
 		int early = !idle && loop_preempted_early(tid, prev_state, now);
 		int waits = !idle && !early && other_thread_waits(tid, prev_state);
-		int stacks = !idle && !early && !waits;
+		int early_wait = !idle && !early && !waits && loop_waits_early(tid, prev_state, now);
+		int stacks = !idle && !early && !waits && !early_wait;
 		__s32 kstack = idle ? LT_STACK_IDLE : early ? LT_STACK_YOUNG : LT_STACK_AT_SNAPSHOT, ustack = kstack;
+		struct pt_regs *regs = (waits || early_wait) ? (struct pt_regs *)bpf_task_pt_regs(prev) : 0;
 
 		if (stacks) {
 			/* prev is current here: its stacks are the ones it blocked with */
@@ -2718,6 +2741,9 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (kstack < 0 && ustack < 0)
 				count(LT_STAT_STACK_FAILED);
 			count(LT_STAT_SWITCH_STACKED);
+		} else if (early_wait) {
+			kstack = wait_syscall_of(regs);
+			count(LT_STAT_SWITCH_YOUNG_WAIT);
 		} else {
 			count(idle ? LT_STAT_SWITCH_IDLE : early ? LT_STAT_SWITCH_YOUNG : LT_STAT_SWITCH_WAIT);
 		}
@@ -2728,9 +2754,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			st->kstack_id = kstack;
 			st->ustack_id = ustack;
 			st->switches++;
-			if (waits) {
-				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-
+			if (waits || early_wait) {
 				st->wait_pc = regs ? BPF_CORE_READ(regs, ip) : 0;
 				st->wait_sp = regs ? BPF_CORE_READ(regs, sp) : 0;
 				st->wait_bp = regs ? BPF_CORE_READ(regs, bp) : 0;
@@ -2740,7 +2764,7 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		 * switch-out needs no record either: no report shows the stretch it begins. */
 		if (watched(tid) && !idle) {
 			/* an exiting thread's last switch-outs: its user stack is gone */
-			if (stacks && !(prev->flags & LT_PF_EXITING))
+			if ((stacks || early_wait) && !(prev->flags & LT_PF_EXITING))
 				take_sample(ctx, prev, tid, LT_SAMPLE_SWITCH, prev_state, now);
 			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
 		}

@@ -155,6 +155,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->samples_after_exec = options.samples_after_exec;
     skel->rodata->switch_stacks_idle = options.switch_stacks_idle;
     skel->rodata->messages_poll_bounded = options.messages_poll_bounded;
+    skel->rodata->waits_by_syscall = options.waits_by_syscall;
     std::memcpy(const_cast<lt_py_layout*>(&skel->rodata->py_layout), &options.interpreters.python_layout,
                 sizeof(lt_py_layout));
     skel->rodata->hs_enabled = options.interpreters.hotspot_enabled;
@@ -564,6 +565,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::switch_stacks_idle, sum(LT_STAT_SWITCH_IDLE));
   stats.Set(StatId::samples_idle, sum(LT_STAT_SAMPLE_IDLE));
   stats.Set(StatId::early_preemptions_unstacked, sum(LT_STAT_SWITCH_YOUNG));
+  stats.Set(StatId::early_waits_by_syscall, sum(LT_STAT_SWITCH_YOUNG_WAIT));
   stats.Set(StatId::switch_stacks_waiting, sum(LT_STAT_SWITCH_WAIT));
   if (run_stats_) AddRunTimes(&stats);
   stats.Set(StatId::interp_stacks_dropped, sum(LT_STAT_INTERP_STACKS_DROPPED));

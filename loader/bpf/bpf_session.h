@@ -46,6 +46,7 @@ struct BpfSessionOptions {
   bool samples_after_exec = false;             // run: no samples of the held child before its exec
   bool switch_stacks_idle = true;              // stacks at the loop thread's idle switch-outs too (session_cost.h)
   bool messages_poll_bounded = false;          // the loop is idle only in its poll wait
+  bool waits_by_syscall = false;               // early waits keep their syscall, no stacks (events.h)
   std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
   InterpreterBpfConfig interpreters;           // layouts of the interpreters BPF walks (runtimes/interpreter.h)
   // Which probe programs the plan attaches: each of them costs the verifier 0.2-0.5 s of CPU

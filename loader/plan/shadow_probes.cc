@@ -29,6 +29,15 @@ bool NeedsShadowStack(bool thread_tracking, int sample_hz, bool dwarf_unwind, bo
   return sample_hz > 0 && !kernel_fixes_fp_stacks;
 }
 
+bool HasReturnProbes(const AttachPlan& plan) { return !ReturnPoints(plan).empty(); }
+
+bool EntryProbesCoverReturns(const AttachPlan& plan) {
+  std::set<Point> returns = ReturnPoints(plan);
+  for (const ResolvedProbe& p : plan.probes)
+    if (PushesShadow(p)) returns.erase({p.binary_path, p.file_offset});
+  return returns.empty();
+}
+
 bool KernelFixesUretprobeStacks() { return KernelAtLeast(6, 11); }
 
 void AddShadowProbes(AttachPlan* plan) {

@@ -24,6 +24,11 @@ bool NeedsShadowStack(bool thread_tracking, int sample_hz, bool dwarf_unwind, bo
 // uretprobes").
 bool KernelFixesUretprobeStacks();
 
+// Whether the plan has uretprobes, and whether each of them already has an entry probe that
+// keeps the shadow stack at its point (so keeping one adds no probe hit).
+bool HasReturnProbes(const AttachPlan& plan);
+bool EntryProbesCoverReturns(const AttachPlan& plan);
+
 // Adds a shadow-only entry probe (ResolvedProbe::shadow_only) for each uretprobe point that
 // has no ordinary entry probe (fast-path method beats do not keep the shadow stack).
 void AddShadowProbes(AttachPlan* plan);

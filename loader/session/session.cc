@@ -95,8 +95,16 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   profile_name_ = profile.name;
   message_definition_ = profile.message_definition;
   plan_ = std::move(plan);
+  // The loop thread's early waits keep only their system call, and a snapshot that finds one
+  // still waiting unwinds its stack then (events.h, LT_STACK_IN_SYSCALL). A uretprobe pending
+  // on that stack left the trampoline's address in its return slot, which the shadow stack
+  // puts back: kept for this when the plan's entry probes already keep it (no probe hit
+  // added); otherwise early waits keep their stacks.
+  const bool returns = HasReturnProbes(plan_);
+  waits_by_syscall_ = options_.thread_tracking && (!returns || EntryProbesCoverReturns(plan_));
   shadow_stack_ = NeedsShadowStack(options_.thread_tracking, options_.sample_hz, options_.dwarf_unwind,
-                                   KernelFixesUretprobeStacks());
+                                   KernelFixesUretprobeStacks()) ||
+                  (waits_by_syscall_ && returns);
   if (shadow_stack_) AddShadowProbes(&plan_);
   tgid_ = tgid;
   // A runtime's own name for its thread first (a Java thread's), else the kernel's.
@@ -139,6 +147,7 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   bpf_options.messages_poll_bounded = switch_stacks.poll_bounded;
   if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
   bpf_options.uprobe_points = bpf_options.usdt_points = bpf_options.fast_beats = false;
+  bpf_options.waits_by_syscall = waits_by_syscall_;
   for (const ResolvedProbe& probe : plan_.probes) {
     (probe.spec.kind == ProbeKind::kUsdt ? bpf_options.usdt_points : bpf_options.uprobe_points) = true;
     bpf_options.fast_beats |= UsesFastBeats(probe);

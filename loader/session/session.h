@@ -157,7 +157,8 @@ class Session : private SnapshotSource {
   std::optional<SnapshotTaker> snapshots_;
   std::vector<Event> side_decoded_;
   bool primed_ = false;
-  bool shadow_stack_ = false;  // uretprobe return addresses kept for stack samples (shadow_probes.h)
+  bool shadow_stack_ = false;      // uretprobe return addresses kept for stack samples (shadow_probes.h)
+  bool waits_by_syscall_ = false;  // early loop-thread waits keep their system call, no stacks (events.h)
   uint32_t tgid_ = 0;
   ThreadChoice threads_;         // resolved: --threads, else the profile's, else main
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)

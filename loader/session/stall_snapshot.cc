@@ -57,7 +57,7 @@ void SnapshotTaker::SampleCpu(uint64_t now_ns) {
 }
 
 bool SnapshotTaker::StillWaiting(const lt_thread_state& state) {
-  return state.kstack_id == LT_STACK_AT_SNAPSHOT && state.state != LT_STATE_RUNNING && state.wait_sp;
+  return state.ustack_id == LT_STACK_AT_SNAPSHOT && state.state != LT_STATE_RUNNING && state.wait_sp;
 }
 
 std::vector<std::string> SnapshotTaker::WaitingKernelStack(uint32_t tid) const {

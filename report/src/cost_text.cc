@@ -62,15 +62,18 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
   const uint64_t early = stats.Get(StatId::early_preemptions_unstacked);
   const uint64_t after_ns = stats.Get(StatId::cost_preempt_stacks_after_ns);
   const uint64_t waiting = stats.Get(StatId::switch_stacks_waiting);
-  if (stacked || idle || idle_samples || early || waiting) {
+  const uint64_t early_waits = stats.Get(StatId::early_waits_by_syscall);
+  if (stacked || idle || idle_samples || early || waiting || early_waits) {
     std::string how = "taken at every switch-out";
-    if (idle || idle_samples || early || after_ns)
+    if (idle || idle_samples || early || after_ns || early_waits)
       how = fmt::format(
           "taken while a message is open{} ({} idle switch-outs, {} early preemptions, {} idle "
-          "cpu-clock samples without{})",
-          after_ns ? fmt::format(", at preemptions once it is {:.2f} ms old", after_ns / 1e6) : "", idle, early,
-          idle_samples,
-          early || after_ns ? "; an early preemption's time is shown under its nearest sample's stack" : "");
+          "cpu-clock samples without{}{})",
+          after_ns ? fmt::format(", once it is {:.2f} ms old", after_ns / 1e6) : "", idle, early, idle_samples,
+          early || after_ns ? "; an early preemption's time is shown under its nearest sample's stack" : "",
+          early_waits || after_ns
+              ? fmt::format("; {} early waits with their user stack only, the reason from the system call", early_waits)
+              : "");
     if (waiting)
       how += fmt::format("; other threads' waits: {} without, a snapshot reads a waiting thread's stacks", waiting);
     line("switch-out stacks", fmt::format("{}", stacked), how);

@@ -101,6 +101,11 @@ TEST_F(AnrTest, SleepIsSleeping) {
   EXPECT_EQ(anr["stuck_reason"], "sleep");
   EXPECT_EQ(anr["threads"][0]["state"], "S");
   EXPECT_EQ(anr["off_cpu_by_reason"][0]["reason"], "sleep");
+  // The snapshot read the kernel stack of the thread still waiting.
+  bool nanosleep = false;
+  for (const auto& frame : anr["threads"][0]["kernel_stack"])
+    nanosleep |= frame.get<std::string>().find("nanosleep") != std::string::npos;
+  EXPECT_TRUE(nanosleep) << anr["threads"][0].dump(1);
 }
 
 TEST_F(AnrTest, LockWaitNamesTheHolder) {

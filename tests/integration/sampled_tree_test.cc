@@ -250,6 +250,12 @@ TEST_F(SampledTreeTest, AnrStackThroughADispatchProbedWithAUretprobeReachesMain)
     EXPECT_TRUE(Contains(stack, "(__libc_start_call_main)")) << stack.dump(1);
     EXPECT_FALSE(Contains(stack, "[uretprobe trampoline]")) << stack.dump(1);
     EXPECT_FALSE(Contains(stack, "pc 0x7fffffffe")) << stack.dump(1);
+    // The sleep began early in its message, under Dispatch's pending uretprobe: its switch-out
+    // kept only its system call (issue 32), the snapshot unwound the still-sleeping thread with
+    // Dispatch's return address put back from the shadow stack, and the reason is the sleep.
+    EXPECT_GT(Counter(lines, "early_waits_by_syscall"), 0u);
+    ASSERT_FALSE(anrs[0]["off_cpu_by_reason"].empty()) << anrs[0].dump(1);
+    EXPECT_EQ(anrs[0]["off_cpu_by_reason"][0]["reason"], "sleep") << anrs[0]["off_cpu_by_reason"];
     // The slow message's sampled tree goes through the same frames.
     if (dwarf) {
       auto stats = OfType(lines, "stats");

@@ -89,7 +89,7 @@ void AnrTracer::OnSwitch(const ThreadSwitch& e) {
     interval.begin_ns = e.ts_ns;
     interval.state = e.state;
     interval.kernel_stack = e.kernel_stack;
-    interval.reason = ClassifyOffCpu(e.state, e.kernel_stack);
+    interval.reason = ClassifyOffCpu(e.state, e.kernel_stack, e.wait_syscall);
     off_now_[e.tid] = std::move(interval);
     last_wakeup_.erase(e.tid);
     return;

@@ -1,5 +1,7 @@
 #include "looptrace/tracers/event_json.h"
 
+#include "looptrace/tracers/thread_state.h"
+
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -98,6 +100,7 @@ struct ToJson {
       j["state"] = e.state;
       j["kernel_stack"] = e.kernel_stack;
       if (!e.unstacked.empty()) j["unstacked"] = e.unstacked;
+      if (e.wait_syscall != kNoWaitSyscall) j["wait_syscall"] = e.wait_syscall;
     }
     return j;
   }
@@ -225,6 +228,7 @@ Result<Event> ParseSwitch(const json& j) {
   e.state = FieldOr<uint32_t>(j, "state", 0);
   e.kernel_stack = FieldOr<std::vector<std::string>>(j, "kernel_stack", {});
   e.unstacked = UnstackedReason(FieldOr<std::string>(j, "unstacked", ""));
+  e.wait_syscall = FieldOr<int32_t>(j, "wait_syscall", kNoWaitSyscall);
   return e;
 }
 

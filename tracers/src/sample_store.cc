@@ -87,8 +87,8 @@ void SampleStore::OnSwitch(const ThreadSwitch& sw) {
       match = &*t.samples.insert(at, std::move(s));
     }
     match->switch_seen = true;
-    match->reason = match->frames ? ClassifyOffCpu(sw.state, sw.kernel_stack, *match->frames)
-                                  : ClassifyOffCpu(sw.state, sw.kernel_stack);
+    match->reason = match->frames ? ClassifyOffCpu(sw.state, sw.kernel_stack, *match->frames, sw.wait_syscall)
+                                  : ClassifyOffCpu(sw.state, sw.kernel_stack, sw.wait_syscall);
     return;
   }
   // Back on CPU: the latest off-CPU stretch ends.

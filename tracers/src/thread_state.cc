@@ -14,10 +14,47 @@ bool AnyFrame(const std::vector<std::string>& stack, std::initializer_list<std::
   return false;
 }
 
+// The reason the kernel stack of a wait in system call `nr` (x86-64) would give: the
+// functions ClassifyOffCpu looks for are the ones these calls block in.
+std::string ClassifyBySyscall(uint32_t state, int32_t nr) {
+  switch (nr) {
+    case 202:  // futex
+      return "lock";
+    case 35:   // nanosleep
+    case 230:  // clock_nanosleep
+      return "sleep";
+    case 7:    // poll
+    case 23:   // select
+    case 232:  // epoll_wait
+    case 270:  // pselect6
+    case 271:  // ppoll
+    case 281:  // epoll_pwait
+    case 441:  // epoll_pwait2
+      return "poll";
+    case 74:   // fsync
+    case 75:   // fdatasync
+    case 277:  // sync_file_range
+      return "io";
+    case 0:    // read: a pipe's or a socket's data, or a file's blocks (uninterruptible)
+    case 17:   // pread64
+    case 19:   // readv
+    case 45:   // recvfrom
+    case 47:   // recvmsg
+    case 299:  // recvmmsg
+      return state & kTaskUninterruptible ? "io" : "poll";
+    default:
+      break;
+  }
+  return state & kTaskUninterruptible ? "io" : "other";
+}
+
 }  // namespace
 
-std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack) {
+std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack, int32_t wait_syscall) {
   if (state == 0) return "preempted";  // still runnable: it lost the CPU, it did not wait
+  if (kernel_stack.empty() && wait_syscall != kNoWaitSyscall)
+    return wait_syscall == kWaitOutsideSyscall ? (state & kTaskUninterruptible ? "io" : "other")
+                                               : ClassifyBySyscall(state, wait_syscall);
   if (AnyFrame(kernel_stack, {"futex_wait", "futex_lock_pi", "rt_mutex", "__mutex_lock", "rwsem_down", "__down"}))
     return "lock";
   if (AnyFrame(kernel_stack,
@@ -33,8 +70,8 @@ std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kerne
 }
 
 std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack,
-                           const std::vector<std::string>& user_stack) {
-  std::string reason = ClassifyOffCpu(state, kernel_stack);
+                           const std::vector<std::string>& user_stack, int32_t wait_syscall) {
+  std::string reason = ClassifyOffCpu(state, kernel_stack, wait_syscall);
   if (reason != "lock") return reason;
   // Java frames are "java.lang.Thread.sleep(...)" (sleep0/sleepNanos in later JDKs); native
   // ones name the VM's entry point.

@@ -239,7 +239,8 @@ struct lt_probe_config {
 #define LT_STAT_FP_FRAMES 24          /* frames the .eh_frame walk took by frame pointer (code without rows) */
 #define LT_STAT_WALK_COPIED 25        /* walks that met a library without rows yet: sent as a stack copy */
 #define LT_STAT_SWITCH_WAIT 26       /* other threads' switch-outs into a wait: no stack taken (LT_STACK_AT_SNAPSHOT) */
-#define LT_STAT_MAX 27
+#define LT_STAT_SWITCH_YOUNG_WAIT 27 /* loop-thread waits early in a message: its syscall, no kernel stack (LT_STACK_IN_SYSCALL) */
+#define LT_STAT_MAX 28
 
 /* Ring buffer records start with this header. */
 struct lt_record_header {
@@ -301,6 +302,22 @@ struct lt_switch_body {
  * waits a second take no stack (lt_thread_state).
  */
 #define LT_STACK_AT_SNAPSHOT -4
+/*
+ * A wait (sleep, lock, I/O) of the loop thread in a message open for less than
+ * preempt_stacks_after_ns, with no uretprobe pending on its stack: no kernel stack taken (its
+ * walk was most of a switch-out's cost), only the system call it waits in (regs->orig_ax),
+ * which tells the same reason (a futex: a lock; clock_nanosleep: a sleep; epoll_wait: a
+ * poll). LT_STACK_OUTSIDE_SYSCALL: a wait outside one (a page fault). Its user stack is
+ * sampled as at every switch-out; a snapshot that finds it still waiting reads both stacks
+ * then, as for LT_STACK_AT_SNAPSHOT, from the registers kept in lt_thread_state (its
+ * ustack_id is LT_STACK_AT_SNAPSHOT). A pending uretprobe left the trampoline's address in a
+ * return slot: the snapshot puts the real one back from the shadow stack, which the loader
+ * keeps for this (waits_by_syscall is set only then, or for a plan without uretprobes).
+ */
+#define LT_STACK_OUTSIDE_SYSCALL -5
+#define LT_STACK_SYSCALL_BASE -16
+#define LT_STACK_IN_SYSCALL(nr) (LT_STACK_SYSCALL_BASE - (__s32)(nr))
+#define LT_MAX_SYSCALL_NR 4095 /* larger: LT_STACK_OUTSIDE_SYSCALL */
 
 struct lt_wakeup_body {
 	__u32 waker_tid;
@@ -401,7 +418,8 @@ struct lt_thread_state {
 	__u64 sample_ns;
 	__u64 switches;         /* context switches seen */
 	/* user registers at a switch-out into a wait whose stacks were left to a snapshot
-	 * (LT_STACK_AT_SNAPSHOT): where an unwind of its stack starts while it still waits */
+	 * (ustack_id LT_STACK_AT_SNAPSHOT): where an unwind of its stack starts while it still
+	 * waits */
 	__u64 wait_pc;
 	__u64 wait_sp;
 	__u64 wait_bp;

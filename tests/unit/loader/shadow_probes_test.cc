@@ -42,5 +42,43 @@ TEST(ShadowStack, ShadowOnlyEntryProbeForAUretprobeWithoutOne) {
             LT_PROBE_SHADOW_PUSH | LT_PROBE_SHADOW_ONLY);
 }
 
+// Early waits leave the loop thread's unwind to a snapshot, which needs the shadow stack
+// under a pending uretprobe: free only where an ordinary entry probe is at every uretprobe's
+// point (python-asyncio's Context.run), not where a shadow-only probe would add a hit.
+TEST(ShadowStack, EntryProbesCoverReturnsOnlyWithAnOrdinaryEntryAtEveryReturnPoint) {
+  AttachPlan plan;
+  EXPECT_FALSE(HasReturnProbes(plan));
+  EXPECT_TRUE(EntryProbesCoverReturns(plan));
+
+  ResolvedProbe ret;
+  ret.binary_path = "/bin/app";
+  ret.file_offset = 0x1234;
+  ret.spec.kind = ProbeKind::kUretprobe;
+  ret.spec.role = Role::kDispatchEnd;
+  plan.probes.push_back(ret);
+  EXPECT_TRUE(HasReturnProbes(plan));
+  EXPECT_FALSE(EntryProbesCoverReturns(plan));
+
+  ResolvedProbe elsewhere = ret;  // an entry probe at another function
+  elsewhere.file_offset = 0x5678;
+  elsewhere.spec.kind = ProbeKind::kUprobe;
+  elsewhere.spec.role = Role::kDispatchBegin;
+  plan.probes.push_back(elsewhere);
+  EXPECT_FALSE(EntryProbesCoverReturns(plan));
+
+  ResolvedProbe beat = ret;  // a fast-path method beat keeps no shadow stack
+  beat.spec.kind = ProbeKind::kUprobe;
+  beat.spec.role = Role::kMethodEnter;
+  beat.spec.args.push_back(ArgSpec{});
+  plan.probes.push_back(beat);
+  EXPECT_FALSE(EntryProbesCoverReturns(plan));
+
+  ResolvedProbe entry = ret;
+  entry.spec.kind = ProbeKind::kUprobe;
+  entry.spec.role = Role::kDispatchBegin;
+  plan.probes.push_back(entry);
+  EXPECT_TRUE(EntryProbesCoverReturns(plan));
+}
+
 }  // namespace
 }  // namespace looptrace::loader

@@ -35,15 +35,17 @@ TEST(CostText, SaysWhatTheSessionCostInPlainNumbers) {
   EXPECT_EQ(text.find("unavailable"), std::string::npos) << text;
 }
 
-TEST(CostText, SaysWhenPreemptionsGetStacks) {
+TEST(CostText, SaysWhenPreemptionsAndWaitsGetStacks) {
   Stats stats;
   stats.Set(StatId::cost_switch_stacks, 5);
   stats.Set(StatId::early_preemptions_unstacked, 7);
+  stats.Set(StatId::early_waits_by_syscall, 12);
   stats.Set(StatId::cost_preempt_stacks_after_ns, 70'000'000);
   const std::string text = CostText(stats, 1'000'000'000);
-  EXPECT_NE(text.find("at preemptions once it is 70.00 ms old (0 idle switch-outs, 7 early preemptions, 0 idle "
-                      "cpu-clock samples without; an early preemption's time is shown under its nearest sample's "
-                      "stack)"),
+  EXPECT_NE(text.find("taken while a message is open, once it is 70.00 ms old (0 idle switch-outs, 7 early "
+                      "preemptions, 0 idle cpu-clock samples without; an early preemption's time is shown under its "
+                      "nearest sample's stack; 12 early waits with their user stack only, the reason from the system "
+                      "call)"),
             std::string::npos)
       << text;
 }

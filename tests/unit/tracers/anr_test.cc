@@ -25,6 +25,26 @@ TEST(AnrTracer, ClassifiesOffCpuByStateAndKernelStack) {
   EXPECT_EQ(ClassifyOffCpu(1, {"schedule"}), "other");
 }
 
+// A wait early in a message took no kernel stack, only its system call (LT_STACK_IN_SYSCALL):
+// the reason its kernel stack would have given.
+TEST(AnrTracer, AWaitWithoutAKernelStackIsClassifiedByItsSystemCall) {
+  EXPECT_EQ(ClassifyOffCpu(1, {}, 202), "lock");                                   // futex
+  EXPECT_EQ(ClassifyOffCpu(1, {}, 230), "sleep");                                  // clock_nanosleep
+  EXPECT_EQ(ClassifyOffCpu(1, {}, 35), "sleep");                                   // nanosleep
+  EXPECT_EQ(ClassifyOffCpu(1, {}, 232), "poll");                                   // epoll_wait
+  EXPECT_EQ(ClassifyOffCpu(1, {}, 0), "poll");                                     // read of a pipe or a socket
+  EXPECT_EQ(ClassifyOffCpu(kTaskUninterruptible, {}, 0), "io");                    // read of a file's blocks
+  EXPECT_EQ(ClassifyOffCpu(kTaskUninterruptible, {}, 74), "io");                   // fsync
+  EXPECT_EQ(ClassifyOffCpu(kTaskUninterruptible, {}, 1), "io");                    // write, throttled
+  EXPECT_EQ(ClassifyOffCpu(1, {}, 61), "other");                                   // wait4
+  EXPECT_EQ(ClassifyOffCpu(kTaskUninterruptible, {}, kWaitOutsideSyscall), "io");  // a page fault
+  EXPECT_EQ(ClassifyOffCpu(0, {}, 202), "preempted");
+  EXPECT_EQ(ClassifyOffCpu(1, {"do_nanosleep"}, 202), "sleep");  // a kernel stack says more
+  EXPECT_EQ(ClassifyOffCpu(1, {}), "other");                     // nothing known
+  // Thread.sleep on a futex, told by the user stack as with a kernel stack.
+  EXPECT_EQ(ClassifyOffCpu(1, {}, {"JVM_Sleep", "java.lang.Thread.sleep(J)V"}, 202), "sleep");
+}
+
 // HotSpot's Thread.sleep waits on a futex: its user stack says it sleeps; a monitor does not.
 TEST(AnrTracer, AFutexWaitUnderThreadSleepIsASleep) {
   const std::vector<std::string> futex = {"__schedule", "futex_wait_queue", "futex_wait"};
@@ -111,6 +131,37 @@ TEST(AnrTracer, SnapshotJoinsTheMessagesEndOffCpuTimeAndOpenSlice) {
   EXPECT_EQ(r.tree[1].name, "Lock.acquire");
   EXPECT_TRUE(r.tree[1].node.unfinished);
   EXPECT_EQ(r.stack_key, "42|");
+}
+
+// The same stall, its wait begun early in the message: no kernel stack, the futex call it
+// waits in gives the reason.
+TEST(AnrTracer, AnEarlyWaitsReasonComesFromItsSystemCall) {
+  testing::EventScript script;
+  const uint64_t begin = 1'000 * kMs;
+  script.Add(Probe(Role::kDispatchBegin, begin, {U("id", 7), testing::S("name", "slow.one")}, kMain));
+  ThreadSwitch out;
+  out.ts_ns = begin + 1 * kMs;
+  out.tid = kMain;
+  out.off_cpu = true;
+  out.state = 1;
+  out.wait_syscall = 202;
+  script.Add(out);
+  ThreadSwitch in;
+  in.ts_ns = begin + 900 * kMs;
+  in.tid = kMain;
+  script.Add(in);
+  StallSnapshot snapshot;
+  snapshot.ts_ns = begin + 800 * kMs;
+  snapshot.tid = kMain;
+  snapshot.message_begin_ns = begin;
+  snapshot.threads = {Waiting(kMain, 101)};
+  script.Add(snapshot);
+  script.Add(Probe(Role::kDispatchEnd, begin + 1'000 * kMs, {U("id", 7)}, kMain));
+  Report report = script.Run(AnalysisOptions{}, begin + 3'000 * kMs);
+  ASSERT_EQ(report.stalls.size(), 1u);
+  ASSERT_EQ(report.stalls[0].off_cpu.size(), 1u);
+  EXPECT_EQ(report.stalls[0].off_cpu[0].reason, "lock");
+  EXPECT_TRUE(report.stalls[0].off_cpu[0].kernel_stack.empty());
 }
 
 // A message whose dispatch.end was lost looks stalled to the watchdog; the next message

@@ -4,6 +4,7 @@
 
 #include "../fuzz_corpus.h"
 #include "looptrace/tracers/text_pool.h"
+#include "looptrace/tracers/thread_state.h"
 
 namespace looptrace {
 namespace {
@@ -31,6 +32,23 @@ TEST(EventJson, ProbeEventRoundTrips) {
   ASSERT_NE(back.Arg("name"), nullptr);
   ASSERT_NE(back.Arg("name")->text, nullptr);
   EXPECT_EQ(*back.Arg("name")->text, "msg \"quoted\"");
+}
+
+// A recording keeps the system call an early wait was classified by (no kernel stack).
+TEST(EventJson, AnEarlyWaitsSystemCallRoundTrips) {
+  ThreadSwitch e;
+  e.ts_ns = 5;
+  e.tid = 7;
+  e.off_cpu = true;
+  e.state = 1;
+  e.wait_syscall = 230;
+  auto parsed = EventFromJsonLine(EventToJsonLine(e));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_TRUE(parsed->has_value());
+  EXPECT_EQ(std::get<ThreadSwitch>(**parsed).wait_syscall, 230);
+  e.wait_syscall = kNoWaitSyscall;
+  const std::string without = EventToJsonLine(e);
+  EXPECT_EQ(without.find("wait_syscall"), std::string::npos) << without;
 }
 
 TEST(EventJson, UnreadableStringStaysAString) {

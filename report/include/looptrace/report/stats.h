@@ -96,6 +96,9 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
   X(switch_stacks_waiting, kInfo,                                                                                      \
     "switch-outs of the target's other threads into a wait (sleep, lock, I/O): no stack taken; a stall snapshot "      \
     "reads the stacks of a thread still waiting when it is taken")                                                     \
+  X(early_waits_by_syscall, kInfo,                                                                                     \
+    "loop-thread waits early in a message (younger than cost_preempt_stacks_after_ns): no kernel stack taken, the "    \
+    "reason from the system call it waits in; its user stack sampled; a snapshot reads a thread still waiting")        \
   X(cost_probe_hits, kCost, "probe hits on the target (runs of looptrace's uprobe and USDT programs)")                 \
   X(cost_probe_bpf_ns, kCost, "ns in looptrace's uprobe and USDT programs (the kernel's BPF run-time statistics)")     \
   X(cost_sched_runs, kCost,                                                                                            \

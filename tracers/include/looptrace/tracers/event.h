@@ -239,6 +239,9 @@ struct ThreadSwitch {
   // that wait, LT_STACK_IDLE), "early preemption" (preempted early in a message,
   // LT_STACK_YOUNG). --idle-stacks takes them all.
   std::string_view unstacked;
+  // A wait early in a message took no kernel stack (LT_STACK_IN_SYSCALL): the system call it
+  // waits in, which tells its reason (thread_state.h: kNoWaitSyscall, kWaitOutsideSyscall).
+  int32_t wait_syscall = -1;
 };
 
 // Someone woke the main thread (sched_wakeup): who ended its wait.

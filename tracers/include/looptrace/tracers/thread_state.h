@@ -15,14 +15,21 @@ namespace looptrace {
 // The task state bit of an uninterruptible sleep (D).
 inline constexpr uint32_t kTaskUninterruptible = 0x2;
 
+// ThreadSwitch::wait_syscall: no system call known (a kernel stack was taken, or nothing), or a
+// wait outside one (a page fault); else the x86-64 number of the one the thread waits in.
+inline constexpr int32_t kNoWaitSyscall = -1;
+inline constexpr int32_t kWaitOutsideSyscall = -2;
+
 // "lock", "io", "sleep", "poll", "preempted" or "other", from the task state at switch-out
-// and the kernel stack it blocked in.
-std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack);
+// and the kernel stack it blocked in, or where BPF took none (early in a message), the system
+// call it waits in.
+std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack,
+                           int32_t wait_syscall = kNoWaitSyscall);
 
 // The same, told more by the user stack where the kernel cannot: a futex wait under a sleep
 // call (HotSpot's Thread.sleep parks on a condition variable) is "sleep", not "lock".
 std::string ClassifyOffCpu(uint32_t state, const std::vector<std::string>& kernel_stack,
-                           const std::vector<std::string>& user_stack);
+                           const std::vector<std::string>& user_stack, int32_t wait_syscall = kNoWaitSyscall);
 
 // Why a stopped thread of a snapshot waits: "lock" when it waits on a futex, else
 // ClassifyOffCpu's reason from its kernel stack; "sleep" for a Java thread in Thread.sleep
