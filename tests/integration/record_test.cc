@@ -2,6 +2,7 @@
 // must report exactly the messages the target's own truth file lists.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <zlib.h>
 #include <cmath>
 #include <fstream>
@@ -68,6 +69,17 @@ class RecordTest : public BpfTest {
   TempDir dir_;
 };
 
+// The machine's steal time so far (/proc/stat, every CPU), in ns: USER_HZ ticks, so up to a
+// tick per CPU short of what was stolen.
+int64_t StolenNs() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  int64_t field = 0, steal = 0;
+  in >> cpu;
+  for (int i = 0; i < 8 && in >> field; ++i) steal = field;  // user nice system idle iowait irq softirq steal
+  return steal * (1'000'000'000 / sysconf(_SC_CLK_TCK));
+}
+
 // Every message's CPU time against the thread's own CPU clock, read by the target just
 // before the begin hook and just after the end hook. looptrace counts the time the thread
 // held a CPU between the two hooks. The thread clock differs by what no switch edge bounds:
@@ -76,12 +88,17 @@ class RecordTest : public BpfTest {
 // sum_exec_runtime, used before, was off by up to a tick (4 ms here, on 1 ms messages) and
 // fails this check on most messages. A stretch the kernel ran without a sched_switch event
 // falls back to that figure (cpu_switch_untraced): each may put one message outside.
-void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<json>& truth) {
+//
+// Time a hypervisor steals from the guest while the thread holds its CPU is in looptrace's
+// figure (the edges are timestamps) and not in the thread clock (the kernel leaves steal out
+// of a thread's runtime): a message looptrace puts above the window is explained when the
+// machine's steal counter moved by at least that much over the run (`stolen_ns`, tick-granular).
+void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<json>& truth, int64_t stolen_ns) {
   std::map<uint64_t, json> by_id;
   for (const json& m : OfType(report, "message"))
     if (!m["msg_id"].is_null()) by_id[m["msg_id"].get<uint64_t>()] = m;
-  size_t compared = 0, outside = 0;
-  int64_t max_error = 0;
+  size_t compared = 0, outside = 0, above = 0;
+  int64_t max_error = 0, above_ns = 0;
   for (const json& t : truth) {
     if (!t.contains("cpu_after_ns")) continue;
     auto it = by_id.find(t["msg_id"].get<uint64_t>());
@@ -96,7 +113,11 @@ void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<js
     const int64_t end_hook = t.value("end_after_ns", t["end_ns"].get<int64_t>()) - t["end_ns"].get<int64_t>();
     const bool inside =
         cpu <= window + 250'000 + cost / 20 && cpu >= window - 250'000 - cost / 50 - begin_hook - end_hook;
-    if (!inside) {
+    if (!inside && cpu > window) {
+      ++above;
+      above_ns += cpu - window;
+      std::cout << "above: cpu " << cpu << " ns, thread clock " << window << " ns: " << t.dump() << "\n";
+    } else if (!inside) {
       ++outside;
       std::cout << "outside: cpu " << cpu << " ns, thread clock " << window << " ns: " << t.dump() << "\n";
     } else {
@@ -106,21 +127,31 @@ void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<js
   }
   EXPECT_GE(compared, truth.size() / 2);
   const uint64_t untraced = Counter(report, "cpu_switch_untraced");
-  EXPECT_LE(outside, untraced) << outside << " of " << compared << " messages outside the thread clock's window";
-  std::cout << "cpu time of " << compared << " messages: " << outside << " outside (" << untraced
-            << " untraced switches), the rest at most " << max_error << " ns from the thread clock\n";
+  // Above the window by more than the steal explains: each untraced switch may put one there.
+  // (stolen_ns is whole ticks per CPU: a tick per CPU of rounding, once some steal showed.)
+  const int64_t tick_ns = 1'000'000'000 / sysconf(_SC_CLK_TCK);
+  const bool explained = stolen_ns > 0 && above_ns <= stolen_ns + tick_ns * sysconf(_SC_NPROCESSORS_ONLN);
+  const size_t unexplained_above = explained ? 0 : above;
+  EXPECT_LE(outside + unexplained_above, untraced)
+      << outside << " of " << compared << " messages below the thread clock's window, " << above << " above it by "
+      << above_ns << " ns with " << stolen_ns << " ns stolen";
+  std::cout << "cpu time of " << compared << " messages: " << outside << " below, " << above << " above by " << above_ns
+            << " ns (" << stolen_ns << " ns stolen; " << untraced << " untraced switches), the rest at most "
+            << max_error << " ns from the thread clock\n";
 }
 
 TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {
+  const int64_t stolen_before = StolenNs();
   auto r = RunCommand({Looptrace(), "run", "--profile", SampleProfile(), "-f", "json", "-o", dir_ / "out.json", "--",
                        SampleApp(), "--scenario", "messages", "--truth", dir_ / "truth.jsonl"});
+  const int64_t stolen_ns = StolenNs() - stolen_before;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = ReadJsonLines(dir_ / "out.json");
   auto truth = OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message");
   ASSERT_GE(truth.size(), 200u);
   Accuracy acc = ExpectMatchesTruth(OfType(lines, "message"), truth);
   std::cout << "matched " << acc.matched << " messages, max error " << acc.max_error_ns << " ns\n";
-  ExpectCpuMatchesTruth(lines, truth);
+  ExpectCpuMatchesTruth(lines, truth, stolen_ns);
   EXPECT_EQ(Counter(lines, "ringbuf_full"), 0u);
   EXPECT_EQ(Counter(lines, "unmatched_dispatch_end"), 0u);
   EXPECT_EQ(Counter(lines, "string_read_failed"), 0u);
@@ -133,14 +164,16 @@ TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {
 TEST_F(RecordTest, RecordAttachesToARunningProcessAndEndsWhenItExits) {
   Process app({SampleApp(), "--scenario", "messages", "--count", "150", "--start-delay-ms", "1500", "--truth",
                dir_ / "truth.jsonl"});
+  const int64_t stolen_before = StolenNs();
   auto r = RunCommand({Looptrace(), "record", "--profile", SampleProfile(), "-p", std::to_string(app.pid()), "-f",
                        "json", "-o", dir_ / "out.json"});
+  const int64_t stolen_ns = StolenNs() - stolen_before;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("exited"), std::string::npos) << r.err;
   EXPECT_EQ(app.Wait(30).exit_code, 0);
   auto lines = ReadJsonLines(dir_ / "out.json");
   ExpectMatchesTruth(OfType(lines, "message"), OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message"));
-  ExpectCpuMatchesTruth(lines, OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message"));
+  ExpectCpuMatchesTruth(lines, OfType(ReadJsonLines(dir_ / "truth.jsonl"), "message"), stolen_ns);
 }
 
 TEST_F(RecordTest, UsdtProfileSeesTheSameMessages) {
