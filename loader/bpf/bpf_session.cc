@@ -368,7 +368,7 @@ Result<size_t> BpfSession::Consume() {
   return records;
 }
 
-Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
+Result<void> BpfSession::AttachThreadTracking(int sample_hz) {
   if (!thread_tracking_enabled_) return MakeError("thread tracking was not loaded", ExitCode::kUsage);
   for (bpf_program* prog : {skel_->progs.lt_sched_switch, skel_->progs.lt_sched_waking, skel_->progs.lt_signal_generate,
                             skel_->progs.lt_process_exec}) {
@@ -382,8 +382,8 @@ Result<void> BpfSession::AttachThreadTracking(int sample_tid, int sample_hz) {
   // sched_switch bounds the loop thread's stretches on CPU from now on: records may carry
   // its exact CPU time instead of the kernel's tick-granular sum_exec_runtime.
   __atomic_store_n(&skel_->bss->loop_cpu_exact, 1, __ATOMIC_RELEASE);
-  if (sample_hz <= 0 || sample_tid <= 0) return {};
-  return AttachCpuSampler(sample_tid, sample_hz);
+  if (sample_hz <= 0) return {};
+  return AttachCpuSampler(sample_hz);
 }
 
 void BpfSession::PublishInterpreterAddresses(const InterpreterBpfConfig& config) {
@@ -444,13 +444,23 @@ void BpfSession::SetLoopTid(uint32_t tid, uint32_t replacing) {
   __atomic_compare_exchange_n(&skel_->bss->loop_tid, &expected, __u64{tid}, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-Result<void> BpfSession::AttachCpuSampler(int sample_tid, int sample_hz) {
-  if (!thread_tracking_) return {};
-  ASSIGN_OR_RETURN(UniqueFd fd, OpenCpuClock(sample_tid, sample_hz));
-  bpf_link* link = bpf_program__attach_perf_event(skel_->progs.lt_cpu_sample, fd.get());
-  if (!link) return SystemError("cannot attach the cpu-clock sampler", errno, ExitCode::kUnsupported);
-  links_.emplace_back(link);
-  perf_fds_.push_back(std::move(fd));
+Result<void> BpfSession::AttachCpuSampler(int sample_hz) {
+  if (!thread_tracking_ || cpu_samplers_attached_) return {};
+  ASSIGN_OR_RETURN(std::vector<int> cpus, OnlineCpus());
+  std::vector<UniqueFd> fds;
+  std::vector<AttachedLink> links;
+  for (int cpu : cpus) {
+    ASSIGN_OR_RETURN(UniqueFd fd, OpenCpuClockOfCpu(cpu, sample_hz));
+    bpf_link* link = bpf_program__attach_perf_event(skel_->progs.lt_cpu_sample, fd.get());
+    if (!link)
+      return SystemError(fmt::format("cannot attach the cpu-clock sampler of CPU {}", cpu), errno,
+                         ExitCode::kUnsupported);
+    links.emplace_back(link);
+    fds.push_back(std::move(fd));
+  }
+  for (auto& link : links) links_.push_back(std::move(link));
+  for (auto& fd : fds) perf_fds_.push_back(std::move(fd));
+  cpu_samplers_attached_ = true;
   return {};
 }
 
@@ -460,7 +470,7 @@ Result<void> BpfSession::SampleUnwatchedThread(int tid, int sample_hz) {
   const uint8_t yes = 1;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.runtime_sampled), &key, &yes, BPF_ANY) != 0)
     return SystemError(fmt::format("cannot sample thread {}", tid), errno, ExitCode::kUnsupported);
-  auto attached = AttachCpuSampler(tid, sample_hz);
+  auto attached = AttachCpuSampler(sample_hz);
   if (!attached) bpf_map_delete_elem(bpf_map__fd(skel_->maps.runtime_sampled), &key);
   return attached;
 }

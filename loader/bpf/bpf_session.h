@@ -108,10 +108,10 @@ class BpfSession {
   // number of ring records.
   Result<size_t> Consume();
 
-  // Thread-state programs (sched_switch, sched_waking, signal_generate, exec) and
-  // cpu-clock samples of `sample_tid` at `sample_hz`. A kernel without them turns the
-  // feature off with one warning (the result says why), it is not an error.
-  Result<void> AttachThreadTracking(int sample_tid, int sample_hz);
+  // Thread-state programs (sched_switch, sched_waking, signal_generate, exec) and the
+  // cpu-clock sampler at `sample_hz` (AttachCpuSampler; none at 0). A kernel without them
+  // turns the feature off with one warning (the result says why), it is not an error.
+  Result<void> AttachThreadTracking(int sample_hz);
   bool thread_tracking() const { return thread_tracking_; }
 
   // The latest state BPF saw for every thread of the target (tid -> state).
@@ -147,8 +147,11 @@ class BpfSession {
   // LT_THREADS_LOOP: the loop thread BPF claimed (0 while none did), or names it first.
   uint32_t loop_tid() const;
   void SetLoopTid(uint32_t tid, uint32_t replacing = 0);
-  // cpu-clock samples of `tid` (the loop thread once known) at `sample_hz`.
-  Result<void> AttachCpuSampler(int tid, int sample_hz);
+  // cpu-clock samples at `sample_hz` on every online CPU, once a session (later calls keep
+  // the first rate): lt_cpu_sample keeps those of watched threads and of threads a runtime
+  // asked for, and a stack of any target thread every 20 ms for snapshots. CPUs brought
+  // online later are not sampled.
+  Result<void> AttachCpuSampler(int sample_hz);
   // cpu-clock samples of a thread that is not watched (one a runtime asks for): BPF keeps
   // its samples, not its switches. At most 256 threads (BPF's runtime_sampled map).
   Result<void> SampleUnwatchedThread(int tid, int sample_hz);
@@ -194,6 +197,7 @@ class BpfSession {
   size_t skipped_points_ = 0;
   bool thread_tracking_enabled_ = true;
   bool thread_tracking_ = false;
+  bool cpu_samplers_attached_ = false;
   bool uprobe_multi_ = false;
   BpfLoadCost load_cost_;
   // The kernel's BPF run-time statistics (run_time_ns, run_cnt), on while this is open: the

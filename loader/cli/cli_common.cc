@@ -187,7 +187,7 @@ void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
                 "probe every symbol at its first instruction, even where the kernel single-steps it "
                 "(no move to the entry block, call sites or after calls)");
   cmd->add_option("--sample-rate", f.session.sample_hz,
-                  "stack samples of the main thread per second of its CPU time, for sampled call trees "
+                  "stack samples of each watched thread per second of its CPU time, for sampled call trees "
                   "of slow messages, frames and startups (0: none)")
       ->check(CLI::Range(0, 20000))
       ->capture_default_str();

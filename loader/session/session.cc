@@ -181,18 +181,9 @@ uint32_t Session::LoopThread() {
   if (threads_.mode != ThreadChoice::Mode::kLoop) return tgid_;
   if (!known_loop_tid_) {
     known_loop_tid_ = bpf_->loop_tid();
-    if (known_loop_tid_) {
+    if (known_loop_tid_)
       log::V1("loop thread: tid {} \"{}\"", known_loop_tid_,
               ReadFirstLine(fmt::format("/proc/{}/task/{}/comm", tgid_, known_loop_tid_)));
-      // Its stack while it runs: the cpu-clock sampler follows the loop thread (the main
-      // thread's runs from the start).
-      if (options_.thread_tracking && bpf_->thread_tracking() && known_loop_tid_ != sampled_tid_ &&
-          !runtime_sampled_.contains(known_loop_tid_))
-        if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(known_loop_tid_),
-                                             options_.sample_hz > 0 ? options_.sample_hz : 49);
-            !ok)
-          log::V1("no cpu-clock samples of the loop thread: {}", ok.error().message);
-    }
   }
   return known_loop_tid_;
 }
@@ -211,7 +202,7 @@ void Session::FindLoopThreadByName() {
     const std::string name = ReadFirstLine(entry.path().string() + "/comm");
     if (threads_.exact ? name != threads_.name : !name.starts_with(threads_.name)) continue;
     bpf_->SetLoopTid(static_cast<uint32_t>(*tid), current);
-    known_loop_tid_ = 0;  // LoopThread learns it from BPF and samples it
+    known_loop_tid_ = 0;  // LoopThread learns it from BPF
     LoopThread();
     return;
   }
@@ -219,23 +210,13 @@ void Session::FindLoopThreadByName() {
 
 void Session::AttachThreadTracking() {
   if (!options_.thread_tracking) return;
-  // The loop thread gets its sampler once BPF names it (LoopThread). Without sampled trees,
-  // a low rate still gives snapshots the stacks of busy threads.
-  const int sample_tid = threads_.mode == ThreadChoice::Mode::kLoop ? 0 : static_cast<int>(tgid_);
+  // Without sampled trees, a low rate still gives snapshots the stacks of busy threads. BPF
+  // keeps the loop thread's samples from its first message on (none before one claims it).
   const int hz = options_.sample_hz > 0 ? options_.sample_hz : 49;
-  if (auto ok = bpf_->AttachThreadTracking(sample_tid, hz); !ok) {
+  if (auto ok = bpf_->AttachThreadTracking(hz); !ok) {
     log::Warning("thread-state tracing is off: {}", ok.error().message);
     loader_stats_.Add(StatId::thread_tracking_off);
     return;
-  }
-  // The loop thread is unknown until its first message; most loops run on the main thread,
-  // whose samples are then kept from that message's first instruction on (BPF drops them
-  // until a message claims the thread), not from the loader's next look.
-  if (threads_.mode == ThreadChoice::Mode::kLoop && threads_.name.empty() && options_.sample_hz > 0) {
-    if (auto ok = bpf_->AttachCpuSampler(static_cast<int>(tgid_), options_.sample_hz); ok)
-      sampled_tid_ = tgid_;
-    else
-      log::V1("no cpu-clock samples of the main thread: {}", ok.error().message);
   }
   SampleRuntimeThreads();
   FindLoopThreadByName();
@@ -353,7 +334,7 @@ void Session::LocateInterpreter() {
 
 namespace {
 // The size of BPF's runtime_sampled map (looptrace.bpf.c): a JVM's threads beyond it are not
-// sampled (cpu-clock events cost nothing while their thread sleeps, one fd each).
+// sampled (one map entry each: the CPUs' cpu-clock events sample whatever runs).
 constexpr size_t kMaxRuntimeSampled = 256;
 }  // namespace
 
@@ -362,10 +343,10 @@ void Session::SampleRuntimeThreads() {
       !bpf_->thread_tracking())
     return;
   for (uint32_t tid : interpreter_->ThreadsToSample()) {
-    // Threads with a sampler of their own: the main thread (but with `thread loop`), the loop thread.
-    const bool sampled =
-        tid == sampled_tid_ || tid == known_loop_tid_ || (tid == tgid_ && threads_.mode != ThreadChoice::Mode::kLoop);
-    if (sampled || runtime_sampled_.contains(tid)) continue;
+    // Watched threads' samples are kept anyway: every thread with `threads all`, the loop thread.
+    const bool watched = threads_.mode == ThreadChoice::Mode::kAll || tid == known_loop_tid_ ||
+                         (tid == tgid_ && threads_.mode == ThreadChoice::Mode::kMain);
+    if (watched || runtime_sampled_.contains(tid)) continue;
     if (runtime_sampled_.size() >= kMaxRuntimeSampled) {
       log::V1("{} threads sampled for {}: no more", runtime_sampled_.size(), interpreter_->what());
       return;

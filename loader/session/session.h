@@ -162,7 +162,6 @@ class Session : private SnapshotSource {
   uint32_t tgid_ = 0;
   ThreadChoice threads_;         // resolved: --threads, else the profile's, else main
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
-  uint32_t sampled_tid_ = 0;     // the thread a cpu-clock sampler follows before that (the main one)
   uint64_t last_cpu_sample_ns_ = 0;
   uint64_t records_lost_seen_ = 0;      // RecordsLost() at the last drain
   uint64_t copies_seen_ = 0;            // stacks_->copies_decoded() at the last drain

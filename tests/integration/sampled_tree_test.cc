@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -153,6 +154,26 @@ TEST_F(SampledTreeTest, OnCpuSharesMatchTheTruth) {
   for (const auto& n : t->at("sampled_tree")) names += n["name"].get<std::string>() + "\n";
   for (const char* m : {"initImageLoader", "migrateSchema", "connectPool", "initCrashReporter"})
     EXPECT_NE(names.find(m), std::string::npos) << m << "\n" << names;
+}
+
+// With `--threads all` every watched thread's time on CPU is sampled at the rate, not only the
+// main thread's: the two loopers' slow messages each get about sample_hz samples a second of
+// the CPU time the target measured (the report's on_cpu_ns), the HandlerThread's too.
+TEST_F(SampledTreeTest, WithThreadsAllEveryLoopersTimeOnCpuIsSampledAtTheRate) {
+  auto lines = Run(SampleApp(), "two-loopers", {"--threads", "all", "--evil-threshold", "5"});
+  std::map<uint64_t, std::pair<double, double>> by_thread;  // tid -> samples on CPU, expected
+  for (const json& report : OfType(lines, "evil_method")) {
+    const json& sampled = report["sampled"];
+    auto& [samples, expected] = by_thread[report["tid"].get<uint64_t>()];
+    samples += sampled["samples_on_cpu"].get<double>();
+    expected += sampled["on_cpu_ns"].get<double>() * sampled["sample_hz"].get<double>() / 1e9;
+  }
+  ASSERT_EQ(by_thread.size(), 2u) << "slow messages on both loopers";
+  for (const auto& [tid, counts] : by_thread) {
+    std::cout << "thread " << tid << ": " << counts.first << " samples on CPU, " << counts.second << " expected\n";
+    ASSERT_GT(counts.second, 50) << "thread " << tid;
+    EXPECT_NEAR(counts.first / counts.second, 1.0, 0.3) << "thread " << tid;
+  }
 }
 
 TEST_F(SampledTreeTest, FoldedStacksOfTheSlowMessage) {
