@@ -6,10 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
-#include <fstream>
-#include <optional>
-#include <sstream>
+
+#include "loader/target/proc_readers.h"
+#include "looptrace/util/safe_file.h"
 
 namespace looptrace::loader {
 
@@ -26,17 +25,6 @@ Result<UniqueFd> OpenCpuClockOfCpu(int cpu, int hz) {
   return UniqueFd(fd);
 }
 
-namespace {
-
-std::optional<int> ParseCpu(std::string_view text) {
-  int cpu = -1;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), cpu);
-  if (ec != std::errc() || end != text.data() + text.size() || cpu < 0) return std::nullopt;
-  return cpu;
-}
-
-}  // namespace
-
 Result<std::vector<int>> ParseCpuList(std::string_view list) {
   while (!list.empty() && (list.back() == '\n' || list.back() == ' ')) list.remove_suffix(1);
   std::vector<int> cpus;
@@ -45,11 +33,12 @@ Result<std::vector<int>> ParseCpuList(std::string_view list) {
     const std::string_view range = list.substr(0, comma);
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     const size_t dash = range.find('-');
-    const auto first = ParseCpu(range.substr(0, dash));
-    const auto last = dash == std::string_view::npos ? first : ParseCpu(range.substr(dash + 1));
-    if (!first || !last || *last < *first || (!cpus.empty() && *first <= cpus.back()))
+    const auto first = ParseUnsigned(range.substr(0, dash));
+    const auto last = dash == std::string_view::npos ? first : ParseUnsigned(range.substr(dash + 1));
+    if (!first || !last || *last < *first || (!cpus.empty() && *first <= static_cast<uint64_t>(cpus.back())))
       return MakeError(fmt::format("malformed cpu list near \"{}\"", range));
-    for (int cpu = *first; cpu <= *last; ++cpu) cpus.push_back(cpu);
+    if (*last >= (1u << 20)) return MakeError(fmt::format("cpu {} in the cpu list is out of range", *last));
+    for (uint64_t cpu = *first; cpu <= *last; ++cpu) cpus.push_back(static_cast<int>(cpu));
   }
   if (cpus.empty()) return MakeError("empty cpu list");
   return cpus;
@@ -57,11 +46,8 @@ Result<std::vector<int>> ParseCpuList(std::string_view list) {
 
 Result<std::vector<int>> OnlineCpus() {
   constexpr const char* kPath = "/sys/devices/system/cpu/online";
-  std::ifstream in(kPath);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return MakeError(fmt::format("cannot read {}", kPath), ExitCode::kUnsupported);
-  auto cpus = ParseCpuList(text.str());
+  ASSIGN_OR_RETURN(std::string text, ReadRegularFile(kPath, "the online CPUs", 4096, ExitCode::kUnsupported));
+  auto cpus = ParseCpuList(text);
   if (!cpus) return MakeError(fmt::format("{}: {}", kPath, cpus.error().message), ExitCode::kUnsupported);
   return cpus;
 }
