@@ -1,7 +1,7 @@
 // System-wide cost of looptrace's sched_switch/sched_wakeup programs on a context-switch-
 // heavy workload that does not belong to the target: two threads ping-pong over pipes,
 // timed without looptrace and with `looptrace record` attached to an idle sample target,
-// in interleaved rounds; the ratio of medians is printed (goal <= 1.05).
+// in interleaved rounds; the median of the rounds' ratios is printed (goal <= 1.05).
 // Usage (root): looptrace_sched_overhead [BUILD_DIR=.] [ROUND_TRIPS=200000] [ROUNDS=5]
 #include <fmt/format.h>
 #include <signal.h>
@@ -77,9 +77,12 @@ int main(int argc, char** argv) {
   }
   pid_t target = Spawn({build + "/looptrace-sample-app", "--scenario", "idle", "--count", "600000"}, true);
   usleep(200'000);
-  std::vector<double> without, with;
+  // Each round times the workload without looptrace, with it, and without again: the ratio
+  // of a round (with over the mean of its two untraced runs) cancels the drift of a shared
+  // machine, which swings the absolute times by more than the effect.
+  std::vector<double> without, with, ratios;
   for (int r = 0; r < rounds; ++r) {
-    without.push_back(PingPong(round_trips));
+    const double before = PingPong(round_trips);
     pid_t tracer = Spawn({build + "/looptrace", "-q", "record", "-p", std::to_string(target), "--profile",
                           LOOPTRACE_SAMPLE_PROFILE_DIR "/sample.profile", "-o", "/dev/null"},
                          true);
@@ -87,14 +90,16 @@ int main(int argc, char** argv) {
     with.push_back(PingPong(round_trips));
     kill(tracer, SIGINT);
     waitpid(tracer, nullptr, 0);
+    without.push_back((before + PingPong(round_trips)) / 2);
+    ratios.push_back(with.back() / without.back());
   }
   kill(target, SIGKILL);
   waitpid(target, nullptr, 0);
-  double a = Median(without), b = Median(with);
+  const double a = Median(without), b = Median(with), ratio = Median(ratios);
   fmt::print("context switches of an unrelated workload ({} rounds x {} round trips, medians)\n", rounds, round_trips);
   fmt::print("  without looptrace   {:>8.1f} ns per switch\n", a);
   fmt::print("  with looptrace      {:>8.1f} ns per switch (sched_switch + sched_wakeup programs, tgid filter first)\n",
              b);
-  fmt::print("  ratio {:.3f} (goal <= 1.05) {}\n", b / a, b / a <= 1.05 ? "OK" : "OVER");
+  fmt::print("  ratio {:.3f}, median of the rounds' own (goal <= 1.05) {}\n", ratio, ratio <= 1.05 ? "OK" : "OVER");
   return 0;
 }

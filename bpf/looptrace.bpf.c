@@ -120,6 +120,52 @@ static __always_inline void count(__u32 index)
 	count_n(index, 1);
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LT_PROG_MAX);
+	__type(key, __u32);
+	__type(value, struct lt_prog_cost);
+} prog_costs SEC(".maps");
+
+/*
+ * Counts a run of program `prog` and, for a random one in about LT_COST_TIME_EVERY, notes
+ * when it began. The start is kept in the map, not in a register, so that the timed and
+ * the untimed run reach the program's body in the same verifier state.
+ */
+static __always_inline void cost_begin(__u32 prog)
+{
+	struct lt_prog_cost *cost = bpf_map_lookup_elem(&prog_costs, &prog);
+
+	if (!cost)
+		return;
+	cost->runs++;
+	if (cost->runs > LT_COST_TIME_ALL && cost->runs < cost->next_timed)
+		return;
+	cost->next_timed = cost->runs + 1 + bpf_get_prandom_u32() % (2 * LT_COST_TIME_EVERY - 1);
+	cost->began_ns = bpf_ktime_get_ns();
+}
+
+static __always_inline void cost_end(__u32 prog)
+{
+	struct lt_prog_cost *cost = bpf_map_lookup_elem(&prog_costs, &prog);
+
+	if (!cost || !cost->began_ns)
+		return;
+	cost->timed_ns += bpf_ktime_get_ns() - cost->began_ns;
+	cost->timed_runs++;
+	cost->began_ns = 0;
+}
+
+/* `return LT_TIMED(LT_PROG_X, body(...))`: runs the body, counted and now and then timed. */
+#define LT_TIMED(prog, call)         \
+	({                           \
+		int timed_ret_;      \
+		cost_begin(prog);    \
+		timed_ret_ = (call); \
+		cost_end(prog);      \
+		timed_ret_;          \
+	})
+
 /* ---- record ring ---- */
 
 /*
@@ -1138,7 +1184,7 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 cookie, int usdt)
 SEC("uprobe")
 int lt_uprobe(struct pt_regs *ctx)
 {
-	return on_hit(ctx, bpf_get_attach_cookie(ctx), 0);
+	return LT_TIMED(LT_PROG_UPROBE, on_hit(ctx, bpf_get_attach_cookie(ctx), 0));
 }
 
 /*
@@ -1149,13 +1195,13 @@ int lt_uprobe(struct pt_regs *ctx)
 SEC("uprobe")
 int lt_uprobe_multi(struct pt_regs *ctx)
 {
-	return on_hit(ctx, bpf_get_attach_cookie(ctx), 0);
+	return LT_TIMED(LT_PROG_UPROBE_MULTI, on_hit(ctx, bpf_get_attach_cookie(ctx), 0));
 }
 
 SEC("usdt")
 int lt_usdt(struct pt_regs *ctx)
 {
-	return on_hit(ctx, bpf_usdt_cookie(ctx), 1);
+	return LT_TIMED(LT_PROG_USDT, on_hit(ctx, bpf_usdt_cookie(ctx), 1));
 }
 
 /*
@@ -1199,13 +1245,13 @@ static __always_inline int fast_beat(struct pt_regs *ctx, __u8 kind)
 SEC("uprobe")
 int lt_beat_enter(struct pt_regs *ctx)
 {
-	return fast_beat(ctx, LT_BEAT_ENTER);
+	return LT_TIMED(LT_PROG_BEAT_ENTER, fast_beat(ctx, LT_BEAT_ENTER));
 }
 
 SEC("uprobe")
 int lt_beat_exit(struct pt_regs *ctx)
 {
-	return fast_beat(ctx, LT_BEAT_EXIT);
+	return LT_TIMED(LT_PROG_BEAT_EXIT, fast_beat(ctx, LT_BEAT_EXIT));
 }
 
 /* ---- thread state: sched_switch, sched_waking, cpu-clock samples, SIGQUIT ---- */
@@ -2711,9 +2757,8 @@ static __always_inline int other_thread_waits(__u32 tid, __u32 state)
 	return state != 0 && !watched(tid);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline int sched_switch_run(unsigned long long *ctx, bool preempt, struct task_struct *prev,
+					    struct task_struct *next, unsigned int prev_state)
 {
 	/* Filter by tgid first: most switches on the machine are not the target's. */
 	int prev_in = prev->tgid == target_tgid;
@@ -2785,12 +2830,18 @@ int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
+SEC("tp_btf/sched_switch")
+int BPF_PROG(lt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return LT_TIMED(LT_PROG_SCHED_SWITCH, sched_switch_run(ctx, preempt, prev, next, prev_state));
+}
+
 /*
  * sched_waking runs in the waker's context; sched_wakeup may run on the wakee's CPU from an
  * IPI (remote wakeups), where "current" is whatever ran there, often the idle task.
  */
-SEC("tp_btf/sched_waking")
-int BPF_PROG(lt_sched_waking, struct task_struct *p)
+static __always_inline int sched_waking_run(unsigned long long *ctx, struct task_struct *p)
 {
 	struct task_struct *waker;
 	struct lt_record *rec;
@@ -2816,11 +2867,16 @@ int BPF_PROG(lt_sched_waking, struct task_struct *p)
 	return 0;
 }
 
+SEC("tp_btf/sched_waking")
+int BPF_PROG(lt_sched_waking, struct task_struct *p)
+{
+	return LT_TIMED(LT_PROG_SCHED_WAKING, sched_waking_run(ctx, p));
+}
+
 #define LT_SIGQUIT 3
 
-SEC("tp_btf/signal_generate")
-int BPF_PROG(lt_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
-	     int group, int result)
+static __always_inline int signal_generate_run(unsigned long long *ctx, int sig, struct kernel_siginfo *info,
+					       struct task_struct *task, int group, int result)
 {
 	struct task_struct *sender;
 	struct lt_record *rec;
@@ -2854,12 +2910,18 @@ int BPF_PROG(lt_signal_generate, int sig, struct kernel_siginfo *info, struct ta
 	return 0;
 }
 
+SEC("tp_btf/signal_generate")
+int BPF_PROG(lt_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	return LT_TIMED(LT_PROG_SIGNAL, signal_generate_run(ctx, sig, info, task, group, result));
+}
+
 /*
  * cpu-clock samples of the main thread: its stack while it runs, for sampled call trees
  * and for the stall snapshots of busy threads (their stack ids, at most every 20 ms).
  */
-SEC("perf_event")
-int lt_cpu_sample(struct bpf_perf_event_data *ctx)
+static __always_inline int cpu_sample_run(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
@@ -2887,9 +2949,15 @@ int lt_cpu_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+SEC("perf_event")
+int lt_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	return LT_TIMED(LT_PROG_CPU_SAMPLE, cpu_sample_run(ctx));
+}
+
 /* The target's exec (looptrace run): the start of a cold startup. */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(lt_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+static __always_inline int process_exec_run(unsigned long long *ctx, struct task_struct *p, pid_t old_pid,
+					    struct linux_binprm *bprm)
 {
 	struct lt_record *rec;
 	__u64 index;
@@ -2908,6 +2976,12 @@ int BPF_PROG(lt_process_exec, struct task_struct *p, pid_t old_pid, struct linux
 	bpf_get_current_comm(rec->exec.comm, sizeof(rec->exec.comm));
 	publish_record(rec, index);
 	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(lt_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return LT_TIMED(LT_PROG_EXEC, process_exec_run(ctx, p, old_pid, bprm));
 }
 
 /*

@@ -201,10 +201,6 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
   session->load_cost_.cpu_ns = ThreadCpuNs() - open_began_cpu_ns;
   session->NoteLoadedPrograms();
   lt_probes* skel = session->skel_.get();
-  // What the programs cost, for the report (cost counters); a kernel or a policy that
-  // refuses only loses those figures.
-  session->run_stats_ = UniqueFd(bpf_enable_stats(BPF_STATS_RUN_TIME));
-  if (!session->run_stats_) log::V1("no BPF run-time statistics: {}", strerror(errno));
   for (uint32_t id = 0; id < options.probe_configs.size(); ++id)
     if (int err = bpf_map__update_elem(skel->maps.probe_configs, &id, sizeof(id), &options.probe_configs[id],
                                        sizeof(lt_probe_config), BPF_ANY))
@@ -577,7 +573,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::early_preemptions_unstacked, sum(LT_STAT_SWITCH_YOUNG));
   stats.Set(StatId::early_waits_by_syscall, sum(LT_STAT_SWITCH_YOUNG_WAIT));
   stats.Set(StatId::switch_stacks_waiting, sum(LT_STAT_SWITCH_WAIT));
-  if (run_stats_) AddRunTimes(&stats);
+  AddProgramCosts(&stats);
   stats.Set(StatId::interp_stacks_dropped, sum(LT_STAT_INTERP_STACKS_DROPPED));
   stats.Set(StatId::stack_walks_unsupported_row, sum(LT_STAT_WALK_UNSUPPORTED));
   stats.Set(StatId::stack_walks_no_cfi, sum(LT_STAT_WALK_NO_CFI));
@@ -608,23 +604,29 @@ void BpfSession::NoteLoadedPrograms() {
           load_cost_.wall_ns / 1e6, load_cost_.cpu_ns / 1e6, load_cost_.verified_insns);
 }
 
-// The kernel's run counts and times of every loaded program: the probe programs run once
-// per hit on the target, the others at every switch, wakeup, signal and exec of every
-// process (they filter) and at every cpu-clock sample.
-void BpfSession::AddRunTimes(Stats* stats) const {
-  const bpf_program* probe_programs[] = {skel_->progs.lt_uprobe, skel_->progs.lt_uprobe_multi, skel_->progs.lt_usdt,
-                                         skel_->progs.lt_beat_enter, skel_->progs.lt_beat_exit};
-  bpf_program* prog = nullptr;
-  bpf_object__for_each_program(prog, skel_->obj) {
-    const int fd = bpf_program__fd(prog);
-    if (fd < 0 || prog == skel_->progs.lt_trap_calibration) continue;  // not loaded, or not the target's cost
-    bpf_prog_info info{};
-    uint32_t size = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd, &info, &size) != 0) continue;
-    const bool probe =
-        std::find(std::begin(probe_programs), std::end(probe_programs), prog) != std::end(probe_programs);
-    stats->Add(probe ? StatId::cost_probe_hits : StatId::cost_sched_runs, info.run_cnt);
-    stats->Add(probe ? StatId::cost_probe_bpf_ns : StatId::cost_sched_bpf_ns, info.run_time_ns);
+// What looptrace's programs cost: each counts its runs and times about one in 64 of them
+// (events.h lt_prog_cost), so the time of all runs is an estimate from the timed ones. The
+// probe programs run once per hit on the target, the others at every switch, wakeup,
+// signal and exec of every process (they filter) and at every cpu-clock sample.
+void BpfSession::AddProgramCosts(Stats* stats) const {
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return;
+  std::vector<lt_prog_cost> per_cpu(ncpu);
+  for (uint32_t prog = 0; prog < LT_PROG_MAX; ++prog) {
+    if (bpf_map__lookup_elem(skel_->maps.prog_costs, &prog, sizeof(prog), per_cpu.data(),
+                             per_cpu.size() * sizeof(lt_prog_cost), 0) != 0)
+      continue;
+    lt_prog_cost total{};
+    for (const lt_prog_cost& cpu : per_cpu) {
+      total.runs += cpu.runs;
+      total.timed_runs += cpu.timed_runs;
+      total.timed_ns += cpu.timed_ns;
+    }
+    const auto estimated_ns = static_cast<uint64_t>(
+        total.timed_runs ? static_cast<double>(total.timed_ns) * total.runs / total.timed_runs : 0.0);
+    const bool probe = prog < LT_PROG_PROBES_END;
+    stats->Add(probe ? StatId::cost_probe_hits : StatId::cost_sched_runs, total.runs);
+    stats->Add(probe ? StatId::cost_probe_bpf_ns : StatId::cost_sched_bpf_ns, estimated_ns);
   }
 }
 

@@ -177,7 +177,7 @@ class BpfSession {
   };
 
   BpfSession() = default;
-  void AddRunTimes(Stats* stats) const;
+  void AddProgramCosts(Stats* stats) const;
   void NoteLoadedPrograms();
   Result<void> AttachOne(const ResolvedProbe& probe, int pid);
   Result<void> AttachMulti(const std::vector<const ResolvedProbe*>& probes, int pid);
@@ -200,9 +200,6 @@ class BpfSession {
   bool cpu_samplers_attached_ = false;
   bool uprobe_multi_ = false;
   BpfLoadCost load_cost_;
-  // The kernel's BPF run-time statistics (run_time_ns, run_cnt), on while this is open: the
-  // cost counters. Machine-wide: every BPF program pays two clock reads per run meanwhile.
-  UniqueFd run_stats_;
 };
 
 }  // namespace looptrace::loader

@@ -14,7 +14,8 @@ std::string ShareOfCpu(uint64_t ns, uint64_t session_ns) {
   return session_ns ? fmt::format("{:.2f}% of one CPU", 100.0 * ns / session_ns) : "";
 }
 
-std::string PerRun(uint64_t ns, uint64_t runs) { return runs ? fmt::format("{} ns each", ns / runs) : "no runs"; }
+// BPF times are estimates: every run is counted, about one in 64 timed (bpf/events.h).
+std::string PerRun(uint64_t ns, uint64_t runs) { return runs ? fmt::format("~{} ns each", ns / runs) : "no runs"; }
 
 }  // namespace
 
@@ -56,8 +57,7 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
     line("scheduler programs", Seconds(sched),
          fmt::format("{} runs, {} (every CPU, filtered in BPF)", runs, PerRun(sched, runs)));
   if (hits || runs) line("total", Seconds(cost.total_ns()), ShareOfCpu(cost.total_ns(), session_ns));
-  if (!hits && !runs && (loader || stacked))
-    out += "  (BPF run times unavailable: the kernel's BPF statistics could not be enabled)\n";
+  if (!hits && !runs && (loader || stacked)) out += "  (BPF run times unavailable: not in this recording)\n";
   const uint64_t idle_samples = stats.Get(StatId::samples_idle);
   const uint64_t early = stats.Get(StatId::early_preemptions_unstacked);
   const uint64_t after_ns = stats.Get(StatId::cost_preempt_stacks_after_ns);

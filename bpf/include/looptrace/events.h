@@ -242,6 +242,36 @@ struct lt_probe_config {
 #define LT_STAT_SWITCH_YOUNG_WAIT 27 /* loop-thread waits early in a message: its syscall, no kernel stack (LT_STACK_IN_SYSCALL) */
 #define LT_STAT_MAX 28
 
+/*
+ * What looptrace's own programs cost (the report's cost block), per program and per CPU
+ * (map prog_costs): every run counted, about one run in LT_COST_TIME_EVERY timed (every run
+ * of a CPU's first LT_COST_TIME_ALL, so short sessions are exact). The kernel's BPF run-time
+ * statistics would time every run of every BPF program on the machine: two clock reads a
+ * run, ~450 ns a context switch of an unrelated workload here.
+ */
+#define LT_PROG_UPROBE 0
+#define LT_PROG_UPROBE_MULTI 1
+#define LT_PROG_USDT 2
+#define LT_PROG_BEAT_ENTER 3
+#define LT_PROG_BEAT_EXIT 4
+#define LT_PROG_PROBES_END 5 /* programs below run once per probe hit on the target */
+#define LT_PROG_SCHED_SWITCH 5
+#define LT_PROG_SCHED_WAKING 6
+#define LT_PROG_SIGNAL 7
+#define LT_PROG_CPU_SAMPLE 8
+#define LT_PROG_EXEC 9
+#define LT_PROG_MAX 10
+#define LT_COST_TIME_EVERY 64
+#define LT_COST_TIME_ALL 1024
+
+struct lt_prog_cost {
+	__u64 runs;
+	__u64 timed_runs;
+	__u64 timed_ns;
+	__u64 next_timed; /* the run count at which the next run is timed */
+	__u64 began_ns;   /* the timed run in progress began (0: this run is not timed) */
+};
+
 /* Ring buffer records start with this header. */
 struct lt_record_header {
 	__u32 type; /* LT_RECORD_* */

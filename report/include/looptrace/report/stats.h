@@ -100,10 +100,12 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
     "loop-thread waits early in a message (younger than cost_preempt_stacks_after_ns): no kernel stack taken, the "    \
     "reason from the system call it waits in; its user stack sampled; a snapshot reads a thread still waiting")        \
   X(cost_probe_hits, kCost, "probe hits on the target (runs of looptrace's uprobe and USDT programs)")                 \
-  X(cost_probe_bpf_ns, kCost, "ns in looptrace's uprobe and USDT programs (the kernel's BPF run-time statistics)")     \
+  X(cost_probe_bpf_ns, kCost,                                                                                          \
+    "ns in looptrace's uprobe and USDT programs (estimated: every run counted, ~1 in 64 timed)")                       \
   X(cost_sched_runs, kCost,                                                                                            \
     "runs of looptrace's scheduler, signal, exec and sampler programs (every CPU, every process: they filter)")        \
-  X(cost_sched_bpf_ns, kCost, "ns in looptrace's scheduler, signal, exec and sampler programs, on every CPU")          \
+  X(cost_sched_bpf_ns, kCost,                                                                                          \
+    "ns in looptrace's scheduler, signal, exec and sampler programs, on every CPU (estimated like cost_probe_bpf_ns)") \
   X(cost_switch_stacks, kCost, "switch-outs of the target's threads whose kernel and user stacks BPF took")            \
   X(cost_uprobe_hit_ns, kCost,                                                                                         \
     "ns one uprobe hit costs on this machine, measured at the start (trap, dispatch, an empty program)")               \
