@@ -273,6 +273,7 @@ void Session::Start(SessionStart start) {
           .preempt_stacks_after_ns;
   bpf_->SetPreemptStacksAfter(preempt_after_ns);
   loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, preempt_after_ns);
+  loader_stats_.Set(StatId::cost_loader_start_cpu_ns, own_cpu_.ElapsedNs());
 }
 
 void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {

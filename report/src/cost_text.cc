@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace looptrace {
@@ -22,6 +23,7 @@ std::string PerRun(uint64_t ns, uint64_t runs) { return runs ? fmt::format("~{} 
 CostBreakdown CostOf(const Stats& stats) {
   CostBreakdown cost;
   cost.loader_ns = stats.Get(StatId::cost_loader_cpu_ns);
+  cost.loader_start_ns = std::min(stats.Get(StatId::cost_loader_start_cpu_ns), cost.loader_ns);
   // A hit's trap and dispatch (measured on an empty program) plus what the program did.
   cost.probes_ns =
       stats.Get(StatId::cost_probe_hits) * stats.Get(StatId::cost_uprobe_hit_ns) + stats.Get(StatId::cost_probe_bpf_ns);
@@ -47,7 +49,15 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
   auto line = [&](std::string_view what, const std::string& amount, const std::string& how) {
     out += fmt::format("  {:<20} {:>10}  {}\n", what, amount, how);
   };
-  line("loader CPU", Seconds(loader), ShareOfCpu(loader, session_ns));
+  // The start (BPF load, symbols, attach) is paid once, before the session's clock starts:
+  // shares over the session are of what ran after it.
+  const uint64_t start = cost.loader_start_ns;
+  const auto after_start = [&](uint64_t ns) {
+    return start ? fmt::format("{} after starting ({} of it to start: BPF load, symbols, probes)",
+                               ShareOfCpu(ns - start, session_ns), Seconds(start))
+                 : ShareOfCpu(ns, session_ns);
+  };
+  line("loader CPU", Seconds(loader), after_start(loader));
   if (hits)
     line("probe hits", Seconds(probes),
          hit_ns ? fmt::format("{} hits x {} ns (a uprobe hit here, measured at the start) + {} in BPF", hits, hit_ns,
@@ -56,7 +66,7 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
   if (runs)
     line("scheduler programs", Seconds(sched),
          fmt::format("{} runs, {} (every CPU, filtered in BPF)", runs, PerRun(sched, runs)));
-  if (hits || runs) line("total", Seconds(cost.total_ns()), ShareOfCpu(cost.total_ns(), session_ns));
+  if (hits || runs) line("total", Seconds(cost.total_ns()), after_start(cost.total_ns()));
   if (!hits && !runs && (loader || stacked)) out += "  (BPF run times unavailable: not in this recording)\n";
   const uint64_t idle_samples = stats.Get(StatId::samples_idle);
   const uint64_t early = stats.Get(StatId::early_preemptions_unstacked);

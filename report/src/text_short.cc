@@ -59,8 +59,13 @@ std::string CostLine(const Stats& stats, uint64_t session_ns) {
   if (CostText(stats, session_ns).empty()) return "";
   const CostBreakdown cost = CostOf(stats);
   const bool bpf_times = stats.Get(StatId::cost_probe_hits) || stats.Get(StatId::cost_sched_runs);
+  // Shares are of what ran after the start (paid once, before the session's clock).
   const auto share = [&](uint64_t ns) {
-    return session_ns ? fmt::format(", {:.2f}% of one CPU", 100.0 * ns / session_ns) : std::string();
+    const uint64_t running = ns - cost.loader_start_ns;
+    if (!session_ns) return std::string();
+    if (!cost.loader_start_ns) return fmt::format(", {:.2f}% of one CPU", 100.0 * running / session_ns);
+    return fmt::format(", {:.2f}% of one CPU after {} to start", 100.0 * running / session_ns,
+                       Seconds(cost.loader_start_ns));
   };
   if (!bpf_times)
     return fmt::format("\nlooptrace cost: loader {} of CPU{} (BPF run times unavailable)\n", Seconds(cost.loader_ns),

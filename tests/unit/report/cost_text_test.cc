@@ -35,6 +35,25 @@ TEST(CostText, SaysWhatTheSessionCostInPlainNumbers) {
   EXPECT_EQ(text.find("unavailable"), std::string::npos) << text;
 }
 
+TEST(CostText, SharesAreOfWhatRanAfterTheStart) {
+  // 1.2 s of loader CPU, 1 s of it loading BPF and attaching before the 10 s session began:
+  // the session ran at 2% of one CPU, not 12%.
+  Stats stats;
+  stats.Set(StatId::cost_loader_cpu_ns, 1'200'000'000);
+  stats.Set(StatId::cost_loader_start_cpu_ns, 1'000'000'000);
+  stats.Set(StatId::cost_sched_runs, 4000);
+  stats.Set(StatId::cost_sched_bpf_ns, 100'000'000);
+  const std::string text = CostText(stats, 10'000'000'000);
+  EXPECT_NE(text.find("  loader CPU              1.200 s  2.00% of one CPU after starting (1.000 s of it to start: "
+                      "BPF load, symbols, probes)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  total                   1.300 s  3.00% of one CPU after starting"), std::string::npos) << text;
+  const CostBreakdown cost = CostOf(stats);
+  EXPECT_EQ(cost.total_ns(), 1'300'000'000u);
+  EXPECT_EQ(cost.running_ns(), 300'000'000u);
+}
+
 TEST(CostText, SaysWhenPreemptionsAndWaitsGetStacks) {
   Stats stats;
   stats.Set(StatId::cost_switch_stacks, 5);

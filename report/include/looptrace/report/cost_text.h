@@ -11,10 +11,13 @@ namespace looptrace {
 
 // The cost of a session in CPU time, by part (each as the text block explains it).
 struct CostBreakdown {
-  uint64_t loader_ns = 0;     // the loader's own process
-  uint64_t probes_ns = 0;     // probe hits: hits x the measured cost of one, + their BPF time
-  uint64_t scheduler_ns = 0;  // the scheduler, signal, exec and sampler programs, every CPU
+  uint64_t loader_ns = 0;        // the loader's own process
+  uint64_t loader_start_ns = 0;  // the part of loader_ns spent starting (paid once a session)
+  uint64_t probes_ns = 0;        // probe hits: hits x the measured cost of one, + their BPF time
+  uint64_t scheduler_ns = 0;     // the scheduler, signal, exec and sampler programs, every CPU
   uint64_t total_ns() const { return loader_ns + probes_ns + scheduler_ns; }
+  // What the session costs as it runs, the figure a budget is about: all but the start.
+  uint64_t running_ns() const { return total_ns() - loader_start_ns; }
 };
 CostBreakdown CostOf(const Stats& stats);
 

@@ -112,6 +112,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
   X(cost_preempt_stacks_after_ns, kCost,                                                                               \
     "preemptions get stacks only in messages open this long (ns; a tenth of the shortest slow message, 0: all)")       \
   X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session")               \
+  X(cost_loader_start_cpu_ns, kCost,                                                                                   \
+    "ns of cost_loader_cpu_ns spent before the session started (BPF load, symbols, probes attached), once a session")  \
   X(interp_stacks_dropped, kDataLoss,                                                                                  \
     "interpreter stacks (Python frames) dropped in BPF because the sample ring was full (raise --sample-ring)")        \
   X(interp_stacks_truncated, kInfo,                                                                                    \
