@@ -92,12 +92,16 @@ int64_t StolenNs() {
 // Time a hypervisor steals from the guest while the thread holds its CPU is in looptrace's
 // figure (the edges are timestamps) and not in the thread clock (the kernel leaves steal out
 // of a thread's runtime): a message looptrace puts above the window is explained when the
-// machine's steal counter moved by at least that much over the run (`stolen_ns`, tick-granular).
+// machine's steal counter moved by at least that much over the run (`stolen_ns`, tick-granular:
+// /proc/stat counts in 10 ms steps, so a few hundred us stolen inside one message often shows
+// as none). The target also counts its context switches over each message (getrusage): a
+// message above the window that never left its CPU held it for its whole wall time, so its CPU
+// time is that wall time (between the hooks' windows), whatever the thread clock was charged.
 void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<json>& truth, int64_t stolen_ns) {
   std::map<uint64_t, json> by_id;
   for (const json& m : OfType(report, "message"))
     if (!m["msg_id"].is_null()) by_id[m["msg_id"].get<uint64_t>()] = m;
-  size_t compared = 0, outside = 0, above = 0;
+  size_t compared = 0, outside = 0, above = 0, held_throughout = 0;
   int64_t max_error = 0, above_ns = 0;
   for (const json& t : truth) {
     if (!t.contains("cpu_after_ns")) continue;
@@ -113,7 +117,14 @@ void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<js
     const int64_t end_hook = t.value("end_after_ns", t["end_ns"].get<int64_t>()) - t["end_ns"].get<int64_t>();
     const bool inside =
         cpu <= window + 250'000 + cost / 20 && cpu >= window - 250'000 - cost / 50 - begin_hook - end_hook;
-    if (!inside && cpu > window) {
+    const int64_t wall_min = t["end_ns"].get<int64_t>() - t.value("begin_after_ns", t["begin_ns"].get<int64_t>());
+    const int64_t wall_max = t.value("end_after_ns", t["end_ns"].get<int64_t>()) - t["begin_ns"].get<int64_t>();
+    const bool never_switched = t.value("context_switches", uint64_t{1}) == 0;
+    if (!inside && cpu > window && never_switched && cpu >= wall_min && cpu <= wall_max) {
+      ++held_throughout;
+      std::cout << "above, held its CPU throughout: cpu " << cpu << " ns, wall " << wall_min << ".." << wall_max
+                << " ns, thread clock " << window << " ns: " << t.dump() << "\n";
+    } else if (!inside && cpu > window) {
       ++above;
       above_ns += cpu - window;
       std::cout << "above: cpu " << cpu << " ns, thread clock " << window << " ns: " << t.dump() << "\n";
@@ -136,8 +147,8 @@ void ExpectCpuMatchesTruth(const std::vector<json>& report, const std::vector<js
       << outside << " of " << compared << " messages below the thread clock's window, " << above << " above it by "
       << above_ns << " ns with " << stolen_ns << " ns stolen";
   std::cout << "cpu time of " << compared << " messages: " << outside << " below, " << above << " above by " << above_ns
-            << " ns (" << stolen_ns << " ns stolen; " << untraced << " untraced switches), the rest at most "
-            << max_error << " ns from the thread clock\n";
+            << " ns, " << held_throughout << " above that held their CPU throughout (" << stolen_ns << " ns stolen; "
+            << untraced << " untraced switches), the rest at most " << max_error << " ns from the thread clock\n";
 }
 
 TEST_F(RecordTest, RunReportsEveryMessageOfTheTruthWithin200us) {

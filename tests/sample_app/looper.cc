@@ -81,6 +81,7 @@ void Looper::Dispatch(Message& msg) {
   // probe on the hook and the truth see the same instants.
   // The clock is also read right after the hooks: a probe's timestamp must fall in
   // [before, after], a window that is wide only if the thread was preempted there.
+  const uint64_t switches_before = ThreadContextSwitches();
   const uint64_t cpu_before_ns = ThreadCpuNs();
   const uint64_t begin_ns = NowNs();
   sample_looper_dispatch_begin(msg_id, name);
@@ -94,11 +95,12 @@ void Looper::Dispatch(Message& msg) {
   LOOPTRACE_SAMPLE_USDT_DISPATCH_END(msg_id);
   const uint64_t end_after_ns = NowNs();
   const uint64_t cpu_after_ns = ThreadCpuNs();
+  const uint64_t switches = ThreadContextSwitches() - switches_before;
   t_current_msg_id = 0;
   TruthRecorder::Global().RecordMessage(
       tid_, msg_id, name, begin_ns, end_ns,
       t_method_calls_reported ? std::optional<uint64_t>(t_method_calls) : std::nullopt, begin_after_ns, end_after_ns,
-      cpu_before_ns, cpu_after_ns);
+      cpu_before_ns, cpu_after_ns, switches);
 }
 
 // ---------------------------------------------------------------- Handler

@@ -3,6 +3,7 @@
 #ifndef LOOPTRACE_TESTS_SAMPLE_APP_SYS_UTIL_H_
 #define LOOPTRACE_TESTS_SAMPLE_APP_SYS_UTIL_H_
 
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,15 @@ inline uint64_t ThreadCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * kNsPerSec + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// How many times the calling thread left its CPU (voluntary and involuntary context
+// switches, getrusage RUSAGE_THREAD): unchanged over a stretch means the thread held its CPU
+// throughout, so its wall time there is its time on the CPU (steal included).
+inline uint64_t ThreadContextSwitches() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return static_cast<uint64_t>(usage.ru_nvcsw) + static_cast<uint64_t>(usage.ru_nivcsw);
 }
 
 inline timespec ToTimespec(uint64_t ns) {

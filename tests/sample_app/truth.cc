@@ -127,7 +127,7 @@ void TruthRecorder::Add(TruthRecord record) {
 
 void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name, uint64_t begin_ns, uint64_t end_ns,
                                   std::optional<uint64_t> method_calls, uint64_t begin_after_ns, uint64_t end_after_ns,
-                                  uint64_t cpu_before_ns, uint64_t cpu_after_ns) {
+                                  uint64_t cpu_before_ns, uint64_t cpu_after_ns, uint64_t context_switches) {
   if (count_messages_only_.load(std::memory_order_relaxed)) {
     messages_counted_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -143,6 +143,7 @@ void TruthRecorder::RecordMessage(pid_t tid, uint64_t msg_id, const char* name, 
   record.end_after_ns = end_after_ns;
   record.cpu_before_ns = cpu_before_ns;
   record.cpu_after_ns = cpu_after_ns;
+  record.context_switches = context_switches;
   record.method_calls = method_calls;
   Add(std::move(record));
 }
@@ -241,6 +242,7 @@ std::string TruthRecorder::FormatLocked(const TruthRecord& r) const {
       if (r.cpu_after_ns) {
         line.U("cpu_before_ns", r.cpu_before_ns);
         line.U("cpu_after_ns", r.cpu_after_ns);
+        line.U("context_switches", r.context_switches);
       }
       if (r.method_calls) line.U("method_calls", *r.method_calls);
       return line.Take();

@@ -80,6 +80,8 @@ struct TruthRecord {
   // after the end hook's (ThreadCpuNs): the message's CPU time lies within their difference.
   uint64_t cpu_before_ns = 0;
   uint64_t cpu_after_ns = 0;
+  // kMessage: the thread's context switches over that same stretch (ThreadContextSwitches).
+  uint64_t context_switches = 0;
   // kMessage: instrumented method calls made inside it, if counted
   // (Looper::AddMethodCalls); absent otherwise.
   std::optional<uint64_t> method_calls;
@@ -100,7 +102,8 @@ class TruthRecorder {
 
   void RecordMessage(pid_t tid, uint64_t msg_id, const char* name, uint64_t begin_ns, uint64_t end_ns,
                      std::optional<uint64_t> method_calls = std::nullopt, uint64_t begin_after_ns = 0,
-                     uint64_t end_after_ns = 0, uint64_t cpu_before_ns = 0, uint64_t cpu_after_ns = 0);
+                     uint64_t end_after_ns = 0, uint64_t cpu_before_ns = 0, uint64_t cpu_after_ns = 0,
+                     uint64_t context_switches = 0);
   void RecordIdle(pid_t tid, uint64_t idle_id, const char* name, uint64_t begin_ns, uint64_t end_ns);
   // One call of an instrumented method (method_trace.h).
   void RecordMethod(pid_t tid, const MethodInfo& method, uint32_t depth, uint64_t begin_ns, uint64_t end_ns,
