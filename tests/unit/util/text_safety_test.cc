@@ -23,6 +23,22 @@ TEST(TextSafety, ValidUtf8IsRecognized) {
   EXPECT_FALSE(IsValidUtf8("\x80 stray continuation"));
 }
 
+// ASCII runs are checked a word at a time: a bad or multi-byte sequence is found at every
+// position of a long text, across and at the ends of the words.
+TEST(TextSafety, EveryPositionOfALongTextIsChecked) {
+  for (size_t length = 1; length <= 40; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      std::string text(length, 'a');
+      text[at] = '\xFF';
+      EXPECT_FALSE(IsValidUtf8(text)) << length << " bytes, 0xFF at " << at;
+      text.replace(at, 1, "\xC3\xA9");
+      EXPECT_TRUE(IsValidUtf8(text)) << length << " bytes, U+00E9 at " << at;
+      text.resize(at + 1);  // cut inside the sequence
+      EXPECT_FALSE(IsValidUtf8(text)) << "cut at " << at + 1;
+    }
+  }
+}
+
 TEST(TextSafety, SafeTextReplacesEachInvalidSequenceWithOneReplacementCharacter) {
   const std::string fffd = "\xEF\xBF\xBD";
   EXPECT_EQ(SafeText("ok"), "ok");
