@@ -30,16 +30,28 @@ bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
   pending.frames.reserve(rec.nr_frames);
   if (rec.flags & LT_INTERP_TRUNCATED) stats_->Add(StatId::interp_stacks_truncated);
   if (rec.flags & (LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)) stats_->Add(StatId::interp_stacks_failed);
+  const bool keep = interpreter_->NamesFramesByCodeAlone();
   for (uint16_t i = 0; i < rec.nr_frames; ++i) {
     const lt_interp_frame& frame = rec.frames[i];
+    const FrameKey key{frame.code, frame.offset, frame.fingerprint};
+    if (keep)
+      if (auto kept = kept_.find(key); kept != kept_.end()) {
+        pending.frames.insert(pending.frames.end(), kept->second.begin(), kept->second.end());
+        continue;
+      }
+    const bool ends_run = interpreter_->EndsLoopRun(frame);
     expanded_.clear();
-    if (!interpreter_->ExpandFrame(frame, stats_, &expanded_)) {
-      pending.frames.push_back({std::string(kUnknownFrame), interpreter_->EndsLoopRun(frame), false, std::string()});
+    if (!interpreter_->ExpandFrame(frame, stats_, &expanded_)) {  // not kept: a later walk may name it
+      pending.frames.push_back(std::make_shared<const Named>(std::string(kUnknownFrame), ends_run, false, ""));
       continue;
     }
+    const size_t first = pending.frames.size();
     for (InterpreterFrame& named : expanded_)
       pending.frames.push_back(
-          {named.Name(), interpreter_->EndsLoopRun(frame), named.user_code, std::move(named.callable)});
+          std::make_shared<const Named>(named.Name(), ends_run, named.user_code, std::move(named.callable)));
+    if (!keep) continue;
+    if (kept_.size() >= kMaxKeptFrames) kept_.clear();
+    kept_.emplace(key, std::vector<SharedNamed>(pending.frames.begin() + first, pending.frames.end()));
   }
   interpreter_->NoteThreadStack(rec.tid, std::span<const lt_interp_frame>(rec.frames, rec.nr_frames));
   return true;
@@ -59,8 +71,8 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
   // The outermost frame of the program's own, from a whole walk only (a cut one may miss it).
   if (!(pending.flags & (LT_INTERP_TRUNCATED | LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)))
     for (auto f = pending.frames.rbegin(); f != pending.frames.rend(); ++f)
-      if (f->user_code) {
-        sample->callable = f->callable.empty() ? f->name : f->callable;
+      if ((*f)->user_code) {
+        sample->callable = (*f)->callable.empty() ? (*f)->name : (*f)->callable;
         break;
       }
   std::string_view end_marker;
@@ -76,7 +88,7 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
     for (const ResolvedFrame& f : native.frames) {
       if (interpreter_->IsGeneratedCode(f.module)) {
         if (next < pending.frames.size()) {
-          for (; next < pending.frames.size(); ++next) frames.push_back(pending.frames[next].name);
+          for (; next < pending.frames.size(); ++next) frames.push_back(pending.frames[next]->name);
           in_generated_run = true;
         }
         if (in_generated_run) continue;
@@ -89,8 +101,8 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
       }
       // One C call of the loop: the Python frames up to the outermost of its run.
       while (next < pending.frames.size()) {
-        frames.push_back(pending.frames[next].name);
-        if (pending.frames[next++].ends_run) break;
+        frames.push_back(pending.frames[next]->name);
+        if (pending.frames[next++]->ends_run) break;
       }
     }
     // The native walk ended early (no frame pointers, no CFI): the rest goes on top.
@@ -104,7 +116,7 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
     }
     sample->stop.clear();  // the Python walk reached the outermost frame
   }
-  for (; next < pending.frames.size(); ++next) frames.push_back(pending.frames[next].name);
+  for (; next < pending.frames.size(); ++next) frames.push_back(pending.frames[next]->name);
   if (!end_marker.empty()) sample->stop = std::string(end_marker);  // shown where the walk ended
   sample->frames = std::move(frames);
 }

@@ -7,9 +7,13 @@
 //  - merged view (--native-frames): the native stack with each run of the interpreter loop
 //    (`_PyEval_EvalFrameDefault`) replaced by the interpreted frames it ran.
 // Frames that cannot be named, and walks cut at the depth limit, are marked and counted.
+// Where the runtime names a frame by its code alone, the names are kept by (code, offset,
+// fingerprint): a busy loop's samples stop at the same few places, and formatting each frame's
+// name anew at every sample was most of the loader's work on a Python server.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,17 +50,33 @@ class InterpreterStacks {
     bool user_code = false;  // InterpreterFrame::user_code
     std::string callable;    // InterpreterFrame::callable
   };
+  using SharedNamed = std::shared_ptr<const Named>;
   struct Pending {
     uint64_t ts_ns = 0;
     uint16_t flags = 0;
-    std::vector<Named> frames;  // innermost first
+    std::vector<SharedNamed> frames;  // innermost first
   };
+  struct FrameKey {
+    uint64_t code = 0;
+    uint32_t offset = 0;
+    uint32_t fingerprint = 0;
+    bool operator==(const FrameKey&) const = default;
+  };
+  struct FrameKeyHash {
+    size_t operator()(const FrameKey& key) const {
+      const uint64_t rest = (uint64_t{key.offset} << 32) | key.fingerprint;
+      return std::hash<uint64_t>()(key.code ^ (rest * 0x9E3779B97F4A7C15ull));
+    }
+  };
+  // Kept names, bounded: emptied when full, then named again as they come.
+  static constexpr size_t kMaxKeptFrames = 1 << 16;
 
   InterpreterSupport* interpreter_;
   Stats* stats_;
   bool merged_;
   std::unordered_map<uint32_t, Pending> pending_;  // by thread
   std::vector<InterpreterFrame> expanded_;         // one frame's, kept for its storage
+  std::unordered_map<FrameKey, std::vector<SharedNamed>, FrameKeyHash> kept_;
 };
 
 }  // namespace looptrace::loader

@@ -143,6 +143,10 @@ class InterpreterSupport {
     (void)module;
     return false;
   }
+  // Whether ExpandFrame names a walked frame by its code, offset and fingerprint alone, the
+  // same each time while the fingerprint holds (as its own cache of code objects does): the
+  // session may then keep the names it gave by that triple.
+  virtual bool NamesFramesByCodeAlone() const { return false; }
 };
 
 }  // namespace looptrace::loader

@@ -204,6 +204,8 @@ class CPythonProcess : public InterpreterSupport {
     return namer_.NameFrame(frame, stats);
   }
 
+  bool NamesFramesByCodeAlone() const override { return true; }  // CodeNamer: by address and co_firstlineno
+
   CallableName NameCallable(std::span<const uint64_t> slots, const TargetTextLookup& texts, Stats* stats) override {
     return namer_.NameCallable(slots, texts, stats);
   }

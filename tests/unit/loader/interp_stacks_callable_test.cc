@@ -4,7 +4,12 @@
 // that had none.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "loader/decode/interp_stacks.h"
 
@@ -83,6 +88,63 @@ TEST(InterpreterStacksCallable, TheOutermostFrameOfTheProgramsOwnNamesTheSample)
   stacks.Splice(native, &sample);
   EXPECT_EQ(sample.callable, "");
   EXPECT_EQ(runtime.latest[7], 0u);
+}
+
+// Names a frame "f<code>:<fingerprint>", except code 0 (unnamed), and counts how often it is asked.
+class CountingRuntime : public FakeRuntime {
+ public:
+  explicit CountingRuntime(bool by_code_alone) : by_code_alone_(by_code_alone) {}
+  std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats*) override {
+    ++asked;
+    if (frame.code == 0) return std::nullopt;
+    return InterpreterFrame{fmt::format("f{}:{}", frame.code, frame.fingerprint), "", 0, true, ""};
+  }
+  bool NamesFramesByCodeAlone() const override { return by_code_alone_; }
+  int asked = 0;
+
+ private:
+  bool by_code_alone_;
+};
+
+std::vector<std::string> SplicedNames(InterpreterStacks& stacks, uint64_t ts,
+                                      const std::vector<std::pair<uint64_t, uint32_t>>& frames) {
+  std::vector<uint64_t> codes;
+  for (const auto& [code, fingerprint] : frames) codes.push_back(code);
+  std::vector<uint8_t> raw = Record(7, ts, codes);
+  auto* rec = reinterpret_cast<lt_interp_stack*>(raw.data());
+  for (size_t i = 0; i < frames.size(); ++i) rec->frames[i].fingerprint = frames[i].second;
+  EXPECT_TRUE(stacks.Add(raw));
+  StackSample sample = SampleAt(7, ts);
+  stacks.Splice(ResolvedStack{}, &sample);
+  return sample.frames;
+}
+
+TEST(InterpreterStacksNames, KeptByCodeOffsetAndFingerprintWhereTheRuntimeNamesByCodeAlone) {
+  CountingRuntime runtime(/*by_code_alone=*/true);
+  Stats stats;
+  InterpreterStacks stacks(&runtime, &stats, /*merged=*/false);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(SplicedNames(stacks, 1, {{1, 5}, {2, 5}}), (V{"f1:5", "f2:5"}));
+  EXPECT_EQ(runtime.asked, 2);
+  EXPECT_EQ(SplicedNames(stacks, 2, {{2, 5}, {1, 5}, {2, 5}}), (V{"f2:5", "f1:5", "f2:5"}));
+  EXPECT_EQ(runtime.asked, 2);  // every frame kept
+  // Another code object at a reused address (its fingerprint differs) is named anew.
+  EXPECT_EQ(SplicedNames(stacks, 3, {{1, 6}}), (V{"f1:6"}));
+  EXPECT_EQ(runtime.asked, 3);
+  // A frame that could not be named is asked again next time: it may be named then.
+  EXPECT_EQ(SplicedNames(stacks, 4, {{0, 5}}), (V{std::string(InterpreterStacks::kUnknownFrame)}));
+  EXPECT_EQ(SplicedNames(stacks, 5, {{0, 5}}), (V{std::string(InterpreterStacks::kUnknownFrame)}));
+  EXPECT_EQ(runtime.asked, 5);
+}
+
+TEST(InterpreterStacksNames, AskedAtEveryFrameWhereTheRuntimeNamesByMoreThanCode) {
+  CountingRuntime runtime(/*by_code_alone=*/false);
+  Stats stats;
+  InterpreterStacks stacks(&runtime, &stats, /*merged=*/false);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(SplicedNames(stacks, 1, {{1, 5}, {2, 5}}), (V{"f1:5", "f2:5"}));
+  EXPECT_EQ(SplicedNames(stacks, 2, {{1, 5}, {2, 5}}), (V{"f1:5", "f2:5"}));
+  EXPECT_EQ(runtime.asked, 4);
 }
 
 }  // namespace
