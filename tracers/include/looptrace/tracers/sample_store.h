@@ -132,12 +132,12 @@ class SampleStore {
   // sample that has gone to the session's totals is then counted under its stack's address
   // (no copy of its frames, no comparison of them per sample).
   struct FramesHash {
-    using is_transparent = void;
+    using is_transparent = void;  // NOLINT(readability-identifier-naming): the standard library's name
     size_t operator()(const Frames& frames) const;
     size_t operator()(const std::shared_ptr<const Frames>& frames) const { return (*this)(*frames); }
   };
   struct FramesEqual {
-    using is_transparent = void;
+    using is_transparent = void;  // NOLINT(readability-identifier-naming): the standard library's name
     static const Frames& Of(const Frames& f) { return f; }
     static const Frames& Of(const std::shared_ptr<const Frames>& f) { return *f; }
     template <typename A, typename B>
