@@ -118,11 +118,16 @@ const CodeInfo* CodeNamer::Code(uint64_t code, uint32_t fingerprint, Stats* stat
     codes_.erase(it);  // freed, and another code object (or something else) took its place
   }
   auto type = Pointer(code + kObType);
+  if (type && *type != code_type_) {
+    // BPF took it for a code object (it checks the type as it walks): freed since, its
+    // memory now another object's. A module's body, run once by its import, goes so.
+    log::V2("code object at {:#x}: type {:#x}, not PyCode_Type {:#x}", code, *type, code_type_);
+    if (stats) stats->Add(StatId::interp_code_reused);
+    return nullptr;
+  }
   int32_t first_line = 0;
-  if (!type || *type != code_type_ ||
-      !memory_->Read(code + layout_.code_firstlineno, &first_line, sizeof(first_line))) {
-    log::V2("code object at {:#x}: {}", code,
-            type ? fmt::format("type {:#x}, not PyCode_Type {:#x}", *type, code_type_) : "unreadable");
+  if (!type || !memory_->Read(code + layout_.code_firstlineno, &first_line, sizeof(first_line))) {
+    log::V2("code object at {:#x}: unreadable", code);
     if (stats) stats->Add(StatId::interp_frames_unnamed);
     return nullptr;
   }
