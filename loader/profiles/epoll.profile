@@ -8,7 +8,7 @@
 profile epoll
 description any epoll/poll loop (libc): messages are loop iterations, the busy time between polls
 messages poll-bounded
-requires-call epoll_wait|epoll_pwait|epoll_pwait2|poll|ppoll|__poll_chk|__ppoll_chk
+requires-call epoll_wait|epoll_pwait|epoll_pwait2|poll|ppoll|__poll_chk|__ppoll_chk|select|pselect
 probe poll.begin uprobe    libc.so epoll_wait  timeout_ms=arg4:int
 probe poll.end   uretprobe libc.so epoll_wait
 probe poll.begin uprobe    libc.so epoll_pwait timeout_ms=arg4:int
@@ -19,3 +19,8 @@ probe poll.begin uprobe    libc.so poll        timeout_ms=arg3:int
 probe poll.end   uretprobe libc.so poll
 probe poll.begin uprobe    libc.so ppoll
 probe poll.end   uretprobe libc.so ppoll
+# select loops (Python's select.select: pydoc's server, older socketservers); libc has both
+optional probe poll.begin uprobe    libc.so select
+optional probe poll.end   uretprobe libc.so select
+optional probe poll.begin uprobe    libc.so pselect
+optional probe poll.end   uretprobe libc.so pselect

@@ -79,6 +79,10 @@ class LoopsTest : public BpfTest {
     return ReadJsonLines(dir_ / "out.json");
   }
 
+  // The epoll loop program (tests/loops/epoll_loop.c) waiting in `wait` ("epoll_wait" or
+  // "select"): every iteration a message at its own boundaries, and the session's cost said.
+  void ExpectIterationsMatchTheProgramsOwn(const std::string& wait);
+
   static void ExpectCleanSession(const std::vector<json>& lines, const std::string& profile,
                                  const std::string& definition) {
     auto session = OfType(lines, "session");
@@ -173,11 +177,17 @@ TEST_F(LoopsTest, AndroidLooperIterationsHoldNativeHandlersAndJavaMessages) {
   std::cout << "android-looper: Java message iterations hold at most " << worst << " ns of loop overhead\n";
 }
 
-TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
+TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) { ExpectIterationsMatchTheProgramsOwn("epoll_wait"); }
+
+// The same loop waiting in select(2): Python's select.select loops (pydoc's server) too.
+TEST_F(LoopsTest, SelectLoopIterationsMatchTheProgramsOwn) { ExpectIterationsMatchTheProgramsOwn("select"); }
+
+void LoopsTest::ExpectIterationsMatchTheProgramsOwn(const std::string& wait) {
   std::string err;
-  auto lines =
-      Run({Program("looptrace-epoll-loop"), "--truth", dir_ / "truth.jsonl", "--iterations", "60", "--slow-ms", "120"},
-          &err);
+  std::vector<std::string> argv = {
+      Program("looptrace-epoll-loop"), "--truth", dir_ / "truth.jsonl", "--iterations", "60", "--slow-ms", "120"};
+  if (wait == "select") argv.insert(argv.end(), {"--select", "1"});
+  auto lines = Run(argv, &err);
   EXPECT_NE(err.find("profile epoll matches the target"), std::string::npos) << err;
   ExpectCleanSession(lines, "epoll", "poll-bounded");
   auto messages = OfType(lines, "message");
@@ -200,7 +210,7 @@ TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
       EXPECT_LE(std::abs(Cost(m) - Cost(t)), kToleranceNs);
     }
   }
-  std::cout << "epoll: " << messages.size() << " iterations, boundaries off by at most " << worst << " ns\n";
+  std::cout << wait << ": " << messages.size() << " iterations, boundaries off by at most " << worst << " ns\n";
   // Issue 32: between iterations the loop waits in epoll_wait without a stack taken, and the
   // report says what the session cost (probe hits, BPF time, a hit's measured cost, the
   // loader's CPU).
@@ -210,7 +220,7 @@ TEST_F(LoopsTest, EpollLoopIterationsMatchTheProgramsOwn) {
   EXPECT_GT(counters["switch_stacks_idle"].get<uint64_t>(), 0u) << counters.dump();
   for (const char* name : {"cost_probe_hits", "cost_probe_bpf_ns", "cost_uprobe_hit_ns", "cost_loader_cpu_ns"})
     EXPECT_GT(counters[name].get<uint64_t>(), 0u) << name;
-  // Hits are counted, only their BPF time is estimated: the program called epoll_wait once
+  // Hits are counted, only their BPF time is estimated: the program called its wait once
   // per iteration (the last, unlogged one too), an entry hit and a return hit each.
   EXPECT_EQ(counters["cost_probe_hits"].get<uint64_t>(), 2 * (truth.size() + 1)) << counters.dump();
 }

@@ -1,17 +1,19 @@
 // A plain C epoll loop that writes its own truth (for tests/integration/loops_test.cc):
-//   looptrace-epoll-loop [--truth FILE] [--iterations N] [--slow-ms MS] [--start-delay-ms MS]
+//   looptrace-epoll-loop [--truth FILE] [--iterations N] [--slow-ms MS] [--start-delay-ms MS] [--select 1]
 //   looptrace-epoll-loop --bench N [--work-us W] [--ppoll 1]   (bench/loop_overhead.cc)
 // epoll_wait on a 5 ms timerfd and an eventfd; each wake-up is one loop iteration: the timer
 // does 0.2 ms of work ("tick"), and at the middle iteration it does MS of work ("slow") and
 // signals the eventfd, which the next iteration drains ("event"). The truth file gets one
 // {"type":"iteration","name":...} line per iteration, from just after epoll_wait returns to
 // just before the next call (the last iteration, which ends in exit, is not one).
+// --select 1 waits in select(2) on the same two fds instead (Python's select.select loops).
 #define _GNU_SOURCE  // ppoll
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -42,7 +44,7 @@ static int Bench(int iterations, uint64_t work_ns, int use_ppoll) {
 
 int main(int argc, char** argv) {
   const char* truth_path = NULL;
-  int iterations = 60, start_delay_ms = 0, bench = 0, use_ppoll = 0;
+  int iterations = 60, start_delay_ms = 0, bench = 0, use_ppoll = 0, use_select = 0;
   uint64_t slow_ns = 120000000, work_ns = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--truth"))
@@ -59,8 +61,11 @@ int main(int argc, char** argv) {
       work_ns = strtoull(argv[i + 1], NULL, 10) * 1000ull;
     else if (!strcmp(argv[i], "--ppoll"))
       use_ppoll = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--select"))
+      use_select = atoi(argv[i + 1]);
     else {
-      fprintf(stderr, "usage: %s [--truth FILE] [--iterations N] [--slow-ms MS] [--start-delay-ms MS]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--truth FILE] [--iterations N] [--slow-ms MS] [--start-delay-ms MS] [--select 1]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -78,7 +83,19 @@ int main(int argc, char** argv) {
 
   for (int n = 0; n < iterations; ++n) {
     struct epoll_event ready[4];
-    int count = epoll_wait(ep, ready, 4, -1);
+    int count = 0;
+    if (use_select) {
+      fd_set readable;
+      FD_ZERO(&readable);
+      FD_SET(timer, &readable);
+      FD_SET(event, &readable);
+      if (select((timer > event ? timer : event) + 1, &readable, NULL, NULL, NULL) > 0) {
+        if (FD_ISSET(event, &readable)) ready[count++].data.fd = event;
+        if (FD_ISSET(timer, &readable)) ready[count++].data.fd = timer;
+      }
+    } else {
+      count = epoll_wait(ep, ready, 4, -1);
+    }
     uint64_t begin = truth_now_ns();
     const char* name = "idle";
     for (int i = 0; i < count; ++i) {
