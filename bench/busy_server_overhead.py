@@ -9,8 +9,11 @@ thousand requests per second: the "realistic" server, where switch-outs happen i
 messages).
 
 Setups, interleaved by round (the order turns every round): untraced; the message probes alone
-(`record -p PID --no-thread-tracking --sample-rate 0`); the default mode (`record -p PID`);
-and with LT_BASELINE=/path/to/another/looptrace, that build's default mode too (before/after
+(`record -p PID --no-thread-tracking --sample-rate 0`); the probes alone beside the floor of
+thread tracking (looptrace_tracking_floor: programs on the default mode's sched_switch,
+sched_waking and cpu-clock attach points doing only the process filter and a clock read, what
+any tool that sees the thread's switches, wake-ups and CPU pays); the default mode
+(`record -p PID`); and with LT_BASELINE=/path/to/another/looptrace, that build's default mode too (before/after
 in one run). Per run: the client's requests per second, the server's CPU per request, the
 loader's own CPU during the measured window (a share of one core, and per request), its
 wake-ups a second (voluntary context switches) and the machine's busy CPU.
@@ -34,6 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVERS = os.path.join(HERE, "servers")
 PY = "/usr/bin/python3.11"
+FLOOR = "probes + tracking floor"
 NODE = "/usr/bin/node"
 TICK = os.sysconf("SC_CLK_TCK")
 BLOCKING_CHECKS = [
@@ -108,7 +112,7 @@ def build_servers(out, names):
 class Tracer:
     """A looptrace session on the server, started before the client and ended after it."""
 
-    def __init__(self, looptrace, options, pid, report):
+    def __init__(self, looptrace, options, pid, report, floor=None):
         self.lock = open("/tmp/looptrace-integration.lock", "w")
         fcntl.flock(self.lock, fcntl.LOCK_EX)
         # --full: the checks below read sections the default (short) text report cuts.
@@ -120,6 +124,11 @@ class Tracer:
                 sys.exit(f"looptrace did not attach: {self.proc.wait()}")
             if "tracing pid" in line:
                 break
+        self.floor = None
+        if floor:
+            self.floor = subprocess.Popen([floor, str(pid)], stdout=subprocess.PIPE, text=True)
+            if "attached" not in self.floor.stdout.readline():
+                sys.exit(f"{floor} did not attach: {self.floor.wait()}")
 
     def cpu_s(self):
         return process_cpu_s(self.proc.pid)
@@ -128,6 +137,10 @@ class Tracer:
         return voluntary_switches(self.proc.pid)
 
     def stop(self):
+        if self.floor:
+            self.floor.terminate()
+            if self.floor.wait() != 0:
+                sys.exit(f"the tracking floor exited with {self.floor.returncode}")
         self.proc.send_signal(signal.SIGINT)
         self.proc.stderr.read()
         rc = self.proc.wait()
@@ -137,8 +150,8 @@ class Tracer:
             sys.exit(f"looptrace exited with {rc}")
 
 
-def run_once(server, client, seconds, looptrace, options, report):
-    tracer = Tracer(looptrace, options + server.options, server.proc.pid, report) if looptrace else None
+def run_once(server, client, seconds, looptrace, options, report, floor=None):
+    tracer = Tracer(looptrace, options + server.options, server.proc.pid, report, floor) if looptrace else None
     time.sleep(1.0)  # measure the steady state: the loader settles after attaching (its first look at the maps)
     server_cpu0, machine0 = process_cpu_s(server.proc.pid), machine_busy_s()
     loader_cpu0 = tracer.cpu_s() if tracer else 0
@@ -171,9 +184,14 @@ def main():
     parser.add_argument("--port", type=int, default=18700)
     args = parser.parse_args()
     looptrace = os.path.abspath(os.path.join(args.build, "looptrace"))
+    floor = os.path.abspath(os.path.join(args.build, "looptrace_tracking_floor"))
+    if not os.access(floor, os.X_OK):
+        sys.exit(f"{floor} not found: build the looptrace_tracking_floor target first")
+    probes_only = ["--no-thread-tracking", "--sample-rate", "0"]
     setups = [
         ("untraced", None, []),
-        ("probes only", looptrace, ["--no-thread-tracking", "--sample-rate", "0"]),
+        ("probes only", looptrace, probes_only),
+        (FLOOR, looptrace, probes_only),
         ("default", looptrace, []),
     ]
     if os.environ.get("LT_BASELINE"):
@@ -191,7 +209,8 @@ def main():
             order = setups[rnd % len(setups):] + setups[:rnd % len(setups)]
             for name, binary, options in order:
                 report = os.path.join(out, re.sub("[^a-z]+", "-", f"{server.name}-{name}".lower()).strip("-") + ".txt")
-                results[(server.name, name)].append(run_once(server, client, args.seconds, binary, options, report))
+                results[(server.name, name)].append(
+                    run_once(server, client, args.seconds, binary, options, report, floor if name == FLOOR else None))
                 if name.startswith("default"):
                     text = open(report).read()
                     missing += [(server.name, name, what) for what, regex in server.checks
@@ -205,13 +224,14 @@ def main():
     print(f"busy servers, median of {args.rounds} interleaved rounds of {args.seconds:g} s, one closed-loop client")
     for server in servers:
         print(f"\n{server.name}")
-        print(f"  {'setup':24} {'req/s':>9} {'x untraced':>10} {'x probes':>9} {'server CPU/req':>15} "
+        print(f"  {'setup':24} {'req/s':>9} {'x untraced':>10} {'x probes':>9} {'x floor':>8} {'server CPU/req':>15} "
               f"{'loader CPU':>10} {'loader CPU/req':>15} {'wake-ups/s':>10} {'machine CPU':>11}")
         base = med(server, "untraced", "rps")
         probes = med(server, "probes only", "rps")
+        floor_rps = med(server, FLOOR, "rps")
         for name, _, _ in setups:
             rps = med(server, name, "rps")
-            print(f"  {name:24} {rps:9.0f} {rps / base:10.3f} {rps / probes:9.3f} "
+            print(f"  {name:24} {rps:9.0f} {rps / base:10.3f} {rps / probes:9.3f} {rps / floor_rps:8.3f} "
                   f"{med(server, name, 'cpu_us_per_request'):12.1f} us {100 * med(server, name, 'loader_share'):9.1f}% "
                   f"{med(server, name, 'loader_us_per_request'):12.1f} us {med(server, name, 'loader_wakeups_per_s'):10.0f} "
                   f"{100 * med(server, name, 'machine_share'):10.1f}%")
