@@ -37,8 +37,21 @@ uint64_t CostAccumulator::BucketHigh(uint32_t bucket) {
 }
 
 void CostAccumulator::Fold() {
-  for (uint64_t v : exact_) ++buckets_[BucketOf(v)];
+  const auto [low, high] = std::minmax_element(exact_.begin(), exact_.end());
+  first_bucket_ = BucketOf(*low);
+  counts_.assign(BucketOf(*high) - first_bucket_ + 1, 0);
+  for (uint64_t v : exact_) ++counts_[BucketOf(v) - first_bucket_];
   std::vector<uint64_t>().swap(exact_);
+}
+
+void CostAccumulator::CountOutsideWindow(uint32_t bucket) {
+  if (bucket < first_bucket_) {
+    counts_.insert(counts_.begin(), first_bucket_ - bucket, 0);
+    first_bucket_ = bucket;
+  } else {
+    counts_.resize(bucket - first_bucket_ + 1, 0);
+  }
+  ++counts_[bucket - first_bucket_];
 }
 
 CostSummary CostAccumulator::Summary() const {
@@ -54,9 +67,10 @@ CostSummary CostAccumulator::Summary() const {
   auto rank = [&](unsigned percent) {
     uint64_t r = std::max<uint64_t>((count_ * percent + 99) / 100, 1);
     uint64_t seen = 0;
-    for (const auto& [bucket, n] : buckets_) {
-      seen += n;
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      seen += counts_[i];
       if (seen >= r) {
+        const uint32_t bucket = first_bucket_ + static_cast<uint32_t>(i);
         const uint64_t low = BucketLow(bucket), high = BucketHigh(bucket);
         return std::clamp(low + (high - 1 - low) / 2, min_, max_);
       }

@@ -57,6 +57,31 @@ TEST(CostAccumulator, ExactUntilTheLimitThenWithinHalfAPercent) {
     EXPECT_NEAR(static_cast<double>(a), static_cast<double>(e), static_cast<double>(e) * 0.004);
 }
 
+// The histogram holds a window of buckets from the values it folded: later ones below and
+// above it widen it both ways, and every percentile still comes out of the right bucket.
+TEST(CostAccumulator, HistogramWidensToValuesBelowAndAboveTheFoldedOnes) {
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> all;
+  CostAccumulator limited(100);
+  auto add = [&](uint64_t v) {
+    all.push_back(v);
+    limited.Add(v);
+  };
+  for (int i = 0; i < 101; ++i) add(50'000 + rng() % 1000);  // folded: a window ~3 buckets wide
+  ASSERT_FALSE(limited.exact());
+  for (int i = 0; i < 3000; ++i) add(rng() % 300);  // below it, into the linear buckets
+  for (int i = 0; i < 3000; ++i) add((uint64_t{1} << 50) + rng() % (uint64_t{1} << 48));  // far above
+  add(0);
+  add(UINT64_MAX / 4);
+  const CostSummary exact = SummarizeCosts(all), approx = limited.Summary();
+  EXPECT_EQ(approx.count, exact.count);
+  EXPECT_EQ(approx.min_ns, 0u);
+  EXPECT_EQ(approx.max_ns, UINT64_MAX / 4);
+  for (auto [a, e] :
+       {std::pair{approx.p50_ns, exact.p50_ns}, {approx.p90_ns, exact.p90_ns}, {approx.p99_ns, exact.p99_ns}})
+    EXPECT_NEAR(static_cast<double>(a), static_cast<double>(e), static_cast<double>(e) * 0.004 + 1);
+}
+
 TEST(KeepMessages, ListsTheLatestAndCountsEveryMessage) {
   AnalysisOptions options;
   options.Mutable<MessagesOptions>("messages").keep_messages = 100;
