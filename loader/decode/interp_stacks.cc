@@ -41,15 +41,18 @@ bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
       }
     const bool ends_run = interpreter_->EndsLoopRun(frame);
     expanded_.clear();
-    if (!interpreter_->ExpandFrame(frame, stats_, &expanded_)) {  // not kept: a later walk may name it
+    if (!interpreter_->ExpandFrame(frame, stats_, &expanded_)) {  // not kept (nor markers): a later walk may name it
       pending.frames.push_back(std::make_shared<const Named>(std::string(kUnknownFrame), ends_run, false, ""));
       continue;
     }
     const size_t first = pending.frames.size();
-    for (InterpreterFrame& named : expanded_)
+    bool has_marker = false;
+    for (InterpreterFrame& named : expanded_) {
+      has_marker |= named.marker;
       pending.frames.push_back(
           std::make_shared<const Named>(named.Name(), ends_run, named.user_code, std::move(named.callable)));
-    if (!keep) continue;
+    }
+    if (!keep || has_marker) continue;
     if (kept_.size() >= kMaxKeptFrames) kept_.clear();
     kept_.emplace(key, std::vector<SharedNamed>(pending.frames.begin() + first, pending.frames.end()));
   }

@@ -46,6 +46,9 @@ struct InterpreterFrame {
   std::string callable;
   // py-spy's form: "handle_client (server.py:40)".
   std::string Name() const;
+  // Stands for a frame that could not be named (Marker): a later walk may name it, so the
+  // session never keeps it in place of a name.
+  bool marker = false;
   // A frame shown as `marker` ("[unknown Java frame]"): one that could not be named.
   static InterpreterFrame Marker(std::string_view marker);
 };

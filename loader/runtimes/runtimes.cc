@@ -84,6 +84,7 @@ std::optional<std::string> DlopenedRuntimeLibrary(const std::string& library, co
 InterpreterFrame InterpreterFrame::Marker(std::string_view marker) {
   InterpreterFrame frame;
   frame.function = marker;
+  frame.marker = true;
   return frame;
 }
 

@@ -82,6 +82,8 @@ class V8Support : public InterpreterSupport {
     return function == "Builtins_JSEntry" || function == "Builtins_JSConstructEntry";
   }
   bool EndsLoopRun(const lt_interp_frame& frame) const override { return (frame.offset & LT_INTERP_ENTRY) != 0; }
+  // V8Namer: by SharedFunctionInfo and its fingerprint (the line is the function's start).
+  bool NamesFramesByCodeAlone() const override { return true; }
 
  private:
   static constexpr std::string_view kUnknownFrame = "[unknown JavaScript frame]";

@@ -90,13 +90,15 @@ TEST(InterpreterStacksCallable, TheOutermostFrameOfTheProgramsOwnNamesTheSample)
   EXPECT_EQ(runtime.latest[7], 0u);
 }
 
-// Names a frame "f<code>:<fingerprint>", except code 0 (unnamed), and counts how often it is asked.
+// Names a frame "f<code>:<fingerprint>", except code 0 (unnamed) and code 9 (a marker), and
+// counts how often it is asked.
 class CountingRuntime : public FakeRuntime {
  public:
   explicit CountingRuntime(bool by_code_alone) : by_code_alone_(by_code_alone) {}
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats*) override {
     ++asked;
     if (frame.code == 0) return std::nullopt;
+    if (frame.code == 9) return InterpreterFrame::Marker("[unreadable]");
     return InterpreterFrame{fmt::format("f{}:{}", frame.code, frame.fingerprint), "", 0, true, ""};
   }
   bool NamesFramesByCodeAlone() const override { return by_code_alone_; }
@@ -135,6 +137,10 @@ TEST(InterpreterStacksNames, KeptByCodeOffsetAndFingerprintWhereTheRuntimeNamesB
   EXPECT_EQ(SplicedNames(stacks, 4, {{0, 5}}), (V{std::string(InterpreterStacks::kUnknownFrame)}));
   EXPECT_EQ(SplicedNames(stacks, 5, {{0, 5}}), (V{std::string(InterpreterStacks::kUnknownFrame)}));
   EXPECT_EQ(runtime.asked, 5);
+  // Nor is one the runtime named by a marker (V8's "[unknown JavaScript frame]").
+  EXPECT_EQ(SplicedNames(stacks, 6, {{9, 5}}), (V{"[unreadable]"}));
+  EXPECT_EQ(SplicedNames(stacks, 7, {{9, 5}}), (V{"[unreadable]"}));
+  EXPECT_EQ(runtime.asked, 7);
 }
 
 TEST(InterpreterStacksNames, AskedAtEveryFrameWhereTheRuntimeNamesByMoreThanCode) {
