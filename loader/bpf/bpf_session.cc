@@ -3,6 +3,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 
 #include <time.h>
 
@@ -428,6 +430,17 @@ void BpfSession::BatchSampleWakeups(bool batched) {
 
 void BpfSession::SetPreemptStacksAfter(uint64_t ns) {
   __atomic_store_n(&skel_->bss->preempt_stacks_after_ns, ns, __ATOMIC_RELAXED);
+}
+
+Result<void> BpfSession::SetSampleRate(int hz) {
+  // The kernel's cpu-clock turns a frequency into a fixed period when the event is made
+  // (perf_swevent_init_hrtimer clears attr.freq): a new rate is a new period, in ns.
+  uint64_t period_ns = 1'000'000'000ull / static_cast<uint64_t>(std::max(hz, 1));
+  for (const UniqueFd& fd : perf_fds_)
+    if (ioctl(fd.get(), PERF_EVENT_IOC_PERIOD, &period_ns) != 0)
+      return SystemError(fmt::format("cannot set the cpu-clock sample rate to {} Hz", hz), errno,
+                         ExitCode::kUnsupported);
+  return {};
 }
 
 uint32_t BpfSession::loop_tid() const {

@@ -134,6 +134,9 @@ class BpfSession {
   // preemption gets one; session_cost.h), from now on.
   void SetPreemptStacksAfter(uint64_t ns);
 
+  // The cpu-clock samplers' rate from now on (--cpu-budget), on every CPU.
+  Result<void> SetSampleRate(int hz);
+
   // Where the target's interpreters are, once located: BPF walks their frames from now on.
   void PublishInterpreterAddresses(const InterpreterBpfConfig& config);
 

@@ -191,6 +191,13 @@ void AddSessionOptions(CLI::App* cmd, SessionFlags& f) {
                   "of slow messages, frames and startups (0: none)")
       ->check(CLI::Range(0, 20000))
       ->capture_default_str();
+  cmd->add_option("--cpu-budget", f.session.cpu_budget_percent,
+                  "keep what the session costs as it runs (loader, BPF, probe traps) within PERCENT of one CPU "
+                  "by lowering the sample rate while it is over; the report's cost block says for how long "
+                  "(0: no budget)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->type_name("PERCENT")
+      ->capture_default_str();
   cmd->add_option("--sample-ring", f.sample_ring, "BPF ring buffer size for stack samples (power of two)")
       ->capture_default_str();
   cmd->add_flag("--idle-stacks", f.session.idle_stacks,

@@ -18,6 +18,7 @@ constexpr const char* kRecordExamples =
     R"(  looptrace record -p 1234                    trace pid 1234 until Ctrl-C, text report
   looptrace record -p 1234 -d 10 -f json -o msgs.json.gz
   looptrace record -p 1234 --save rec.jsonl.gz   also keep the event stream
+  looptrace record -p 1234 --cpu-budget 2       sample less while it costs over 2% of one CPU
   looptrace record -p 1234 --evil-threshold 300 --method-mapping methodMapping.txt
 )";
 constexpr const char* kRunExamples = R"(  looptrace run /usr/bin/python3.11 app.py

@@ -238,6 +238,12 @@ void EventDecoder::DecodeSide(std::span<const uint8_t> raw, std::vector<Event>* 
       auto sample = stacks_->Decode(raw, interp_stacks_ ? &native : nullptr);
       if (!sample) break;
       if (interp_stacks_) interp_stacks_->Splice(native, &*sample);
+      if (sample->on_cpu)  // the latest change at or before it (a change a second at most)
+        for (auto p = periods_.rbegin(); p != periods_.rend(); ++p)
+          if (p->since_ns <= sample->ts_ns) {
+            sample->period_ns = p->period_ns;
+            break;
+          }
       out->push_back(std::move(*sample));
       return;
     }

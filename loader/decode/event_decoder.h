@@ -90,6 +90,9 @@ class EventDecoder {
   // resolver is set (SetStackResolver), else they are dropped.
   void DecodeSide(std::span<const uint8_t> raw, std::vector<Event>* out);
   void SetStackResolver(StackResolver* stacks) { stacks_ = stacks; }
+  // On-CPU samples taken from `since_ns` on had this period (--cpu-budget changed the rate):
+  // their events say it (StackSample::period_ns). Times only grow.
+  void SampleRateChanged(uint64_t since_ns, uint64_t period_ns) { periods_.push_back({since_ns, period_ns}); }
   // The target's interpreter (runtimes/interpreter.h): names callables of its type
   // (pycallable arguments) and splices its frames into stack samples (`merged`: into the
   // native frames, replacing the interpreter loop's). Null: none.
@@ -132,6 +135,10 @@ class EventDecoder {
   };
   std::unordered_map<uint64_t, AddressName> address_names_;
   StackResolver* stacks_ = nullptr;
+  struct PeriodSince {
+    uint64_t since_ns, period_ns;
+  };
+  std::vector<PeriodSince> periods_;  // empty: every sample at the session's rate
   InterpreterSupport* interpreter_ = nullptr;
   std::optional<InterpreterStacks> interp_stacks_;
   Event probe_event_{std::in_place_type<ProbeEvent>};  // Decode's probe hits, rewritten in place

@@ -16,6 +16,7 @@
 #include "loader/plan/probe_config.h"
 #include "loader/plan/shadow_probes.h"
 #include "loader/target/proc_readers.h"
+#include "looptrace/report/cost_text.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -209,7 +210,11 @@ void Session::FindLoopThreadByName() {
 }
 
 void Session::AttachThreadTracking() {
-  if (!options_.thread_tracking) return;
+  if (!options_.thread_tracking) {
+    if (options_.cpu_budget_percent > 0)
+      log::Warning("--cpu-budget is not kept with --no-thread-tracking: no samples to shed, probe hits are not");
+    return;
+  }
   // Without sampled trees, a low rate still gives snapshots the stacks of busy threads. BPF
   // keeps the loop thread's samples from its first message on (none before one claims it).
   const int hz = options_.sample_hz > 0 ? options_.sample_hz : 49;
@@ -218,6 +223,7 @@ void Session::AttachThreadTracking() {
     loader_stats_.Add(StatId::thread_tracking_off);
     return;
   }
+  if (options_.cpu_budget_percent > 0) budget_.emplace(options_.cpu_budget_percent / 100, hz);
   SampleRuntimeThreads();
   FindLoopThreadByName();
 }
@@ -284,6 +290,20 @@ void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {
     last_cpu_sample_ns_ = now_ns;
   }
   if (judge_stalls) pipeline_.Tick(now_ns, trusted_since_ns_);
+  if (budget_ && now_ns - last_budget_ns_ >= CostBudget::kWindowNs / 4) KeepCostBudget(now_ns);
+}
+
+void Session::KeepCostBudget(uint64_t now_ns) {
+  last_budget_ns_ = now_ns;
+  const int hz = budget_->hz();
+  if (budget_->Update(now_ns, CostOf(LiveLosses()).running_ns()) == hz) return;
+  log::V1("cpu budget: sample rate {} -> {} Hz", hz, budget_->hz());
+  if (auto ok = bpf_->SetSampleRate(budget_->hz()); !ok) {
+    log::Warning("--cpu-budget: {}; the budget is no longer kept", ok.error().message);
+    budget_.reset();
+    return;
+  }
+  decoder_->SampleRateChanged(NowNs(CLOCK_MONOTONIC), 1'000'000'000ull / static_cast<uint64_t>(budget_->hz()));
 }
 
 StallSnapshot Session::Take(const SnapshotRequest& request) {
@@ -470,6 +490,12 @@ Stats Session::LiveLosses() const {
   losses.Merge(loader_stats_);
   losses.Set(StatId::cost_loader_cpu_ns, own_cpu_.ElapsedNs());
   if (unwind_rows_) losses.Set(StatId::stack_modules_without_rows, unwind_rows_->modules_without_room());
+  if (budget_) {
+    losses.Set(StatId::cost_budget_ns_per_s, budget_->ns_per_s());
+    losses.Set(StatId::cost_budget_lowest_hz, static_cast<uint64_t>(budget_->lowest_hz()));
+    losses.Set(StatId::cost_budget_lowered_ns, budget_->lowered_ns());
+    losses.Set(StatId::cost_budget_over_ns, budget_->over_ns());
+  }
   return losses;
 }
 

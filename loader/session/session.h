@@ -55,6 +55,7 @@ struct SessionOptions {
   bool fp_unwind = false;               // --fp-unwind: sampled stacks by frame pointers only (no .eh_frame rows)
   bool exact_entry = false;             // --exact-entry: no probe relocation (probe_placement.h)
   bool idle_stacks = false;             // --idle-stacks: stacks at idle switch-outs too (session_cost.h)
+  double cpu_budget_percent = 0;        // --cpu-budget: of one CPU, kept by the sample rate (CostBudget); 0: none
   // --native-frames: interpreter frames spliced into the native stack (the interpreter loop's
   // frames replaced) instead of shown alone over the native code the time is in.
   bool native_frames = false;
@@ -107,6 +108,8 @@ class Session : private SnapshotSource {
   void OnSideRecord(std::span<const uint8_t> raw);
   // Snapshots stalls (pipeline Tick) only when `judge_stalls`: the view holds every record.
   void Watchdog(uint64_t now_ns, bool judge_stalls);
+  // --cpu-budget: the sample rate for the running cost of the last second (CostBudget).
+  void KeepCostBudget(uint64_t now_ns);
   // SnapshotSource: the main thread, or the loop thread once BPF claimed it (0 before).
   uint32_t LoopThread() override;
   StallSnapshot Take(const SnapshotRequest& request) override;
@@ -163,6 +166,8 @@ class Session : private SnapshotSource {
   ThreadChoice threads_;         // resolved: --threads, else the profile's, else main
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
   uint64_t last_cpu_sample_ns_ = 0;
+  std::optional<CostBudget> budget_;  // --cpu-budget, once the cpu-clock samplers run
+  uint64_t last_budget_ns_ = 0;
   uint64_t records_lost_seen_ = 0;      // RecordsLost() at the last drain
   uint64_t copies_seen_ = 0;            // stacks_->copies_decoded() at the last drain
   uint64_t trusted_since_ns_ = 0;       // the last drain that lost records began here

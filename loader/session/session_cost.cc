@@ -65,6 +65,30 @@ SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view me
   return policy;
 }
 
+int CostBudget::Update(uint64_t now_ns, uint64_t cost_ns) {
+  if (!started_) {
+    started_ = true;
+    window_start_ns_ = now_ns;
+    window_cost_ns_ = cost_ns;
+    return hz_;
+  }
+  const uint64_t elapsed = now_ns - window_start_ns_;
+  if (elapsed < kWindowNs) return hz_;
+  const double spent = static_cast<double>(cost_ns - std::min(cost_ns, window_cost_ns_));
+  const double allowed = share_ * static_cast<double>(elapsed);
+  if (hz_ < asked_hz_) lowered_ns_ += elapsed;
+  if (spent > allowed) {
+    over_ns_ += elapsed;
+    hz_ = std::max(hz_ / 2, std::min(hz_, kMinHz));
+  } else if (spent < allowed / 2 && hz_ < asked_hz_) {
+    hz_ = std::min(hz_ * 2, asked_hz_);
+  }
+  lowest_hz_ = std::min(lowest_hz_, hz_);
+  window_start_ns_ = now_ns;
+  window_cost_ns_ = cost_ns;
+  return hz_;
+}
+
 OwnCpuClock::OwnCpuClock() : start_ns_(ProcessCpuNs()) {}
 
 uint64_t OwnCpuClock::ElapsedNs() const {

@@ -39,6 +39,38 @@ uint64_t ShortestSlowMessageNs(const Pipeline& pipeline);
 SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view message_definition, bool idle_stacks,
                                      uint64_t slow_message_ns = UINT64_MAX);
 
+// --cpu-budget: keeps what the session costs as it runs (the cost block's total after the
+// start: the loader's CPU, BPF time, probe traps) within a share of one CPU by lowering the
+// cpu-clock sample rate, the one cost a session can shed without losing messages or their
+// off-CPU reasons. Once a second: halved after a second over the budget (down to kMinHz),
+// doubled back toward the rate asked for after a second under half of it. What probe hits
+// and the scheduler programs cost is not shed: the seconds over the budget are counted.
+class CostBudget {
+ public:
+  static constexpr int kMinHz = 7;
+  static constexpr uint64_t kWindowNs = 1'000'000'000;
+
+  // `share`: of one CPU (0.02 for 2%); `sample_hz`: the rate asked for.
+  CostBudget(double share, int sample_hz) : share_(share), asked_hz_(sample_hz), hz_(sample_hz) {}
+  // The session's running cost so far (ns of CPU) at `now_ns`: the sample rate from now on.
+  int Update(uint64_t now_ns, uint64_t cost_ns);
+
+  int hz() const { return hz_; }
+  int lowest_hz() const { return lowest_hz_; }
+  uint64_t lowered_ns() const { return lowered_ns_; }  // time at a rate below the one asked for
+  uint64_t over_ns() const { return over_ns_; }        // the seconds that cost more than the budget
+  uint64_t ns_per_s() const { return static_cast<uint64_t>(share_ * 1e9); }
+
+ private:
+  double share_;
+  int asked_hz_;
+  int hz_;
+  int lowest_hz_ = asked_hz_;
+  bool started_ = false;
+  uint64_t window_start_ns_ = 0, window_cost_ns_ = 0;
+  uint64_t lowered_ns_ = 0, over_ns_ = 0;
+};
+
 // CPU time (user + system) of this process since construction. A background daemon's
 // covers every session it runs.
 class OwnCpuClock {

@@ -68,6 +68,20 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
          fmt::format("{} runs, {} (every CPU, filtered in BPF)", runs, PerRun(sched, runs)));
   if (hits || runs) line("total", Seconds(cost.total_ns()), after_start(cost.total_ns()));
   if (!hits && !runs && (loader || stacked)) out += "  (BPF run times unavailable: not in this recording)\n";
+  if (const uint64_t budget = stats.Get(StatId::cost_budget_ns_per_s)) {
+    const uint64_t lowered = stats.Get(StatId::cost_budget_lowered_ns);
+    const uint64_t over = stats.Get(StatId::cost_budget_over_ns);
+    const std::string lowering =
+        fmt::format("sample rate lowered for {:.1f} s (down to {} Hz: sampled trees hold fewer samples then)",
+                    lowered / 1e9, stats.Get(StatId::cost_budget_lowest_hz));
+    std::string how;
+    if (over)
+      how = fmt::format("over it for {:.1f} s{}; probe hits and scheduler programs are not shed", over / 1e9,
+                        lowered ? "; " + lowering : "");
+    else
+      how = lowered ? "kept, " + lowering : "kept at the full sample rate";
+    line("cpu budget", fmt::format("{:.2f}%", budget / 1e7), how);
+  }
   const uint64_t idle_samples = stats.Get(StatId::samples_idle);
   const uint64_t early = stats.Get(StatId::early_preemptions_unstacked);
   const uint64_t after_ns = stats.Get(StatId::cost_preempt_stacks_after_ns);

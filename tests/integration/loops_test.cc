@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include "harness.h"
 
@@ -71,7 +72,13 @@ class LoopsTest : public BpfTest {
  protected:
   // `looptrace run` without --profile; the JSON report's lines.
   std::vector<json> Run(const std::vector<std::string>& program, std::string* err = nullptr) {
-    std::vector<std::string> argv = {Looptrace(), "run", "-v", "-f", "json", "-o", dir_ / "out.json", "--"};
+    return Run({}, program, err);
+  }
+  std::vector<json> Run(const std::vector<std::string>& options, const std::vector<std::string>& program,
+                        std::string* err = nullptr) {
+    std::vector<std::string> argv = {Looptrace(), "run", "-v", "-f", "json", "-o", dir_ / "out.json"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back("--");
     argv.insert(argv.end(), program.begin(), program.end());
     auto r = RunCommand(argv);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -223,6 +230,39 @@ void LoopsTest::ExpectIterationsMatchTheProgramsOwn(const std::string& wait) {
   // Hits are counted, only their BPF time is estimated: the program called its wait once
   // per iteration (the last, unlogged one too), an entry hit and a return hit each.
   EXPECT_EQ(counters["cost_probe_hits"].get<uint64_t>(), 2 * (truth.size() + 1)) << counters.dump();
+}
+
+// --cpu-budget below what any session costs: the sample rate halves each second while the
+// loop spins through a 3 s iteration, the report says so, and the samples taken at the lower
+// rates still add up to the CPU time the program spent (each weighs its own period).
+TEST_F(LoopsTest, CpuBudgetLowersTheSampleRateAndKeepsSampledTimeTrue) {
+  const std::string saved = dir_ / "events.jsonl";
+  auto lines = Run(
+      {"--cpu-budget", "0.001", "--save", saved},
+      {Program("looptrace-epoll-loop"), "--truth", dir_ / "truth.jsonl", "--iterations", "20", "--slow-ms", "3000"});
+  EXPECT_EQ(Counter(lines, "cost_budget_ns_per_s"), 10'000u);  // 0.001% of one CPU
+  EXPECT_LT(Counter(lines, "cost_budget_lowest_hz"), 997u);
+  EXPECT_GT(Counter(lines, "cost_budget_lowered_ns"), 1'000'000'000u);
+  EXPECT_GT(Counter(lines, "cost_budget_over_ns"), 1'000'000'000u);
+  uint64_t busy_ns = 0;  // the program's own iterations, each spinning on CPU
+  for (const json& t : Truth(ReadJsonLines(dir_ / "truth.jsonl"), "iteration", "")) busy_ns += Cost(t);
+  ASSERT_GT(busy_ns, 3'000'000'000u);
+  uint64_t samples = 0;
+  for (const json& e : OfType(lines, "evil_method")) samples += e["sampled"]["samples_on_cpu"].get<uint64_t>();
+  const double at_full_rate = busy_ns / 1e9 * 997;
+  EXPECT_GT(samples, 0u);
+  EXPECT_LT(samples, 0.8 * at_full_rate);
+  // The session's folded stacks, from the saved events: on-CPU samples weigh their periods (us).
+  auto r = RunCommand(
+      {Looptrace(), "report", saved, "-f", "folded", "--folded-scope", "session", "-o", dir_ / "session.folded"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream folded(dir_ / "session.folded");
+  double on_cpu_us = 0;
+  for (std::string line; std::getline(folded, line);)
+    if (line.find("[off-cpu") == std::string::npos) on_cpu_us += std::stod(line.substr(line.rfind(' ') + 1));
+  EXPECT_NEAR(on_cpu_us * 1000, static_cast<double>(busy_ns), 0.15 * busy_ns);
+  std::cout << samples << " samples on CPU in slow iterations (" << at_full_rate << " at 997 Hz); sampled " << on_cpu_us
+            << " us on CPU of " << busy_ns / 1000 << " us busy\n";
 }
 
 TEST_F(LoopsTest, StallAndEvilMethodReportsWorkOnLoopIterations) {

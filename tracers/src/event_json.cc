@@ -63,6 +63,7 @@ struct ToJson {
     json j{{"type", "stack_sample"}, {"ts_ns", e.ts_ns}, {"tid", e.tid}, {"on_cpu", e.on_cpu}, {"frames", e.frames}};
     if (!e.stop.empty()) j["stop"] = e.stop;
     if (!e.callable.empty()) j["callable"] = e.callable;
+    if (e.period_ns) j["period_ns"] = e.period_ns;
     return j;
   }
   json operator()(const ProbeEvent& e) const { return ProbeToJson(e); }
@@ -358,6 +359,7 @@ Result<std::optional<Event>> EventFromJsonLine(std::string_view line) {
     ASSIGN_OR_RETURN(e.ts_ns, Field<uint64_t>(j, "ts_ns"));
     ASSIGN_OR_RETURN(e.tid, Field<uint32_t>(j, "tid"));
     e.on_cpu = FieldOr<bool>(j, "on_cpu", true);
+    e.period_ns = FieldOr<uint64_t>(j, "period_ns", 0);
     auto frames = j.find("frames");
     if (frames == j.end() || !frames->is_array()) return MakeError("missing field 'frames'");
     for (const auto& f : *frames) {

@@ -51,6 +51,7 @@ void SampleStore::OnSample(const StackSample& e) {
   s.frames = Intern(e.frames);
   s.ts_ns = e.ts_ns;
   s.on_cpu = e.on_cpu;
+  s.period_ns = e.period_ns;
   s.stop = e.stop;
   s.callable = e.callable;
   if (!s.callable.empty()) ++callables_;
@@ -173,12 +174,12 @@ SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_
   if (!sample_hz_) return {};
   std::vector<WeightedStack> stacks;
   uint64_t off_total = 0;
-  size_t on_samples = 0;
+  uint64_t on_periods = 0;  // the on-CPU samples' periods summed
   auto& samples = threads_[tid].samples;
   for (const Sample& s : samples) {
     if (s.ts_ns > end_ns) break;
     if (s.on_cpu) {
-      if (s.ts_ns >= begin_ns) ++on_samples;
+      if (s.ts_ns >= begin_ns) on_periods += PeriodOf(s);
       continue;
     }
     const uint64_t off_end = s.off_end_ns ? s.off_end_ns : end_ns;
@@ -187,9 +188,9 @@ SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_
   }
   const uint64_t span_ns = end_ns - begin_ns;
   const uint64_t on_cpu_ns = span_ns > off_total ? span_ns - off_total : 0;
-  // Samples are uniform in CPU time: each on-CPU sample stands for an equal share of it.
-  uint64_t given = 0;
-  size_t index = 0;
+  // Samples are uniform in CPU time: each on-CPU sample stands for a share of it by its
+  // period (equal ones, unless --cpu-budget changed the rate inside the span).
+  uint64_t given = 0, periods_so_far = 0;
   for (auto it = samples.begin(); it != samples.end(); ++it) {
     const Sample& s = *it;
     if (s.ts_ns > end_ns) break;
@@ -205,8 +206,9 @@ SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_
       }
     if (s.on_cpu) {
       if (s.ts_ns < begin_ns) continue;
-      ++index;
-      const uint64_t share = on_cpu_ns * index / on_samples;  // no rounding drift
+      periods_so_far += PeriodOf(s);
+      const auto share = static_cast<uint64_t>(static_cast<unsigned __int128>(on_cpu_ns) * periods_so_far /
+                                               on_periods);  // no rounding drift
       w.weight_ns = share - given;
       given = share;
     } else {
@@ -239,11 +241,11 @@ void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
     if (!s.on_cpu && (!s.switch_seen || !s.off_end_ns)) break;  // still off CPU: its weight is unknown
     const uint64_t end = s.on_cpu ? s.ts_ns : s.off_end_ns;
     if (end >= keep_from) break;
-    const uint64_t period_ns = sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0;
+    const uint64_t period_ns = PeriodOf(s);
     const uint64_t weight = s.on_cpu ? period_ns : (s.off_end_ns > s.ts_ns ? s.off_end_ns - s.ts_ns : 0);
     if (weight) {
       SessionKey key{tid, s.frames.get(), s.on_cpu, s.stop, s.on_cpu ? std::string() : s.reason};
-      const uint64_t window_ns = kStandInPeriods * period_ns;
+      const uint64_t window_ns = kStandInPeriods * NominalPeriodNs();
       if (s.early_unstacked())
         if (const Sample* stand_in = StandIn(t.samples, t.samples.begin(), &t.pruned_on_cpu,
                                              s.ts_ns > window_ns ? s.ts_ns - window_ns : 0, end + window_ns)) {
@@ -254,7 +256,9 @@ void SampleStore::PruneSamples(uint32_t tid, Thread& t) {
     }
     if (!s.callable.empty()) --callables_;
     if (s.on_cpu && s.frames) {
-      ++on_cpu_[tid][{s.frames.get(), s.stop}];
+      OnCpuTotal& total = on_cpu_[tid][{s.frames.get(), s.stop}];
+      ++total.samples;
+      total.ns += period_ns;
       // Moved, not copied: it leaves the queue now (no reference count touched per sample).
       Sample& gone = t.samples.front();
       t.pruned_on_cpu.frames = std::move(gone.frames);
@@ -310,8 +314,9 @@ uint64_t SampleStore::Fold(uint32_t tid, const Frames* sampled, bool on_cpu, con
 
 void SampleStore::AddToSession(uint32_t tid, const Sample& s, Stacks* stacks) const {
   std::vector<std::string> frames;
-  if (uint64_t weight = Fold(tid, s.frames.get(), s.on_cpu, s.stop, s.reason, s.ts_ns, s.off_end_ns, &frames))
-    (*stacks)[frames] += weight;
+  uint64_t weight = Fold(tid, s.frames.get(), s.on_cpu, s.stop, s.reason, s.ts_ns, s.off_end_ns, &frames);
+  if (s.on_cpu) weight = PeriodOf(s);
+  if (weight) (*stacks)[frames] += weight;
 }
 
 std::vector<FoldedStack> SampleStore::SessionStacks(uint64_t end_ns) const {
@@ -336,18 +341,28 @@ std::vector<FoldedStack> SampleStore::SessionStacks(uint64_t end_ns) const {
 std::vector<ThreadProfile> SampleStore::ThreadProfiles(size_t top_methods) const {
   std::map<uint32_t, OnCpuStacks> by_thread;
   for (const auto& [tid, counts] : on_cpu_)
-    for (const auto& [key, count] : counts) by_thread[tid][{*key.first, key.second}] += count;
+    for (const auto& [key, total] : counts) {
+      OnCpuTotal& into = by_thread[tid][{*key.first, key.second}];
+      into.samples += total.samples;
+      into.ns += total.ns;
+    }
   for (const auto& [tid, t] : threads_)
     for (const Sample& s : t.samples)
-      if (s.on_cpu && s.frames) ++by_thread[tid][{*s.frames, s.stop}];
-  const uint64_t period_ns = sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0;
+      if (s.on_cpu && s.frames) {
+        OnCpuTotal& into = by_thread[tid][{*s.frames, s.stop}];
+        ++into.samples;
+        into.ns += PeriodOf(s);
+      }
   std::vector<ThreadProfile> out;
   for (const auto& [tid, stacks] : by_thread) {
     ThreadProfile p;
     p.tid = tid;
     std::map<std::string, MethodShare> shares;
     std::vector<WeightedStack> weighted;
-    for (const auto& [key, count] : stacks) {
+    uint64_t on_cpu_ns = 0;
+    for (const auto& [key, total] : stacks) {
+      const uint64_t count = total.samples;
+      on_cpu_ns += total.ns;
       const auto& [frames, stop] = key;
       p.samples += count;
       if (!frames.empty()) shares[frames.front()].self_samples += count;
@@ -357,7 +372,7 @@ std::vector<ThreadProfile> SampleStore::ThreadProfiles(size_t top_methods) const
       WeightedStack w;
       w.frames = &frames;
       w.stop = stop;
-      w.weight_ns = period_ns;
+      w.weight_ns = total.ns / count;             // the period, or their mean where --cpu-budget changed it
       weighted.insert(weighted.end(), count, w);  // a sample each: the tree counts samples
     }
     if (!p.samples) continue;
@@ -369,7 +384,6 @@ std::vector<ThreadProfile> SampleStore::ThreadProfiles(size_t top_methods) const
       return a.self_samples != b.self_samples ? a.self_samples > b.self_samples : a.total_samples > b.total_samples;
     });
     if (p.top.size() > top_methods) p.top.resize(top_methods);
-    const uint64_t on_cpu_ns = p.samples * period_ns;
     p.tree = BuildSampledTree(weighted, on_cpu_ns, on_cpu_ns, max_nodes_);
     p.tree.sample_hz = sample_hz_;
     p.tree.dwarf = dwarf_;

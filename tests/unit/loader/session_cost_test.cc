@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace looptrace::loader {
 namespace {
 
@@ -55,6 +57,29 @@ TEST(SwitchStacks, KeptEverywhereForSpansOutsideMessagesOrOnRequest) {
   EXPECT_TRUE(ChooseSwitchStacks(PlanOf({Role::kDispatchBegin, Role::kDispatchEnd}), "", /*idle_stacks=*/true).at_idle);
   // No message roles: nothing tells idle from busy.
   EXPECT_TRUE(ChooseSwitchStacks(PlanOf({Role::kGcBegin, Role::kGcEnd}), "", false).at_idle);
+}
+
+TEST(CostBudget, HalvesTheSampleRateOverTheBudgetAndRestoresItUnderHalf) {
+  constexpr uint64_t kS = 1'000'000'000;
+  CostBudget budget(0.02, 997);  // 2% of one CPU: 20 ms a second
+  uint64_t cost = 0, now = 5 * kS;
+  EXPECT_EQ(budget.Update(now, cost), 997);  // the first look only starts the window
+  // A quarter second is no window yet, whatever it cost.
+  EXPECT_EQ(budget.Update(now + kS / 4, cost + 100'000'000), 997);
+  // 30 ms in a second: over 2%, halved a step a second (to the floor, and no further).
+  std::vector<int> rates;
+  for (int i = 0; i < 9; ++i) rates.push_back(budget.Update(now += kS, cost += 30'000'000));
+  EXPECT_EQ(rates, (std::vector<int>{498, 249, 124, 62, 31, 15, 7, 7, 7}));
+  EXPECT_EQ(budget.lowest_hz(), CostBudget::kMinHz);
+  EXPECT_EQ(budget.over_ns(), 9 * kS);
+  // 15 ms: within the budget but over half of it, the rate holds; 5 ms: doubled back, not past 997.
+  EXPECT_EQ(budget.Update(now += kS, cost += 15'000'000), 7);
+  rates.clear();
+  for (int i = 0; i < 9; ++i) rates.push_back(budget.Update(now += kS, cost += 5'000'000));
+  EXPECT_EQ(rates, (std::vector<int>{14, 28, 56, 112, 224, 448, 896, 997, 997}));
+  // Seconds that began below 997: 8 of the 9 over the budget, the one at 15 ms, 8 of the 9 after.
+  EXPECT_EQ(budget.lowered_ns(), 8 * kS + 1 * kS + 8 * kS);
+  EXPECT_EQ(budget.ns_per_s(), 20'000'000u);
 }
 
 TEST(OwnCpuClock, CountsThisProcessesCpuTime) {

@@ -35,6 +35,27 @@ TEST(CostText, SaysWhatTheSessionCostInPlainNumbers) {
   EXPECT_EQ(text.find("unavailable"), std::string::npos) << text;
 }
 
+TEST(CostText, SaysHowTheCpuBudgetWasKept) {
+  Stats stats;
+  stats.Set(StatId::cost_loader_cpu_ns, 200'000'000);
+  stats.Set(StatId::cost_budget_ns_per_s, 20'000'000);
+  EXPECT_NE(CostText(stats, 10'000'000'000).find("  cpu budget                2.00%  kept at the full sample rate\n"),
+            std::string::npos);
+  stats.Set(StatId::cost_budget_lowered_ns, 4'500'000'000);
+  stats.Set(StatId::cost_budget_lowest_hz, 124);
+  stats.Set(StatId::cost_budget_over_ns, 2'000'000'000);
+  const std::string text = CostText(stats, 10'000'000'000);
+  EXPECT_NE(text.find("  cpu budget                2.00%  over it for 2.0 s; sample rate lowered for 4.5 s (down to "
+                      "124 Hz: sampled trees hold fewer samples then); probe hits and scheduler programs are not "
+                      "shed\n"),
+            std::string::npos)
+      << text;
+  stats.Set(StatId::cost_budget_over_ns, 0);
+  EXPECT_NE(CostText(stats, 10'000'000'000)
+                .find("  cpu budget                2.00%  kept, sample rate lowered for 4.5 s (down to 124 Hz: "),
+            std::string::npos);
+}
+
 TEST(CostText, SharesAreOfWhatRanAfterTheStart) {
   // 1.2 s of loader CPU, 1 s of it loading BPF and attaching before the 10 s session began:
   // the session ran at 2% of one CPU, not 12%.

@@ -51,6 +51,21 @@ TEST(EventJson, AnEarlyWaitsSystemCallRoundTrips) {
   EXPECT_EQ(without.find("wait_syscall"), std::string::npos) << without;
 }
 
+TEST(EventJson, ASamplesLoweredPeriodRoundTrips) {
+  StackSample e;
+  e.ts_ns = 5;
+  e.tid = 7;
+  e.frames = {"main"};
+  e.period_ns = 4'000'000;
+  auto parsed = EventFromJsonLine(EventToJsonLine(e));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_TRUE(parsed->has_value());
+  EXPECT_EQ(std::get<StackSample>(**parsed).period_ns, 4'000'000u);
+  e.period_ns = 0;  // the session's rate: not written
+  const std::string without = EventToJsonLine(e);
+  EXPECT_EQ(without.find("period_ns"), std::string::npos) << without;
+}
+
 TEST(EventJson, UnreadableStringStaysAString) {
   ProbeEvent e;
   e.role = Role::kDispatchBegin;

@@ -389,6 +389,35 @@ TEST(SampledTreeTracer, AJankyFrameGetsTheTreeOfItsOwnSpan) {
   EXPECT_EQ(Find(t, "draw")->node.cost_ns, 800 * kMs);
 }
 
+// --cpu-budget lowered the rate inside a message: a sample taken at the lower rate stands for
+// its longer period, in the message's tree and in the session's folded stacks.
+TEST(SampledTreeTracer, SamplesWeighTheirOwnPeriodWhereTheBudgetChangedTheRate) {
+  testing::EventScript script;
+  script.Add(Probe(Role::kDispatchBegin, 0, {U("id", 7), S("name", "busy")}, kMain));
+  // 0..400 ms on CPU: parse() sampled at 1000 Hz for 200 ms, then render() at 250 Hz.
+  for (uint64_t ms = 1; ms <= 200; ++ms) script.Add(Sample(ms * kMs, true, {"main", "parse"}));
+  for (uint64_t ms = 204; ms <= 400; ms += 4) {
+    StackSample s = Sample(ms * kMs, true, {"main", "render"});
+    s.period_ns = 4 * kMs;
+    script.Add(s);
+  }
+  script.Add(Probe(Role::kDispatchEnd, 400 * kMs, {U("id", 7)}, kMain));
+  AnalysisOptions options;
+  options.common.evil_threshold_ns = 300 * kMs;
+  Report r = script.Run(options, 1'000 * kMs, Start(1000));
+  ASSERT_EQ(r.evil_methods.size(), 1u);
+  const SampledCallTree& t = r.evil_methods[0].sampled;
+  EXPECT_EQ(t.samples_on_cpu, 250u);
+  EXPECT_EQ(Find(t, "parse")->node.cost_ns, 200 * kMs);  // not 4/5 of the message by count
+  EXPECT_EQ(Find(t, "render")->node.cost_ns, 200 * kMs);
+  RenderOptions render;
+  render.folded_scope = "session";
+  std::ostringstream all;
+  MakeRenderer("folded", render)->Render(r, all);
+  EXPECT_NE(all.str().find("main;parse 200000\n"), std::string::npos) << all.str();
+  EXPECT_NE(all.str().find("main;render 200000\n"), std::string::npos) << all.str();
+}
+
 TEST(SampledTreeTracer, FoldedStacksPerSlowMessageAndForTheSession) {
   AnalysisOptions options;
   options.common.evil_threshold_ns = 700 * kMs;

@@ -274,6 +274,9 @@ struct StackSample {
   // JavaScript function of the app, not the runtime's library: "renderReport app.js:9");
   // "" when none. Names the message the sample falls in (SampleStore::TakeCallable).
   std::string callable;
+  // On CPU: the sampling period it was taken at, where --cpu-budget changed the rate (0: the
+  // session's, SessionStart::sample_hz).
+  uint64_t period_ns = 0;
 };
 
 // A thread's name (/proc/PID/task/TID/comm), read by the loader when the thread first shows

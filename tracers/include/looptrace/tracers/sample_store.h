@@ -105,6 +105,7 @@ class SampleStore {
     std::shared_ptr<const std::vector<std::string>> frames;  // null: an off-CPU stretch without a sample
     uint64_t ts_ns = 0;
     uint64_t off_end_ns = 0;  // off-CPU: when it ran again (0: not yet)
+    uint64_t period_ns = 0;   // on CPU: its sampling period where --cpu-budget changed it (0: the session's)
     bool on_cpu = true;
     bool switch_seen = false;  // off-CPU: its switch record arrived (the reason is known)
     std::string reason;
@@ -160,11 +161,14 @@ class SampleStore {
   using SessionTotals = std::unordered_map<SessionKey, uint64_t, SessionKeyHash>;  // ns
   using Stacks = std::map<std::vector<std::string>, uint64_t>;
   // On-CPU samples by (frames innermost first, why the walk stopped): their count.
-  using OnCpuStacks = std::map<std::pair<std::vector<std::string>, std::string>, uint64_t>;
+  struct OnCpuTotal {
+    uint64_t samples = 0, ns = 0;  // ns: their periods summed
+  };
+  using OnCpuStacks = std::map<std::pair<std::vector<std::string>, std::string>, OnCpuTotal>;
   struct OnCpuKeyHash {
     size_t operator()(const std::pair<const Frames*, std::string>& k) const;
   };
-  using OnCpuCounts = std::unordered_map<std::pair<const Frames*, std::string>, uint64_t, OnCpuKeyHash>;
+  using OnCpuCounts = std::unordered_map<std::pair<const Frames*, std::string>, OnCpuTotal, OnCpuKeyHash>;
   // A record comes at most this long after a sample of the same time (the loader polls every
   // 25 ms): a thread's on-CPU samples older than its latest by this much can start no span.
   static constexpr uint64_t kRecordLagNs = 1'000'000'000;
@@ -198,6 +202,9 @@ class SampleStore {
   uint64_t Fold(uint32_t tid, const Frames* frames, bool on_cpu, const std::string& stop, const std::string& reason,
                 uint64_t ts_ns, uint64_t off_end_ns, std::vector<std::string>* folded) const;
   void AddToSession(uint32_t tid, const Sample& sample, Stacks* stacks) const;
+  uint64_t NominalPeriodNs() const { return sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0; }
+  // What an on-CPU sample stands for: its own period where --cpu-budget changed the rate.
+  uint64_t PeriodOf(const Sample& s) const { return s.period_ns ? s.period_ns : NominalPeriodNs(); }
   // The on-CPU sample whose stack an early preemption at `at` (BPF took none: the thread was
   // running then and ran on after) stands under: the nearest one in [lo, hi] among `samples`
   // (or `before`, the thread's latest pruned one); null when none is.
