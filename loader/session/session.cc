@@ -290,7 +290,8 @@ void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {
     last_cpu_sample_ns_ = now_ns;
   }
   if (judge_stalls) pipeline_.Tick(now_ns, trusted_since_ns_);
-  if (budget_ && now_ns - last_budget_ns_ >= CostBudget::kWindowNs / 4) KeepCostBudget(now_ns);
+  // Once a window: each look reads every BPF counter.
+  if (budget_ && now_ns - last_budget_ns_ >= CostBudget::kWindowNs) KeepCostBudget(now_ns);
 }
 
 void Session::KeepCostBudget(uint64_t now_ns) {
