@@ -237,8 +237,9 @@ TEST_F(JvmEdtTest, RunOfAnInterpretedJvmBoundsAndNamesTheSameMessages) {
 TEST_F(JvmEdtTest, RecordOfARunningJvmWithoutFlagsFindsItsEventDispatchThread) {
   if (IsSkipped()) return;
   const std::string ready = dir_ / "ready";
-  // Long enough a warm-up for the session to attach and find the thread by its name.
-  Process target(EdtWaits({"--truth", dir_ / "truth.jsonl", "--ready", ready, "--warmup", "6000"}));
+  // Long enough a warm-up for the session to attach and find the thread by its name: on a
+  // CI machine busy with other JVM tests the attach once took longer than 6 s.
+  Process target(EdtWaits({"--truth", dir_ / "truth.jsonl", "--ready", ready, "--warmup", "12000"}));
   WaitForFile(ready, 60000);
   ASSERT_TRUE(std::filesystem::exists(ready)) << "EdtWaits did not get ready";
   auto r = RunCommand(
