@@ -26,14 +26,19 @@ std::string Reasons(const SampledNode& n) {
 
 }  // namespace
 
+std::string SampleRateText(const SampledCallTree& tree) {
+  if (!tree.nominal_sample_hz || tree.sample_hz >= tree.nominal_sample_hz) return fmt::format("{} Hz", tree.sample_hz);
+  return fmt::format("{} Hz on average, lowered from {} Hz by --cpu-budget", tree.sample_hz, tree.nominal_sample_hz);
+}
+
 void RenderSampledTree(const SampledCallTree& tree, const std::string& root_label, const std::string& indent,
                        std::ostream& out) {
   if (tree.empty()) return;
   out << fmt::format(
-      "{}sampled call tree: {} stack sample{} ({} on CPU at {} Hz, {} at switch-outs{}); on CPU {}, "
+      "{}sampled call tree: {} stack sample{} ({} on CPU at {}, {} at switch-outs{}); on CPU {}, "
       "off CPU {}\n",
       indent, tree.samples_on_cpu + tree.samples_off_cpu, tree.samples_on_cpu + tree.samples_off_cpu == 1 ? "" : "s",
-      tree.samples_on_cpu, tree.sample_hz, tree.samples_off_cpu, tree.dwarf ? ", DWARF-unwound" : "",
+      tree.samples_on_cpu, SampleRateText(tree), tree.samples_off_cpu, tree.dwarf ? ", DWARF-unwound" : "",
       FormatDuration(tree.on_cpu_ns), FormatDuration(tree.off_cpu_ns));
   if (!tree.common_frames.empty()) {
     const size_t shown = std::min<size_t>(tree.common_frames.size(), 4);
@@ -119,6 +124,7 @@ json SampledInfoJson(const SampledCallTree& tree) {
   json stops = json::object();
   for (const auto& [reason, n] : tree.walk_stops) stops[reason] = n;
   return json{{"sample_hz", tree.sample_hz},
+              {"nominal_sample_hz", tree.nominal_sample_hz},
               {"dwarf", tree.dwarf},
               {"samples_on_cpu", tree.samples_on_cpu},
               {"samples_off_cpu", tree.samples_off_cpu},

@@ -27,11 +27,10 @@ void RenderSessionProfileText(const Report& report, std::ostream& out) {
   if (threads.empty()) return;
   uint64_t total = 0;
   for (const ThreadProfile& t : threads) total += t.samples;
-  const uint32_t hz = threads.front().tree.sample_hz;
   out << fmt::format(
       "\nwhere the threads ran (no messages to hang them on: every on-CPU sample of the session, by thread, "
-      "at {} Hz):\n",
-      hz);
+      "at {}):\n",
+      SampleRateText(threads.front().tree));
   size_t shown = 0;
   uint64_t rest_samples = 0, rest_threads = 0;
   for (const ThreadProfile& t : threads) {

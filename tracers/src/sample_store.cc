@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <string_view>
 
@@ -174,12 +176,15 @@ SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_
   if (!sample_hz_) return {};
   std::vector<WeightedStack> stacks;
   uint64_t off_total = 0;
-  uint64_t on_periods = 0;  // the on-CPU samples' periods summed
+  uint64_t on_periods = 0, on_samples = 0;  // the on-CPU samples' periods summed, and their count
   auto& samples = threads_[tid].samples;
   for (const Sample& s : samples) {
     if (s.ts_ns > end_ns) break;
     if (s.on_cpu) {
-      if (s.ts_ns >= begin_ns) on_periods += PeriodOf(s);
+      if (s.ts_ns >= begin_ns) {
+        on_periods += PeriodOf(s);
+        ++on_samples;
+      }
       continue;
     }
     const uint64_t off_end = s.off_end_ns ? s.off_end_ns : end_ns;
@@ -221,11 +226,18 @@ SampledCallTree SampleStore::Tree(uint32_t tid, uint64_t begin_ns, uint64_t end_
     stacks.push_back(std::move(w));
   }
   SampledCallTree tree = BuildSampledTree(stacks, span_ns, on_cpu_ns, max_nodes_);
-  tree.sample_hz = sample_hz_;
+  tree.sample_hz = MeanHz(on_samples, on_periods);
+  tree.nominal_sample_hz = sample_hz_;
   tree.dwarf = dwarf_;
   for (const auto& [reason, n] : tree.walk_stops)
     if (reason != "no stack sample" && UnstackedReason(reason).empty()) stats_->Add(StatId::stack_walk_truncated, n);
   return tree;
+}
+
+uint32_t SampleStore::MeanHz(uint64_t samples, uint64_t periods_ns) const {
+  if (!samples || !periods_ns) return sample_hz_;
+  const double hz = std::round(1e9 * static_cast<double>(samples) / static_cast<double>(periods_ns));
+  return std::min(sample_hz_, static_cast<uint32_t>(hz));
 }
 
 // Drops the samples no span can still want: older than every open span of the thread (and
@@ -385,7 +397,8 @@ std::vector<ThreadProfile> SampleStore::ThreadProfiles(size_t top_methods) const
     });
     if (p.top.size() > top_methods) p.top.resize(top_methods);
     p.tree = BuildSampledTree(weighted, on_cpu_ns, on_cpu_ns, max_nodes_);
-    p.tree.sample_hz = sample_hz_;
+    p.tree.sample_hz = MeanHz(p.samples, on_cpu_ns);
+    p.tree.nominal_sample_hz = sample_hz_;
     p.tree.dwarf = dwarf_;
     out.push_back(std::move(p));
   }

@@ -410,6 +410,13 @@ TEST(SampledTreeTracer, SamplesWeighTheirOwnPeriodWhereTheBudgetChangedTheRate) 
   EXPECT_EQ(t.samples_on_cpu, 250u);
   EXPECT_EQ(Find(t, "parse")->node.cost_ns, 200 * kMs);  // not 4/5 of the message by count
   EXPECT_EQ(Find(t, "render")->node.cost_ns, 200 * kMs);
+  // 250 samples in 400 ms of CPU: the tree says the rate they were taken at, and the asked one.
+  EXPECT_EQ(t.sample_hz, 625u);
+  EXPECT_EQ(t.nominal_sample_hz, 1000u);
+  std::ostringstream text;
+  MakeRenderer("text")->Render(r, text);
+  EXPECT_NE(text.str().find("250 on CPU at 625 Hz on average, lowered from 1000 Hz by --cpu-budget"), std::string::npos)
+      << text.str();
   RenderOptions render;
   render.folded_scope = "session";
   std::ostringstream all;

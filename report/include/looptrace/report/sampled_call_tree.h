@@ -41,7 +41,8 @@ struct SampledCallTree {
   uint64_t on_cpu_ns = 0;  // the span's time on CPU (switches), sampled or not
   uint64_t off_cpu_ns = 0;
   uint64_t unsampled_on_cpu_ns = 0;  // on-CPU time without any sample (left in the root)
-  uint32_t sample_hz = 0;
+  uint32_t sample_hz = 0;            // the on-CPU samples' mean rate (lower where --cpu-budget lowered it)
+  uint32_t nominal_sample_hz = 0;    // the rate the session asked for
   bool dwarf = false;
   std::string stack_key;  // Matrix's rule on the sampled tree ("<hash>|")
   std::string stack_key_name;

@@ -205,6 +205,8 @@ class SampleStore {
   uint64_t NominalPeriodNs() const { return sample_hz_ ? 1'000'000'000ull / sample_hz_ : 0; }
   // What an on-CPU sample stands for: its own period where --cpu-budget changed the rate.
   uint64_t PeriodOf(const Sample& s) const { return s.period_ns ? s.period_ns : NominalPeriodNs(); }
+  // The rate `samples` on-CPU samples spanning `periods_ns` were taken at (the nominal one without any).
+  uint32_t MeanHz(uint64_t samples, uint64_t periods_ns) const;
   // The on-CPU sample whose stack an early preemption at `at` (BPF took none: the thread was
   // running then and ran on after) stands under: the nearest one in [lo, hi] among `samples`
   // (or `before`, the thread's latest pruned one); null when none is.
