@@ -14,7 +14,8 @@ thread tracking (looptrace_tracking_floor: programs on the default mode's sched_
 sched_waking and cpu-clock attach points doing only the process filter and a clock read, what
 any tool that sees the thread's switches, wake-ups and CPU pays); the default mode
 (`record -p PID`); and with LT_BASELINE=/path/to/another/looptrace, that build's default mode too (before/after
-in one run). Per run: the client's requests per second, the server's CPU per request, the
+in one run). LT_BASELINE may name several, `NAME=PATH,NAME=PATH` (a PATH may be a wrapper script,
+e.g. `exec nice -n 19 looptrace "$@"`), and --setups picks the built-in ones to run beside them. Per run: the client's requests per second, the server's CPU per request, the
 loader's own CPU during the measured window (a share of one core, and per request), its
 wake-ups a second (voluntary context switches) and the machine's busy CPU.
 Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run.
@@ -22,6 +23,8 @@ Prints medians and ratios; the machines are shared and noisy, so trust ratios of
 Root. Each traced run holds /tmp/looptrace-integration.lock (the integration tests check that
 no probe of looptrace is attached anywhere while they run).
   sudo bench/busy_server_overhead.py [--rounds 5] [--seconds 4] [--build build] [--servers echo,node,epoll,blocking]
+                                    [--setups untraced,probes,floor,default]
+  sudo LT_BASELINE=old=/tmp/old/looptrace,niced=/tmp/nice19.sh bench/busy_server_overhead.py --setups untraced,default
 """
 import argparse
 import fcntl
@@ -182,20 +185,33 @@ def main():
     parser.add_argument("--build", default="build")
     parser.add_argument("--servers", default="echo,node,epoll,blocking")
     parser.add_argument("--port", type=int, default=18700)
+    parser.add_argument("--setups", default="untraced,probes,floor,default",
+                        help="the built-in setups to run (untraced, probes, floor, default), beside LT_BASELINE's")
     args = parser.parse_args()
     looptrace = os.path.abspath(os.path.join(args.build, "looptrace"))
     floor = os.path.abspath(os.path.join(args.build, "looptrace_tracking_floor"))
-    if not os.access(floor, os.X_OK):
-        sys.exit(f"{floor} not found: build the looptrace_tracking_floor target first")
     probes_only = ["--no-thread-tracking", "--sample-rate", "0"]
-    setups = [
-        ("untraced", None, []),
-        ("probes only", looptrace, probes_only),
-        (FLOOR, looptrace, probes_only),
-        ("default", looptrace, []),
-    ]
-    if os.environ.get("LT_BASELINE"):
-        setups.append(("default (LT_BASELINE)", os.environ["LT_BASELINE"], []))
+    built_in = {
+        "untraced": ("untraced", None, []),
+        "probes": ("probes only", looptrace, probes_only),
+        "floor": (FLOOR, looptrace, probes_only),
+        "default": ("default", looptrace, []),
+    }
+    chosen = [name for name in args.setups.split(",") if name]
+    unknown = [name for name in chosen if name not in built_in]
+    if unknown or not chosen:
+        sys.exit(f"--setups: unknown {', '.join(unknown) or 'none chosen'} (choose from {', '.join(built_in)})")
+    setups = [built_in[name] for name in built_in if name in chosen]
+    if "floor" in chosen and not os.access(floor, os.X_OK):
+        sys.exit(f"{floor} not found: build the looptrace_tracking_floor target first")
+    baselines = [b for b in os.environ.get("LT_BASELINE", "").split(",") if b]
+    for baseline in baselines:
+        label, path = baseline.split("=", 1) if "=" in baseline else ("LT_BASELINE", baseline)
+        if not os.access(path, os.X_OK):
+            sys.exit(f"LT_BASELINE: {path} is not an executable file")
+        setups.append((f"default ({label})", path, []))
+    if len(setups) < 2:
+        sys.exit("nothing to compare: choose two setups or more (--setups, LT_BASELINE)")
     out = tempfile.mkdtemp(prefix="busy-bench-")
     servers, client = build_servers(out, args.servers.split(","))
     results = {(s.name, name): [] for s in servers for name, _, _ in setups}
@@ -216,7 +232,8 @@ def main():
                     missing += [(server.name, name, what) for what, regex in server.checks
                                 if not re.search(regex, text)]
             server.stop()
-        print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
+        this_round = ", ".join(f"{server} {name} {runs[-1]['rps']:.0f}" for (server, name), runs in results.items())
+        print(f"round {rnd + 1}/{args.rounds} done (requests a second: {this_round})", file=sys.stderr)
 
     def med(server, setup, key):
         return statistics.median(r[key] for r in results[(server.name, setup)])
@@ -226,12 +243,15 @@ def main():
         print(f"\n{server.name}")
         print(f"  {'setup':24} {'req/s':>9} {'x untraced':>10} {'x probes':>9} {'x floor':>8} {'server CPU/req':>15} "
               f"{'loader CPU':>10} {'loader CPU/req':>15} {'wake-ups/s':>10} {'machine CPU':>11}")
-        base = med(server, "untraced", "rps")
-        probes = med(server, "probes only", "rps")
-        floor_rps = med(server, FLOOR, "rps")
-        for name, _, _ in setups:
+        names = [name for name, _, _ in setups]
+
+        def ratio(rps, setup, width):  # "-" where that setup did not run
+            return f"{rps / med(server, setup, 'rps'):{width}.3f}" if setup in names else f"{'-':>{width}}"
+
+        for name in names:
             rps = med(server, name, "rps")
-            print(f"  {name:24} {rps:9.0f} {rps / base:10.3f} {rps / probes:9.3f} {rps / floor_rps:8.3f} "
+            print(f"  {name:24} {rps:9.0f} {ratio(rps, 'untraced', 10)} {ratio(rps, 'probes only', 9)} "
+                  f"{ratio(rps, FLOOR, 8)} "
                   f"{med(server, name, 'cpu_us_per_request'):12.1f} us {100 * med(server, name, 'loader_share'):9.1f}% "
                   f"{med(server, name, 'loader_us_per_request'):12.1f} us {med(server, name, 'loader_wakeups_per_s'):10.0f} "
                   f"{100 * med(server, name, 'machine_share'):10.1f}%")
