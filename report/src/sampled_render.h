@@ -10,11 +10,11 @@
 
 namespace looptrace {
 
-// The tree under a header line, every line starting with `indent`; `root_label` names the
-// span ("[message] evil.jank").
 // "997 Hz", or the mean rate and the asked one where --cpu-budget lowered the rate.
 std::string SampleRateText(const SampledCallTree& tree);
 
+// The tree under a header line, every line starting with `indent`; `root_label` names the
+// span ("[message] evil.jank").
 void RenderSampledTree(const SampledCallTree& tree, const std::string& root_label, const std::string& indent,
                        std::ostream& out);
 
