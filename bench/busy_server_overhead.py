@@ -13,11 +13,12 @@ Setups, interleaved by round (the order turns every round): untraced; the messag
 thread tracking (looptrace_tracking_floor: programs on the default mode's sched_switch,
 sched_waking and cpu-clock attach points doing only the process filter and a clock read, what
 any tool that sees the thread's switches, wake-ups and CPU pays); the default mode
-(`record -p PID`); and with LT_BASELINE=/path/to/another/looptrace, that build's default mode too (before/after
-in one run). LT_BASELINE may name several, `NAME=PATH,NAME=PATH` (a PATH may be a wrapper script,
-e.g. `exec nice -n 19 looptrace "$@"`), and --setups picks the built-in ones to run beside them. Per run: the client's requests per second, the server's CPU per request, the
-loader's own CPU during the measured window (a share of one core, and per request), its
-wake-ups a second (voluntary context switches) and the machine's busy CPU.
+(`record -p PID`); and with LT_BASELINE=/path/to/another/looptrace, that build's default mode
+too (before/after in one run). LT_BASELINE may name several, `NAME=PATH,NAME=PATH` (a PATH may
+be a wrapper script, e.g. `exec nice -n 19 looptrace "$@"`), and --setups picks the built-in
+setups to run beside them. Per run: the client's requests per second, the server's CPU per
+request, the loader's own CPU during the measured window (a share of one core, and per
+request), its wake-ups a second (voluntary context switches) and the machine's busy CPU.
 Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run.
 
 Root. Each traced run holds /tmp/looptrace-integration.lock (the integration tests check that
@@ -232,7 +233,7 @@ def main():
                     missing += [(server.name, name, what) for what, regex in server.checks
                                 if not re.search(regex, text)]
             server.stop()
-        this_round = ", ".join(f"{server} {name} {runs[-1]['rps']:.0f}" for (server, name), runs in results.items())
+        this_round = ", ".join(f"{served} {name} {runs[-1]['rps']:.0f}" for (served, name), runs in results.items())
         print(f"round {rnd + 1}/{args.rounds} done (requests a second: {this_round})", file=sys.stderr)
 
     def med(server, setup, key):
