@@ -9,6 +9,7 @@
 
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
+#include "looptrace/util/first_use_cost.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -138,6 +139,7 @@ void UnwindRowsPublisher::Sync() {
   }
   if (keys == published_) return;
 
+  FirstUseScope first_use;  // new mappings' rows: compiled and written once
   const auto began = std::chrono::steady_clock::now();
   std::vector<lt_unwind_module> modules;
   for (const symbols::MapEntry& map : *maps) {

@@ -17,6 +17,7 @@
 #include "loader/plan/shadow_probes.h"
 #include "loader/target/proc_readers.h"
 #include "looptrace/report/cost_text.h"
+#include "looptrace/util/first_use_cost.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::loader {
@@ -280,6 +281,7 @@ void Session::Start(SessionStart start) {
   bpf_->SetPreemptStacksAfter(preempt_after_ns);
   loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, preempt_after_ns);
   loader_stats_.Set(StatId::cost_loader_start_cpu_ns, own_cpu_.ElapsedNs());
+  first_use_at_start_ns_ = FirstUseScope::TotalNs();
 }
 
 void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {
@@ -490,6 +492,8 @@ Stats Session::LiveLosses() const {
   Stats losses = bpf_->ReadCounters();
   losses.Merge(loader_stats_);
   losses.Set(StatId::cost_loader_cpu_ns, own_cpu_.ElapsedNs());
+  if (first_use_at_start_ns_)
+    losses.Set(StatId::cost_loader_first_use_cpu_ns, FirstUseScope::TotalNs() - *first_use_at_start_ns_);
   if (unwind_rows_) losses.Set(StatId::stack_modules_without_rows, unwind_rows_->modules_without_room());
   if (budget_) {
     losses.Set(StatId::cost_budget_ns_per_s, budget_->ns_per_s());

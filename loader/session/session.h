@@ -177,6 +177,8 @@ class Session : private SnapshotSource {
   uint64_t deadline_ns_ = UINT64_MAX;   // when -d ends the session
   ProcessTaps taps_{*this};
   OwnCpuClock own_cpu_;  // the loader's CPU time, a cost counter
+  // FirstUseScope::TotalNs() once the session started: files first met after it cost once.
+  std::optional<uint64_t> first_use_at_start_ns_;
   std::unique_ptr<BpfSession> bpf_;
   // The BPF stack walker's .eh_frame rows (after bpf_: dropped before it).
   std::optional<UnwindRowsPublisher> unwind_rows_;

@@ -1,9 +1,11 @@
 #include "looptrace/report/cost_text.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string_view>
+#include <vector>
 
 namespace looptrace {
 namespace {
@@ -24,6 +26,8 @@ CostBreakdown CostOf(const Stats& stats) {
   CostBreakdown cost;
   cost.loader_ns = stats.Get(StatId::cost_loader_cpu_ns);
   cost.loader_start_ns = std::min(stats.Get(StatId::cost_loader_start_cpu_ns), cost.loader_ns);
+  cost.loader_first_use_ns =
+      std::min(stats.Get(StatId::cost_loader_first_use_cpu_ns), cost.loader_ns - cost.loader_start_ns);
   // A hit's trap and dispatch (measured on an empty program) plus what the program did.
   cost.probes_ns =
       stats.Get(StatId::cost_probe_hits) * stats.Get(StatId::cost_uprobe_hit_ns) + stats.Get(StatId::cost_probe_bpf_ns);
@@ -49,13 +53,16 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
   auto line = [&](std::string_view what, const std::string& amount, const std::string& how) {
     out += fmt::format("  {:<20} {:>10}  {}\n", what, amount, how);
   };
-  // The start (BPF load, symbols, attach) is paid once, before the session's clock starts:
-  // shares over the session are of what ran after it.
-  const uint64_t start = cost.loader_start_ns;
+  // The start (BPF load, symbols, attach) is paid once, before the session's clock starts,
+  // and so are the files first met after it: shares over the session are of the rest.
+  const uint64_t start = cost.loader_start_ns, first_use = cost.loader_first_use_ns;
   const auto after_start = [&](uint64_t ns) {
-    return start ? fmt::format("{} after starting ({} of it to start: BPF load, symbols, probes)",
-                               ShareOfCpu(ns - start, session_ns), Seconds(start))
-                 : ShareOfCpu(ns, session_ns);
+    if (!start && !first_use) return ShareOfCpu(ns, session_ns);
+    std::vector<std::string> once;
+    if (start) once.push_back(fmt::format("{} of it to start: BPF load, symbols, probes", Seconds(start)));
+    if (first_use)
+      once.push_back(fmt::format("{} once, on files first met after it: symbols, unwind rows", Seconds(first_use)));
+    return fmt::format("{} after starting ({})", ShareOfCpu(ns - cost.once_ns(), session_ns), fmt::join(once, "; "));
   };
   line("loader CPU", Seconds(loader), after_start(loader));
   if (hits)

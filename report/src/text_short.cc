@@ -59,13 +59,16 @@ std::string CostLine(const Stats& stats, uint64_t session_ns) {
   if (CostText(stats, session_ns).empty()) return "";
   const CostBreakdown cost = CostOf(stats);
   const bool bpf_times = stats.Get(StatId::cost_probe_hits) || stats.Get(StatId::cost_sched_runs);
-  // Shares are of what ran after the start (paid once, before the session's clock).
+  // Shares are of what ran after the start and the files first met (each paid once).
   const auto share = [&](uint64_t ns) {
-    const uint64_t running = ns - cost.loader_start_ns;
+    const uint64_t running = ns - cost.once_ns();
     if (!session_ns) return std::string();
-    if (!cost.loader_start_ns) return fmt::format(", {:.2f}% of one CPU", 100.0 * running / session_ns);
-    return fmt::format(", {:.2f}% of one CPU after {} to start", 100.0 * running / session_ns,
-                       Seconds(cost.loader_start_ns));
+    std::string text = fmt::format(", {:.2f}% of one CPU", 100.0 * running / session_ns);
+    if (cost.loader_start_ns) text += fmt::format(" after {} to start", Seconds(cost.loader_start_ns));
+    if (cost.loader_first_use_ns)
+      text += fmt::format("{} {} on files first met", cost.loader_start_ns ? " and" : " after",
+                          Seconds(cost.loader_first_use_ns));
+    return text;
   };
   if (!bpf_times)
     return fmt::format("\nlooptrace cost: loader {} of CPU{} (BPF run times unavailable)\n", Seconds(cost.loader_ns),

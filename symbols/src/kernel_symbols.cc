@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "looptrace/util/first_use_cost.h"
+
 namespace looptrace::symbols {
 
 KernelSymbols KernelSymbols::Parse(std::string_view text) {
@@ -34,6 +36,7 @@ KernelSymbols KernelSymbols::Parse(std::string_view text) {
 }
 
 Result<KernelSymbols> KernelSymbols::Load(const std::string& path) {
+  FirstUseScope first_use;  // read once a session, at its first kernel stack
   std::ifstream in(path);
   if (!in) return MakeError(fmt::format("cannot read {}", path));
   std::stringstream text;

@@ -7,6 +7,7 @@
 
 #include "dwarf_lookup.h"
 #include "eh_frame_functions.h"
+#include "looptrace/util/first_use_cost.h"
 #include "looptrace/util/log.h"
 
 namespace looptrace::symbols {
@@ -145,6 +146,7 @@ std::string Module::debug_file() const {
 }
 
 void Module::LoadDwarfLocked() {
+  FirstUseScope first_use;
   dwarf_loaded_ = true;
   if (!elf_) return;
   DwarfLookup::OpenError error;
@@ -369,6 +371,7 @@ Result<std::shared_ptr<const ElfFile>> ModuleCache::OpenShared(const std::string
     std::lock_guard lock(mutex_);
     if (auto it = elves_.find(identity); it != elves_.end()) return it->second;
   }
+  FirstUseScope first_use;
   ASSIGN_OR_RETURN(ElfFile opened, ElfFile::Open(open_path));
   auto elf = std::make_shared<const ElfFile>(std::move(opened));
   if (identity.empty()) return elf;

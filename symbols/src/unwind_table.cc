@@ -15,6 +15,7 @@
 #include <span>
 
 #include "looptrace/symbols/vdso.h"
+#include "looptrace/util/first_use_cost.h"
 #include "looptrace/util/safe_file.h"
 #include "unwind_common.h"
 
@@ -287,6 +288,7 @@ const UnwindTable* TableUnwinder::TableFor(const std::string& path) {
                               : path;
   auto [it, inserted] = tables_.try_emplace(key);
   if (inserted) {
+    FirstUseScope first_use;
     auto table = CompileUnwindTable(path);
     if (table) it->second = std::make_unique<UnwindTable>(std::move(*table));
   }

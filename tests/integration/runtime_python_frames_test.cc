@@ -313,6 +313,13 @@ TEST_F(PythonNativeFramesTest, ALibraryLoadedMidSessionIsWalkedWholeFromItsFirst
   EXPECT_GE(counters["user_stacks_complete"].get<double>() / counters["user_stacks_sampled"].get<double>(), 0.99)
       << counters.dump();
   EXPECT_EQ(counters["stack_walks_no_frame_pointer"], 0u) << counters.dump();
+  // The library's symbols and rows were read after the start, once: the cost block counts
+  // them apart from the running cost a --cpu-budget keeps.
+  const uint64_t first_use = counters.value("cost_loader_first_use_cpu_ns", 0u);
+  EXPECT_GT(first_use, 0u) << counters.dump();
+  EXPECT_LE(first_use,
+            counters["cost_loader_cpu_ns"].get<uint64_t>() - counters["cost_loader_start_cpu_ns"].get<uint64_t>())
+      << counters.dump();
   std::cout << counters["stack_walks_finished_from_copy"] << " stacks walked from copies of "
             << counters["user_stacks_sampled"] << "\n";
 }

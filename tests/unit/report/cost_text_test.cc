@@ -75,6 +75,29 @@ TEST(CostText, SharesAreOfWhatRanAfterTheStart) {
   EXPECT_EQ(cost.running_ns(), 300'000'000u);
 }
 
+TEST(CostText, SharesLeaveOutFilesFirstMetAfterTheStart) {
+  // 0.5 s after the start went to reading the symbols and unwind rows of modules a stack
+  // reached for the first time: paid once, like the start, and not by the running session.
+  Stats stats;
+  stats.Set(StatId::cost_loader_cpu_ns, 1'700'000'000);
+  stats.Set(StatId::cost_loader_start_cpu_ns, 1'000'000'000);
+  stats.Set(StatId::cost_loader_first_use_cpu_ns, 500'000'000);
+  stats.Set(StatId::cost_sched_runs, 4000);
+  stats.Set(StatId::cost_sched_bpf_ns, 100'000'000);
+  const std::string text = CostText(stats, 10'000'000'000);
+  EXPECT_NE(text.find("  loader CPU              1.700 s  2.00% of one CPU after starting (1.000 s of it to start: "
+                      "BPF load, symbols, probes; 0.500 s once, on files first met after it: symbols, unwind rows)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  total                   1.800 s  3.00% of one CPU after starting"), std::string::npos) << text;
+  const CostBreakdown cost = CostOf(stats);
+  EXPECT_EQ(cost.once_ns(), 1'500'000'000u);
+  EXPECT_EQ(cost.running_ns(), 300'000'000u);
+  // A figure over what the loader spent after its start (a stale counter) is capped there.
+  stats.Set(StatId::cost_loader_first_use_cpu_ns, 900'000'000);
+  EXPECT_EQ(CostOf(stats).loader_first_use_ns, 700'000'000u);
+}
+
 TEST(CostText, SaysWhenPreemptionsAndWaitsGetStacks) {
   Stats stats;
   stats.Set(StatId::cost_switch_stacks, 5);

@@ -13,11 +13,15 @@ namespace looptrace {
 struct CostBreakdown {
   uint64_t loader_ns = 0;        // the loader's own process
   uint64_t loader_start_ns = 0;  // the part of loader_ns spent starting (paid once a session)
-  uint64_t probes_ns = 0;        // probe hits: hits x the measured cost of one, + their BPF time
-  uint64_t scheduler_ns = 0;     // the scheduler, signal, exec and sampler programs, every CPU
+  // The part of loader_ns after the start spent on files first met (symbols, unwind rows):
+  // paid once a file, not shed by sampling less.
+  uint64_t loader_first_use_ns = 0;
+  uint64_t probes_ns = 0;     // probe hits: hits x the measured cost of one, + their BPF time
+  uint64_t scheduler_ns = 0;  // the scheduler, signal, exec and sampler programs, every CPU
   uint64_t total_ns() const { return loader_ns + probes_ns + scheduler_ns; }
-  // What the session costs as it runs, the figure a budget is about: all but the start.
-  uint64_t running_ns() const { return total_ns() - loader_start_ns; }
+  uint64_t once_ns() const { return loader_start_ns + loader_first_use_ns; }
+  // What the session costs as it runs, the figure a budget is about: all but what is paid once.
+  uint64_t running_ns() const { return total_ns() - once_ns(); }
 };
 CostBreakdown CostOf(const Stats& stats);
 

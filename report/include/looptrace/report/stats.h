@@ -114,6 +114,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
   X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session")               \
   X(cost_loader_start_cpu_ns, kCost,                                                                                   \
     "ns of cost_loader_cpu_ns spent before the session started (BPF load, symbols, probes attached), once a session")  \
+  X(cost_loader_first_use_cpu_ns, kCost,                                                                               \
+    "ns of cost_loader_cpu_ns spent after the start on files first met (symbols, DWARF, unwind rows), once a file")    \
   X(cost_budget_ns_per_s, kCost, "--cpu-budget: ns of CPU a second the session may cost as it runs (0: no budget)")    \
   X(cost_budget_lowest_hz, kCost, "--cpu-budget: the lowest cpu-clock sample rate the budget asked for (Hz)")          \
   X(cost_budget_lowered_ns, kCost,                                                                                     \
