@@ -222,21 +222,25 @@ const std::vector<ResolvedFrame>& StackResolver::Name(uint64_t pc, uint64_t look
   return slot;
 }
 
+bool StackResolver::KeepsNoFramePointers(const ResolvedFrame& last) {
+  if (last.module.empty() || last.module.front() == '[') return false;
+  const symbols::MapEntry* map = Find(last.pc);
+  if (!map || !map->is_file()) return false;
+  auto [it, inserted] = keeps_frame_pointers_.try_emplace(map->path);
+  if (inserted) {
+    // The module the frame was named from: a large executable is not read a second time
+    // while the drain waits (node's symbol table takes a second on a loaded machine).
+    if (auto elf = symbolizer_->cache().Elf(symbols::MappedFileOpenPath(pid_, *map)))
+      it->second = symbols::KeepsFramePointers(**elf);
+  }
+  return it->second && !*it->second;
+}
+
 std::string StackResolver::FramePointerStop(const ResolvedFrame* last) {
   if (!last || last->module.empty() || last->module.front() == '[') return "frame pointer invalid";
   // The frame whose function should have set up the frame pointer is the last good one.
-  const symbols::MapEntry* map = Find(last->pc);
-  if (map && map->is_file()) {
-    auto [it, inserted] = keeps_frame_pointers_.try_emplace(map->path);
-    if (inserted) {
-      // The module the frame was named from: a large executable is not read a second time
-      // while the drain waits (node's symbol table takes a second on a loaded machine).
-      if (auto elf = symbolizer_->cache().Elf(symbols::MappedFileOpenPath(pid_, *map)))
-        it->second = symbols::KeepsFramePointers(**elf);
-    }
-    if (it->second && !*it->second)
-      return fmt::format("{} keeps no frame pointers (--dwarf-unwind unwinds it)", last->module);
-  }
+  if (KeepsNoFramePointers(*last))
+    return fmt::format("{} keeps no frame pointers (--dwarf-unwind unwinds it)", last->module);
   return fmt::format("frame pointer invalid after {}", last->Name());
 }
 
@@ -289,9 +293,9 @@ ResolvedStack StackResolver::FromIps(std::span<const uint64_t> ips, std::span<co
   if (ips.size() >= LT_MAX_SAMPLE_FRAMES) {
     stack.stop = "max frames";
   } else if (!stack.frames.empty() && !ReachedOutermost(stack.frames)) {
-    // The chain ended early (a null frame pointer) inside code that keeps none: its callers are lost.
-    std::string why = FramePointerStop(&stack.frames.back());
-    if (why.find("keeps no frame pointers") != std::string::npos) stack.stop = std::move(why);
+    // The chain ended early (a null frame pointer) inside code that keeps none: its callers
+    // are lost. (Not worded otherwise: walks BPF cut at the interpreter end so on purpose.)
+    if (KeepsNoFramePointers(stack.frames.back())) stack.stop = FramePointerStop(&stack.frames.back());
   }
   return stack;
 }

@@ -123,6 +123,8 @@ class StackResolver {
   // address.
   const std::vector<ResolvedFrame>& Name(uint64_t pc, uint64_t lookup, Where where, const symbols::MapEntry* map);
   std::string FramePointerStop(const ResolvedFrame* last);
+  // Whether the module `last` was named from is known to keep no frame pointers (read once).
+  bool KeepsNoFramePointers(const ResolvedFrame& last);
   std::string DwarfStop(const std::string& reason, const ResolvedFrame* last, uint64_t last_pc);
   bool Validate(uint64_t pc, uint64_t lookup, std::vector<ResolvedFrame>* out, std::string* stop);
 
