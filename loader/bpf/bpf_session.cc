@@ -621,26 +621,37 @@ void BpfSession::NoteLoadedPrograms() {
 // (events.h lt_prog_cost), so the time of all runs is an estimate from the timed ones. The
 // probe programs run once per hit on the target, the others at every switch, wakeup,
 // signal and exec of every process (they filter) and at every cpu-clock sample.
-void BpfSession::AddProgramCosts(Stats* stats) const {
+std::optional<BpfSession::ProgramCost> BpfSession::CostOfProgram(uint32_t prog) const {
   const int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0) return;
+  if (ncpu <= 0) return std::nullopt;
   std::vector<lt_prog_cost> per_cpu(ncpu);
-  for (uint32_t prog = 0; prog < LT_PROG_MAX; ++prog) {
-    if (bpf_map__lookup_elem(skel_->maps.prog_costs, &prog, sizeof(prog), per_cpu.data(),
-                             per_cpu.size() * sizeof(lt_prog_cost), 0) != 0)
-      continue;
-    lt_prog_cost total{};
-    for (const lt_prog_cost& cpu : per_cpu) {
-      total.runs += cpu.runs;
-      total.timed_runs += cpu.timed_runs;
-      total.timed_ns += cpu.timed_ns;
-    }
-    const auto estimated_ns = static_cast<uint64_t>(
-        total.timed_runs ? static_cast<double>(total.timed_ns) * total.runs / total.timed_runs : 0.0);
-    const bool probe = prog < LT_PROG_PROBES_END;
-    stats->Add(probe ? StatId::cost_probe_hits : StatId::cost_sched_runs, total.runs);
-    stats->Add(probe ? StatId::cost_probe_bpf_ns : StatId::cost_sched_bpf_ns, estimated_ns);
+  if (bpf_map__lookup_elem(skel_->maps.prog_costs, &prog, sizeof(prog), per_cpu.data(),
+                           per_cpu.size() * sizeof(lt_prog_cost), 0) != 0)
+    return std::nullopt;
+  lt_prog_cost total{};
+  for (const lt_prog_cost& cpu : per_cpu) {
+    total.runs += cpu.runs;
+    total.timed_runs += cpu.timed_runs;
+    total.timed_ns += cpu.timed_ns;
   }
+  const auto estimated_ns = static_cast<uint64_t>(
+      total.timed_runs ? static_cast<double>(total.timed_ns) * total.runs / total.timed_runs : 0.0);
+  return ProgramCost{total.runs, estimated_ns};
+}
+
+void BpfSession::AddProgramCosts(Stats* stats) const {
+  for (uint32_t prog = 0; prog < LT_PROG_MAX; ++prog) {
+    const std::optional<ProgramCost> cost = CostOfProgram(prog);
+    if (!cost) continue;
+    const bool probe = prog < LT_PROG_PROBES_END;
+    stats->Add(probe ? StatId::cost_probe_hits : StatId::cost_sched_runs, cost->runs);
+    stats->Add(probe ? StatId::cost_probe_bpf_ns : StatId::cost_sched_bpf_ns, cost->ns);
+  }
+}
+
+uint64_t BpfSession::SamplerBpfNs() const {
+  const std::optional<ProgramCost> cost = CostOfProgram(LT_PROG_CPU_SAMPLE);
+  return cost ? cost->ns : 0;
 }
 
 }  // namespace looptrace::loader

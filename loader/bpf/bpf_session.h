@@ -164,6 +164,9 @@ class BpfSession {
   Stats ReadCounters() const;
   // The records lost so far (dropped in BPF on a full ring, or overwritten): one counter read.
   uint64_t RecordsLost() const;
+  // The cpu-clock sampler program's time so far, every CPU (estimated like the other
+  // programs' costs): what --cpu-budget sheds by lowering the rate.
+  uint64_t SamplerBpfNs() const;
   // What one uprobe hit costs here (the trap, the kernel's dispatch, an empty BPF program),
   // in ns: a function of looptrace's own timed with a probe on it and without (a few ms).
   Result<uint64_t> MeasureUprobeHitNs();
@@ -180,6 +183,10 @@ class BpfSession {
   };
 
   BpfSession() = default;
+  struct ProgramCost {
+    uint64_t runs = 0, ns = 0;  // ns: estimated from the timed runs
+  };
+  std::optional<ProgramCost> CostOfProgram(uint32_t prog) const;  // one of LT_PROG_*
   void AddProgramCosts(Stats* stats) const;
   void NoteLoadedPrograms();
   Result<void> AttachOne(const ResolvedProbe& probe, int pid);

@@ -88,9 +88,26 @@ void Session::OnRecord(const lt_record& record) {
 }
 
 void Session::OnSideRecord(std::span<const uint8_t> raw) {
+  // Under --cpu-budget the loader's work on stack samples is timed (a sample's Python or
+  // JavaScript frames come first, in a record of their own): what of its cost a lower rate
+  // sheds is the on-CPU samples' part (CostBudget).
+  lt_record_header header{};
+  const bool timed = budget_ && raw.size() >= sizeof(header);
+  if (timed) std::memcpy(&header, raw.data(), sizeof(header));
+  const uint64_t began = timed ? NowNs(CLOCK_THREAD_CPUTIME_ID) : 0;
   side_decoded_.clear();
   decoder_->DecodeSide(raw, &side_decoded_);
   for (const Event& event : side_decoded_) threads_named_->OnEvent(event);
+  if (!timed) return;
+  const uint64_t work_ns = NowNs(CLOCK_THREAD_CPUTIME_ID) - began;
+  if (header.type == LT_RECORD_INTERP_STACK) {
+    frames_work_ns_ += work_ns;
+  } else if (header.type == LT_RECORD_SAMPLE || header.type == LT_RECORD_SAMPLE_COPY) {
+    const bool on_cpu = !side_decoded_.empty() && std::holds_alternative<StackSample>(side_decoded_.front()) &&
+                        std::get<StackSample>(side_decoded_.front()).on_cpu;
+    if (on_cpu) sample_work_ns_ += work_ns + frames_work_ns_;
+    frames_work_ns_ = 0;
+  }
 }
 
 Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t tgid) {
@@ -299,7 +316,8 @@ void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {
 void Session::KeepCostBudget(uint64_t now_ns) {
   last_budget_ns_ = now_ns;
   const int hz = budget_->hz();
-  if (budget_->Update(now_ns, CostOf(LiveLosses()).running_ns()) == hz) return;
+  const uint64_t sampling_ns = bpf_->SamplerBpfNs() + sample_work_ns_;
+  if (budget_->Update(now_ns, CostOf(LiveLosses()).running_ns(), sampling_ns) == hz) return;
   log::V1("cpu budget: sample rate {} -> {} Hz", hz, budget_->hz());
   if (auto ok = bpf_->SetSampleRate(budget_->hz()); !ok) {
     log::Warning("--cpu-budget: {}; the budget is no longer kept", ok.error().message);

@@ -167,6 +167,9 @@ class Session : private SnapshotSource {
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)
   uint64_t last_cpu_sample_ns_ = 0;
   std::optional<CostBudget> budget_;  // --cpu-budget, once the cpu-clock samplers run
+  // --cpu-budget: the loader's CPU on on-CPU samples so far, and on frames records since
+  // the last sample (theirs, once it comes).
+  uint64_t sample_work_ns_ = 0, frames_work_ns_ = 0;
   uint64_t last_budget_ns_ = 0;
   uint64_t records_lost_seen_ = 0;      // RecordsLost() at the last drain
   uint64_t copies_seen_ = 0;            // stacks_->copies_decoded() at the last drain

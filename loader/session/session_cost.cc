@@ -65,27 +65,38 @@ SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view me
   return policy;
 }
 
-int CostBudget::Update(uint64_t now_ns, uint64_t cost_ns) {
+int CostBudget::Update(uint64_t now_ns, uint64_t cost_ns, uint64_t sampling_ns) {
   if (!started_) {
     started_ = true;
     window_start_ns_ = now_ns;
     window_cost_ns_ = cost_ns;
+    window_sampling_ns_ = sampling_ns;
     return hz_;
   }
   const uint64_t elapsed = now_ns - window_start_ns_;
   if (elapsed < kWindowNs) return hz_;
   const double spent = static_cast<double>(cost_ns - std::min(cost_ns, window_cost_ns_));
+  const double sampled = std::min(spent, static_cast<double>(sampling_ns - std::min(sampling_ns, window_sampling_ns_)));
   const double allowed = share_ * static_cast<double>(elapsed);
   if (hz_ < asked_hz_) lowered_ns_ += elapsed;
-  if (spent > allowed) {
-    over_ns_ += elapsed;
-    hz_ = std::max(hz_ / 2, std::min(hz_, kMinHz));
+  if (spent > allowed) over_ns_ += elapsed;
+  const int floor_hz = std::min(hz_, kMinHz);
+  if (sampled > 0) {
+    // The samples' cost follows the rate; the rest does not.
+    const double fits = hz_ * (0.9 * allowed - (spent - sampled)) / sampled;
+    if (spent > allowed)
+      hz_ = std::max(floor_hz, static_cast<int>(std::clamp(fits, hz_ / 8.0, hz_ * 0.9)));
+    else if (fits >= 1.25 * hz_ && hz_ < asked_hz_)  // a step worth a change of the rate
+      hz_ = std::min(asked_hz_, static_cast<int>(std::min(fits, hz_ * 2.0)));
+  } else if (spent > allowed) {
+    hz_ = std::max(hz_ / 2, floor_hz);
   } else if (spent < allowed / 2 && hz_ < asked_hz_) {
     hz_ = std::min(hz_ * 2, asked_hz_);
   }
   lowest_hz_ = std::min(lowest_hz_, hz_);
   window_start_ns_ = now_ns;
   window_cost_ns_ = cost_ns;
+  window_sampling_ns_ = sampling_ns;
   return hz_;
 }
 

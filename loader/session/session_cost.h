@@ -40,11 +40,16 @@ SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view me
                                      uint64_t slow_message_ns = UINT64_MAX);
 
 // --cpu-budget: keeps what the session costs as it runs (the cost block's total after the
-// start: the loader's CPU, BPF time, probe traps) within a share of one CPU by lowering the
-// cpu-clock sample rate, the one cost a session can shed without losing messages or their
-// off-CPU reasons. Once a second: halved after a second over the budget (down to kMinHz),
-// doubled back toward the rate asked for after a second under half of it. What probe hits
-// and the scheduler programs cost is not shed: the seconds over the budget are counted.
+// start and the files first met: the loader's CPU, BPF time, probe traps) within a share of
+// one CPU by changing the cpu-clock sample rate, the one cost a session can shed without
+// losing messages or their off-CPU reasons. Once a second, from what the last second cost
+// and what of it the samples cost (the sampler program and the loader's work on on-CPU
+// samples): the rate whose samples fit in the budget beside the rest, aiming at 90% of it,
+// lowered only over the budget, raised only by a quarter or more, at most eight times lower
+// or twice higher at a step, never above the rate asked for. A
+// second without sample costs halves the rate when over the budget and doubles it when under
+// half. What probe hits and the scheduler programs cost is not shed: the seconds over the
+// budget are counted.
 class CostBudget {
  public:
   static constexpr int kMinHz = 7;
@@ -52,8 +57,9 @@ class CostBudget {
 
   // `share`: of one CPU (0.02 for 2%); `sample_hz`: the rate asked for.
   CostBudget(double share, int sample_hz) : share_(share), asked_hz_(sample_hz), hz_(sample_hz) {}
-  // The session's running cost so far (ns of CPU) at `now_ns`: the sample rate from now on.
-  int Update(uint64_t now_ns, uint64_t cost_ns);
+  // The session's running cost so far (ns of CPU) at `now_ns`, and the part of it its
+  // samples cost (`sampling_ns`): the sample rate from now on.
+  int Update(uint64_t now_ns, uint64_t cost_ns, uint64_t sampling_ns = 0);
 
   int hz() const { return hz_; }
   int lowest_hz() const { return lowest_hz_; }
@@ -67,7 +73,7 @@ class CostBudget {
   int hz_;
   int lowest_hz_ = asked_hz_;
   bool started_ = false;
-  uint64_t window_start_ns_ = 0, window_cost_ns_ = 0;
+  uint64_t window_start_ns_ = 0, window_cost_ns_ = 0, window_sampling_ns_ = 0;
   uint64_t lowered_ns_ = 0, over_ns_ = 0;
 };
 

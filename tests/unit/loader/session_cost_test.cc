@@ -82,6 +82,33 @@ TEST(CostBudget, HalvesTheSampleRateOverTheBudgetAndRestoresItUnderHalf) {
   EXPECT_EQ(budget.ns_per_s(), 20'000'000u);
 }
 
+// Where the samples' share of the cost is known, the rate goes at once to where they fit
+// beside the rest, and back up as soon as they would fit at a higher one.
+TEST(CostBudget, SetsTheRateTheSamplesFitAtFromWhatTheyCost) {
+  constexpr uint64_t kS = 1'000'000'000;
+  CostBudget budget(0.02, 997);  // 20 ms a second, aiming at 18
+  uint64_t cost = 0, sampling = 0, now = 5 * kS;
+  EXPECT_EQ(budget.Update(now, cost, sampling), 997);
+  // 30 ms, 25 of them the samples': the other 5 leave 13 for samples, 52% of 997 Hz.
+  EXPECT_EQ(budget.Update(now += kS, cost += 30'000'000, sampling += 25'000'000), 518);
+  // At 518 Hz the samples cost 13 ms: 18 in all, within the budget; not raised (it would
+  // not fit 25% more).
+  EXPECT_EQ(budget.Update(now += kS, cost += 18'000'000, sampling += 13'000'000), 518);
+  // A start's burst (the first seconds of a runtime's frames) gone: 5 + 3 ms fit at 997.
+  EXPECT_EQ(budget.Update(now += kS, cost += 8'000'000, sampling += 3'000'000), 997);
+  EXPECT_EQ(budget.lowest_hz(), 518);
+  EXPECT_EQ(budget.over_ns(), 1 * kS);
+  EXPECT_EQ(budget.lowered_ns(), 2 * kS);
+  // Rate-independent costs over the budget: eight times lower a second at most, to the floor.
+  std::vector<int> rates;
+  for (int i = 0; i < 4; ++i) rates.push_back(budget.Update(now += kS, cost += 40'000'000, sampling += 1'000'000));
+  EXPECT_EQ(rates, (std::vector<int>{124, 15, 7, 7}));
+  // Doubled at most a second on the way back.
+  rates.clear();
+  for (int i = 0; i < 3; ++i) rates.push_back(budget.Update(now += kS, cost += 2'000'000, sampling += 1'000'000));
+  EXPECT_EQ(rates, (std::vector<int>{14, 28, 56}));
+}
+
 TEST(OwnCpuClock, CountsThisProcessesCpuTime) {
   OwnCpuClock clock;
   volatile uint64_t sink = 0;
