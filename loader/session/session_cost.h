@@ -46,10 +46,9 @@ SwitchStackPolicy ChooseSwitchStacks(const AttachPlan& plan, std::string_view me
 // and what of it the samples cost (the sampler program and the loader's work on on-CPU
 // samples): the rate whose samples fit in the budget beside the rest, aiming at 90% of it,
 // lowered only over the budget, raised only by a quarter or more, at most eight times lower
-// or twice higher at a step, never above the rate asked for. A
-// second without sample costs halves the rate when over the budget and doubles it when under
-// half. What probe hits and the scheduler programs cost is not shed: the seconds over the
-// budget are counted.
+// or twice higher at a step, never above the rate asked for. A second without sample costs
+// halves the rate when over the budget and doubles it when under half. What probe hits and
+// the scheduler programs cost is not shed: the seconds over the budget are counted.
 class CostBudget {
  public:
   static constexpr int kMinHz = 7;
