@@ -1651,11 +1651,51 @@ static __always_inline void hs_push(struct hs_frame_walk *walk, __u64 code, __u3
 	walk->n++;
 }
 
+/* eh_in_hotspot_code verified once (a global function): the frame walk's callback stays small. */
+__noinline int hs_code_contains(__u64 pc)
+{
+	return eh_in_hotspot_code(pc);
+}
+
+/*
+ * Over a code blob without a frame size. StubRoutines' stubs (the intrinsics Java calls:
+ * SHA, AES, CRC32, array copies and fills) set up rbp as a frame pointer on entry, so their
+ * caller's pc is at fp + 8; in their first and last instructions (no frame yet or any more)
+ * and in other frameless blobs (vtable stubs jump on) it is at sp. Taken only when it lies in
+ * HotSpot's code: a stub's caller is Java code. A StubRoutines stub is a frame of its own
+ * (LT_HS_STUB), named by the loader.
+ */
+static __noinline long hs_step_frameless(struct hs_frame_walk *walk, int frame_pointer_stub)
+{
+	__u64 sp = walk->sp, fp = walk->fp, ret;
+
+	if (frame_pointer_stub)
+		hs_push(walk, walk->pc, LT_HS_COMPILED | LT_HS_STUB, 0);
+	if (frame_pointer_stub && fp >= sp && fp - sp < (1 << 16)) {
+		ret = read_user_u64(fp + 8);
+		if (hs_code_contains(ret)) {
+			walk->pc = ret;
+			walk->sp = fp + 16;
+			walk->fp = read_user_u64(fp);
+			return 0;
+		}
+	}
+	ret = read_user_u64(sp);
+	if (sp && hs_code_contains(ret)) {
+		walk->pc = ret;
+		walk->sp = sp + 8;
+		return 0;
+	}
+	walk->stack->flags |= LT_INTERP_READ_FAILED;
+	return 1;
+}
+
 /*
  * One Java frame: interpreted ones keep their Method* and bcp in slots below fp; compiled
  * ones (an nmethod in the code cache) are unwound by their frame size; other code-cache
- * blobs (adapters, runtime stubs) are stepped over the same way, unnamed. The walk ends at
- * the call stub (the VM called into Java there) or at code that is not Java's.
+ * blobs (adapters, runtime stubs) are stepped over the same way, unnamed, or by
+ * hs_step_frameless when they have none (StubRoutines' stubs keep a frame there). The walk
+ * ends at the call stub (the VM called into Java there) or at code that is not Java's.
  */
 static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
 {
@@ -1681,12 +1721,14 @@ static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
 	if (!blob)
 		return 1;
 	bpf_probe_read_user(&frame_size, sizeof(frame_size), (const void *)(blob + hs_config.blob_frame_size));
-	if (frame_size <= 0 || frame_size > (1 << 20)) {
+	name = read_user_u64(blob + hs_config.blob_name);
+	bpf_probe_read_user(kind, sizeof(kind), (const void *)name);
+	if (frame_size == 0)
+		return hs_step_frameless(walk, kind[0] == 'S' && kind[4] == 'R'); /* "StubRoutines (2)" */
+	if (frame_size < 0 || frame_size > (1 << 20)) {
 		walk->stack->flags |= LT_INTERP_READ_FAILED;
 		return 1;
 	}
-	name = read_user_u64(blob + hs_config.blob_name);
-	bpf_probe_read_user(kind, sizeof(kind), (const void *)name);
 	/* "nmethod", or "native nmethod" (a native method's compiled wrapper) */
 	if ((kind[0] == 'n' && kind[1] == 'm' && kind[2] == 'e' && kind[7] == 0) ||
 	    (kind[0] == 'n' && kind[1] == 'a' && kind[6] == ' ' && kind[7] == 'n')) {

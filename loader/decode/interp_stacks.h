@@ -40,8 +40,8 @@ class InterpreterStacks {
 
   // How a frame that could not be named, and the end of a cut walk, are shown.
   static constexpr std::string_view kUnknownFrame = "[unknown Python frame]";
-  static constexpr std::string_view kCutFrames = "outer Python frames not walked (depth limit 64)";
-  static constexpr std::string_view kBrokenChain = "a Python frame could not be read";
+  static constexpr std::string_view kCutFrames = "outer Java, JavaScript or Python frames not walked (depth limit 64)";
+  static constexpr std::string_view kBrokenChain = "a Java, JavaScript or Python frame could not be read";
 
  private:
   struct Named {

@@ -3,7 +3,8 @@
 // setting the frame anchor, so the thread's state says it runs Java code while its pc is in
 // libm. The program (tests/runtimes/java/JvmLeaf.java), started with no flags and with -Xint,
 // spends nearly all its time there in one method it names itself: the samples of its thread
-// must have that method on their stacks, under the native frames the time is spent in.
+// must have that method on their stacks, under the native frames the time is spent in. And
+// samples in a stub HotSpot generated (tests/runtimes/java/JvmStubs.java).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -74,6 +75,57 @@ TEST_P(JvmLeafCallTest, SamplesInAVmLeafCallHaveTheJavaMethodThatMadeIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Jvm, JvmLeafCallTest, ::testing::Values("jit", "xint"));
+
+// Samples in one of HotSpot's generated stubs (tests/runtimes/java/JvmStubs.java: SHA-256 in
+// the intrinsic's code, called by JIT-compiled Java code, started with no flags). A stub has
+// no frame size to step by: its frame is named from the VM's list of stubs, and the Java
+// frames that called it follow it to the thread's outermost one.
+class JvmStubTest : public JvmTest {
+ protected:
+  JvmStubTest() : JvmTest({"JvmStubs"}) {}
+};
+
+TEST_F(JvmStubTest, SamplesInAnIntrinsicStubNameItAndReachTheOutermostJavaFrame) {
+  if (IsSkipped()) return;
+  const std::string ready = dir_ / "ready", truth_file = dir_ / "truth.json";
+  Process target(JavaCommand(Jdk17(), {}, "JvmStubs", {ready, truth_file}));
+  WaitForFile(ready, 60000);
+  ASSERT_TRUE(std::filesystem::exists(ready)) << "JvmStubs did not get ready";
+  std::ifstream truth_in(truth_file);
+  const json truth = json::parse(truth_in);
+  const std::string method = truth["method"];
+  const uint32_t tid = truth["tid"];
+  ASSERT_EQ(method, "JvmStubs.hash");
+  ASSERT_TRUE(truth["intrinsic"].get<bool>()) << "this JVM does not use the SHA intrinsics here (UseSHA false): "
+                                                 "no stub for the test to sample";
+
+  auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(target.pid()), "-d", "3", "--save",
+                       dir_ / "rec.jsonl", "-f", "json", "-o", dir_ / "out.json"},
+                      120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  int stacks = 0, whole = 0, with_method = 0, in_stub = 0;
+  std::string example;
+  for (const auto& s : OfType(ReadJsonLines(dir_ / "rec.jsonl"), "stack_sample")) {
+    if (s["tid"].get<uint32_t>() != tid) continue;
+    ++stacks;
+    const json& frames = s["frames"];
+    if (!frames.empty() && frames[0].get<std::string>().starts_with("StubRoutines::sha256")) ++in_stub;
+    if (HasFrame(frames, method)) ++with_method;
+    // The thread's outermost Java frame: the walk went through the stub and every caller.
+    if (HasFrame(frames, "JvmStubs.main"))
+      ++whole;
+    else if (example.empty())
+      example = s.dump(1);
+  }
+  std::cout << fmt::format("{} stacks: {} in the SHA-256 stub, {} name {}, {} reach JvmStubs.main ({:.1f}%)\n", stacks,
+                           in_stub, with_method, method, whole, stacks ? 100.0 * whole / stacks : 0.0);
+  ASSERT_GE(stacks, 100) << "3 s of a thread that never sleeps";
+  // The program does what it is for: most samples are in the stub, named as the VM names it.
+  EXPECT_GE(in_stub, stacks / 2);
+  EXPECT_GE(with_method, stacks * 99 / 100);
+  EXPECT_GE(whole, stacks * 99 / 100) << "a stack short of JvmStubs.main: " << example;
+}
 
 }  // namespace
 }  // namespace looptrace::testing

@@ -707,11 +707,14 @@ struct lt_py_addresses {
  * life: a freed nmethod's reused memory differs), from which the loader reads the inlined
  * methods and lines at that pc from the nmethod's debug info. A JVM that does not export the
  * nmethod's compile id (nmethod_compile_id 0) sends compiled frames as interpreted ones with
- * offset LT_INTERP_NO_OFFSET: the nmethod's own method, no line.
+ * offset LT_INTERP_NO_OFFSET: the nmethod's own method, no line. A sample in one of
+ * StubRoutines' stubs (an intrinsic's code) has a frame of its own: code = the pc, offset =
+ * LT_HS_COMPILED | LT_HS_STUB, fingerprint 0.
  */
 #define LT_HS_MAX_HEAPS 3
 #define LT_HS_COMPILED 0x40000000u    /* offset bit (not in LT_INTERP_NO_OFFSET): an nmethod, offset the pc's from it */
-#define LT_HS_PC_OFFSET 0x3fffffffu
+#define LT_HS_STUB 0x20000000u        /* with LT_HS_COMPILED: a StubRoutines stub, code its pc (named by the VM's list) */
+#define LT_HS_PC_OFFSET 0x1fffffffu
 
 struct lt_hotspot_heap {
 	__u64 low;    /* the code heap's reserved range */

@@ -13,6 +13,7 @@
 #include "loader/runtimes/jvm/java_objects.h"
 #include "loader/runtimes/jvm/jvm.h"
 #include "loader/runtimes/jvm/method_namer.h"
+#include "loader/runtimes/jvm/stub_names.h"
 #include "loader/runtimes/jvm/thread_state.h"
 #include "loader/runtimes/jvm/vm_structs.h"
 #include "looptrace/symbols/elf_file.h"
@@ -28,14 +29,21 @@ constexpr int kMaxSegmentHops = 4096;
 constexpr int kMaxHeaps = 8;
 constexpr int kMaxCodeMisses = 200;  // Locate's tries (one per poll, 25 ms) before giving up
 constexpr std::string_view kUnknownJavaFrame = "[unknown Java frame]";
+constexpr std::string_view kUnknownStub = "[HotSpot stub]";
 
 std::string Basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
 // A compiled frame BPF sent (LT_HS_COMPILED), not an interpreted one with no bytecode index
-// (LT_INTERP_NO_OFFSET has that bit too).
+// (LT_INTERP_NO_OFFSET has that bit too), nor a stub's (LT_HS_STUB).
 bool IsCompiledFrame(const lt_interp_frame& frame) {
   const uint32_t offset = frame.offset & LT_INTERP_NO_OFFSET;
-  return offset != LT_INTERP_NO_OFFSET && (offset & LT_HS_COMPILED);
+  return offset != LT_INTERP_NO_OFFSET && (offset & (LT_HS_COMPILED | LT_HS_STUB)) == LT_HS_COMPILED;
+}
+
+// A frame in one of StubRoutines' stubs (code = its pc).
+bool IsStubFrame(const lt_interp_frame& frame) {
+  const uint32_t offset = frame.offset & LT_INTERP_NO_OFFSET;
+  return offset != LT_INTERP_NO_OFFSET && (offset & (LT_HS_COMPILED | LT_HS_STUB)) == (LT_HS_COMPILED | LT_HS_STUB);
 }
 
 // One code heap: its reserved code range and the segment map that finds a block's start.
@@ -84,6 +92,8 @@ class HotSpotProcess : public InterpreterSupport {
     if (!memory_->Read(layout->java_thread_list, &list, 8) || !list) return false;  // threads not started yet
     layout_ = *layout;
     namer_ = std::make_unique<MethodNamer>(layout_, *memory_);
+    if (auto list = elf->FindObject("_ZN12StubCodeDesc5_listE"))  // StubCodeDesc::_list
+      stubs_ = std::make_unique<StubNames>(*list + *bias, *memory_);
     if (layout_.compiled_scopes)
       scopes_ = std::make_unique<CompiledScopes>(layout_, *memory_);
     else
@@ -108,6 +118,15 @@ class HotSpotProcess : public InterpreterSupport {
   // A frame BPF walked; one it cannot name is counted and shown as unknown, never guessed.
   // A compiled one stands for the methods inlined at its pc too: the innermost is given.
   std::optional<InterpreterFrame> NameFrame(const lt_interp_frame& frame, Stats* stats) override {
+    if (IsStubFrame(frame)) {
+      if (auto name = stubs_ ? stubs_->At(frame.code) : std::nullopt) {
+        InterpreterFrame stub;
+        stub.function = std::move(*name);
+        return stub;
+      }
+      stats->Add(StatId::interp_frames_unnamed);
+      return InterpreterFrame::Marker(kUnknownStub);
+    }
     if (IsCompiledFrame(frame)) {
       std::vector<InterpreterFrame> frames;
       ExpandFrame(frame, stats, &frames);
@@ -420,6 +439,7 @@ class HotSpotProcess : public InterpreterSupport {
   HotSpotLayout layout_;
   std::unique_ptr<MethodNamer> namer_;
   std::unique_ptr<CompiledScopes> scopes_;  // null: the JVM does not export compiled frames' debug info
+  std::unique_ptr<StubNames> stubs_;        // null: libjvm.so has no symbol table to find them by
   // A compiled frame BPF sent, and its frames (CompiledFrames) once named.
   struct CompiledPc {
     uint64_t nmethod = 0;
