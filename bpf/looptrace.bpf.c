@@ -1691,6 +1691,31 @@ static __noinline long hs_step_frameless(struct hs_frame_walk *walk, int frame_p
 }
 
 /*
+ * Out of a frame sampled in its prologue or epilogue, from its stack pointer `sp`: the
+ * return address is at sp before the frame pointer is pushed and after it is popped, at
+ * sp + 8 while only it is on the stack (HotSpot's x86-64 prologue: push rbp, then sub rsp).
+ */
+static __noinline long hs_step_unbuilt(struct hs_frame_walk *walk, __u64 sp)
+{
+	__u64 ret = read_user_u64(sp);
+
+	if (hs_code_contains(ret)) {
+		walk->pc = ret;
+		walk->sp = sp + 8;
+		return 0;
+	}
+	ret = read_user_u64(sp + 8);
+	if (hs_code_contains(ret)) {
+		walk->pc = ret;
+		walk->sp = sp + 16;
+		walk->fp = read_user_u64(sp);
+		return 0;
+	}
+	walk->stack->flags |= LT_INTERP_READ_FAILED;
+	return 1;
+}
+
+/*
  * One Java frame: interpreted ones keep their Method* and bcp in slots below fp; compiled
  * ones (an nmethod in the code cache) are unwound by their frame size; other code-cache
  * blobs (adapters, runtime stubs) are stepped over the same way, unnamed, or by
@@ -1746,6 +1771,10 @@ static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
 	walk->sp += (__u64)frame_size * 8;
 	walk->pc = read_user_u64(walk->sp - 8);
 	walk->fp = read_user_u64(walk->sp - 16);
+	/* A compiled method is called from Java code or the call stub: anything else means the
+	 * sampled pc was in its prologue or epilogue, its frame not (or no longer) built. */
+	if (i == 0 && !hs_code_contains(walk->pc))
+		return hs_step_unbuilt(walk, walk->sp - (__u64)frame_size * 8);
 	return 0;
 }
 
