@@ -344,8 +344,10 @@ void Pipeline::OnOtherEvent(const Event& event) {
     if (spans_.wait_bounded()) spans_.OnStackSample(*sample, *this);  // a wait's sample ends a message
     samples_.OnSample(*sample);
   } else if (const auto* sw = std::get_if<ThreadSwitch>(&event)) {
-    if (spans_.wait_bounded()) spans_.OnSwitch(*sw, *this);  // the wait's end begins one
+    // The sample store first: the wake-up that begins a wait-bounded message settles the
+    // thread's samples, and the wait's off-CPU stretch ends at this record.
     samples_.OnSwitch(*sw);
+    if (spans_.wait_bounded()) spans_.OnSwitch(*sw, *this);  // the wait's end begins one
   }
   if (std::holds_alternative<SessionStart>(event)) Subscribe();  // masks may follow the probes
 }
