@@ -59,6 +59,14 @@ std::optional<int64_t> ParseSigned(std::string_view text) {
 
 std::string ReadComm(pid_t pid) { return ReadName(fmt::format("/proc/{}/comm", pid)); }
 
+std::vector<std::string> ThreadComms(pid_t pid) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec))
+    names.push_back(ReadName(entry.path().string() + "/comm"));
+  return names;
+}
+
 std::string CommandLineText(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& word : argv) {

@@ -30,6 +30,9 @@ std::optional<uint64_t> ParseUnsigned(std::string_view text, int base = 10);
 std::optional<int64_t> ParseSigned(std::string_view text);
 
 std::string ReadComm(pid_t pid);
+// The comm of each of a process's threads (/proc/PID/task/*/comm), in no order; empty when
+// the process is gone.
+std::vector<std::string> ThreadComms(pid_t pid);
 // A command line as one line a shell would read back: words joined by spaces, each word with
 // a space, a quote or another shell character in single quotes; past kMaxCommandLineBytes
 // cut and marked (text_safety.h's kTruncatedMark).

@@ -92,8 +92,8 @@ class HotSpotProcess : public InterpreterSupport {
     if (!memory_->Read(layout->java_thread_list, &list, 8) || !list) return false;  // threads not started yet
     layout_ = *layout;
     namer_ = std::make_unique<MethodNamer>(layout_, *memory_);
-    if (auto list = elf->FindObject("_ZN12StubCodeDesc5_listE"))  // StubCodeDesc::_list
-      stubs_ = std::make_unique<StubNames>(*list + *bias, *memory_);
+    if (auto stub_list = elf->FindObject("_ZN12StubCodeDesc5_listE"))  // StubCodeDesc::_list
+      stubs_ = std::make_unique<StubNames>(*stub_list + *bias, *memory_);
     if (layout_.compiled_scopes)
       scopes_ = std::make_unique<CompiledScopes>(layout_, *memory_);
     else

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "loader/runtimes/jvm/hotspot_process.h"
+#include "loader/target/proc_readers.h"
 #include "looptrace/symbols/elf_file.h"
 #include "looptrace/symbols/proc_maps.h"
 #include "looptrace/util/log.h"
@@ -75,6 +76,17 @@ std::optional<std::string> Libjvm(const TargetBinaries& target) {
     for (const auto& needed : info->needed)
       if (needed == "libjvm.so") return symbols::SearchLibrary(needed, target.ld_library_path, target.exe_path);
   return std::nullopt;
+}
+
+// Threads named as Executors' default thread factory names a pool's workers (pool-N-thread-M;
+// the kernel keeps 15 bytes) and none named as AWT's event dispatch thread.
+bool ServesFromAThreadPool(pid_t pid) {
+  bool pool = false;
+  for (const std::string& name : ThreadComms(pid)) {
+    if (name.starts_with("AWT-EventQueue-")) return false;
+    pool |= name.starts_with("pool-");
+  }
+  return pool;
 }
 
 std::vector<std::string> Words(std::string_view text) {
@@ -188,13 +200,24 @@ class HotSpotRuntime : public Runtime {
   }
 
   // Without method probes no probe bounds the event dispatch thread's messages: jvm-edt
-  // bounds them by where that thread waits, from the Java frames BPF walks.
+  // bounds them by where that thread waits, from the Java frames BPF walks. A running JVM
+  // with a thread pool's worker and no event dispatch thread is a service: jvm-executor, its
+  // worker's tasks bounded the same way.
   std::optional<OtherProfile> ProfileInstead(std::string_view profile, const TargetBinaries& target,
                                              const TargetCommand& command) const override {
     if (profile != "jvm") return std::nullopt;
     auto [flags, source] = Flags(target, command);
     if (flags.method) return std::nullopt;
     const std::string who = target.pid > 0 ? fmt::format("pid {}", target.pid) : "the JVM";
+    if (target.pid > 0 && ServesFromAThreadPool(target.pid))
+      return OtherProfile{
+          "jvm-executor",
+          fmt::format("{} runs HotSpot with its method probes off (as {} tells), a thread pool and no AWT event "
+                      "dispatch thread: profile jvm-executor, each task a pool worker (pool-*) runs a message bounded "
+                      "by its waits for the next task and named by the code it runs, Java frames in samples, "
+                      "switch-outs and thread dumps, monitor contention with its holder (--threads loop:NAME "
+                      "watches another worker)",
+                      who, source)};
     return OtherProfile{
         "jvm-edt",
         fmt::format("{} runs HotSpot with its method probes off (as {} tells): profile jvm-edt, event-dispatch "

@@ -170,6 +170,15 @@ TEST(Runtimes, AJvmWithoutMethodProbesGetsTheWaitBoundedProfile) {
             "wait-bounded java.awt.EventQueue.getNextEvent jdk.internal.misc.Unsafe.park sun.misc.Unsafe.park");
   EXPECT_EQ(edt->thread.Describe(), "loop:AWT-EventQueue-*");
   EXPECT_FALSE(edt->HasRole(Role::kDispatchBegin));
+  // A service's thread pool (picked by record -p when the JVM has a pool-* thread and no
+  // event dispatch thread): its worker's tasks bounded by its waits for the next one.
+  auto executor = LoadProfile("jvm-executor");
+  ASSERT_TRUE(executor) << executor.error().message;
+  EXPECT_EQ(executor->message_definition,
+            "wait-bounded java.util.concurrent.ThreadPoolExecutor.getTask jdk.internal.misc.Unsafe.park "
+            "sun.misc.Unsafe.park");
+  EXPECT_EQ(executor->thread.Describe(), "loop:pool-*");
+  EXPECT_FALSE(executor->HasRole(Role::kDispatchBegin));
   // A wait-bounded line names the wait frame and at least one park frame.
   EXPECT_FALSE(ParseProfile("profile x\nmessages wait-bounded app.Queue.next\n", "test"));
 }
