@@ -1728,7 +1728,13 @@ static long hs_frame_step(__u32 i, struct hs_frame_walk *walk)
 	__s32 frame_size = 0;
 	char kind[8] = {};
 
-	if (!walk->stack || !pc || pc == hs_config.call_stub_return || walk->n >= LT_MAX_INTERP_FRAMES)
+	if (!walk->stack)
+		return 1;
+	if (pc && pc == hs_config.call_stub_return) {
+		walk->stack->flags |= LT_INTERP_AT_ENTRY; /* every Java frame of the thread walked */
+		return 1;
+	}
+	if (!pc || walk->n >= LT_MAX_INTERP_FRAMES)
 		return 1;
 	if (pc >= hs_config.interpreter_begin && pc < hs_config.interpreter_end) {
 		method = read_user_u64(fp + (__s64)hs_config.frame_method * 8);

@@ -60,6 +60,17 @@ bool InterpreterStacks::Add(std::span<const uint8_t> raw) {
   return true;
 }
 
+// A runtime whose walks mark where they reached its entry (a JVM's: the native walk cannot
+// go on through JIT-compiled code, and is cut there on purpose while Java runs): its walk
+// decides whether the stack is whole, and a cut one is counted as tried.
+void InterpreterStacks::CountWhole(const ResolvedStack& native, uint16_t flags) {
+  if (!interpreter_->MarksItsEntry() || native.whole) return;
+  const bool whole =
+      (flags & LT_INTERP_AT_ENTRY) && !(flags & (LT_INTERP_TRUNCATED | LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED));
+  if (!native.tried) stats_->Add(StatId::user_stacks_sampled);
+  if (whole) stats_->Add(StatId::user_stacks_complete);
+}
+
 void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample) {
   auto it = pending_.find(sample->tid);
   if (it == pending_.end() || it->second.ts_ns != sample->ts_ns) {
@@ -70,7 +81,9 @@ void InterpreterStacks::Splice(const ResolvedStack& native, StackSample* sample)
   // freed and grown again at every stack made libc consolidate its free lists each time.
   Pending& pending = it->second;
   const uint64_t pending_ts_ns = std::exchange(pending.ts_ns, 0);
-  if (pending_ts_ns != sample->ts_ns || !interpreter_ || pending.frames.empty()) return;
+  if (pending_ts_ns != sample->ts_ns || !interpreter_) return;
+  CountWhole(native, pending.flags);
+  if (pending.frames.empty()) return;
   // The outermost frame of the program's own, from a whole walk only (a cut one may miss it).
   if (!(pending.flags & (LT_INTERP_TRUNCATED | LT_INTERP_BAD_CODE | LT_INTERP_READ_FAILED)))
     for (auto f = pending.frames.rbegin(); f != pending.frames.rend(); ++f)

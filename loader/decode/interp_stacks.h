@@ -44,6 +44,8 @@ class InterpreterStacks {
   static constexpr std::string_view kBrokenChain = "a Java, JavaScript or Python frame could not be read";
 
  private:
+  void CountWhole(const ResolvedStack& native, uint16_t flags);
+
   struct Named {
     std::string name;
     bool ends_run = false;   // outermost frame of one run of the interpreter loop

@@ -511,8 +511,10 @@ std::optional<StackSample> StackResolver::Decode(std::span<const uint8_t> raw, R
   sample_at_ns_ = symbols::PerfMap::kNow;
   // The share of whole stacks (data quality): a walk cut on purpose is not a try.
   if (!cut_at_interpreter) {
+    stack.tried = true;
+    stack.whole = ReachedOutermost(stack.frames);
     stats_->Add(StatId::user_stacks_sampled);
-    if (ReachedOutermost(stack.frames)) stats_->Add(StatId::user_stacks_complete);
+    if (stack.whole) stats_->Add(StatId::user_stacks_complete);
   }
   // The process may have exited since the sample: its files still name the frames.
   // Asked every 10 ms, not at every stack: one syscall a stack was 7% of the loader's CPU on

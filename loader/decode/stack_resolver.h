@@ -59,6 +59,9 @@ struct ResolvedFrame {
 struct ResolvedStack {
   std::vector<ResolvedFrame> frames;  // innermost first
   std::string stop;                   // "" = reached the outermost frame; else why it ended
+  // Counted in the data quality's whole stacks: a walk not cut at the interpreter on purpose
+  // (`tried`), and whether it reached main or a thread's start (`whole`).
+  bool tried = false, whole = false;
 };
 
 // Why a BPF walk ended at the interpreter's code on purpose (events.h LT_WALK_AT_INTERPRETER);

@@ -146,6 +146,10 @@ class InterpreterSupport {
     (void)module;
     return false;
   }
+  // Whether its walks say they reached the frame native code called it from
+  // (LT_INTERP_AT_ENTRY: HotSpot's call stub, below which lies only the VM's thread start):
+  // then a stack whose native walk stops at its code is whole when its walk got there.
+  virtual bool MarksItsEntry() const { return false; }
   // Whether ExpandFrame names a walked frame by its code, offset and fingerprint alone, the
   // same each time while the fingerprint holds (as its own cache of code objects does): the
   // session may then keep the names it gave by that triple.

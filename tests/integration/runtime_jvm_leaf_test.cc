@@ -161,10 +161,18 @@ TEST_F(JvmLibrariesTest, NearlyEverySampleOfAThreadInLibraryCodeReachesItsOuterm
     else if (example.empty())
       example = s.dump(1);
   }
-  std::cout << fmt::format("{} of {} stacks reach JvmLibraries.main ({:.2f}%)\n", whole, stacks,
-                           stacks ? 100.0 * whole / stacks : 0.0);
+  // The data quality's share of whole stacks says the same of the session's (every Java
+  // thread's, the compiler's too): a stack whose native walk stops at Java code is whole when
+  // its Java walk reached the call stub.
+  const json counters = OfType(ReadJsonLines(dir_ / "out.json"), "stats").at(0)["counters"];
+  const double tried = counters.value("user_stacks_sampled", 0.0),
+               complete = counters.value("user_stacks_complete", 0.0);
+  std::cout << fmt::format("{} of {} stacks reach JvmLibraries.main ({:.2f}%); data quality: {} of {} whole\n", whole,
+                           stacks, stacks ? 100.0 * whole / stacks : 0.0, complete, tried);
   ASSERT_GE(stacks, 100) << "3 s of a thread that never sleeps";
   EXPECT_GE(whole, stacks * 995 / 1000) << "a stack short of JvmLibraries.main: " << example;
+  EXPECT_GE(tried, stacks);
+  EXPECT_GE(complete, tried * 0.98) << counters.dump();
 }
 
 }  // namespace

@@ -626,6 +626,7 @@ LT_STATIC_ASSERT(sizeof(struct lt_unwind_module) == 40, "unwind module size");
 #define LT_INTERP_NO_THREAD 2    /* the thread has no interpreter thread state (not a Python thread) */
 #define LT_INTERP_BAD_CODE 4     /* a frame's code object is not one (layout mismatch, or freed) */
 #define LT_INTERP_READ_FAILED 8  /* a frame could not be read (paged out, or freed) */
+#define LT_INTERP_AT_ENTRY 16    /* the walk ended where native code called the runtime (HotSpot's call stub) */
 
 struct lt_interp_frame {
 	__u64 code;

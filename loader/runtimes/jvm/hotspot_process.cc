@@ -219,6 +219,7 @@ class HotSpotProcess : public InterpreterSupport {
   // native frames end there, the Java frames take its place.
   bool IsInterpreterModule(std::string_view module) const override { return module == "[jit]"; }
   bool IsGeneratedCode(std::string_view module) const override { return module == "[jit]"; }
+  bool MarksItsEntry() const override { return true; }
   bool IsInterpreterLoop(std::string_view) const override { return false; }
   bool EndsLoopRun(const lt_interp_frame&) const override { return true; }
 
