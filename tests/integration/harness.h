@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace looptrace::testing {
@@ -308,5 +311,58 @@ class JvmTest : public BpfTest {
  private:
   std::vector<std::string> programs_;
 };
+
+// What a wait-bounded JVM profile promises, against the events the program timed itself
+// (type "event": begin_ns, end_ns, name): each event is exactly one message of the thread named
+// `thread_name` (a wait inside it splits nothing), its begin and end within 2 ms of the truth
+// (all boundaries but one: one end may be late by a preemption after the event read its clock
+// and before it returned to its wait, which no sample can tell from the event; 20 ms at most),
+// named by its method; "messages by name" counts each name's events and the program's
+// unmeasured first round.
+struct WaitBoundedMessages {
+  std::string profile;
+  std::string waits_in;  // the wait that bounds messages, as the session's definition names it
+  std::string thread_name;
+};
+
+inline void CheckWaitBoundedMessages(const std::vector<nlohmann::json>& lines,
+                                     const std::vector<nlohmann::json>& events, const WaitBoundedMessages& expected) {
+  constexpr int64_t kMs = 1'000'000;
+  const nlohmann::json session = OfType(lines, "session").at(0);
+  EXPECT_EQ(session["profile"], expected.profile);
+  EXPECT_EQ(session["message_definition"],
+            "wait-bounded: a thread's messages bounded by its waits in " + expected.waits_in);
+  const auto messages = OfType(lines, "message");
+  ASSERT_FALSE(messages.empty());
+  std::map<std::string, size_t> truth_by_name;
+  int64_t max_error = 0;
+  int late = 0;  // boundaries more than 2 ms off
+  for (const auto& e : events) {
+    SCOPED_TRACE(e.dump());
+    ++truth_by_name[e["name"].get<std::string>()];
+    const int64_t begin = e["begin_ns"], end = e["end_ns"];
+    std::vector<const nlohmann::json*> overlapping;
+    for (const auto& m : messages)
+      if (m["begin_ns"].get<int64_t>() < end && m["end_ns"].get<int64_t>() > begin) overlapping.push_back(&m);
+    ASSERT_EQ(overlapping.size(), 1u) << "messages overlapping the event";
+    const nlohmann::json& m = *overlapping[0];
+    EXPECT_NE(m["tid"], session["pid"]);                                      // the watched thread, not the main thread
+    EXPECT_EQ(m.value("thread_name", ""), expected.thread_name) << m.dump();  // its Java name, whole
+    const int64_t begin_error = std::llabs(m["begin_ns"].get<int64_t>() - begin);
+    const int64_t end_error = std::llabs(m["end_ns"].get<int64_t>() - end);
+    EXPECT_LE(begin_error, 20 * kMs) << m.dump();
+    EXPECT_LE(end_error, 20 * kMs) << m.dump();
+    late += (begin_error > 2 * kMs) + (end_error > 2 * kMs);
+    max_error = std::max({max_error, begin_error, end_error});
+    EXPECT_EQ(m.value("name", nlohmann::json()).dump(), nlohmann::json(e["name"]).dump()) << m.dump();
+  }
+  EXPECT_LE(late, 1) << "message boundaries more than 2 ms from the truth";
+  std::map<std::string, uint64_t> counted;
+  for (const auto& n : OfType(lines, "message_name_summary"))
+    if (!n["name"].is_null()) counted[n["name"].get<std::string>()] = n["count"].get<uint64_t>();
+  for (const auto& [name, count] : truth_by_name) EXPECT_EQ(counted[name], count + 1) << name;
+  std::cout << fmt::format("{} events, each one message; worst begin/end error {:.3f} ms\n", events.size(),
+                           static_cast<double>(max_error) / kMs);
+}
 
 }  // namespace looptrace::testing

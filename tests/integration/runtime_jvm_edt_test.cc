@@ -162,49 +162,8 @@ class JvmEdtTest : public JvmTest {
     return {ReadJsonLines(dir_ / "out.json"), ReadJsonLines(dir_ / "truth.jsonl")};
   }
 
-  // Every event of the truth is one message of the event dispatch thread, within 2 ms of
-  // it, named by its method; the by-name summary counts each name's events.
   void CheckMessages(const std::vector<json>& lines, const std::vector<json>& events) {
-    auto session = OfType(lines, "session").at(0);
-    EXPECT_EQ(session["profile"], "jvm-edt");
-    EXPECT_EQ(session["message_definition"],
-              "wait-bounded: a thread's messages bounded by its waits in java.awt.EventQueue.getNextEvent");
-    auto messages = OfType(lines, "message");
-    ASSERT_FALSE(messages.empty());
-    std::map<std::string, size_t> truth_by_name;
-    int64_t max_error = 0;
-    int late = 0;  // boundaries more than 2 ms off
-    for (const auto& e : events) {
-      SCOPED_TRACE(e.dump());
-      ++truth_by_name[e["name"].get<std::string>()];
-      const int64_t begin = e["begin_ns"], end = e["end_ns"];
-      // The messages overlapping the event: exactly one (a wait inside it splits nothing).
-      std::vector<const json*> overlapping;
-      for (const auto& m : messages)
-        if (m["begin_ns"].get<int64_t>() < end && m["end_ns"].get<int64_t>() > begin) overlapping.push_back(&m);
-      ASSERT_EQ(overlapping.size(), 1u) << "messages overlapping the event";
-      const json& m = *overlapping[0];
-      EXPECT_NE(m["tid"], session["pid"]);  // the event dispatch thread, not the main thread
-      EXPECT_EQ(m.value("thread_name", ""), "AWT-EventQueue-0") << m.dump();  // its Java name, whole
-      const int64_t begin_error = std::llabs(m["begin_ns"].get<int64_t>() - begin);
-      const int64_t end_error = std::llabs(m["end_ns"].get<int64_t>() - end);
-      // The bar is 20 ms; ours is 2 ms for all boundaries but one. One end may be late
-      // by a preemption after the event read its clock and before it returned to the queue:
-      // no sample can tell that stretch from the event (CI saw 2.7 ms once).
-      EXPECT_LE(begin_error, 20 * kMs) << m.dump();
-      EXPECT_LE(end_error, 20 * kMs) << m.dump();
-      late += (begin_error > 2 * kMs) + (end_error > 2 * kMs);
-      max_error = std::max({max_error, begin_error, end_error});
-      EXPECT_EQ(m.value("name", json()).dump(), json(e["name"]).dump()) << m.dump();
-    }
-    EXPECT_LE(late, 1) << "message boundaries more than 2 ms from the truth";
-    std::map<std::string, uint64_t> counted;
-    for (const auto& n : OfType(lines, "message_name_summary"))
-      if (!n["name"].is_null()) counted[n["name"].get<std::string>()] = n["count"].get<uint64_t>();
-    // The measured events and those of the program's unmeasured first round.
-    for (const auto& [name, count] : truth_by_name) EXPECT_EQ(counted[name], count + 1) << name;
-    std::cout << fmt::format("{} events, each one message; worst begin/end error {:.3f} ms\n", events.size(),
-                             static_cast<double>(max_error) / kMs);
+    CheckWaitBoundedMessages(lines, events, {"jvm-edt", "java.awt.EventQueue.getNextEvent", "AWT-EventQueue-0"});
   }
 };
 

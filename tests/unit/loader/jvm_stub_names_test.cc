@@ -4,43 +4,20 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <map>
 #include <string>
 #include <vector>
+
+#include "fake_memory.h"
 
 namespace looptrace::loader::jvm {
 namespace {
 
-// A process memory made of byte ranges written by the test.
-class FakeMemory : public Memory {
- public:
-  bool Read(uint64_t address, void* out, size_t size) override {
-    for (const auto& [start, bytes] : ranges_)
-      if (address >= start && address + size <= start + bytes.size()) {
-        std::memcpy(out, bytes.data() + (address - start), size);
-        return true;
-      }
-    return false;
-  }
-  void Map(uint64_t address, size_t size) { ranges_[address] = std::vector<uint8_t>(size); }
-  void Write(uint64_t address, const void* data, size_t size) {
-    for (auto& [start, bytes] : ranges_)
-      if (address >= start && address + size <= start + bytes.size()) {
-        std::memcpy(bytes.data() + (address - start), data, size);
-        return;
-      }
-    FAIL() << "no range at " << address;
-  }
-  void PutText(uint64_t address, const std::string& text) { Write(address, text.c_str(), text.size() + 1); }
-  void PutDesc(uint64_t at, uint64_t next, uint64_t group, uint64_t name, uint64_t begin, uint64_t end) {
-    const uint64_t fields[] = {next, group, name, begin, end};
-    Write(at, fields, sizeof(fields));
-  }
-
- private:
-  std::map<uint64_t, std::vector<uint8_t>> ranges_;
-};
+// HotSpot's layout of a StubCodeDesc: {next, group, name, begin, end}.
+void PutDesc(FakeMemory& memory, uint64_t at, uint64_t next, uint64_t group, uint64_t name, uint64_t begin,
+             uint64_t end) {
+  const uint64_t fields[] = {next, group, name, begin, end};
+  memory.Write(at, fields, sizeof(fields));
+}
 
 constexpr uint64_t kListHead = 0x1000, kDescs = 0x2000, kTexts = 0x3000, kCode = 0x100000;
 
@@ -63,8 +40,8 @@ class StubNamesTest : public ::testing::Test {
 TEST_F(StubNamesTest, NamesAPcByTheStubThatHoldsItAsGroupAndName) {
   // The VM prepends: the list runs from the newest stub, not in address order.
   Head(kDescs);
-  memory_.PutDesc(kDescs, kDescs + 0x40, kTexts, kTexts + 0x100, kCode + 0x400, kCode + 0x900);
-  memory_.PutDesc(kDescs + 0x40, 0, kTexts, kTexts + 0x200, kCode, kCode + 0x100);
+  PutDesc(memory_, kDescs, kDescs + 0x40, kTexts, kTexts + 0x100, kCode + 0x400, kCode + 0x900);
+  PutDesc(memory_, kDescs + 0x40, 0, kTexts, kTexts + 0x200, kCode, kCode + 0x100);
   StubNames stubs(kListHead, memory_);
   EXPECT_EQ(stubs.At(kCode + 0x400), "StubRoutines::sha256_implCompressMB");
   EXPECT_EQ(stubs.At(kCode + 0x8ff), "StubRoutines::sha256_implCompressMB");
@@ -78,10 +55,10 @@ TEST_F(StubNamesTest, EntriesThatDoNotReadAsStubsAreLeftOut) {
   Head(kDescs);
   // Ends before it begins; a name that is no text; a name out of reach; then a good one, whose
   // group cannot be read (named without it).
-  memory_.PutDesc(kDescs, kDescs + 0x40, kTexts, kTexts + 0x100, kCode + 0x100, kCode);
-  memory_.PutDesc(kDescs + 0x40, kDescs + 0x80, kTexts, kTexts + 0x300, kCode + 0x200, kCode + 0x300);
-  memory_.PutDesc(kDescs + 0x80, kDescs + 0xc0, kTexts, 0xdead0000, kCode + 0x300, kCode + 0x400);
-  memory_.PutDesc(kDescs + 0xc0, 0, 0xdead0000, kTexts + 0x200, kCode + 0x400, kCode + 0x500);
+  PutDesc(memory_, kDescs, kDescs + 0x40, kTexts, kTexts + 0x100, kCode + 0x100, kCode);
+  PutDesc(memory_, kDescs + 0x40, kDescs + 0x80, kTexts, kTexts + 0x300, kCode + 0x200, kCode + 0x300);
+  PutDesc(memory_, kDescs + 0x80, kDescs + 0xc0, kTexts, 0xdead0000, kCode + 0x300, kCode + 0x400);
+  PutDesc(memory_, kDescs + 0xc0, 0, 0xdead0000, kTexts + 0x200, kCode + 0x400, kCode + 0x500);
   StubNames stubs(kListHead, memory_);
   EXPECT_EQ(stubs.At(kCode + 0x80), std::nullopt);
   EXPECT_EQ(stubs.At(kCode + 0x280), std::nullopt);
@@ -93,7 +70,7 @@ TEST_F(StubNamesTest, AListThatLoopsOrCannotBeReadNamesNothingAndEnds) {
   StubNames unreadable(0xdead0000, memory_);
   EXPECT_EQ(unreadable.At(kCode), std::nullopt);
   Head(kDescs);
-  memory_.PutDesc(kDescs, kDescs, kTexts, kTexts + 0x100, kCode, kCode + 0x100);  // its own next
+  PutDesc(memory_, kDescs, kDescs, kTexts, kTexts + 0x100, kCode, kCode + 0x100);  // its own next
   StubNames looping(kListHead, memory_);
   EXPECT_EQ(looping.At(kCode + 0x10), "StubRoutines::sha256_implCompressMB");
 }

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <map>
 
+#include "fake_memory.h"
 #include "loader/decode/interp_stacks.h"
 
 namespace looptrace::loader {
@@ -15,35 +15,6 @@ namespace {
 using python::CodeNamer;
 using python::Layout;
 using python::LayoutOf;
-
-// A process memory made of byte ranges written by the test.
-class FakeMemory : public python::Memory {
- public:
-  bool Read(uint64_t address, void* out, size_t size) override {
-    for (const auto& [start, bytes] : ranges_)
-      if (address >= start && address + size <= start + bytes.size()) {
-        std::memcpy(out, bytes.data() + (address - start), size);
-        return true;
-      }
-    return false;
-  }
-  void Write(uint64_t address, const void* data, size_t size) {
-    for (auto& [start, bytes] : ranges_)
-      if (address >= start && address + size <= start + bytes.size()) {
-        std::memcpy(bytes.data() + (address - start), data, size);
-        return;
-      }
-    FAIL() << "no range at " << address;
-  }
-  void Map(uint64_t address, size_t size) { ranges_[address] = std::vector<uint8_t>(size); }
-  template <typename T>
-  void Put(uint64_t address, T value) {
-    Write(address, &value, sizeof(value));
-  }
-
- private:
-  std::map<uint64_t, std::vector<uint8_t>> ranges_;
-};
 
 constexpr uint64_t kCodeType = 0x7000;
 constexpr uint64_t kCode = 0x10000;

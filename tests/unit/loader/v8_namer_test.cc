@@ -6,36 +6,22 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <map>
+
+#include "fake_memory.h"
 
 namespace looptrace::loader::node {
 namespace {
 
-class FakeHeap : public python::Memory {
+// V8's heap: objects whose first word is their map.
+class FakeHeap : public FakeMemory {
  public:
-  bool Read(uint64_t address, void* out, size_t size) override {
-    auto it = bytes_.upper_bound(address);
-    if (it == bytes_.begin()) return false;
-    --it;
-    if (address + size > it->first + it->second.size()) return false;
-    std::memcpy(out, it->second.data() + (address - it->first), size);
-    return true;
-  }
   // An object of `size` bytes at `address` (untagged) with map `map` (tagged); returns it tagged.
   uint64_t Object(uint64_t address, uint64_t map, size_t size) {
-    bytes_[address] = std::vector<uint8_t>(size);
+    Map(address, size);
     Put(address, map);
     return address + 1;
   }
-  template <typename T>
-  void Put(uint64_t address, T value) {
-    auto it = --bytes_.upper_bound(address);
-    std::memcpy(it->second.data() + (address - it->first), &value, sizeof(value));
-  }
-
- private:
-  std::map<uint64_t, std::vector<uint8_t>> bytes_;
 };
 
 uint64_t Smi(int64_t value) { return static_cast<uint64_t>(value) << 32; }
