@@ -16,18 +16,23 @@ any tool that sees the thread's switches, wake-ups and CPU pays); the default mo
 (`record -p PID`); and with LT_BASELINE=/path/to/another/looptrace, that build's default mode
 too (before/after in one run). LT_BASELINE may name several, `NAME=PATH,NAME=PATH` (a PATH may
 be a wrapper script, e.g. `exec nice -n 19 looptrace "$@"`), and --setups picks the built-in
-setups to run beside them. Per run: the client's requests per second, the server's CPU per
-request, the loader's own CPU during the measured window (a share of one core, and per
-request), its wake-ups a second (voluntary context switches) and the machine's busy CPU.
+setups to run beside them. Each run attaches, lets the client load the server for --warmup
+seconds (the session's first seconds under load, when the loader reads the symbols and unwind
+rows of files its stacks meet for the first time: their requests a second are shown apart), then
+measures the steady state an always-on session runs in. Per run: the client's requests per
+second, the server's CPU per request, the loader's own CPU during the measured window (a share of one core, and per
+request), its wake-ups a second (voluntary context switches) and the machine's busy CPU;
+with --bpf-stats, each BPF program the traced setups hold: its runs and time per request.
 Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run.
 
 Root. Each traced run holds /tmp/looptrace-integration.lock (the integration tests check that
 no probe of looptrace is attached anywhere while they run).
-  sudo bench/busy_server_overhead.py [--rounds 5] [--seconds 4] [--build build] [--servers echo,node,epoll,blocking]
-                                    [--setups untraced,probes,floor,default]
+  sudo bench/busy_server_overhead.py [--rounds 5] [--seconds 4] [--warmup 3] [--build build] [--servers echo,node,epoll,blocking]
+                                    [--setups untraced,probes,floor,default] [--bpf-stats]
   sudo LT_BASELINE=old=/tmp/old/looptrace,niced=/tmp/nice19.sh bench/busy_server_overhead.py --setups untraced,default
 """
 import argparse
+import json
 import fcntl
 import os
 import re
@@ -74,6 +79,37 @@ def machine_busy_s():
         cpu = [int(v) for v in f.readline().split()[1:]]
     idle = cpu[3] + cpu[4]
     return (sum(cpu[:8]) - idle) / TICK
+
+
+def bpf_program_ids(pids):
+    """Ids of the BPF programs the processes `pids` hold open (their fds' fdinfo)."""
+    ids = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fdinfo")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    ids.update(int(line.split()[1]) for line in f if line.startswith("prog_id:"))
+            except OSError:
+                pass
+    return ids
+
+
+def bpf_program_runs(owners):
+    """{program name: (runs, ns)} of the BPF programs the processes `owners` hold (bpftool;
+    run counts and times need kernel.bpf_stats_enabled=1)."""
+    ids = bpf_program_ids(owners)
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+    runs = {}
+    for prog in json.loads(out or "[]"):
+        if prog.get("id") not in ids:
+            continue
+        count, ns = runs.get(prog.get("name", "?"), (0, 0))
+        runs[prog.get("name", "?")] = (count + prog.get("run_cnt", 0), ns + prog.get("run_time_ns", 0))
+    return runs
 
 
 class Server:
@@ -154,13 +190,25 @@ class Tracer:
             sys.exit(f"looptrace exited with {rc}")
 
 
-def run_once(server, client, seconds, looptrace, options, report, floor=None):
+def run_once(server, client, seconds, warmup, looptrace, options, report, floor=None, bpf_stats=False):
     tracer = Tracer(looptrace, options + server.options, server.proc.pid, report, floor) if looptrace else None
-    time.sleep(1.0)  # measure the steady state: the loader settles after attaching (its first look at the maps)
+    time.sleep(1.0)  # the loader's first look at the maps, before any request
+    # The client's first `warmup` seconds are the session's first seconds under load: the loader
+    # reads the symbols and unwind rows of files its stacks reach for the first time (the cost
+    # block's "once" figure). They are counted apart; the window after them is the steady state
+    # an always-on session runs in, where every CPU figure below is measured.
+    client_proc = subprocess.Popen([client, str(server.proc.server_port), server.mode, str(seconds), str(warmup)],
+                                   stdout=subprocess.PIPE, text=True)
+    time.sleep(warmup)
     server_cpu0, machine0 = process_cpu_s(server.proc.pid), machine_busy_s()
     loader_cpu0 = tracer.cpu_s() if tracer else 0
     wakeups0 = tracer.wakeups() if tracer else 0
-    out = subprocess.check_output([client, str(server.proc.server_port), server.mode, str(seconds), "0.5"], text=True)
+    owners = {tracer.proc.pid} | ({tracer.floor.pid} if tracer.floor else set()) if tracer else set()
+    programs0 = bpf_program_runs(owners) if bpf_stats and tracer else {}
+    out, _ = client_proc.communicate()
+    programs = bpf_program_runs(owners) if bpf_stats and tracer else {}
+    if client_proc.returncode != 0:
+        sys.exit(f"{client} exited with {client_proc.returncode}")
     server_cpu = process_cpu_s(server.proc.pid) - server_cpu0
     machine = machine_busy_s() - machine0
     loader_cpu = tracer.cpu_s() - loader_cpu0 if tracer else 0
@@ -169,13 +217,19 @@ def run_once(server, client, seconds, looptrace, options, report, floor=None):
         tracer.stop()
     words = out.split()
     requests, total, elapsed = int(words[1]), int(words[5]), float(words[7])
+    window = max(elapsed - warmup, 1e-3)
+    bpf = {name: ((runs - programs0.get(name, (0, 0))[0]) / max(requests, 1),
+                  (ns - programs0.get(name, (0, 0))[1]) / max(requests, 1))
+           for name, (runs, ns) in programs.items()}
     return {
+        "bpf": bpf,  # program name: (runs, ns) per request
         "rps": requests / seconds,
-        "cpu_us_per_request": server_cpu / total * 1e6,
-        "loader_share": loader_cpu / elapsed,
-        "loader_us_per_request": loader_cpu / total * 1e6,
-        "loader_wakeups_per_s": wakeups / elapsed,
-        "machine_share": machine / elapsed,
+        "first_rps": (total - requests) / warmup if warmup > 0 else float("nan"),
+        "cpu_us_per_request": server_cpu / requests * 1e6,
+        "loader_share": loader_cpu / window,
+        "loader_us_per_request": loader_cpu / requests * 1e6,
+        "loader_wakeups_per_s": wakeups / window,
+        "machine_share": machine / window,
     }
 
 
@@ -183,11 +237,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=4)
+    parser.add_argument("--warmup", type=float, default=3,
+                        help="seconds of load before the measured window (the session's first seconds, shown apart)")
     parser.add_argument("--build", default="build")
     parser.add_argument("--servers", default="echo,node,epoll,blocking")
     parser.add_argument("--port", type=int, default=18700)
     parser.add_argument("--setups", default="untraced,probes,floor,default",
                         help="the built-in setups to run (untraced, probes, floor, default), beside LT_BASELINE's")
+    parser.add_argument("--bpf-stats", action="store_true",
+                        help="per BPF program: runs and time per request in the measured window "
+                             "(turns kernel.bpf_stats_enabled on for the run, which adds ~20 ns a run)")
     args = parser.parse_args()
     looptrace = os.path.abspath(os.path.join(args.build, "looptrace"))
     floor = os.path.abspath(os.path.join(args.build, "looptrace_tracking_floor"))
@@ -218,6 +277,21 @@ def main():
     results = {(s.name, name): [] for s in servers for name, _, _ in setups}
     missing = []  # (server, setup, what) a default-mode report lacked
     port = args.port
+    stats_switch = "/proc/sys/kernel/bpf_stats_enabled"
+    stats_were = open(stats_switch).read().strip() if args.bpf_stats else None
+    if args.bpf_stats:
+        with open(stats_switch, "w") as f:
+            f.write("1")
+    try:
+        run_rounds(args, servers, client, setups, floor, results, missing, port, out)
+    finally:
+        if stats_were is not None:
+            with open(stats_switch, "w") as f:
+                f.write(stats_were)
+    print_results(args, servers, setups, results, missing, out)
+
+
+def run_rounds(args, servers, client, setups, floor, results, missing, port, out):
     for rnd in range(args.rounds):
         for server in servers:
             port += 1
@@ -227,7 +301,8 @@ def main():
             for name, binary, options in order:
                 report = os.path.join(out, re.sub("[^a-z]+", "-", f"{server.name}-{name}".lower()).strip("-") + ".txt")
                 results[(server.name, name)].append(
-                    run_once(server, client, args.seconds, binary, options, report, floor if name == FLOOR else None))
+                    run_once(server, client, args.seconds, args.warmup, binary, options, report,
+                             floor if name == FLOOR else None, args.bpf_stats))
                 if name.startswith("default"):
                     text = open(report).read()
                     missing += [(server.name, name, what) for what, regex in server.checks
@@ -236,18 +311,26 @@ def main():
         this_round = ", ".join(f"{served} {name} {runs[-1]['rps']:.0f}" for (served, name), runs in results.items())
         print(f"round {rnd + 1}/{args.rounds} done (requests a second: {this_round})", file=sys.stderr)
 
+
+def print_results(args, servers, setups, results, missing, out):
     def med(server, setup, key):
         return statistics.median(r[key] for r in results[(server.name, setup)])
 
-    print(f"busy servers, median of {args.rounds} interleaved rounds of {args.seconds:g} s, one closed-loop client")
+    print(f"busy servers, median of {args.rounds} interleaved rounds of {args.seconds:g} s after {args.warmup:g} s of "
+          f"load, one closed-loop client (first s: the {args.warmup:g} s before, the session's first seconds)")
     for server in servers:
         print(f"\n{server.name}")
         print(f"  {'setup':24} {'req/s':>9} {'x untraced':>10} {'x probes':>9} {'x floor':>8} {'server CPU/req':>15} "
-              f"{'loader CPU':>10} {'loader CPU/req':>15} {'wake-ups/s':>10} {'machine CPU':>11}")
+              f"{'loader CPU':>10} {'loader CPU/req':>15} {'wake-ups/s':>10} {'machine CPU':>11} {'first s x untraced':>18}")
         names = [name for name, _, _ in setups]
 
         def ratio(rps, setup, width):  # "-" where that setup did not run
             return f"{rps / med(server, setup, 'rps'):{width}.3f}" if setup in names else f"{'-':>{width}}"
+
+        def first(server, setup):  # the first seconds' requests a second against untraced's
+            if "untraced" not in names or args.warmup <= 0:
+                return "-"
+            return f"{med(server, setup, 'first_rps') / med(server, 'untraced', 'first_rps'):.3f}"
 
         for name in names:
             rps = med(server, name, "rps")
@@ -255,10 +338,32 @@ def main():
                   f"{ratio(rps, FLOOR, 8)} "
                   f"{med(server, name, 'cpu_us_per_request'):12.1f} us {100 * med(server, name, 'loader_share'):9.1f}% "
                   f"{med(server, name, 'loader_us_per_request'):12.1f} us {med(server, name, 'loader_wakeups_per_s'):10.0f} "
-                  f"{100 * med(server, name, 'machine_share'):10.1f}%")
+                  f"{100 * med(server, name, 'machine_share'):10.1f}% {first(server, name):>18}")
+        if args.bpf_stats:
+            print_bpf_programs(server, names, results)
     for server, setup, what in sorted(set(missing)):
         print(f"\nMISSING in a report of {server}, {setup}: {what}")
     print(f"\nreports of the last round: {out}")
+
+
+def print_bpf_programs(server, names, results):
+    """Each traced setup's BPF programs: runs and time per request (medians), heaviest first."""
+    print(f"  BPF programs in the measured window (kernel.bpf_stats_enabled): runs and time per request")
+    for name in names:
+        runs = results[(server.name, name)]
+        programs = sorted({p for r in runs for p in r["bpf"]})
+        if not programs:
+            continue
+        rows = []
+        for program in programs:
+            per_run = [r["bpf"].get(program, (0, 0)) for r in runs]
+            rows.append((statistics.median(ns for _, ns in per_run), statistics.median(n for n, _ in per_run), program))
+        rows.sort(reverse=True)
+        total = sum(ns for ns, _, _ in rows)
+        print(f"    {name}: {total / 1000:.2f} us a request in BPF")
+        for ns, count, program in rows:
+            if count:
+                print(f"      {program:24} {count:7.2f} runs {ns / max(count, 1e-9):7.0f} ns a run {ns / 1000:7.2f} us")
 
 
 if __name__ == "__main__":
