@@ -2292,10 +2292,12 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 		copy->nr_shadow = shadow_capture(tid, sp, copy->shadow);
 	}
 	copy->size = 0;
-	/* The main thread's stack ends with the environment strings (mm->env_end): copy only
-	 * what is in use, all of it near the top (right after an exec there is less than 1 KiB). */
+	/* The main thread's frames end where _start began (mm->start_stack, its argc): copy only
+	 * what is in use. Above it lie argv, the environment and the random gap of up to 8 KiB the
+	 * kernel leaves at exec (arch_align_stack): a copy up to env_end carried them, and a deep
+	 * stack then lost its outermost frames to LT_MAX_STACK_COPY in some runs and not others. */
 	if (tid == target_tgid)
-		top = BPF_CORE_READ(task, mm, env_end);
+		top = BPF_CORE_READ(task, mm, start_stack) + 64;
 	if (top > sp && top - sp < LT_MAX_STACK_COPY) {
 		size = clamp_copy((top - sp + 7) & ~7ull);
 		if (bpf_probe_read_user(copy->bytes, size, (const void *)sp) == 0)
