@@ -20,9 +20,10 @@ setups to run beside them. Each run attaches, lets the client load the server fo
 seconds (the session's first seconds under load, when the loader reads the symbols and unwind
 rows of files its stacks meet for the first time: their requests a second are shown apart), then
 measures the steady state an always-on session runs in. Per run: the client's requests per
-second, the server's CPU per request, the loader's own CPU during the measured window (a share of one core, and per
-request), its wake-ups a second (voluntary context switches) and the machine's busy CPU;
-with --bpf-stats, each BPF program the traced setups hold: its runs and time per request.
+second, the server's CPU per request, the loader's own CPU during the measured window (a share
+of one core, and per request), its wake-ups a second (voluntary context switches) and the
+machine's busy CPU; with --bpf-stats, each BPF program the traced setups hold: its runs and
+time per request.
 Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run.
 
 Root. Each traced run holds /tmp/looptrace-integration.lock (the integration tests check that
