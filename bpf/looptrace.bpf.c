@@ -2294,8 +2294,8 @@ static __always_inline void copy_user_stack(struct task_struct *task, __u32 tid,
 	copy->size = 0;
 	/* The main thread's frames end where _start began (mm->start_stack, its argc): copy only
 	 * what is in use. Above it lie argv, the environment and the random gap of up to 8 KiB the
-	 * kernel leaves at exec (arch_align_stack): a copy up to env_end carried them, and a deep
-	 * stack then lost its outermost frames to LT_MAX_STACK_COPY in some runs and not others. */
+	 * kernel leaves at exec (arch_align_stack), where a page may never have been touched: a
+	 * copy up to env_end failed on it in some runs and fell back to one short of main. */
 	if (tid == target_tgid)
 		top = BPF_CORE_READ(task, mm, start_stack) + 64;
 	if (top > sp && top - sp < LT_MAX_STACK_COPY) {
