@@ -415,12 +415,16 @@ Result<void> BpfSession::WriteUnwindRows(uint32_t first, std::span<const lt_unwi
 
 Result<void> BpfSession::PublishUnwindModules(std::span<const lt_unwind_module> modules) {
   if (modules.size() > LT_MAX_UNWIND_MODULES) modules = modules.first(LT_MAX_UNWIND_MODULES);
+  // BPF's row cache keeps entries of one generation: bumped before the rewrite (entries of the
+  // old modules go) and after it (entries filled from a half-written list go too).
+  __atomic_add_fetch(&skel_->bss->eh_generation, 1u, __ATOMIC_RELEASE);
   __atomic_store_n(&skel_->bss->eh_modules, 0u, __ATOMIC_RELEASE);
   for (uint32_t i = 0; i < modules.size(); ++i) {
     if (bpf_map__update_elem(skel_->maps.unwind_modules, &i, sizeof(i), &modules[i], sizeof(modules[i]), BPF_ANY) != 0)
       return SystemError("cannot publish the target's unwind modules", errno);
   }
   __atomic_store_n(&skel_->bss->eh_modules, static_cast<uint32_t>(modules.size()), __ATOMIC_RELEASE);
+  __atomic_add_fetch(&skel_->bss->eh_generation, 1u, __ATOMIC_RELEASE);
   return {};
 }
 
