@@ -8,7 +8,8 @@ profile), and an asyncio server whose handlers block (sleep, lock, disk; ~0.1-1 
 thousand requests per second: the "realistic" server, where switch-outs happen inside
 messages).
 
-Setups, interleaved by round (the order turns every round): untraced; the message probes alone
+Setups, interleaved by round (round_order.py: each setup in each position and right after each
+of the others equally often): untraced; the message probes alone
 (`record -p PID --no-thread-tracking --sample-rate 0`); the probes alone beside the floor of
 thread tracking (looptrace_tracking_floor: programs on the default mode's sched_switch,
 sched_waking and cpu-clock attach points doing only the process filter and a clock read, what
@@ -43,6 +44,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from round_order import round_order
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVERS = os.path.join(HERE, "servers")
@@ -298,8 +301,7 @@ def run_rounds(args, servers, client, setups, floor, results, missing, port, out
             port += 1
             server.start(port)
             server.proc.server_port = port
-            order = setups[rnd % len(setups):] + setups[:rnd % len(setups)]
-            for name, binary, options in order:
+            for name, binary, options in round_order(setups, rnd):
                 report = os.path.join(out, re.sub("[^a-z]+", "-", f"{server.name}-{name}".lower()).strip("-") + ".txt")
                 results[(server.name, name)].append(
                     run_once(server, client, args.seconds, args.warmup, binary, options, report,

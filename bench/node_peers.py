@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What profiling a busy Node `http` server costs it: looptrace side by side with 0x (issue 29).
 
-One run, interleaved rounds (the order turns every round), a fresh server per run, one
-closed-loop client at the highest rate it reaches (bench/servers/closed_loop_client.c):
+One run, interleaved rounds (round_order.py: each setup in each position and right after each of
+the others equally often), a fresh server per run, one closed-loop client at the highest rate
+it reaches (bench/servers/closed_loop_client.c):
   - untraced: `node http_node.js PORT`;
   - 0x (npm, the flame-graph profiler clinic.js builds on): the server restarted under
     `0x -- node http_node.js PORT` (V8's --prof sampler in the process), as 0x must;
@@ -27,6 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import busy_server_overhead as busy  # noqa: E402  (its Tracer, process CPU and client)
+from round_order import round_order  # noqa: E402
 
 NODE = "/usr/bin/node"
 SERVER = os.path.join(HERE, "servers", "http_node.js")
@@ -97,7 +99,7 @@ def main():
     results = {s: [] for s in setups}
     port = args.port
     for rnd in range(args.rounds):
-        for setup in setups[rnd % len(setups):] + setups[:rnd % len(setups)]:
+        for setup in round_order(setups, rnd):
             port += 1
             results[setup].append(run_once(setup, looptrace, client, port, args.seconds, out))
         print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
