@@ -2379,9 +2379,11 @@ struct eh_walk {
  * The row found for an address, cached per CPU: a loop thread waits and is sampled at the
  * same few return addresses again and again, and each search costs two binary searches
  * through bpf_loop (~0.5 us a frame; ~0.3 us with the cache). Rows are never rewritten once
- * published (the loader appends them), so an entry holds while its generation does. Writers
- * clear pc first and set it last; a reader checks pc again after copying, so a program that
- * interrupted another on the same CPU (a cpu-clock sample) cannot hand it a torn entry.
+ * published (the loader appends them), so an entry holds while its generation does. Walks do
+ * not nest on a CPU (sched_switch runs with interrupts off, the cpu-clock sample in a hardirq);
+ * should one ever run where another can interrupt it, a reader that is interrupted is safe (a
+ * writer clears pc first and sets it last, the reader checks pc again after copying), a writer
+ * that is interrupted is not.
  */
 #define EH_ROW_CACHE_SLOTS 1024
 struct eh_cached_row {
@@ -2499,7 +2501,7 @@ __noinline int eh_find_row(__u64 lookup, __u32 generation, struct eh_cached_row 
 		return 0;
 	if (cached && cached->pc == lookup && cached->generation == generation) {
 		*out = *cached;
-		/* not rewritten while read (by a program that interrupted this one) */
+		/* not rewritten while read */
 		if (*(volatile __u64 *)&cached->pc == lookup)
 			return 1;
 	}
