@@ -2380,10 +2380,10 @@ struct eh_walk {
  * same few return addresses again and again, and each search costs two binary searches
  * through bpf_loop (~0.5 us a frame; ~0.3 us with the cache). Rows are never rewritten once
  * published (the loader appends them), so an entry holds while its generation does. Walks do
- * not nest on a CPU (sched_switch runs with interrupts off, the cpu-clock sample in a hardirq);
- * should one ever run where another can interrupt it, a reader that is interrupted is safe (a
- * writer clears pc first and sets it last, the reader checks pc again after copying), a writer
- * that is interrupted is not.
+ * not nest on a CPU today (sched_switch runs with interrupts off, the cpu-clock sample in a
+ * hardirq); should one interrupt another, neither gets a torn entry: a writer clears pc first
+ * and publishes it last only if no other writer did meanwhile, a reader checks pc again after
+ * copying.
  */
 #define EH_ROW_CACHE_SLOTS 1024
 struct eh_cached_row {
@@ -2521,7 +2521,9 @@ __noinline int eh_find_row(__u64 lookup, __u32 generation, struct eh_cached_row 
 		cached->generation = generation;
 		cached->module_flags = out->module_flags;
 		cached->row = out->row;
-		*(volatile __u64 *)&cached->pc = lookup;
+		/* another write in between left fields of both: the slot stays empty */
+		if (__sync_val_compare_and_swap(&cached->pc, 0, lookup) != 0)
+			*(volatile __u64 *)&cached->pc = 0;
 	}
 	return 1;
 }
