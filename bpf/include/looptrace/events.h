@@ -221,7 +221,7 @@ struct lt_probe_config {
 #define LT_STAT_VERDICTS_STALE 9      /* cached verdicts whose string changed (address reused) */
 #define LT_STAT_SAMPLES_DROPPED 10    /* a stack sample dropped: the sample ring was full */
 #define LT_STAT_SHADOW_OVERFLOW 11    /* uretprobe return addresses not remembered (too deep, or slot taken) */
-#define LT_STAT_CPU_SWITCH_UNTRACED 12 /* loop-thread switches the kernel ran without a sched_switch event */
+#define LT_STAT_CPU_SWITCH_UNTRACED 12 /* switches the kernel ran without a sched_switch event */
 #define LT_STAT_SWITCH_STACKED 13     /* switch-outs of the target's threads whose stacks were taken */
 #define LT_STAT_SWITCH_IDLE 14        /* loop-thread switch-outs while idle: no stack taken (LT_STACK_IDLE) */
 #define LT_STAT_SAMPLE_IDLE 15        /* cpu-clock samples of the loop thread while idle: not taken */
@@ -453,6 +453,7 @@ struct lt_thread_state {
 	__u64 wait_pc;
 	__u64 wait_sp;
 	__u64 wait_bp;
+	__u64 cpu_ns_at_out; /* its sum_exec_runtime at the last switch-out (0: none seen yet) */
 };
 #define LT_STATE_RUNNING 0xFFFFFFFF
 
@@ -609,7 +610,7 @@ LT_STATIC_ASSERT(__builtin_offsetof(struct lt_stack_copy, bytes) == 32 + 17 * 8 
 		 "stack copy bytes offset");
 LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == __builtin_offsetof(struct lt_stack_copy, bytes) + LT_MAX_STACK_COPY,
 		 "stack copy size");
-LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 72, "thread state size");
+LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 80, "thread state size");
 LT_STATIC_ASSERT(sizeof(struct lt_unwind_module) == 40, "unwind module size");
 
 /*

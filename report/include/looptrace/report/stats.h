@@ -82,8 +82,8 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
     "modules replaced on disk after they were mapped: named from the mapped copy, or not at all")                      \
   X(perf_map_bad_lines, kError, "malformed lines in /tmp/perf-PID.map (JIT symbols), skipped")                         \
   X(cpu_switch_untraced, kInfo,                                                                                        \
-    "loop-thread switches the kernel made without a sched_switch event: that stretch's CPU time is the kernel's "      \
-    "tick-granular count")                                                                                             \
+    "switches the kernel made without a sched_switch event: a switch-in is made up at the thread's next switch-out "   \
+    "from its CPU time; the loop thread's CPU time over that stretch is the kernel's tick-granular count")             \
   X(switch_stacks_idle, kInfo,                                                                                         \
     "loop-thread switch-outs with no message open (idle, or in its poll wait): not recorded, nor the wakeup and "      \
     "switch-in that end the wait, no stack taken; no report shows that wait (--idle-stacks records them)")             \
