@@ -128,6 +128,10 @@ std::vector<std::string> SourceFunctions(const std::vector<DumpFrame>& frames) {
   return out;
 }
 
+// JvmFrames is ready once its compiled sleeper has been JIT-compiled, with its two burners on
+// both cores: ~8 s here, over 30 s once on a CI machine busy with other tests.
+constexpr int kJvmFramesReadyMs = 90000;
+
 class JvmThreadDumpTest : public BpfTest, public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
@@ -151,7 +155,7 @@ TEST_P(JvmThreadDumpTest, ThreadDumpOfAJvmWithoutFlagsNamesEveryJavaFrameAsJcmdD
   if (IsSkipped()) return;
   const std::string ready = dir_ / "ready";
   Process target(JvmFrames(ready));
-  WaitForFile(ready, 30000);
+  WaitForFile(ready, kJvmFramesReadyMs);
   ASSERT_TRUE(std::filesystem::exists(ready)) << "JvmFrames did not get ready";
   const std::string pid = std::to_string(target.pid());
   auto attach = RunCommand({Looptrace(), "attach", "-p", pid, "--threads", "all", "-o", dir_ / "final.json"}, 120);
@@ -263,7 +267,7 @@ TEST_P(JvmSampledFramesTest, SamplesAndSwitchOutsOfAJvmWithoutFlagsNameItsJavaMe
   if (IsSkipped()) return;
   const std::string ready = dir_ / "ready";
   Process target(JvmFrames(ready));
-  WaitForFile(ready, 30000);
+  WaitForFile(ready, kJvmFramesReadyMs);
   ASSERT_TRUE(std::filesystem::exists(ready)) << "JvmFrames did not get ready";
   auto r = RunCommand({Looptrace(), "record", "-p", std::to_string(target.pid()), "-d", "3", "--threads", "all",
                        "--save", dir_ / "rec.jsonl", "-f", "json", "-o", dir_ / "out.json"},
