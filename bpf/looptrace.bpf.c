@@ -2927,6 +2927,73 @@ static __always_inline int loop_waits_early(__u32 tid, __u32 state, __u64 now)
 	       now - loop_message_begin_ns < preempt_stacks_after_ns;
 }
 
+/*
+ * Early waits' user stacks deferred (LT_STACK_DEFERRED): set by the loader when it can unwind
+ * a waiting loop thread from outside as BPF would have (its runtime's frames read from the
+ * process, or none).
+ */
+const volatile __u32 early_wait_stacks_deferred = 0;
+
+/* One timer: only the loop thread has early waits, and it waits in one at a time. */
+struct early_wait_timer {
+	struct bpf_timer timer;
+	__u64 ts_ns;    /* the wait's switch-out */
+	__u64 switches; /* the thread's switch count after it */
+	__u32 tid;
+	__u32 ready;    /* timer initialized, its callback set */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct early_wait_timer);
+} early_wait_timers SEC(".maps");
+
+/*
+ * preempt_stacks_after_ns after an early wait began: if the thread still waits there (no
+ * switch since), the loader is woken to unwind it from outside (LT_RECORD_WAIT_OUTLIVED). A
+ * timer's callback runs in a softirq, in no particular task: it cannot walk the stack itself.
+ */
+static int early_wait_outlived(void *map, __u32 *key, struct early_wait_timer *w)
+{
+	__u32 tid = w->tid;
+	struct lt_thread_state *st = bpf_map_lookup_elem(&thread_states, &tid);
+	struct lt_wait_record rec = {
+		.header = { .type = LT_RECORD_WAIT_OUTLIVED, .size = sizeof(rec) },
+	};
+
+	if (!st || st->switches != w->switches || st->state == LT_STATE_RUNNING)
+		return 0;
+	rec.tid = tid;
+	rec.ts_ns = w->ts_ns;
+	rec.switches = w->switches;
+	if (bpf_ringbuf_output(&events, &rec, sizeof(rec), BPF_RB_FORCE_WAKEUP))
+		count(LT_STAT_RINGBUF_FULL);
+	return 0;
+}
+
+/* Arms the timer for the early wait the loop thread just began (its state already updated). */
+static __always_inline void defer_early_wait_stack(__u32 tid, __u64 now, __u64 switches)
+{
+	__u32 zero = 0;
+	struct early_wait_timer *w = bpf_map_lookup_elem(&early_wait_timers, &zero);
+
+	if (!w)
+		return;
+	if (!w->ready) {
+		/* -EBUSY: initialized already (by a run that did not get to set `ready`) */
+		bpf_timer_init(&w->timer, &early_wait_timers, 1 /* CLOCK_MONOTONIC, as bpf_ktime_get_ns */);
+		if (bpf_timer_set_callback(&w->timer, early_wait_outlived))
+			return;
+		w->ready = 1;
+	}
+	w->ts_ns = now;
+	w->switches = switches;
+	w->tid = tid;
+	bpf_timer_start(&w->timer, preempt_stacks_after_ns, 0);
+}
+
 /* The system call `regs` wait in, as LT_STACK_IN_SYSCALL, or LT_STACK_OUTSIDE_SYSCALL. */
 static __always_inline __s32 wait_syscall_of(struct pt_regs *regs)
 {
@@ -3002,9 +3069,16 @@ static __always_inline int sched_switch_run(unsigned long long *ctx, bool preemp
 		/* the sample first: user space gets it before the switch record (events.h). An idle
 		 * switch-out needs no record either: no report shows the stretch it begins. */
 		if (watched(tid) && !idle) {
-			/* an exiting thread's last switch-outs: its user stack is gone */
-			if ((stacks || early_wait) && !(prev->flags & LT_PF_EXITING))
+			/* Deferred first, so that no more is live across the walk below than before
+			 * (the verifier explores it once per distinct state: a JVM's walker nears
+			 * its limit). */
+			if (early_wait && early_wait_stacks_deferred && st) {
+				defer_early_wait_stack(tid, now, st->switches);
+				ustack = LT_STACK_DEFERRED;
+			} else if ((stacks || early_wait) && !(prev->flags & LT_PF_EXITING)) {
+				/* an exiting thread's last switch-outs: its user stack is gone */
 				take_sample(ctx, prev, tid, LT_SAMPLE_SWITCH, prev_state, now);
+			}
 			emit_switch(now, tid, LT_SWITCH_OUT, prev_state, kstack, ustack);
 		}
 	}

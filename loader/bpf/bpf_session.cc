@@ -158,6 +158,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::Open(const BpfSessionOptions& op
     skel->rodata->switch_stacks_idle = options.switch_stacks_idle;
     skel->rodata->messages_poll_bounded = options.messages_poll_bounded;
     skel->rodata->waits_by_syscall = options.waits_by_syscall;
+    skel->rodata->early_wait_stacks_deferred = options.waits_by_syscall && options.early_wait_stacks_deferred;
     std::memcpy(const_cast<lt_py_layout*>(&skel->rodata->py_layout), &options.interpreters.python_layout,
                 sizeof(lt_py_layout));
     skel->rodata->hs_enabled = options.interpreters.hotspot_enabled;
@@ -500,6 +501,12 @@ std::vector<std::pair<uint32_t, lt_thread_state>> BpfSession::ThreadStates() con
     previous = &key;
   }
   return out;
+}
+
+std::optional<lt_thread_state> BpfSession::ThreadState(uint32_t tid) const {
+  lt_thread_state state{};
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.thread_states), &tid, &state) != 0) return std::nullopt;
+  return state;
 }
 
 std::optional<lt_stack_copy> BpfSession::StackCopy(uint32_t tid) const {

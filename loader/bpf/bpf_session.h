@@ -47,6 +47,7 @@ struct BpfSessionOptions {
   bool switch_stacks_idle = true;              // stacks at the loop thread's idle switch-outs too (session_cost.h)
   bool messages_poll_bounded = false;          // the loop is idle only in its poll wait
   bool waits_by_syscall = false;               // early waits keep their syscall, no stacks (events.h)
+  bool early_wait_stacks_deferred = false;     // ... and their user stack only if they outlive the early age
   std::string btf_path;                        // empty: the kernel's /sys/kernel/btf/vmlinux
   InterpreterBpfConfig interpreters;           // layouts of the interpreters BPF walks (runtimes/interpreter.h)
   // Which probe programs the plan attaches: each of them costs the verifier 0.2-0.5 s of CPU
@@ -116,6 +117,8 @@ class BpfSession {
 
   // The latest state BPF saw for every thread of the target (tid -> state).
   std::vector<std::pair<uint32_t, lt_thread_state>> ThreadStates() const;
+  // The latest state BPF saw for thread `tid`; nothing when it has none.
+  std::optional<lt_thread_state> ThreadState(uint32_t tid) const;
   // A watched thread's registers and stack top at its last switch-out or sample
   // (--dwarf-unwind); nothing when off or never captured.
   std::optional<lt_stack_copy> StackCopy(uint32_t tid) const;

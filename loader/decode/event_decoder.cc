@@ -167,6 +167,7 @@ void EventDecoder::DecodeOther(const lt_record& rec, std::vector<Event>* out) {
         e.kernel_stack = kernel_stacks_->KernelStack(rec.sw.kstack_id);
       if (e.off_cpu && rec.sw.kstack_id == LT_STACK_IDLE) e.unstacked = kUnstackedLoopIdle;
       if (e.off_cpu && rec.sw.kstack_id == LT_STACK_YOUNG) e.unstacked = kUnstackedEarlyPreemption;
+      if (e.off_cpu && rec.sw.ustack_id == LT_STACK_DEFERRED) e.unstacked = kUnstackedEarlyWait;
       if (e.off_cpu && rec.sw.kstack_id == LT_STACK_OUTSIDE_SYSCALL) e.wait_syscall = kWaitOutsideSyscall;
       if (e.off_cpu && rec.sw.kstack_id <= LT_STACK_SYSCALL_BASE &&
           rec.sw.kstack_id >= LT_STACK_IN_SYSCALL(LT_MAX_SYSCALL_NR))

@@ -104,6 +104,10 @@ class InterpreterSupport {
   // so reading them later than BPF would is good enough); empty before Locate succeeded.
   virtual std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats* stats) = 0;
 
+  // Whether ThreadStacks reads the frames from the process as they are now (not from BPF's
+  // latest walk): a waiting thread's stack read later is the one it waits with.
+  virtual bool ReadsThreadStacks() const { return false; }
+
   // The frames BPF walked of thread `tid` at its latest sample or switch-out, innermost
   // first (empty: that stack had none), for a runtime whose ThreadStacks cannot read them
   // from the process itself.

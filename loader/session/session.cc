@@ -92,8 +92,12 @@ void Session::OnSideRecord(std::span<const uint8_t> raw) {
   // JavaScript frames come first, in a record of their own): what of its cost a lower rate
   // sheds is the on-CPU samples' part (CostBudget).
   lt_record_header header{};
+  if (raw.size() >= sizeof(header)) std::memcpy(&header, raw.data(), sizeof(header));
+  if (header.type == LT_RECORD_WAIT_OUTLIVED && early_waits_) {
+    if (auto sample = early_waits_->Read(raw)) threads_named_->OnEvent(Event(std::move(*sample)));
+    return;
+  }
   const bool timed = budget_ && raw.size() >= sizeof(header);
-  if (timed) std::memcpy(&header, raw.data(), sizeof(header));
   const uint64_t began = timed ? NowNs(CLOCK_THREAD_CPUTIME_ID) : 0;
   side_decoded_.clear();
   decoder_->DecodeSide(raw, &side_decoded_);
@@ -121,6 +125,10 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   // added); otherwise early waits keep their stacks.
   const bool returns = HasReturnProbes(plan_);
   waits_by_syscall_ = options_.thread_tracking && (!returns || EntryProbesCoverReturns(plan_));
+  // Their user stacks too, but for the waits that outlive the early age, read from outside
+  // while they still wait (early_wait_stacks.h).
+  early_wait_stacks_deferred_ = waits_by_syscall_ && options_.sample_hz > 0 &&
+                                EarlyWaitStacks::CanDefer(interpreter_.get(), options_.native_frames);
   shadow_stack_ = NeedsShadowStack(options_.thread_tracking, options_.sample_hz, options_.dwarf_unwind,
                                    KernelFixesUretprobeStacks()) ||
                   (waits_by_syscall_ && returns);
@@ -167,6 +175,7 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   if (shadow_stack_) MarkShadowProbes(plan_, &bpf_options.probe_configs);
   bpf_options.uprobe_points = bpf_options.usdt_points = bpf_options.fast_beats = false;
   bpf_options.waits_by_syscall = waits_by_syscall_;
+  bpf_options.early_wait_stacks_deferred = early_wait_stacks_deferred_;
   for (const ResolvedProbe& probe : plan_.probes) {
     (probe.spec.kind == ProbeKind::kUsdt ? bpf_options.usdt_points : bpf_options.uprobe_points) = true;
     bpf_options.fast_beats |= UsesFastBeats(probe);
@@ -193,6 +202,10 @@ Result<void> Session::Prepare(const Profile& profile, AttachPlan plan, uint32_t 
   pipeline_.SetSnapshotSource(this);
   pipeline_.AddObserver(&taps_, EventBit<Wakeup>() | EventBit<ProcessExec>());
   snapshots_->SetInterpreter(interpreter_.get());
+  if (early_wait_stacks_deferred_) {
+    early_waits_.emplace(bpf_.get(), &*stacks_, &loader_stats_);
+    early_waits_->SetInterpreter(interpreter_.get());
+  }
   return {};
 }
 
@@ -297,6 +310,7 @@ void Session::Start(SessionStart start) {
           .preempt_stacks_after_ns;
   bpf_->SetPreemptStacksAfter(preempt_after_ns);
   loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, preempt_after_ns);
+  if (early_wait_stacks_deferred_) loader_stats_.Set(StatId::cost_wait_stacks_after_ns, preempt_after_ns);
   loader_stats_.Set(StatId::cost_loader_start_cpu_ns, own_cpu_.ElapsedNs());
   first_use_at_start_ns_ = FirstUseScope::TotalNs();
 }

@@ -25,6 +25,7 @@
 #include "loader/decode/string_reader.h"
 #include "loader/plan/attach_plan.h"
 #include "loader/plan/profile.h"
+#include "loader/session/early_wait_stacks.h"
 #include "loader/session/event_loop.h"
 #include "loader/session/session_cost.h"
 #include "loader/session/stall_snapshot.h"
@@ -158,10 +159,12 @@ class Session : private SnapshotSource {
   std::optional<EventDecoder> decoder_;
   std::optional<BeatSlicer> slicer_;
   std::optional<SnapshotTaker> snapshots_;
+  std::optional<EarlyWaitStacks> early_waits_;
   std::vector<Event> side_decoded_;
   bool primed_ = false;
-  bool shadow_stack_ = false;      // uretprobe return addresses kept for stack samples (shadow_probes.h)
-  bool waits_by_syscall_ = false;  // early loop-thread waits keep their system call, no stacks (events.h)
+  bool shadow_stack_ = false;                // uretprobe return addresses kept for stack samples (shadow_probes.h)
+  bool waits_by_syscall_ = false;            // early loop-thread waits keep their system call, no stacks (events.h)
+  bool early_wait_stacks_deferred_ = false;  // ... and their user stack once they outlive the early age
   uint32_t tgid_ = 0;
   ThreadChoice threads_;         // resolved: --threads, else the profile's, else main
   uint32_t known_loop_tid_ = 0;  // the loop thread, once BPF claimed it (LT_THREADS_LOOP)

@@ -20,6 +20,17 @@ std::string ShareOfCpu(uint64_t ns, uint64_t session_ns) {
 // BPF times are estimates: every run is counted, about one in 64 timed (bpf/events.h).
 std::string PerRun(uint64_t ns, uint64_t runs) { return runs ? fmt::format("~{} ns each", ns / runs) : "no runs"; }
 
+// What the early waits kept (stats.h early_waits_by_syscall and what follows it).
+std::string EarlyWaitsText(uint64_t waits, uint64_t wait_stacks_after_ns, uint64_t late, uint64_t missed) {
+  if (!wait_stacks_after_ns)
+    return fmt::format("; {} early waits with their user stack only, the reason from the system call", waits);
+  return fmt::format(
+      "; {} early waits by their system call, their user stack read only if one lasted {:.2f} ms ({} did{}; a "
+      "shorter one's time is shown under its nearest sample's stack)",
+      waits, wait_stacks_after_ns / 1e6, late + missed,
+      missed ? fmt::format(", {} ran again before it was read", missed) : "");
+}
+
 }  // namespace
 
 CostBreakdown CostOf(const Stats& stats) {
@@ -94,6 +105,8 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
   const uint64_t after_ns = stats.Get(StatId::cost_preempt_stacks_after_ns);
   const uint64_t waiting = stats.Get(StatId::switch_stacks_waiting);
   const uint64_t early_waits = stats.Get(StatId::early_waits_by_syscall);
+  const uint64_t late_waits = stats.Get(StatId::early_wait_stacks_late);
+  const uint64_t missed_waits = stats.Get(StatId::early_wait_stacks_missed);
   if (stacked || idle || idle_samples || early || waiting || early_waits) {
     std::string how = "taken at every switch-out";
     if (idle || idle_samples || early || after_ns || early_waits)
@@ -103,7 +116,7 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
           after_ns ? fmt::format(", once it is {:.2f} ms old", after_ns / 1e6) : "", idle, early, idle_samples,
           early || after_ns ? "; an early preemption's time is shown under its nearest sample's stack" : "",
           early_waits || after_ns
-              ? fmt::format("; {} early waits with their user stack only, the reason from the system call", early_waits)
+              ? EarlyWaitsText(early_waits, stats.Get(StatId::cost_wait_stacks_after_ns), late_waits, missed_waits)
               : "");
     if (waiting)
       how += fmt::format("; other threads' waits: {} without, a snapshot reads a waiting thread's stacks", waiting);

@@ -49,6 +49,17 @@ void SampleStore::OnSessionStart(const SessionStart& start) {
 
 void SampleStore::OnSample(const StackSample& e) {
   Thread& t = threads_[e.tid];
+  // An early wait's stack read after its switch record came (kUnstackedEarlyWait): it takes
+  // the place of the stretch that record left without one.
+  if (!e.on_cpu)
+    for (auto it = t.samples.rbegin(); it != t.samples.rend() && it->ts_ns >= e.ts_ns; ++it)
+      if (it->ts_ns == e.ts_ns && !it->on_cpu && !it->frames && it->stop == kUnstackedEarlyWait) {
+        it->frames = Intern(e.frames);
+        it->stop = e.stop;
+        it->callable = e.callable;
+        if (!it->callable.empty()) ++callables_;
+        return;
+      }
   Sample s;
   s.frames = Intern(e.frames);
   s.ts_ns = e.ts_ns;

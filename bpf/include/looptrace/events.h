@@ -47,6 +47,7 @@
 #define LT_RECORD_SAMPLE 9       /* sample ring: a watched thread's user stack (frame-pointer walk) */
 #define LT_RECORD_SAMPLE_COPY 10 /* sample ring: registers + stack bytes of a sample (--dwarf-unwind) */
 #define LT_RECORD_INTERP_STACK 11 /* sample ring: the interpreter's frames at a sample (before the sample) */
+#define LT_RECORD_WAIT_OUTLIVED 12 /* ring buffer: an early wait without a stack outlived its grace (lt_wait_record) */
 
 /*
  * Roles: every role a profile can bind, one line each, in ABI order. The one list: BPF takes
@@ -345,6 +346,13 @@ struct lt_switch_body {
  * keeps for this (waits_by_syscall is set only then, or for a plan without uretprobes).
  */
 #define LT_STACK_OUTSIDE_SYSCALL -5
+/*
+ * The user stack of an early wait (LT_STACK_IN_SYSCALL), in the switch record's ustack_id
+ * only: not taken at the switch-out (a busy handler's many short waits each cost a walk),
+ * and taken later, from outside, if the wait outlives preempt_stacks_after_ns
+ * (LT_RECORD_WAIT_OUTLIVED); a shorter one keeps only its system call.
+ */
+#define LT_STACK_DEFERRED -6
 #define LT_STACK_SYSCALL_BASE -16
 #define LT_STACK_IN_SYSCALL(nr) (LT_STACK_SYSCALL_BASE - (__s32)(nr))
 #define LT_MAX_SYSCALL_NR 4095 /* larger: LT_STACK_OUTSIDE_SYSCALL */
@@ -434,6 +442,20 @@ struct lt_identity_record {
 struct lt_nudge_record {
 	struct lt_record_header header;
 	__u64 record_head;
+};
+
+/*
+ * An early wait of the loop thread whose stack was deferred (LT_STACK_DEFERRED) still waits
+ * preempt_stacks_after_ns after its switch-out (a BPF timer's callback, which cannot read the
+ * thread's memory): the loader unwinds it from the registers kept in lt_thread_state while it
+ * still waits, and keeps that stack as the switch-out's sample if `switches` did not move.
+ */
+struct lt_wait_record {
+	struct lt_record_header header;
+	__u32 tid;
+	__u32 pad;
+	__u64 ts_ns;    /* the wait's switch-out */
+	__u64 switches; /* lt_thread_state.switches after it */
 };
 
 /* Value of the thread_states hash (key: tid). */
@@ -612,6 +634,7 @@ LT_STATIC_ASSERT(sizeof(struct lt_stack_copy) == __builtin_offsetof(struct lt_st
 		 "stack copy size");
 LT_STATIC_ASSERT(sizeof(struct lt_thread_state) == 80, "thread state size");
 LT_STATIC_ASSERT(sizeof(struct lt_unwind_module) == 40, "unwind module size");
+LT_STATIC_ASSERT(sizeof(struct lt_wait_record) == 32, "wait record size");
 
 /*
  * Interpreter stacks: at every stack sample of a thread of a runtime looptrace walks in BPF

@@ -210,6 +210,8 @@ class CPythonProcess : public InterpreterSupport {
     return namer_.NameCallable(slots, texts, stats);
   }
 
+  bool ReadsThreadStacks() const override { return true; }
+
   std::map<uint32_t, std::vector<InterpreterFrame>> ThreadStacks(Stats* stats) override {
     std::map<uint32_t, std::vector<InterpreterFrame>> out;
     if (!code_type_) return out;

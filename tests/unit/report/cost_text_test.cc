@@ -113,6 +113,23 @@ TEST(CostText, SaysWhenPreemptionsAndWaitsGetStacks) {
       << text;
 }
 
+// Early waits whose user stacks were left for later: how many lasted long enough to be read.
+TEST(CostText, SaysWhichEarlyWaitsGotTheirStacksLate) {
+  Stats stats;
+  stats.Set(StatId::cost_switch_stacks, 5);
+  stats.Set(StatId::early_waits_by_syscall, 5000);
+  stats.Set(StatId::early_wait_stacks_late, 29);
+  stats.Set(StatId::early_wait_stacks_missed, 2);
+  stats.Set(StatId::cost_preempt_stacks_after_ns, 4'000'000);
+  stats.Set(StatId::cost_wait_stacks_after_ns, 4'000'000);
+  const std::string text = CostText(stats, 1'000'000'000);
+  EXPECT_NE(text.find("; 5000 early waits by their system call, their user stack read only if one lasted 4.00 ms (31 "
+                      "did, 2 ran again before it was read; a shorter one's time is shown under its nearest sample's "
+                      "stack))"),
+            std::string::npos)
+      << text;
+}
+
 TEST(CostText, SaysOtherThreadsWaitsAreReadAtSnapshots) {
   Stats stats;
   stats.Set(StatId::cost_switch_stacks, 5);

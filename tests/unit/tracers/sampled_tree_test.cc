@@ -51,6 +51,15 @@ ThreadSwitch EarlyPreemption(uint64_t ts) {
   return sw;
 }
 
+// A wait early in a message: BPF left its user stack for later (LT_STACK_DEFERRED), kept its
+// system call's reason.
+ThreadSwitch EarlyWait(uint64_t ts) {
+  ThreadSwitch sw = Out(ts, 1, {});
+  sw.unstacked = kUnstackedEarlyWait;
+  sw.wait_syscall = 230;  // clock_nanosleep
+  return sw;
+}
+
 ThreadSwitch In(uint64_t ts) {
   ThreadSwitch sw;
   sw.ts_ns = ts;
@@ -312,6 +321,44 @@ TEST(SampledTreeTracer, EarlyPreemptionsWithNoSampleNearKeepTheirTimeAndReason) 
   ASSERT_EQ(tree.walk_stops.size(), 1u);
   EXPECT_EQ(tree.walk_stops[0], (std::pair<std::string, uint64_t>("early preemption", 1)));
   EXPECT_EQ(r.stats.Get(StatId::stack_walk_truncated), 0u);
+}
+
+// An early wait's stack is read from outside only if it outlived the early age, and comes
+// after its switch record or before it (whichever the loader drained first): it takes the
+// place of the stretch that record left without one. A short early wait's time stands under
+// the nearest on-CPU sample's stack, with its reason from the system call.
+TEST(SampledTreeTracer, AnEarlyWaitsLateStackFillsItsStretchAndAShortOneStandsUnderTheNearestSample) {
+  for (bool stack_first : {false, true}) {
+    SCOPED_TRACE(stack_first ? "stack read before the switch record was drained" : "after it");
+    testing::EventScript script;
+    script.Add(Probe(Role::kDispatchBegin, 0, {U("id", 1)}, kMain));
+    script.Add(Sample(500'000, true, {"main", "handler", "parse"}));
+    script.Add(EarlyWait(1 * kMs));  // 1-2 ms: short, no stack read
+    script.Add(In(2 * kMs));
+    const StackSample late = Sample(3 * kMs, false, {"main", "handler", "nanosleep"});
+    if (stack_first) script.Add(late);
+    script.Add(EarlyWait(3 * kMs));  // 3-403 ms: outlived the early age, its stack read then
+    if (!stack_first) script.Add(late);
+    script.Add(In(403 * kMs));
+    for (uint64_t ms = 404; ms < 800; ms += 10) script.Add(Sample(ms * kMs, true, {"main", "handler", "work"}));
+    script.Add(Probe(Role::kDispatchEnd, 800 * kMs, {U("id", 1)}, kMain));
+    Report r = script.Run(AnalysisOptions{}, 2'000 * kMs, Start());
+    ASSERT_EQ(r.evil_methods.size(), 1u);
+    const SampledCallTree& tree = r.evil_methods[0].sampled;
+    EXPECT_EQ(Find(tree, "[no stack]"), nullptr);
+    const SampledNode *sleep = Find(tree, "nanosleep"), *parse = Find(tree, "parse");
+    ASSERT_NE(sleep, nullptr);
+    ASSERT_NE(parse, nullptr);
+    EXPECT_EQ(sleep->off_cpu_ns, 400 * kMs);
+    ASSERT_EQ(sleep->off_cpu_by_reason.size(), 1u);
+    EXPECT_EQ(sleep->off_cpu_by_reason[0].first, "sleep");
+    EXPECT_EQ(parse->off_cpu_ns, 1 * kMs);
+    ASSERT_EQ(parse->off_cpu_by_reason.size(), 1u);
+    EXPECT_EQ(parse->off_cpu_by_reason[0].first, "sleep");
+    EXPECT_EQ(tree.samples_off_cpu, 2u);  // one sample per stretch: the late stack took its place
+    EXPECT_TRUE(tree.walk_stops.empty());
+    EXPECT_EQ(r.stats.Get(StatId::switch_record_lost), 0u);
+  }
 }
 
 // A full record ring drops switch records but not their samples (another ring): a

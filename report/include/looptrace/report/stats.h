@@ -98,7 +98,14 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
     "reads the stacks of a thread still waiting when it is taken")                                                     \
   X(early_waits_by_syscall, kInfo,                                                                                     \
     "loop-thread waits early in a message (younger than cost_preempt_stacks_after_ns): no kernel stack taken, the "    \
-    "reason from the system call it waits in; its user stack sampled; a snapshot reads a thread still waiting")        \
+    "reason from the system call it waits in; its user stack taken at the switch-out, or only once the wait is that "  \
+    "old (early_wait_stacks_late); a snapshot reads a thread still waiting")                                           \
+  X(early_wait_stacks_late, kInfo,                                                                                     \
+    "early waits that lasted cost_preempt_stacks_after_ns: their user stack read from outside while they still "       \
+    "waited (shorter ones keep only their system call, their time shown under the nearest sample's stack)")            \
+  X(early_wait_stacks_missed, kError,                                                                                  \
+    "early waits that lasted cost_preempt_stacks_after_ns but ran again before the loader read their stack: only "     \
+    "their system call kept")                                                                                          \
   X(cost_probe_hits, kCost, "probe hits on the target (runs of looptrace's uprobe and USDT programs)")                 \
   X(cost_probe_bpf_ns, kCost,                                                                                          \
     "ns in looptrace's uprobe and USDT programs (estimated: every run counted, ~1 in 64 timed)")                       \
@@ -111,6 +118,9 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
     "ns one uprobe hit costs on this machine, measured at the start (trap, dispatch, an empty program)")               \
   X(cost_preempt_stacks_after_ns, kCost,                                                                               \
     "preemptions get stacks only in messages open this long (ns; a tenth of the shortest slow message, 0: all)")       \
+  X(cost_wait_stacks_after_ns, kCost,                                                                                  \
+    "early waits get their user stack only once they have lasted this long (ns, cost_preempt_stacks_after_ns; 0: "     \
+    "at their switch-out)")                                                                                            \
   X(cost_loader_cpu_ns, kCost, "ns of CPU (user + system) looptrace's own process spent in the session")               \
   X(cost_loader_start_cpu_ns, kCost,                                                                                   \
     "ns of cost_loader_cpu_ns spent before the session started (BPF load, symbols, probes attached), once a session")  \

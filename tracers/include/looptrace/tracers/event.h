@@ -221,10 +221,14 @@ inline constexpr std::string_view kClosureArg = "closure";
 // its samples find names it.
 inline constexpr std::string_view kEventMessageName = "event";
 inline constexpr std::string_view kUnstackedEarlyPreemption = "early preemption";
+// A wait early in a message whose user stack BPF left for later (LT_STACK_DEFERRED): the
+// loader's read of it, if the wait outlived the early age, comes as a sample of the same time.
+inline constexpr std::string_view kUnstackedEarlyWait = "early wait";
 // The constant `text` names, or "" (text read from a recording, or a sample's stop reason).
 constexpr std::string_view UnstackedReason(std::string_view text) {
   if (text == kUnstackedLoopIdle) return kUnstackedLoopIdle;
   if (text == kUnstackedEarlyPreemption) return kUnstackedEarlyPreemption;
+  if (text == kUnstackedEarlyWait) return kUnstackedEarlyWait;
   return {};
 }
 
@@ -237,7 +241,8 @@ struct ThreadSwitch {
   std::vector<std::string> kernel_stack;  // innermost first, resolved by the loader
   // Why BPF took no stack (issue 32), or "": "loop idle" (no message open: no report shows
   // that wait, LT_STACK_IDLE), "early preemption" (preempted early in a message,
-  // LT_STACK_YOUNG). --idle-stacks takes them all.
+  // LT_STACK_YOUNG), "early wait" (its user stack deferred, LT_STACK_DEFERRED). --idle-stacks
+  // takes them all.
   std::string_view unstacked;
   // A wait early in a message took no kernel stack (LT_STACK_IN_SYSCALL): the system call it
   // waits in, which tells its reason (thread_state.h: kNoWaitSyscall, kWaitOutsideSyscall).

@@ -111,8 +111,11 @@ class SampleStore {
     std::string reason;
     std::string stop;
     std::string callable;  // "" when none, or taken by a message
-    // An off-CPU stretch BPF took no stack for, early in a message (kUnstackedEarlyPreemption).
-    bool early_unstacked() const { return !frames && !on_cpu && stop == kUnstackedEarlyPreemption; }
+    // An off-CPU stretch BPF took no stack for, early in a message (kUnstackedEarlyPreemption,
+    // or kUnstackedEarlyWait whose wait was too short for the loader to read its stack).
+    bool early_unstacked() const {
+      return !frames && !on_cpu && (stop == kUnstackedEarlyPreemption || stop == kUnstackedEarlyWait);
+    }
   };
   struct Thread {
     CompactQueue<Sample> samples;  // by ts
