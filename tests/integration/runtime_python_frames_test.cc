@@ -150,6 +150,21 @@ TEST_P(PythonFramesTest, AnAnrSnapshotNamesThePythonLineThatIsStuck) {
   EXPECT_NE(at, std::string::npos) << text;
   EXPECT_NE(text.find("stuck_callback (frames_app.py:132)"), std::string::npos) << text;
   EXPECT_LT(text.find(SleepLeaf(GetParam())), at) << text;  // the native leaf first
+
+  // The sleep began as the message did (an early wait): BPF took no stack at its switch-out,
+  // and the loader read it from outside once the wait outlived the early age (issue 32). The
+  // slow message's sampled tree has it all the same: the sleep under the Python line.
+  auto evil = OfType(ReadJsonLines(dir_ / "out.json"), "evil_method");
+  ASSERT_EQ(evil.size(), 1u);
+  std::string sampled;
+  for (const json& frame : evil[0]["sampled"]["common_frames"]) sampled += frame.get<std::string>() + "\n";
+  for (const json& node : evil[0]["sampled_tree"]) sampled += node["name"].get<std::string>() + "\n";
+  const size_t waiter = sampled.find("wait_on_lock (frames_app.py:127)");
+  ASSERT_NE(waiter, std::string::npos) << sampled;
+  EXPECT_NE(sampled.find(SleepLeaf(GetParam()), waiter), std::string::npos) << sampled;
+  const json stats = OfType(ReadJsonLines(dir_ / "out.json"), "stats").at(0)["counters"];
+  EXPECT_GE(stats["early_wait_stacks_late"].get<uint64_t>(), 1u) << stats.dump();
+  EXPECT_EQ(stats["early_wait_stacks_missed"], 0) << stats.dump();
 }
 
 // The loop on a thread of its own while the main thread and another one run Python: the
