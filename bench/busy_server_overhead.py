@@ -25,7 +25,9 @@ second, the server's CPU per request, the loader's own CPU during the measured w
 of one core, and per request), its wake-ups a second (voluntary context switches) and the
 machine's busy CPU; with --bpf-stats, each BPF program the traced setups hold: its runs and
 time per request.
-Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run.
+Prints medians and ratios; the machines are shared and noisy, so trust ratios of one run, and
+most those paired by round (each setup against untraced on the same server process seconds
+apart, with a bootstrap interval of their median). Every round's figures go to results.json.
 
 Root. Each traced run holds /tmp/looptrace-integration.lock (the integration tests check that
 no probe of looptrace is attached anywhere while they run).
@@ -37,6 +39,7 @@ import argparse
 import json
 import fcntl
 import os
+import random
 import re
 import signal
 import statistics
@@ -221,12 +224,15 @@ def run_once(server, client, seconds, warmup, looptrace, options, report, floor=
         tracer.stop()
     words = out.split()
     requests, total, elapsed = int(words[1]), int(words[5]), float(words[7])
+    # "lines": each kind of handler's median round trip (cpu_us C sleep_us S ...)
+    round_trips = {key[:-3]: float(value) for key, value in zip(words[8::2], words[9::2]) if key.endswith("_us")}
     window = max(elapsed - warmup, 1e-3)
     bpf = {name: ((runs - programs0.get(name, (0, 0))[0]) / max(requests, 1),
                   (ns - programs0.get(name, (0, 0))[1]) / max(requests, 1))
            for name, (runs, ns) in programs.items()}
     return {
         "bpf": bpf,  # program name: (runs, ns) per request
+        "round_trip_us": round_trips,  # handler kind: median round trip (the blocking server)
         "rps": requests / seconds,
         "first_rps": (total - requests) / warmup if warmup > 0 else float("nan"),
         "cpu_us_per_request": server_cpu / requests * 1e6,
@@ -342,11 +348,55 @@ def print_results(args, servers, setups, results, missing, out):
                   f"{med(server, name, 'cpu_us_per_request'):12.1f} us {100 * med(server, name, 'loader_share'):9.1f}% "
                   f"{med(server, name, 'loader_us_per_request'):12.1f} us {med(server, name, 'loader_wakeups_per_s'):10.0f} "
                   f"{100 * med(server, name, 'machine_share'):10.1f}% {first(server, name):>18}")
+        if "untraced" in names and args.rounds > 1:
+            print_paired(server, names, results)
         if args.bpf_stats:
             print_bpf_programs(server, names, results)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({f"{server} / {setup}": runs for (server, setup), runs in results.items()}, f, indent=1)
     for server, setup, what in sorted(set(missing)):
         print(f"\nMISSING in a report of {server}, {setup}: {what}")
     print(f"\nreports of the last round: {out}")
+
+
+def paired_interval(ratios, level=0.90, resamples=4000):
+    """The median of per-round ratios and a bootstrap interval of it (percentile, fixed seed:
+    the same rounds give the same interval)."""
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples))
+    tail = (1 - level) / 2
+    return statistics.median(ratios), medians[int(tail * resamples)], medians[int((1 - tail) * resamples) - 1]
+
+
+def print_paired(server, names, results):
+    """Each setup against untraced round by round: the two ran on the same server process seconds
+    apart, so the machine's drift over the run (other work, the host) cancels out of a round's
+    ratio, where the medians above compare rounds minutes apart."""
+    untraced = [r["rps"] for r in results[(server.name, "untraced")]]
+    print("  paired by round (x untraced in the same round): median [90% bootstrap interval of the median], "
+          "range of rounds")
+    for name in names:
+        if name == "untraced":
+            continue
+        ratios = [r["rps"] / u for r, u in zip(results[(server.name, name)], untraced) if u > 0]
+        if len(ratios) < 2:
+            continue
+        mid, low, high = paired_interval(ratios)
+        print(f"    {name:24} {mid:.3f} [{low:.3f}, {high:.3f}]   {min(ratios):.3f}-{max(ratios):.3f}")
+    kinds = sorted({k for r in results[(server.name, "untraced")] for k in r.get("round_trip_us", {})})
+    if not kinds:
+        return
+    print("  round trip added, by handler kind: median over rounds of (setup - untraced) in the same round, "
+          "us (untraced's own median)")
+    base = results[(server.name, "untraced")]
+    print(f"    {'untraced':24} " + "  ".join(f"{k} {statistics.median(r['round_trip_us'][k] for r in base):7.1f}"
+                                             for k in kinds))
+    for name in names:
+        if name == "untraced":
+            continue
+        added = {k: statistics.median(r["round_trip_us"][k] - u["round_trip_us"][k]
+                                      for r, u in zip(results[(server.name, name)], base)) for k in kinds}
+        print(f"    {name:24} " + "  ".join(f"{k} {added[k]:+7.1f}" for k in kinds))
 
 
 def print_bpf_programs(server, names, results):

@@ -6,7 +6,8 @@
  *   closed_loop_client PORT echo|http|lines SECONDS [WARMUP]
  * echo: 64 bytes, the same 64 back. http: a kept-alive GET, an answer ending "\r\n\r\nok".
  * lines: the kinds of blocking_asyncio.py in turn (cpu, sleep, lock, disk; slow every 2000th),
- * each line back.
+ * each line back; the output goes on with each kind's median round trip in the counted window,
+ * "cpu_us C sleep_us S lock_us L disk_us D": which kind of handler a tracer slows.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -44,8 +45,25 @@ static int read_answer(int fd, const char* mode, size_t expect) {
   }
 }
 
+#define KINDS 4
+#define KEPT_PER_KIND 400000
+
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+
+  return x < y ? -1 : x > y;
+}
+
+static double median_us(double* values, long n) {
+  if (n == 0) return 0;
+  qsort(values, n, sizeof(*values), by_value);
+  return 1e6 * (n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2);
+}
+
 int main(int argc, char** argv) {
-  static const char* kinds[] = {"cpu\n", "sleep\n", "lock\n", "disk\n"};
+  static const char* kinds[KINDS] = {"cpu\n", "sleep\n", "lock\n", "disk\n"};
+  static double round_trips[KINDS][KEPT_PER_KIND];
+  long kept[KINDS] = {0};
   static const char http[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n";
   struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   const char* mode;
@@ -71,7 +89,7 @@ int main(int argc, char** argv) {
   for (;; i++) {
     const char* req;
     size_t len;
-    double t;
+    double t, sent = now();
 
     if (!strcmp(mode, "http")) {
       req = http;
@@ -89,8 +107,16 @@ int main(int argc, char** argv) {
     }
     t = now();
     if (t >= end) break;
-    if (t >= start) requests++;
+    if (t >= start) {
+      requests++;
+      if (!strcmp(mode, "lines") && i % 2000 != 1999 && kept[i % KINDS] < KEPT_PER_KIND)
+        round_trips[i % KINDS][kept[i % KINDS]++] = t - sent;
+    }
   }
-  printf("requests %ld seconds %.3f total %ld elapsed %.3f\n", requests, seconds, i + 1, now() - (start - warmup));
+  printf("requests %ld seconds %.3f total %ld elapsed %.3f", requests, seconds, i + 1, now() - (start - warmup));
+  if (!strcmp(mode, "lines"))
+    for (int k = 0; k < KINDS; k++)
+      printf(" %.*s_us %.1f", (int)strlen(kinds[k]) - 1, kinds[k], median_us(round_trips[k], kept[k]));
+  printf("\n");
   return 0;
 }
