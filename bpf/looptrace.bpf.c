@@ -2957,17 +2957,28 @@ struct {
  */
 static int early_wait_outlived(void *map, __u32 *key, struct early_wait_timer *w)
 {
-	__u32 tid = w->tid;
-	struct lt_thread_state *st = bpf_map_lookup_elem(&thread_states, &tid);
+	/* The loop thread may be writing the next wait on another CPU (defer_early_wait_stack):
+	 * its switch count is read before and after the rest, a seqlock's check. */
+	__u64 switches = *(volatile __u64 *)&w->switches;
+	__u64 ts_ns;
+	__u32 tid;
+	struct lt_thread_state *st;
 	struct lt_wait_record rec = {
 		.header = { .type = LT_RECORD_WAIT_OUTLIVED, .size = sizeof(rec) },
 	};
 
-	if (!st || st->switches != w->switches || st->state == LT_STATE_RUNNING)
+	asm volatile("" ::: "memory");
+	ts_ns = *(volatile __u64 *)&w->ts_ns;
+	tid = *(volatile __u32 *)&w->tid;
+	asm volatile("" ::: "memory");
+	if (!switches || switches != *(volatile __u64 *)&w->switches)
+		return 0; /* a newer wait's, whose own expiry comes */
+	st = bpf_map_lookup_elem(&thread_states, &tid);
+	if (!st || st->switches != switches || st->state == LT_STATE_RUNNING)
 		return 0;
 	rec.tid = tid;
-	rec.ts_ns = w->ts_ns;
-	rec.switches = w->switches;
+	rec.ts_ns = ts_ns;
+	rec.switches = switches;
 	if (bpf_ringbuf_output(&events, &rec, sizeof(rec), BPF_RB_FORCE_WAKEUP))
 		count(LT_STAT_RINGBUF_FULL);
 	return 0;
@@ -2988,9 +2999,14 @@ static __always_inline void defer_early_wait_stack(__u32 tid, __u64 now, __u64 s
 			return;
 		w->ready = 1;
 	}
-	w->ts_ns = now;
-	w->switches = switches;
-	w->tid = tid;
+	/* switches last, 0 meanwhile: a callback reading in between sees a change (x86 keeps
+	 * stores in order; the barriers keep clang) */
+	*(volatile __u64 *)&w->switches = 0;
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&w->ts_ns = now;
+	*(volatile __u32 *)&w->tid = tid;
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&w->switches = switches;
 	bpf_timer_start(&w->timer, preempt_stacks_after_ns, 0);
 }
 

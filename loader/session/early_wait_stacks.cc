@@ -14,10 +14,15 @@ bool EarlyWaitStacks::CanDefer(const InterpreterSupport* interpreter, bool nativ
   return !interpreter || (interpreter->ReadsThreadStacks() && !native_frames);
 }
 
-bool EarlyWaitStacks::StillWaits(uint32_t tid, uint64_t switches) const {
-  const auto state = bpf_->ThreadState(tid);
+namespace {
+
+// Whether a thread whose state BPF keeps as `state` is still in the wait that left it
+// `switches` switches.
+bool InWait(const std::optional<lt_thread_state>& state, uint64_t switches) {
   return state && state->switches == switches && state->state != LT_STATE_RUNNING && state->wait_sp;
 }
+
+}  // namespace
 
 std::optional<StackSample> EarlyWaitStacks::Read(std::span<const uint8_t> raw) {
   lt_wait_record rec;
@@ -27,7 +32,7 @@ std::optional<StackSample> EarlyWaitStacks::Read(std::span<const uint8_t> raw) {
   }
   std::memcpy(&rec, raw.data(), sizeof(rec));
   const auto state = bpf_->ThreadState(rec.tid);
-  if (!state || !StillWaits(rec.tid, rec.switches)) {
+  if (!InWait(state, rec.switches)) {
     stats_->Add(StatId::early_wait_stacks_missed);
     return std::nullopt;
   }
@@ -42,7 +47,7 @@ std::optional<StackSample> EarlyWaitStacks::Read(std::span<const uint8_t> raw) {
     if (auto it = threads.find(rec.tid); it != threads.end()) interpreted = std::move(it->second);
   }
   // Read while it waited: the same stack as at its switch-out only if it has not run since.
-  if (!StillWaits(rec.tid, rec.switches)) {
+  if (!InWait(bpf_->ThreadState(rec.tid), rec.switches)) {
     stats_->Add(StatId::early_wait_stacks_missed);
     return std::nullopt;
   }

@@ -37,9 +37,6 @@ class EarlyWaitStacks {
   std::optional<StackSample> Read(std::span<const uint8_t> raw);
 
  private:
-  // Whether thread `tid` is still in the wait that left it `switches` switches.
-  bool StillWaits(uint32_t tid, uint64_t switches) const;
-
   const BpfSession* bpf_;
   StackResolver* stacks_;
   Stats* stats_;
