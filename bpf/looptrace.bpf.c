@@ -2934,6 +2934,14 @@ static __always_inline int loop_waits_early(__u32 tid, __u32 state, __u64 now)
  */
 const volatile __u32 early_wait_stacks_deferred = 0;
 
+/*
+ * ... and now: the loader answers a wait that outlived the early age within a fraction of a
+ * millisecond, except while it reads a file it meets for the first time (symbols, unwind
+ * rows: up to a few hundred ms), when the wait may be over before it looks. It clears this
+ * meanwhile, and early waits take their stack at the switch-out as other stacked ones do.
+ */
+__u32 early_wait_defer_now;
+
 /* One timer: only the loop thread has early waits, and it waits in one at a time. */
 struct early_wait_timer {
 	struct bpf_timer timer;
@@ -3088,10 +3096,12 @@ static __always_inline int sched_switch_run(unsigned long long *ctx, bool preemp
 			/* Deferred first, so that no more is live across the walk below than before
 			 * (the verifier explores it once per distinct state: a JVM's walker nears
 			 * its limit). */
-			if (early_wait && early_wait_stacks_deferred && st) {
+			if (early_wait && early_wait_stacks_deferred && *(volatile __u32 *)&early_wait_defer_now && st) {
 				defer_early_wait_stack(tid, now, st->switches);
 				ustack = LT_STACK_DEFERRED;
 			} else if ((stacks || early_wait) && !(prev->flags & LT_PF_EXITING)) {
+				if (early_wait && early_wait_stacks_deferred)
+					count(LT_STAT_EARLY_WAIT_STACKED);
 				/* an exiting thread's last switch-outs: its user stack is gone */
 				take_sample(ctx, prev, tid, LT_SAMPLE_SWITCH, prev_state, now);
 			}

@@ -437,6 +437,10 @@ void BpfSession::SetPreemptStacksAfter(uint64_t ns) {
   __atomic_store_n(&skel_->bss->preempt_stacks_after_ns, ns, __ATOMIC_RELAXED);
 }
 
+void BpfSession::DeferEarlyWaitStacks(bool now) {
+  __atomic_store_n(&skel_->bss->early_wait_defer_now, now ? 1u : 0u, __ATOMIC_RELAXED);
+}
+
 Result<void> BpfSession::SetSampleRate(int hz) {
   // The kernel's cpu-clock turns a frequency into a fixed period when the event is made
   // (perf_swevent_init_hrtimer clears attr.freq): a new rate is a new period, in ns.
@@ -596,6 +600,7 @@ Stats BpfSession::ReadCounters() const {
   stats.Set(StatId::samples_idle, sum(LT_STAT_SAMPLE_IDLE));
   stats.Set(StatId::early_preemptions_unstacked, sum(LT_STAT_SWITCH_YOUNG));
   stats.Set(StatId::early_waits_by_syscall, sum(LT_STAT_SWITCH_YOUNG_WAIT));
+  stats.Set(StatId::early_wait_stacks_at_switch_out, sum(LT_STAT_EARLY_WAIT_STACKED));
   stats.Set(StatId::switch_stacks_waiting, sum(LT_STAT_SWITCH_WAIT));
   AddProgramCosts(&stats);
   stats.Set(StatId::interp_stacks_dropped, sum(LT_STAT_INTERP_STACKS_DROPPED));

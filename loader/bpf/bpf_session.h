@@ -137,6 +137,10 @@ class BpfSession {
   // preemption gets one; session_cost.h), from now on.
   void SetPreemptStacksAfter(uint64_t ns);
 
+  // Early waits' stacks deferred (BpfSessionOptions::early_wait_stacks_deferred) from now on,
+  // or taken at their switch-out while the loader could not read them in time (false).
+  void DeferEarlyWaitStacks(bool now);
+
   // The cpu-clock samplers' rate from now on (--cpu-budget), on every CPU.
   Result<void> SetSampleRate(int hz);
 

@@ -82,4 +82,28 @@ std::optional<StackSample> EarlyWaitStacks::Read(std::span<const uint8_t> raw) {
   return sample;
 }
 
+void EarlyWaitDeferral::OnLoaderBusy(bool busy, uint64_t now_ns) {
+  std::lock_guard lock(mutex_);
+  if (!busy) {
+    resume_at_ns_ = now_ns + kSettleNs;
+    return;
+  }
+  resume_at_ns_ = 0;
+  if (deferring_) defer_(false);
+  deferring_ = false;
+}
+
+void EarlyWaitDeferral::Tick(uint64_t now_ns) {
+  std::lock_guard lock(mutex_);
+  if (deferring_ || !resume_at_ns_ || now_ns < resume_at_ns_) return;
+  defer_(true);
+  deferring_ = true;
+  resume_at_ns_ = 0;
+}
+
+bool EarlyWaitDeferral::deferring() const {
+  std::lock_guard lock(mutex_);
+  return deferring_;
+}
+
 }  // namespace looptrace::loader

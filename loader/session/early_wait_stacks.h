@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <span>
 
@@ -41,6 +43,31 @@ class EarlyWaitStacks {
   StackResolver* stacks_;
   Stats* stats_;
   InterpreterSupport* interpreter_ = nullptr;
+};
+
+// When BPF may defer them: not while the loader reads a file it meets for the first time
+// (symbols, unwind rows: it could not read a long wait before it ends), nor until it has read
+// none for kSettleNs: such reads come in bursts a few ms apart at a session's start, and a wait
+// begun just before one is read only after it (1-2 of ~20 long early waits in 5 s missed so).
+class EarlyWaitDeferral {
+ public:
+  static constexpr uint64_t kSettleNs = 250'000'000;
+
+  // `defer(true)` lets BPF defer them from now on, `defer(false)` has it take them at the
+  // switch-out; not deferring to begin with.
+  explicit EarlyWaitDeferral(std::function<void(bool)> defer) : defer_(std::move(defer)) {}
+
+  // The loader began (true) or ended (false) its reads of files first met; any thread.
+  void OnLoaderBusy(bool busy, uint64_t now_ns);
+  // Defers again once the loader has settled.
+  void Tick(uint64_t now_ns);
+  bool deferring() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::function<void(bool)> defer_;
+  bool deferring_ = false;
+  uint64_t resume_at_ns_ = 0;  // 0: busy, or deferring already
 };
 
 }  // namespace looptrace::loader

@@ -54,6 +54,7 @@ Session::Session(const SessionOptions& options, int signal_fd, Pipeline& pipelin
     : options_(options), signal_fd_(signal_fd), pipeline_(pipeline), events_(pipeline) {}
 
 Session::~Session() {
+  if (early_wait_stacks_deferred_) FirstUseScope::SetBusyObserver({});
   pipeline_.SetSliceSource(nullptr);
   pipeline_.SetSnapshotSource(nullptr);
   pipeline_.RemoveObserver(&taps_);
@@ -310,7 +311,13 @@ void Session::Start(SessionStart start) {
           .preempt_stacks_after_ns;
   bpf_->SetPreemptStacksAfter(preempt_after_ns);
   loader_stats_.Set(StatId::cost_preempt_stacks_after_ns, preempt_after_ns);
-  if (early_wait_stacks_deferred_) loader_stats_.Set(StatId::cost_wait_stacks_after_ns, preempt_after_ns);
+  if (early_wait_stacks_deferred_) {
+    loader_stats_.Set(StatId::cost_wait_stacks_after_ns, preempt_after_ns);
+    // Deferred once the loader has settled, and not while it reads a file it met first.
+    early_wait_deferral_.emplace([bpf = bpf_.get()](bool now) { bpf->DeferEarlyWaitStacks(now); });
+    FirstUseScope::SetBusyObserver(
+        [deferral = &*early_wait_deferral_](bool busy) { deferral->OnLoaderBusy(busy, NowNs(CLOCK_MONOTONIC)); });
+  }
   loader_stats_.Set(StatId::cost_loader_start_cpu_ns, own_cpu_.ElapsedNs());
   first_use_at_start_ns_ = FirstUseScope::TotalNs();
 }
@@ -323,6 +330,7 @@ void Session::Watchdog(uint64_t now_ns, bool judge_stalls) {
     last_cpu_sample_ns_ = now_ns;
   }
   if (judge_stalls) pipeline_.Tick(now_ns, trusted_since_ns_);
+  if (early_wait_deferral_) early_wait_deferral_->Tick(now_ns);
   // Once a window: each look reads every BPF counter.
   if (budget_ && now_ns - last_budget_ns_ >= CostBudget::kWindowNs) KeepCostBudget(now_ns);
 }
@@ -541,6 +549,7 @@ void Session::Finish(const std::string& reason, std::optional<int> exit_status) 
   uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
   if (reason == "duration") end_ns = std::min(end_ns, deadline_ns_);
   stop_ns_ = end_ns;
+  if (early_wait_stacks_deferred_) FirstUseScope::SetBusyObserver({});
   bpf_->Detach();
   (void)bpf_->Consume();
   stacks_->Finish();

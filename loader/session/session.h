@@ -160,6 +160,7 @@ class Session : private SnapshotSource {
   std::optional<BeatSlicer> slicer_;
   std::optional<SnapshotTaker> snapshots_;
   std::optional<EarlyWaitStacks> early_waits_;
+  std::optional<EarlyWaitDeferral> early_wait_deferral_;  // from the session's start
   std::vector<Event> side_decoded_;
   bool primed_ = false;
   bool shadow_stack_ = false;                // uretprobe return addresses kept for stack samples (shadow_probes.h)

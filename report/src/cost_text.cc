@@ -21,14 +21,18 @@ std::string ShareOfCpu(uint64_t ns, uint64_t session_ns) {
 std::string PerRun(uint64_t ns, uint64_t runs) { return runs ? fmt::format("~{} ns each", ns / runs) : "no runs"; }
 
 // What the early waits kept (stats.h early_waits_by_syscall and what follows it).
-std::string EarlyWaitsText(uint64_t waits, uint64_t wait_stacks_after_ns, uint64_t late, uint64_t missed) {
+std::string EarlyWaitsText(uint64_t waits, uint64_t wait_stacks_after_ns, uint64_t late, uint64_t missed,
+                           uint64_t at_switch_out) {
   if (!wait_stacks_after_ns)
     return fmt::format("; {} early waits with their user stack only, the reason from the system call", waits);
   return fmt::format(
-      "; {} early waits by their system call, their user stack read only if one lasted {:.2f} ms ({} did{}; a "
+      "; {} early waits by their system call, their user stack read only if one lasted {:.2f} ms ({} did{}{}; a "
       "shorter one's time is shown under its nearest sample's stack)",
       waits, wait_stacks_after_ns / 1e6, late + missed,
-      missed ? fmt::format(", {} ran again before it was read", missed) : "");
+      missed ? fmt::format(", {} ran again before it was read", missed) : "",
+      at_switch_out
+          ? fmt::format("; {} taken at the switch-out while the loader read files it met first", at_switch_out)
+          : "");
 }
 
 }  // namespace
@@ -116,7 +120,8 @@ std::string CostText(const Stats& stats, uint64_t session_ns) {
           after_ns ? fmt::format(", once it is {:.2f} ms old", after_ns / 1e6) : "", idle, early, idle_samples,
           early || after_ns ? "; an early preemption's time is shown under its nearest sample's stack" : "",
           early_waits || after_ns
-              ? EarlyWaitsText(early_waits, stats.Get(StatId::cost_wait_stacks_after_ns), late_waits, missed_waits)
+              ? EarlyWaitsText(early_waits, stats.Get(StatId::cost_wait_stacks_after_ns), late_waits, missed_waits,
+                               stats.Get(StatId::early_wait_stacks_at_switch_out))
               : "");
     if (waiting)
       how += fmt::format("; other threads' waits: {} without, a snapshot reads a waiting thread's stacks", waiting);

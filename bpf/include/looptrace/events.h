@@ -241,7 +241,8 @@ struct lt_probe_config {
 #define LT_STAT_WALK_COPIED 25        /* walks that met a library without rows yet: sent as a stack copy */
 #define LT_STAT_SWITCH_WAIT 26       /* other threads' switch-outs into a wait: no stack taken (LT_STACK_AT_SNAPSHOT) */
 #define LT_STAT_SWITCH_YOUNG_WAIT 27 /* loop-thread waits early in a message: its syscall, no kernel stack (LT_STACK_IN_SYSCALL) */
-#define LT_STAT_MAX 28
+#define LT_STAT_EARLY_WAIT_STACKED 28 /* ... stacked at the switch-out instead: the loader was busy (early_wait_defer_now) */
+#define LT_STAT_MAX 29
 
 /*
  * What looptrace's own programs cost (the report's cost block), per program and per CPU

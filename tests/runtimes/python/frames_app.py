@@ -230,9 +230,38 @@ def late_import_callback():
     truth(type="callback", name=repr_name(late_import_callback), slow=True, begin_ns=begin, end_ns=time.monotonic_ns())
 
 
+def sleep_as_it_begins(ms):
+    time.sleep(ms / 1000)  # the long wait's line
+
+
+def early_wait_callback(index):
+    """Sleeps as it begins (an early wait: a tracer takes no stack then), 50 ms every 10th
+    time (a slow message), 0.2 ms otherwise, then works 1 ms."""
+    begin = time.monotonic_ns()
+    sleep_as_it_begins(50 if index % 10 == 0 else 0.2)
+    spin(1)
+    truth(type="callback", name=repr_name(early_wait_callback), slow=index % 10 == 0, begin_ns=begin,
+          end_ns=time.monotonic_ns())
+
+
+async def early_waits_main():
+    """--scenario early-waits: early_wait_callback every 5 ms until killed (the lines above keep
+    their numbers, which tests name); truth written every 20 callbacks."""
+    loop = asyncio.get_running_loop()
+    truth(type="ready", pid=os.getpid())
+    flush_truth()
+    index = 0
+    while True:
+        index += 1
+        loop.call_soon(early_wait_callback, index)
+        await asyncio.sleep(0.005)
+        if index % 20 == 0:
+            flush_truth()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded", "cext", "late-import"])
+    parser.add_argument("--scenario", default="slow", choices=["slow", "forever", "stuck", "threaded", "cext", "late-import", "early-waits"])
     parser.add_argument("--truth")
     parser.add_argument("--start-delay", type=float, default=0)
     args = parser.parse_args()
@@ -242,5 +271,6 @@ if __name__ == "__main__":
     if args.scenario == "threaded":
         run_threaded()
     else:
-        asyncio.run(late_import_main() if args.scenario == "late-import" else main(args.scenario))
+        scenarios = {"late-import": late_import_main, "early-waits": early_waits_main}
+        asyncio.run(scenarios[args.scenario]() if args.scenario in scenarios else main(args.scenario))
     flush_truth()

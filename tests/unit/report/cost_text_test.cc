@@ -122,10 +122,17 @@ TEST(CostText, SaysWhichEarlyWaitsGotTheirStacksLate) {
   stats.Set(StatId::early_wait_stacks_missed, 2);
   stats.Set(StatId::cost_preempt_stacks_after_ns, 4'000'000);
   stats.Set(StatId::cost_wait_stacks_after_ns, 4'000'000);
-  const std::string text = CostText(stats, 1'000'000'000);
+  std::string text = CostText(stats, 1'000'000'000);
   EXPECT_NE(text.find("; 5000 early waits by their system call, their user stack read only if one lasted 4.00 ms (31 "
                       "did, 2 ran again before it was read; a shorter one's time is shown under its nearest sample's "
                       "stack))"),
+            std::string::npos)
+      << text;
+  // Those stacked at their switch-out while the loader was busy with a file it met first.
+  stats.Set(StatId::early_wait_stacks_at_switch_out, 40);
+  text = CostText(stats, 1'000'000'000);
+  EXPECT_NE(text.find("(31 did, 2 ran again before it was read; 40 taken at the switch-out while the loader read "
+                      "files it met first; a shorter one's"),
             std::string::npos)
       << text;
 }

@@ -4,7 +4,9 @@
 #include <time.h>
 
 #include <cstdint>
+#include <future>
 #include <thread>
+#include <vector>
 
 namespace looptrace {
 namespace {
@@ -41,6 +43,37 @@ TEST(FirstUseScope, CountsTheCpuOfOutermostScopesOnEveryThread) {
   const uint64_t counted = FirstUseScope::TotalNs() - before;
   EXPECT_GE(counted, 60'000'000u);
   EXPECT_LT(counted, 75'000'000u);  // 80 ms if the inner scope or the spin outside counted
+}
+
+TEST(FirstUseScope, TellsItsObserverWhenTheFirstScopeOpensAndTheLastCloses) {
+  std::vector<bool> heard;
+  FirstUseScope::SetBusyObserver([&](bool busy) { heard.push_back(busy); });
+  EXPECT_EQ(heard, (std::vector<bool>{false}));  // the state when it was set
+  heard.clear();
+  {
+    FirstUseScope outer;
+    { FirstUseScope inner; }  // nested: nothing to tell
+  }
+  EXPECT_EQ(heard, (std::vector<bool>{true, false}));
+  heard.clear();
+  // Overlapping scopes on two threads: busy from the first opening to the last closing.
+  std::promise<void> opened, close;
+  std::thread other([&] {
+    FirstUseScope scope;
+    opened.set_value();
+    close.get_future().wait();
+  });
+  opened.get_future().wait();
+  {
+    FirstUseScope mine;  // the other thread's is open: still busy
+    close.set_value();
+    other.join();  // its scope closed, mine is open
+    EXPECT_EQ(heard, (std::vector<bool>{true}));
+  }
+  EXPECT_EQ(heard, (std::vector<bool>{true, false}));
+  FirstUseScope::SetBusyObserver({});
+  { FirstUseScope after; }
+  EXPECT_EQ(heard.size(), 2u);
 }
 
 }  // namespace

@@ -106,6 +106,9 @@ enum class StatSeverity { kInfo, kError, kDataLoss, kFilter, kCost, kCoverage };
   X(early_wait_stacks_missed, kError,                                                                                  \
     "early waits that lasted cost_preempt_stacks_after_ns but ran again before the loader read their stack: only "     \
     "their system call kept")                                                                                          \
+  X(early_wait_stacks_at_switch_out, kInfo,                                                                            \
+    "early waits whose user stack was taken at their switch-out, as before deferring: the loader was reading a file "  \
+    "it met for the first time (symbols, unwind rows) and could not have read a long one in time")                     \
   X(cost_probe_hits, kCost, "probe hits on the target (runs of looptrace's uprobe and USDT programs)")                 \
   X(cost_probe_bpf_ns, kCost,                                                                                          \
     "ns in looptrace's uprobe and USDT programs (estimated: every run counted, ~1 in 64 timed)")                       \

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace looptrace {
 
@@ -18,6 +19,10 @@ class FirstUseScope {
 
   // Every thread's CPU time inside outermost scopes since the process started.
   static uint64_t TotalNs();
+  // One observer at a time: told the current state at once, then `true` when a first scope
+  // opens on any thread and `false` when the last one closes (the loader is slow to answer
+  // meanwhile); an empty function stops the calls.
+  static void SetBusyObserver(std::function<void(bool busy)> observer);
 
  private:
   uint64_t start_ns_ = 0;
